@@ -1,0 +1,55 @@
+// Durable file writes: nothing grex writes is ever half-written.
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+
+/** Write `data` to `path` atomically: temp file in the same directory, fsync, rename, fsync the directory. */
+export function atomicWriteFile(path: string, data: string | Uint8Array): void {
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true });
+  const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2)}.tmp`);
+  const fd = openSync(tmp, "w");
+  try {
+    const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
+    let off = 0;
+    while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+    fsyncSync(fd);
+  } catch (err) {
+    closeSync(fd);
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+  closeSync(fd);
+  try {
+    renameSync(tmp, path);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+  fsyncDir(dir);
+}
+
+/** Append one whole line with a single write(2), then fsync. */
+export function appendDurable(path: string, line: string): void {
+  const fd = openSync(path, "a");
+  try {
+    const bytes = Buffer.from(line, "utf8");
+    const n = writeSync(fd, bytes, 0, bytes.length);
+    if (n !== bytes.length) throw new Error(`short write to ${path} (${n} of ${bytes.length} bytes)`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function fsyncDir(dir: string): void {
+  try {
+    const fd = openSync(dir, "r");
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // Some platforms cannot fsync a directory; the rename is still atomic.
+  }
+}

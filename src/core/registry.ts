@@ -1,0 +1,23 @@
+// Names of the action kinds and pack types grex knows. Plugins may register more;
+// pack.yaml validation rejects anything not listed here (exit 8).
+
+export const BUILTIN_ACTIONS = ["symlink", "env", "mkdir", "rmdir", "require", "when", "exec"] as const;
+export const BUILTIN_PACK_TYPES = ["meta", "declarative", "scripted"] as const;
+
+export type BuiltinAction = (typeof BUILTIN_ACTIONS)[number];
+export type BuiltinPackType = (typeof BUILTIN_PACK_TYPES)[number];
+
+const actionNames = new Set<string>(BUILTIN_ACTIONS);
+const packTypeNames = new Set<string>(BUILTIN_PACK_TYPES);
+
+export function registerActionName(name: string): void {
+  actionNames.add(name);
+}
+
+export function registerPackTypeName(name: string): void {
+  packTypeNames.add(name);
+}
+
+export const isKnownAction = (name: string): boolean => actionNames.has(name);
+export const isKnownPackType = (name: string): boolean => packTypeNames.has(name);
+export const knownPackTypes = (): string[] => [...packTypeNames];

@@ -1,0 +1,73 @@
+// The verb table contract. Each verb is defined once: a params schema, a result
+// schema and one function. The CLI (src/cli) and the MCP server (src/mcp) are
+// thin adapters that read this table; nothing verb-specific lives in them.
+import type { GenericSchema, InferOutput, ObjectEntries, StrictObjectSchema } from "valibot";
+import type { GrexError } from "../core/errors.ts";
+import type { Scheduler } from "../core/scheduler.ts";
+import type { Workspace } from "../core/workspace.ts";
+
+/** Reports progress as packs complete; a no-op unless a TTY bar or an MCP progress token listens. */
+export type Progress = (done: number, total: number, message?: string) => void;
+
+export interface VerbContext {
+  /** Directory the command runs from (CLI: process cwd; MCP: the server's workspace root). */
+  cwd: string;
+  /** `--manifest` given at launch, if any. */
+  manifest: string | undefined;
+  /** The workspace for this call; throws a usage error when there is none. */
+  workspace(): Workspace;
+  /** One scheduler per process: concurrent MCP calls share it. */
+  scheduler: Scheduler;
+  /** Environment used for variable expansion and child processes. */
+  env: Record<string, string | undefined>;
+  /** Which adapter is calling: MCP calls may not escape the workspace. */
+  surface: "cli" | "mcp";
+  /** A warning for the user (stderr on the CLI, a log line over MCP). */
+  warn(message: string): void;
+  /** Diagnostics at -v level `level` (1..3); dropped unless that verbose. */
+  debug(level: number, message: string): void;
+}
+
+export interface CliFlag {
+  /** cac flag syntax, e.g. `--type <type>` or `--no-clone`. */
+  flag: string;
+  description: string;
+  /** Repeatable flag collected into an array. */
+  repeatable?: boolean;
+}
+
+export interface CliSpec {
+  /** Positional part of the usage line, e.g. `<url> [path]` or `[...ids]`. */
+  args: string;
+  /** Param names the positionals fill, in order; a trailing `...name` takes the rest. */
+  positionals: string[];
+  flags: CliFlag[];
+}
+
+// biome-style generic bound: any strict object schema.
+export type ParamsSchema = StrictObjectSchema<ObjectEntries, undefined>;
+
+export interface VerbDef<P extends ParamsSchema = ParamsSchema, R extends object = object> {
+  name: string;
+  /** One line; also the MCP tool description. */
+  description: string;
+  params: P;
+  result: GenericSchema<R>;
+  readOnly: boolean;
+  destructive: boolean;
+  /** False for verbs that are not MCP tools (`serve`, `mcp`). */
+  mcp: boolean;
+  /** Params that exist on the CLI only (agent safety: `exec.shell`, `doctor.fix`). */
+  cliOnly?: readonly string[];
+  /** Params that name files: over MCP they must resolve inside the workspace. */
+  fileParams?: readonly string[];
+  cli: CliSpec;
+  run(ctx: VerbContext, params: InferOutput<P>, signal: AbortSignal, progress: Progress): Promise<R>;
+  /** A completed run that still failed (e.g. a pack failed in sync): the error to report beside the result. */
+  failure?(result: R, params: InferOutput<P>): GrexError | undefined;
+}
+
+/** Helper that keeps each verb's param/result types inferred from its schemas. */
+export function defineVerb<P extends ParamsSchema, R extends object>(def: VerbDef<P, R>): VerbDef<P, R> {
+  return def;
+}
