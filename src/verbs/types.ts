@@ -28,12 +28,19 @@ export interface VerbContext {
   debug(level: number, message: string): void;
 }
 
+export interface RenderStyle {
+  /** No colour, no Unicode. */
+  plain: boolean;
+}
+
 export interface CliFlag {
   /** cac flag syntax, e.g. `--type <type>` or `--no-clone`. */
   flag: string;
   description: string;
   /** Repeatable flag collected into an array. */
   repeatable?: boolean;
+  /** The flag's value is a number (cac would otherwise hand over a string). */
+  number?: boolean;
 }
 
 export interface CliSpec {
@@ -63,6 +70,8 @@ export interface VerbDef<P extends ParamsSchema = ParamsSchema, R extends object
   fileParams?: readonly string[];
   cli: CliSpec;
   run(ctx: VerbContext, params: InferOutput<P>, signal: AbortSignal, progress: Progress): Promise<R>;
+  /** Human rendering for TTY/plain output; without it the result is shown as indented JSON. */
+  render?(result: R, params: InferOutput<P>, style: RenderStyle): string;
   /** A completed run that still failed (e.g. a pack failed in sync): the error to report beside the result. */
   failure?(result: R, params: InferOutput<P>): GrexError | undefined;
 }

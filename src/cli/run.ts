@@ -1,0 +1,208 @@
+// The CLI adapter: argv → params (cac) → the verb table → output + exit code.
+// Nothing verb-specific lives here.
+import { cac, type CAC, type Command } from "cac";
+import pkg from "../../package.json" with { type: "json" };
+import { CancelledError, GrexError, toGrexError, usageError } from "../core/errors.ts";
+import { PermitScheduler, resolveParallel } from "../core/scheduler.ts";
+import { makeContext } from "../verbs/context.ts";
+import { VERBS } from "../verbs/index.ts";
+import { failureDocument, toJsonDocument } from "../verbs/serialize.ts";
+import type { CliFlag, VerbDef } from "../verbs/types.ts";
+import { parseParams } from "../verbs/validate.ts";
+import { makeProgress, renderResult } from "./output.ts";
+
+export interface CliIO {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  cwd: string;
+  env: Record<string, string | undefined>;
+  /** Whether stdout / stderr are terminals (pretty output, progress). */
+  stdoutTTY: boolean;
+  stderrTTY: boolean;
+}
+
+const defaultIO = (): CliIO => ({
+  stdout: (t) => process.stdout.write(t),
+  stderr: (t) => process.stderr.write(t),
+  cwd: process.cwd(),
+  env: process.env,
+  stdoutTTY: process.stdout.isTTY === true,
+  stderrTTY: process.stderr.isTTY === true,
+});
+
+/** Universal flags every verb accepts (SPEC §8). */
+const GLOBAL_FLAGS: CliFlag[] = [
+  { flag: "--json", description: "Print one JSON document on stdout" },
+  { flag: "--plain", description: "No colour, no Unicode" },
+  { flag: "--dry-run", description: "Show what would change; touch nothing" },
+  { flag: "--parallel <n>", description: "Packs processed at once (default: CPU count; 0 = unbounded)", number: true },
+  { flag: "--filter <expr>", description: "Only packs matching: glob, name=<glob>, type=<t>, depth=<n>, depth<=<n>" },
+  { flag: "--manifest <path>", description: "Use this grex.jsonl (workspace = its directory)" },
+  { flag: "-v, --verbose", description: "Diagnostics on stderr (-vv, -vvv for more)" },
+];
+
+/** `--no-clone` → `clone`, `--from-repos-json <file>` → `from_repos_json`. */
+export function flagParam(flag: CliFlag): string {
+  const long = flag.flag.split(/[ ,]+/).find((p) => p.startsWith("--")) ?? flag.flag;
+  return long.replace(/^--(no-)?/, "").replaceAll("-", "_");
+}
+
+const takesValue = (flag: CliFlag) => /[<[]/.test(flag.flag);
+
+/**
+ * Raw string values of a value flag (cac/mri turn "1.10" into the number 1.1,
+ * which would corrupt refs and tags), in argv order, before any `--`.
+ */
+function rawValues(argv: string[], long: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    if (a === "--") break;
+    if (a === long && i + 1 < argv.length) out.push(argv[++i] as string);
+    else if (a.startsWith(`${long}=`)) out.push(a.slice(long.length + 1));
+  }
+  return out;
+}
+
+function verbosity(argv: string[]): number {
+  let n = 0;
+  for (const a of argv) {
+    if (a === "--") break;
+    if (/^-v+$/.test(a)) n += a.length - 1;
+    else if (a === "--verbose") n++;
+  }
+  return n;
+}
+
+function buildCli(): CAC {
+  const cli = cac("grex");
+  for (const f of GLOBAL_FLAGS) cli.option(f.flag, f.description);
+  cli.help();
+  for (const verb of VERBS) {
+    const cmd: Command = cli.command(`${verb.name} ${verb.cli.args}`.trim(), verb.description);
+    for (const f of verb.cli.flags) cmd.option(f.flag, f.description);
+  }
+  return cli;
+}
+
+/** Map cac's parse into the verb's params object (snake_case keys, raw strings). */
+function collectParams(verb: VerbDef, args: readonly string[], options: Record<string, unknown>, argv: string[]) {
+  const keys = new Set(Object.keys(verb.params.entries));
+  const params: Record<string, unknown> = {};
+  const rest = Array.isArray(options["--"]) ? (options["--"] as string[]) : [];
+  verb.cli.positionals.forEach((name, i) => {
+    if (name.startsWith("...")) {
+      const all = [...args.slice(i), ...rest];
+      if (all.length > 0) params[name.slice(3)] = all;
+    } else if (args[i] !== undefined) params[name] = args[i];
+  });
+  for (const flag of [...GLOBAL_FLAGS, ...verb.cli.flags]) {
+    const key = flagParam(flag);
+    if (!keys.has(key)) continue; // universal flags a verb does not use are accepted and ignored
+    const camel = key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+    const value = options[camel];
+    if (value === undefined) continue;
+    if (!takesValue(flag)) {
+      if (typeof value === "boolean") params[key] = value;
+      continue;
+    }
+    const long = flag.flag.split(/[ ,]+/).find((p) => p.startsWith("--")) as string;
+    const raws = rawValues(argv, long);
+    if (raws.length === 0) throw usageError(`Flag ${long} needs a value.`, { field: key });
+    if (flag.number) {
+      const last = raws[raws.length - 1] as string;
+      const n = Number(last);
+      if (!/^\d+$/.test(last) || !Number.isSafeInteger(n)) {
+        throw usageError(`Flag ${long} takes a whole number, got '${last}'.`, { field: key });
+      }
+      params[key] = n;
+    } else {
+      params[key] = flag.repeatable ? raws : raws[raws.length - 1];
+    }
+  }
+  return params;
+}
+
+export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promise<number> {
+  const io = { ...defaultIO(), ...ioOverride };
+  const json = argv.includes("--json");
+  const plain = argv.includes("--plain") || !io.stdoutTTY;
+  const verbose = verbosity(argv);
+  let verbName = "grex";
+  const beforeDashes = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
+  if (beforeDashes.includes("--version")) {
+    io.stdout(`grex ${pkg.version}\n`);
+    return 0;
+  }
+  try {
+    const cli = buildCli();
+    // cac prints help and version with console.info; route them through our stdout.
+    const info = console.info;
+    console.info = (...parts: unknown[]) => io.stdout(`${parts.join(" ")}\n`);
+    let parsed: ReturnType<CAC["parse"]>;
+    try {
+      parsed = cli.parse(["grex", "grex", ...argv], { run: false });
+    } finally {
+      console.info = info;
+    }
+    const options = parsed.options as Record<string, unknown>;
+    if (options.help) return 0;
+    const command = cli.matchedCommand;
+    if (!command) {
+      const first = parsed.args[0];
+      throw usageError(
+        first === undefined
+          ? "No verb given; run `grex --help` to see the verbs."
+          : `Unknown verb '${first}'; run \`grex --help\` to see the verbs.`,
+      );
+    }
+    verbName = command.name;
+    const verb = VERBS.find((v) => v.name === command.name) as VerbDef;
+    try {
+      command.checkUnknownOptions();
+      command.checkRequiredArgs();
+      command.checkUnusedArgs();
+    } catch (err) {
+      const msg = err instanceof Error ? err.message : String(err);
+      throw usageError(`${msg.replace(/\.$/, "")} for \`grex ${verb.name}\`; see \`grex ${verb.name} --help\`.`);
+    }
+    const params = parseParams(verb, collectParams(verb, parsed.args, options, argv), "cli");
+    const parallelFlag = typeof options.parallel === "undefined" ? undefined : Number(rawValues(argv, "--parallel").at(-1));
+    const ctx = makeContext({
+      cwd: io.cwd,
+      manifest: rawValues(argv, "--manifest").at(-1),
+      scheduler: new PermitScheduler(resolveParallel(parallelFlag, io.env)),
+      env: io.env,
+      surface: "cli",
+      warn: (m) => io.stderr(`grex: warning: ${m}\n`),
+      debug: (level, m) => {
+        if (level <= verbose) io.stderr(`grex: ${m}\n`);
+      },
+    });
+    const abort = new AbortController();
+    const onSigint = () => abort.abort();
+    process.once("SIGINT", onSigint);
+    let result: object;
+    try {
+      const progress = makeProgress(!json && !argv.includes("--plain") && io.stderrTTY, io.stderr, verb.name);
+      result = await verb.run(ctx, params, abort.signal, progress);
+      progress.done();
+    } finally {
+      process.off("SIGINT", onSigint);
+    }
+    const failure = verb.failure?.(result, params);
+    if (json) io.stdout(`${toJsonDocument(failure ? failureDocument(verb.name, failure, "cli", result) : result)}\n`);
+    else io.stdout(`${renderResult(verb, result, params, { plain })}\n`);
+    if (failure) {
+      if (!json) io.stderr(`grex: ${failure.message}\n`);
+      return failure.exitCode;
+    }
+    return 0;
+  } catch (raw) {
+    const err = toGrexError(raw);
+    if (verbose >= 1 && !(raw instanceof GrexError) && raw instanceof Error && raw.stack) io.stderr(`${raw.stack}\n`);
+    io.stderr(`grex: ${err.message}\n`);
+    if (json) io.stdout(`${toJsonDocument(failureDocument(verbName, err, "cli"))}\n`);
+    return err instanceof CancelledError ? 130 : err.exitCode;
+  }
+}

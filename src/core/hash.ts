@@ -1,0 +1,55 @@
+// actions_hash (SPEC §2.2): sha256 over a canonical encoding of a pack's
+// installable surface. The commit sha is deliberately not part of it, so an
+// unrelated commit does not trigger a reinstall on `sync`.
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, readlinkSync, lstatSync } from "node:fs";
+import { join } from "node:path";
+
+/** JSON with object keys sorted at every level: equal values encode to equal bytes. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  const obj = value as Record<string, unknown>;
+  const keys = Object.keys(obj)
+    .filter((k) => obj[k] !== undefined)
+    .sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(",")}}`;
+}
+
+/** Every file under `dir` as (relative path, bytes), sorted by path; links hash their target. */
+export function treeEntries(dir: string): Array<[string, Uint8Array]> {
+  const out: Array<[string, Uint8Array]> = [];
+  if (!existsSync(dir)) return out;
+  const walk = (rel: string) => {
+    for (const name of readdirSync(join(dir, rel)).sort()) {
+      const r = rel ? `${rel}/${name}` : name;
+      const st = lstatSync(join(dir, r));
+      if (st.isDirectory()) walk(r);
+      else if (st.isSymbolicLink()) out.push([r, Buffer.from(`link:${readlinkSync(join(dir, r))}`)]);
+      else if (st.isFile()) out.push([r, readFileSync(join(dir, r))]);
+    }
+  };
+  walk("");
+  return out.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}
+
+export class SurfaceHasher {
+  private readonly h = createHash("sha256");
+
+  json(label: string, value: unknown): this {
+    this.h.update(`${label}\0${canonicalJson(value)}\0`);
+    return this;
+  }
+
+  tree(label: string, dir: string): this {
+    for (const [rel, bytes] of treeEntries(dir)) {
+      this.h.update(`${label}\0${rel}\0${bytes.length}\0`);
+      this.h.update(bytes);
+    }
+    return this;
+  }
+
+  digest(): string {
+    return `sha256:${this.h.digest("hex")}`;
+  }
+}

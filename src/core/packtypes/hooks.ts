@@ -1,0 +1,61 @@
+// Scripted-pack hooks: `.grex/hooks/<name>.sh` (`.ps1` on Windows), run with
+// cwd = pack dir and the GREX_PACK_* environment. A non-zero exit fails the pack.
+import type { Step } from "../actions/types.ts";
+import { throwIfAborted } from "../errors.ts";
+import { appendEvents, makeEvent } from "../manifest.ts";
+import { currentOs } from "../os.ts";
+import type { PackRun, PackTypeResult } from "./types.ts";
+
+const STDERR_TAIL = 2048;
+
+export async function runHook(run: PackRun, name: string, file: string, idx: number): Promise<PackTypeResult> {
+  throwIfAborted(run.signal);
+  const action = `hook:${name}`;
+  const step = (result: Step["result"], details: Record<string, unknown>): Step => ({ pack: run.id, action, idx, result, details });
+  const argv = file.endsWith(".ps1") ? ["pwsh", "-NoProfile", "-File", file] : ["sh", file];
+  if (!run.dryRun) await appendEvents(run.ws, [makeEvent("action_started", run.id, { action, idx })], run.signal);
+  const proc = Bun.spawn(argv, {
+    cwd: run.dir,
+    env: {
+      ...run.env,
+      GREX_PACK_NAME: run.manifest?.name ?? run.id,
+      GREX_PACK_PATH: run.dir,
+      GREX_PACK_OS: currentOs(),
+      GREX_DRY_RUN: run.dryRun ? "1" : "0",
+    },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const kill = () => proc.kill();
+  run.signal.addEventListener("abort", kill, { once: true });
+  let stdout: string;
+  let stderr: string;
+  let code: number;
+  try {
+    [stdout, stderr, code] = await Promise.all([
+      new Response(proc.stdout).text(),
+      new Response(proc.stderr).text(),
+      proc.exited,
+    ]);
+  } finally {
+    run.signal.removeEventListener("abort", kill);
+  }
+  throwIfAborted(run.signal);
+  const tail = stderr.slice(-STDERR_TAIL);
+  if (code !== 0) {
+    const reason = `${name} hook exited ${code}`;
+    if (!run.dryRun) {
+      await appendEvents(run.ws, [makeEvent("action_halted", run.id, { action, idx, reason, stderr: tail })], run.signal);
+    }
+    return { steps: [step("failed", { exit: code, stderr: tail })], failed: { idx, action, reason }, skipped: null };
+  }
+  if (!run.dryRun) {
+    await appendEvents(run.ws, [makeEvent("action_completed", run.id, { action, idx, changed: true })], run.signal);
+  }
+  return {
+    steps: [step(run.dryRun ? "would_perform_change" : "performed_change", { exit: 0, stdout: stdout.slice(-STDERR_TAIL) })],
+    failed: null,
+    skipped: null,
+  };
+}

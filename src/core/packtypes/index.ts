@@ -1,0 +1,133 @@
+// Pack-type registry and the lifecycle every pack goes through (SPEC §4):
+// decide whether a pack must (re)install, run its type's install/sync, and
+// tear it down. Children are handled by the sync engine (before the parent on
+// install) and by `teardownPack` (after the parent on teardown).
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import type { Step } from "../actions/types.ts";
+import { pluginError } from "../errors.ts";
+import type { LockEntry } from "../lockfile.ts";
+import type { PackManifest } from "../pack/schema.ts";
+import type { TreeNode } from "../sync/tree.ts";
+import type { Workspace } from "../workspace.ts";
+import { declarativeType } from "./declarative.ts";
+import { metaType } from "./meta.ts";
+import { scriptedType } from "./scripted.ts";
+import type { PackRun, PackType, PackTypeResult } from "./types.ts";
+
+export type ConvergeReason = "sha-changed" | "hash-changed" | "forced" | "none" | "never-installed";
+
+const TYPES = new Map<string, PackType>([
+  ["meta", metaType],
+  ["declarative", declarativeType],
+  ["scripted", scriptedType],
+]);
+
+export function packTypeFor(name: string): PackType {
+  const t = TYPES.get(name);
+  if (!t) throw pluginError(`Unknown pack type '${name}'; use meta, declarative or scripted (or install the plugin that provides it).`);
+  return t;
+}
+
+export function computeActionsHash(type: string, dir: string, manifest: PackManifest | null, childShas: string[]): string {
+  return packTypeFor(type).hash(dir, manifest, childShas);
+}
+
+export interface ConvergeInput {
+  ws: Workspace;
+  node: TreeNode;
+  type: string;
+  previous: LockEntry | undefined;
+  mode: "sync" | "update";
+  force: boolean;
+  dryRun: boolean;
+  env: Record<string, string | undefined>;
+  signal: AbortSignal;
+  childShas: string[];
+}
+
+export interface ConvergeResult extends PackTypeResult {
+  /** Whether install (setup) ran. */
+  ran: boolean;
+  reason: ConvergeReason;
+  actionsHash: string;
+}
+
+export function convergeReason(
+  force: boolean,
+  mode: "sync" | "update",
+  previous: LockEntry | undefined,
+  hash: string,
+  sha: string | null,
+): ConvergeReason {
+  if (force) return "forced";
+  if (!previous || previous.installed_at === "") return "never-installed";
+  if (previous.actions_hash !== hash) return "hash-changed";
+  if (mode === "update" && sha !== null && previous.sha !== sha) return "sha-changed";
+  return "none";
+}
+
+export async function converge(input: ConvergeInput): Promise<ConvergeResult> {
+  const { node } = input;
+  const type = packTypeFor(input.type);
+  const hash = type.hash(node.dir, node.manifest, input.childShas);
+  const reason = convergeReason(input.force, input.mode, input.previous, hash, node.head?.sha ?? null);
+  const run: PackRun = {
+    ws: input.ws,
+    id: node.id,
+    dir: node.dir,
+    manifest: node.manifest,
+    dryRun: input.dryRun,
+    env: input.env,
+    signal: input.signal,
+  };
+  if (!existsSync(node.dir)) {
+    // Dry run of a pack not cloned yet: nothing to read, report the install it would do.
+    return {
+      ran: false,
+      reason,
+      actionsHash: hash,
+      steps: [{ pack: node.id, action: "install", idx: 0, result: "would_perform_change", details: { reason: "not cloned yet" } }],
+      failed: null,
+      skipped: null,
+    };
+  }
+  const r = reason === "none" ? await type.sync(run) : await type.install(run);
+  return { ...r, ran: reason !== "none", reason, actionsHash: hash };
+}
+
+export interface TeardownInput {
+  ws: Workspace;
+  id: string;
+  dir: string;
+  type: string;
+  env: Record<string, string | undefined>;
+  signal: AbortSignal;
+  dryRun: boolean;
+}
+
+/** Tear a pack down: its own teardown first, then its children in reverse order (SPEC §4). */
+export async function teardownPack(input: TeardownInput): Promise<PackTypeResult> {
+  const { loadPackYaml } = await import("../pack/load.ts");
+  const manifest = await loadPackYaml(input.dir);
+  const type = packTypeFor(manifest?.type ?? input.type);
+  const own = await type.teardown({
+    ws: input.ws,
+    id: input.id,
+    dir: input.dir,
+    manifest,
+    dryRun: input.dryRun,
+    env: input.env,
+    signal: input.signal,
+  });
+  const steps: Step[] = [...own.steps];
+  let failed = own.failed;
+  for (const child of [...(manifest?.children ?? [])].reverse()) {
+    const dir = join(input.dir, child.path);
+    if (!existsSync(dir)) continue;
+    const r = await teardownPack({ ...input, id: `${input.id}/${child.path}`, dir, type: "meta" });
+    steps.push(...r.steps);
+    failed ??= r.failed;
+  }
+  return { steps, failed, skipped: null };
+}

@@ -1,0 +1,284 @@
+// The sync engine behind `sync`, `update`, `add` and `init`:
+//   workspace lock → fold manifest → fetch phase (parallel git work, pack.yaml
+//   loading, children) → plan checks → install phase (pack-type lifecycle, in
+//   dependency order) → sync markers, lockfile rewrite, ignore blocks → report.
+import { join } from "node:path";
+import { GrexError, toGrexError, usageError } from "../errors.ts";
+import { parseFilter } from "../filter.ts";
+import { ignoreLinesFor, updateIgnoreFile } from "../gitignore.ts";
+import { type HeldLock, tryAcquireWorkspaceLock } from "../locks.ts";
+import { type LockEntry, readLockfile, writeLockfile } from "../lockfile.ts";
+import { appendEvents, makeEvent, type ManifestEvent, type PackEntry, readManifest } from "../manifest.ts";
+import { converge, type ConvergeReason } from "../packtypes/index.ts";
+import type { Step } from "../actions/types.ts";
+import type { Workspace } from "../workspace.ts";
+import type { Progress, VerbContext } from "../../verbs/types.ts";
+import { installOrder, planChecks } from "./plan.ts";
+import { effectiveType, fetchTree, flatten, newNode, type PackOutcome, type TreeNode } from "./tree.ts";
+import { globMatch } from "../filter.ts";
+
+export interface SyncOptions {
+  mode: "sync" | "update";
+  ids: string[];
+  only: string[];
+  filter: string | undefined;
+  ref: string | null;
+  force: boolean;
+  failFast: boolean;
+  recursive: boolean;
+  dryRun: boolean;
+  /** Only clone packs missing on disk; leave existing ones untouched (`init`). */
+  cloneOnly?: boolean;
+  /** Per-call cap on packs fetched at once (0/undefined: only the shared scheduler limits). */
+  parallel?: number | undefined;
+  /** Caller already holds the workspace lock (`add`). */
+  lockHeld?: boolean;
+}
+
+export interface PackReport {
+  id: string;
+  result: PackOutcome;
+  sha_before: string | null;
+  sha_after: string | null;
+  message: string;
+  /** Whether the pack's actions (re)ran, and why. */
+  reinstalled: boolean;
+  reason: ConvergeReason;
+}
+
+export interface SyncReport {
+  packs: PackReport[];
+  steps: Step[];
+  halted: { pack: string; action: string; idx: number; reason: string } | null;
+  warnings: string[];
+  summary: { total: number; ok: number; skipped: number; dirty: number; failed: number };
+}
+
+/** Report `action_started` brackets that never closed (a crash mid-action). */
+export function incompleteActions(events: readonly ManifestEvent[]): string[] {
+  const open = new Map<string, ManifestEvent>();
+  for (const e of events) {
+    const key = `${e.id}\0${"idx" in e ? String(e.idx) : ""}`;
+    if (e.op === "action_started") open.set(key, e);
+    else if (e.op === "action_completed" || e.op === "action_halted") open.delete(key);
+  }
+  return [...open.values()].map(
+    (e) => `pack '${e.id}' was interrupted during action ${"idx" in e ? String(e.idx) : "?"} (${"action" in e ? String(e.action) : "?"}) at ${e.ts}; this sync re-runs it`,
+  );
+}
+
+function selectRoots(ws: Workspace, state: Map<string, PackEntry>, opts: SyncOptions): TreeNode[] {
+  for (const id of opts.ids) {
+    if (!state.has(id)) throw usageError(`No pack '${id}' is registered in ${ws.manifestPath}; see \`grex ls\`.`, { field: "ids" });
+  }
+  const keep = parseFilter(opts.filter);
+  const roots: TreeNode[] = [];
+  for (const p of state.values()) {
+    if (opts.ids.length > 0 && !opts.ids.includes(p.id)) continue;
+    if (opts.only.length > 0 && !opts.only.some((g) => globMatch(g, p.path))) continue;
+    if (!keep({ id: p.id, path: p.path, type: p.type, depth: 0 })) continue;
+    roots.push(
+      newNode({
+        id: p.id,
+        path: p.path,
+        dir: join(ws.root, p.path),
+        url: p.url,
+        ref: opts.ref ?? p.ref,
+        recordedType: p.type,
+        depth: 0,
+        parent: null,
+      }),
+    );
+  }
+  return roots;
+}
+
+export async function runSync(
+  ctx: VerbContext,
+  opts: SyncOptions,
+  signal: AbortSignal,
+  progress: Progress,
+): Promise<SyncReport> {
+  const ws = ctx.workspace();
+  const lock: HeldLock | null = opts.dryRun || opts.lockHeld ? null : tryAcquireWorkspaceLock(ws, opts.mode);
+  try {
+    return await syncLocked(ctx, ws, opts, signal, progress);
+  } finally {
+    lock?.release();
+  }
+}
+
+async function syncLocked(
+  ctx: VerbContext,
+  ws: Workspace,
+  opts: SyncOptions,
+  signal: AbortSignal,
+  progress: Progress,
+): Promise<SyncReport> {
+  const warnings: string[] = [];
+  const warn = (m: string) => {
+    warnings.push(m);
+    ctx.warn(m);
+  };
+  const { events, state } = await readManifest(ws, { warn });
+  for (const w of incompleteActions(events)) warn(w);
+  const previous = readLockfile(ws, { warn });
+  const roots = selectRoots(ws, state, opts);
+
+  const { loadPackYaml } = await import("../pack/load.ts");
+  let total = 0;
+  let done = 0;
+  await fetchTree(roots, {
+    ws,
+    scheduler: ctx.scheduler,
+    signal,
+    dryRun: opts.dryRun,
+    force: opts.force,
+    recursive: opts.recursive,
+    updateExisting: !opts.cloneOnly,
+    failFast: opts.failFast,
+    loadPack: (dir) => loadPackYaml(dir),
+    onDiscovered: (n) => {
+      total += n;
+    },
+    onDone: (node) => {
+      done++;
+      progress(done, total, `${node.id}: ${node.outcome === "ok" ? node.message : node.outcome}`);
+      ctx.debug(1, `fetched ${node.id}: ${node.outcome} ${node.message}`);
+    },
+  });
+  const nodes = flatten(roots);
+
+  // Plan: every check that must pass before any action runs.
+  const known = [
+    ...[...state.values()].map((p) => ({ id: p.id, url: p.url, name: null })),
+    ...nodes.map((n) => ({ id: n.id, url: n.url, name: n.manifest?.name ?? null })),
+  ];
+  planChecks(nodes.filter((n) => n.outcome === "ok"), known);
+
+  // Install phase, children and dependencies first.
+  const steps: Step[] = [];
+  let halted: SyncReport["halted"] = null;
+  const reasons = new Map<string, { reinstalled: boolean; reason: ConvergeReason; hash: string | null }>();
+  for (const node of installOrder(nodes)) {
+    if (node.outcome !== "ok" || (node.head === null && !opts.dryRun)) continue;
+    if (halted && opts.failFast) {
+      node.outcome = "skipped";
+      node.message = "not installed: an earlier pack failed (--fail-fast)";
+      continue;
+    }
+    try {
+      const r = await converge({
+        ws,
+        node,
+        type: effectiveType(node),
+        previous: previous.get(node.id),
+        mode: opts.mode,
+        force: opts.force,
+        dryRun: opts.dryRun,
+        env: ctx.env,
+        signal,
+        childShas: node.children.map((c) => c.head?.sha ?? previous.get(c.id)?.sha ?? ""),
+      });
+      steps.push(...r.steps);
+      reasons.set(node.id, { reinstalled: r.ran, reason: r.reason, hash: r.actionsHash });
+      if (r.failed) {
+        node.outcome = "failed";
+        node.message = `action ${r.failed.idx} (${r.failed.action}) failed: ${r.failed.reason}`;
+        halted ??= { pack: node.id, action: r.failed.action, idx: r.failed.idx, reason: r.failed.reason };
+      } else if (r.skipped) {
+        node.outcome = "skipped";
+        node.message = r.skipped;
+      }
+    } catch (err) {
+      const e = toGrexError(err);
+      if (e.kind === "cancelled") throw e;
+      node.outcome = "failed";
+      node.message = e.message;
+      halted ??= { pack: node.id, action: "", idx: -1, reason: e.message };
+    }
+  }
+
+  if (!opts.dryRun) await recordResults(ws, nodes, previous, reasons, warn, signal);
+
+  const packs: PackReport[] = nodes.map((n) => ({
+    id: n.id,
+    result: n.outcome,
+    sha_before: n.shaBefore,
+    sha_after: n.head?.sha ?? null,
+    message: n.message,
+    reinstalled: reasons.get(n.id)?.reinstalled ?? false,
+    reason: reasons.get(n.id)?.reason ?? "none",
+  }));
+  const count = (o: PackOutcome) => packs.filter((p) => p.result === o).length;
+  return {
+    packs,
+    steps,
+    halted,
+    warnings,
+    summary: { total: packs.length, ok: count("ok"), skipped: count("skipped"), dirty: count("dirty"), failed: count("failed") },
+  };
+}
+
+/** Markers, type corrections, lockfile and ignore blocks for what this run did. */
+async function recordResults(
+  ws: Workspace,
+  nodes: TreeNode[],
+  previous: Map<string, LockEntry>,
+  reasons: Map<string, { reinstalled: boolean; reason: ConvergeReason; hash: string | null }>,
+  warn: (m: string) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  const events: ManifestEvent[] = [];
+  const lock = new Map(previous);
+  const now = new Date().toISOString();
+  for (const n of nodes) {
+    if (n.outcome !== "ok" || n.head === null) continue;
+    events.push(makeEvent("sync", n.id, {}));
+    const type = effectiveType(n);
+    if (n.depth === 0 && type !== n.recordedType) events.push(makeEvent("update", n.id, { type }));
+    const r = reasons.get(n.id);
+    const prev = previous.get(n.id);
+    lock.set(n.id, {
+      id: n.id,
+      sha: n.head.sha,
+      branch: n.head.branch,
+      installed_at: r?.reinstalled || !prev ? now : prev.installed_at,
+      actions_hash: r?.hash ?? prev?.actions_hash ?? "",
+      type,
+      ...(n.depth > 0 ? { url: n.url, ref: n.ref } : {}),
+    });
+  }
+  if (events.length > 0) await appendEvents(ws, events, signal);
+  try {
+    writeLockfile(ws, lock.values());
+  } catch (err) {
+    warn(`could not rewrite ${ws.lockPath} (${toGrexError(err).message}); the work itself is done, run sync again to record it`);
+  }
+  for (const n of nodes) {
+    if (n.outcome === "failed" && !n.head) continue;
+    try {
+      if (n.parent === null) updateIgnoreFile(join(ws.root, ".gitignore"), n.id, ignoreLinesFor(n.path));
+      else updateIgnoreFile(join(n.parent.dir, ".git", "info", "exclude"), n.id, ignoreLinesFor(n.path.slice(n.parent.path.length + 1)));
+    } catch (err) {
+      warn(toGrexError(err).message);
+    }
+  }
+}
+
+/** `init`: clone registered packs that are missing on disk; existing ones are left as they are. */
+export async function cloneMissing(ctx: VerbContext, ws: Workspace, signal: AbortSignal, progress: Progress): Promise<string[]> {
+  const { state } = await readManifest(ws, { warn: ctx.warn });
+  if (state.size === 0) return [];
+  const report = await runSync(
+    ctx,
+    { mode: "sync", ids: [], only: [], filter: undefined, ref: null, force: false, failFast: false, recursive: true, dryRun: false, cloneOnly: true },
+    signal,
+    progress,
+  );
+  const failed = report.packs.filter((p) => p.result === "failed");
+  if (failed.length > 0) {
+    throw new GrexError("pack_op", `Could not clone ${failed.map((f) => f.id).join(", ")}: ${failed[0]?.message}`);
+  }
+  return report.packs.filter((p) => p.message === "cloned").map((p) => p.id);
+}

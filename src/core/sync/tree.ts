@@ -1,0 +1,199 @@
+// Fetch phase of sync: bring every selected pack (and, recursively, its
+// children) onto disk at the right commit, and load its pack.yaml. Git work
+// for independent packs runs in parallel under the shared scheduler; each pack
+// is guarded by its pack lock and each repository operation by its backend lock.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { GrexError, integrityError, throwIfAborted, toGrexError } from "../errors.ts";
+import { backendFor, isGitRepo, readHeadSync, type HeadInfo } from "../git/backend.ts";
+import { withBackendLock, withPackLock } from "../locks.ts";
+import type { PackManifest } from "../pack/schema.ts";
+import type { Scheduler } from "../scheduler.ts";
+import type { Workspace } from "../workspace.ts";
+
+export type PackOutcome = "ok" | "skipped" | "dirty" | "failed";
+
+export interface TreeNode {
+  id: string;
+  /** Workspace-relative, `/`-separated. */
+  path: string;
+  dir: string;
+  url: string;
+  ref: string | null;
+  /** Type recorded in the manifest (top level) or `meta` for children until pack.yaml says otherwise. */
+  recordedType: string;
+  depth: number;
+  parent: TreeNode | null;
+  manifest: PackManifest | null;
+  outcome: PackOutcome;
+  message: string;
+  shaBefore: string | null;
+  head: HeadInfo | null;
+  /** The clone happened in this run. */
+  cloned: boolean;
+  children: TreeNode[];
+}
+
+export interface FetchOptions {
+  ws: Workspace;
+  scheduler: Scheduler;
+  signal: AbortSignal;
+  dryRun: boolean;
+  force: boolean;
+  recursive: boolean;
+  /** Fetch and move existing packs (false: only clone the missing ones, as `init` does). */
+  updateExisting: boolean;
+  /** Stop scheduling new packs after the first failure. */
+  failFast: boolean;
+  loadPack(dir: string): Promise<PackManifest | null>;
+  onDone(node: TreeNode): void;
+  onDiscovered(count: number): void;
+}
+
+export const effectiveType = (n: TreeNode): string => n.manifest?.type ?? n.recordedType;
+
+/** Normalise a URL or path for cycle detection (trailing slashes and `.git` do not matter). */
+const urlKey = (url: string) => url.replace(/\/+$/, "").replace(/\.git$/, "");
+
+export function newNode(
+  init: Pick<TreeNode, "id" | "path" | "dir" | "url" | "ref" | "recordedType" | "depth" | "parent">,
+): TreeNode {
+  return {
+    ...init,
+    manifest: null,
+    outcome: "ok",
+    message: "",
+    shaBefore: null,
+    head: null,
+    cloned: false,
+    children: [],
+  };
+}
+
+export async function fetchTree(roots: TreeNode[], opts: FetchOptions): Promise<void> {
+  let halted = false;
+  const visit = async (node: TreeNode): Promise<void> => {
+    if (halted) {
+      node.outcome = "skipped";
+      node.message = "not started: an earlier pack failed (--fail-fast)";
+      opts.onDone(node);
+      return;
+    }
+    try {
+      await opts.scheduler.withPermit(opts.signal, () =>
+        withPackLock(opts.ws, node.dir, opts.signal, () => bringUp(node, opts)),
+      );
+    } catch (err) {
+      const e = toGrexError(err);
+      if (e.kind === "cancelled") throw e;
+      node.outcome = "failed";
+      node.message = e.message;
+    }
+    if (node.outcome === "failed" && opts.failFast) halted = true;
+    opts.onDone(node);
+    if (!opts.recursive || node.manifest === null || node.outcome === "failed") return;
+    node.children = childNodes(node);
+    opts.onDiscovered(node.children.length);
+    await Promise.all(node.children.map(visit));
+  };
+  opts.onDiscovered(roots.length);
+  await Promise.all(roots.map(visit));
+}
+
+function childNodes(parent: TreeNode): TreeNode[] {
+  const seen = new Set<string>();
+  const out: TreeNode[] = [];
+  for (const spec of parent.manifest?.children ?? []) {
+    // A child repeating an ancestor's repository would recurse forever.
+    const chain: string[] = [];
+    for (let a: TreeNode | null = parent; a; a = a.parent) {
+      chain.unshift(a.id);
+      if (urlKey(a.url) === urlKey(spec.url)) {
+        throw integrityError(
+          `Pack children form a cycle: ${[...chain, `${parent.id}/${spec.path}`].join(" -> ")} (${spec.url} is cloned again inside itself); remove that child entry.`,
+        );
+      }
+    }
+    if (seen.has(spec.path)) {
+      throw integrityError(
+        `Pack '${parent.id}' lists two children at path '${spec.path}'; give each child its own path in .grex/pack.yaml.`,
+      );
+    }
+    seen.add(spec.path);
+    out.push(
+      newNode({
+        id: `${parent.id}/${spec.path}`,
+        path: `${parent.path}/${spec.path}`,
+        dir: join(parent.dir, spec.path),
+        url: spec.url,
+        ref: spec.ref,
+        recordedType: "meta",
+        depth: parent.depth + 1,
+        parent,
+      }),
+    );
+  }
+  return out;
+}
+
+/** Clone or update one pack's repository, then read its pack.yaml. Runs under the pack lock. */
+async function bringUp(node: TreeNode, opts: FetchOptions): Promise<void> {
+  throwIfAborted(opts.signal);
+  const backend = backendFor(node.url);
+  if (!existsSync(node.dir)) {
+    if (opts.dryRun) {
+      node.message = `would clone ${node.url}${node.ref ? ` at ${node.ref}` : ""}`;
+      return; // nothing on disk to read a pack.yaml from
+    }
+    node.head = await withBackendLock(opts.ws, node.dir, opts.signal, () =>
+      backend.clone(node.url, node.dir, { ref: node.ref, signal: opts.signal }),
+    );
+    node.cloned = true;
+    node.message = "cloned";
+  } else if (!isGitRepo(node.dir)) {
+    throw new GrexError(
+      "pack_op",
+      `${node.dir} exists but is not a git repository; move it away or run \`grex rm ${node.id} --keep-files\`.`,
+    );
+  } else {
+    node.shaBefore = readHeadSync(node.dir)?.sha ?? null;
+    node.head = readHeadSync(node.dir);
+    if (opts.updateExisting) await updateExisting(node, opts, backend);
+  }
+  node.manifest = await opts.loadPack(node.dir);
+}
+
+async function updateExisting(node: TreeNode, opts: FetchOptions, backend: ReturnType<typeof backendFor>) {
+  if (!opts.force && (await backend.isDirty(node.dir))) {
+    node.outcome = "dirty";
+    node.message = "has uncommitted changes; left as is (commit or stash them, or pass --force)";
+    return;
+  }
+  if (opts.dryRun) {
+    node.message = `would fetch and move to ${node.ref ?? "the remote HEAD"}`;
+    return;
+  }
+  await withBackendLock(opts.ws, node.dir, opts.signal, async () => {
+    // Authoritative re-check now that nobody else can touch this repository.
+    if (!opts.force && (await backend.isDirty(node.dir))) {
+      node.outcome = "dirty";
+      node.message = "has uncommitted changes; left as is (commit or stash them, or pass --force)";
+      return;
+    }
+    const { before, after } = await backend.update(node.dir, node.url, { ref: node.ref, signal: opts.signal });
+    node.shaBefore = before.sha;
+    node.head = after;
+    node.message = before.sha === after.sha ? "up to date" : `${before.sha.slice(0, 7)}..${after.sha.slice(0, 7)}`;
+  });
+}
+
+/** Pre-order list of a forest. */
+export function flatten(roots: TreeNode[]): TreeNode[] {
+  const out: TreeNode[] = [];
+  const walk = (n: TreeNode) => {
+    out.push(n);
+    n.children.forEach(walk);
+  };
+  roots.forEach(walk);
+  return out;
+}

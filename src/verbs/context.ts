@@ -1,0 +1,25 @@
+// Builds the per-call VerbContext both adapters hand to a verb.
+import type { Scheduler } from "../core/scheduler.ts";
+import { findWorkspace, type Workspace } from "../core/workspace.ts";
+import type { VerbContext } from "./types.ts";
+
+export interface ContextOptions {
+  cwd: string;
+  manifest: string | undefined;
+  scheduler: Scheduler;
+  env: Record<string, string | undefined>;
+  surface: "cli" | "mcp";
+  warn(message: string): void;
+  debug(level: number, message: string): void;
+}
+
+export function makeContext(opts: ContextOptions): VerbContext {
+  let ws: Workspace | undefined;
+  return {
+    ...opts,
+    workspace() {
+      ws ??= findWorkspace(opts.cwd, opts.manifest);
+      return ws;
+    },
+  };
+}

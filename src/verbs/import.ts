@@ -1,0 +1,209 @@
+// `grex import`: register existing repositories (a REPOS.json index and/or
+// untracked git dirs found by --scan). Registers only; `grex sync` clones.
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import * as v from "valibot";
+import { usageError } from "../core/errors.ts";
+import { atomicWriteFile } from "../core/fsutil.ts";
+import { isGitRepo, originUrlSync } from "../core/git/backend.ts";
+import { updateIgnoreFile, ignoreLinesFor } from "../core/gitignore.ts";
+import { appendEvents, makeEvent, readManifest, type ManifestEvent } from "../core/manifest.ts";
+import { isKnownPackType } from "../core/registry.ts";
+import { PACK_ID_RE, dryRunParam } from "./common.ts";
+import { defineVerb } from "./types.ts";
+
+const ReposJson = v.array(v.object({ url: v.pipe(v.string(), v.minLength(1)), path: v.string() }));
+
+interface Candidate {
+  path: string;
+  url: string;
+  source: "repos-json" | "scan";
+}
+
+const Result = v.object({
+  dry_run: v.boolean(),
+  imported: v.array(v.object({ path: v.string(), url: v.string(), type: v.string() })),
+  skipped: v.array(v.object({ path: v.string(), reason: v.string() })),
+  failed: v.array(v.object({ path: v.string(), error: v.string() })),
+});
+
+function readReposJson(file: string): Candidate[] {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    throw usageError(`Cannot read REPOS.json at ${file}; check the --from-repos-json path.`);
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    throw usageError(`${file} is not valid JSON; it must be a list of {"url","path"} objects.`);
+  }
+  const parsed = v.safeParse(ReposJson, data);
+  if (!parsed.success) {
+    const where = parsed.issues[0].path?.map((p) => String(p.key)).join(".") ?? "top level";
+    throw usageError(`${file} does not match [{"url","path"}] at ${where}: ${parsed.issues[0].message}.`);
+  }
+  return parsed.output.map((e) => ({ path: e.path.replace(/\/+$/, ""), url: e.url, source: "repos-json" as const }));
+}
+
+/** Untracked git dirs one level deep that have an `origin` remote. */
+function scanWorkspace(root: string, known: Set<string>, skipped: { path: string; reason: string }[]): Candidate[] {
+  const found: Candidate[] = [];
+  for (const entry of readdirSync(root, { withFileTypes: true })) {
+    if (!entry.isDirectory() || entry.name.startsWith(".") || known.has(entry.name)) continue;
+    const dir = join(root, entry.name);
+    if (!isGitRepo(dir)) continue;
+    const url = originUrlSync(dir);
+    if (url === null) skipped.push({ path: entry.name, reason: "no origin remote" });
+    else found.push({ path: entry.name, url, source: "scan" });
+  }
+  return found.sort((a, b) => (a.path < b.path ? -1 : 1));
+}
+
+export const importVerb = defineVerb({
+  name: "import",
+  description:
+    "Register existing repositories as packs: from a REPOS.json index ([{url,path}]) and/or by scanning the workspace for untracked git directories. Registers only (run sync to clone); idempotent, deduplicated by path.",
+  params: v.strictObject({
+    from_repos_json: v.optional(v.string()),
+    scan: v.optional(v.boolean(), false),
+    default_type: v.optional(v.string(), "meta"),
+    force: v.optional(v.boolean(), false),
+    migrate_gitignore: v.optional(v.boolean(), false),
+    dry_run: dryRunParam,
+  }),
+  result: Result,
+  readOnly: false,
+  destructive: false,
+  mcp: true,
+  fileParams: ["from_repos_json"],
+  cli: {
+    args: "",
+    positionals: [],
+    flags: [
+      { flag: "--from-repos-json <file>", description: "Import the [{url,path}] entries of a REPOS.json file" },
+      { flag: "--scan", description: "Register untracked git dirs one level deep (uses their origin URL)" },
+      { flag: "--default-type <type>", description: "Type for packs without a pack.yaml (default: meta)" },
+      { flag: "--force", description: "Re-point an already registered path to a different URL" },
+      { flag: "--migrate-gitignore", description: "Move hand-kept .gitignore lines for imported dirs into managed blocks" },
+    ],
+  },
+  async run(ctx, params, signal, progress) {
+    if (params.from_repos_json === undefined && !params.scan) {
+      throw usageError("Nothing to import: pass --from-repos-json <file> and/or --scan.", { field: "from_repos_json" });
+    }
+    if (!isKnownPackType(params.default_type)) {
+      throw usageError(`Unknown --default-type '${params.default_type}'; use meta, declarative or scripted.`, {
+        field: "default_type",
+      });
+    }
+    const ws = ctx.workspace();
+    const { events, state } = await readManifest(ws, { warn: ctx.warn });
+    const removed = new Set<string>();
+    for (const e of events) {
+      if (e.op === "rm") removed.add(e.id);
+      else if (e.op === "add") removed.delete(e.id);
+    }
+    const skipped: { path: string; reason: string }[] = [];
+    const candidates: Candidate[] = [];
+    if (params.from_repos_json !== undefined) candidates.push(...readReposJson(resolve(ws.root, params.from_repos_json)));
+    if (params.scan) {
+      const listed = new Set([...state.keys(), ...candidates.map((c) => c.path)]);
+      candidates.push(...scanWorkspace(ws.root, listed, skipped));
+    }
+
+    const imported: { path: string; url: string; type: string }[] = [];
+    const failed: { path: string; error: string }[] = [];
+    const toAppend: ManifestEvent[] = [];
+    const seen = new Map<string, string>();
+    const { loadPackYaml } = await import("../core/pack/load.ts");
+    let done = 0;
+    for (const c of candidates) {
+      progress(done++, candidates.length, c.path);
+      if (!PACK_ID_RE.test(c.path) || c.path === "." || c.path === "..") {
+        failed.push({ path: c.path, error: "path must be a bare directory name in the workspace" });
+        continue;
+      }
+      const prevInRun = seen.get(c.path);
+      if (prevInRun !== undefined) {
+        if (prevInRun === c.url) skipped.push({ path: c.path, reason: "listed twice" });
+        else failed.push({ path: c.path, error: `listed twice with different urls (${prevInRun}, ${c.url})` });
+        continue;
+      }
+      seen.set(c.path, c.url);
+      const current = state.get(c.path);
+      if (current) {
+        if (current.url === c.url) {
+          skipped.push({ path: c.path, reason: "already registered" });
+        } else if (params.force) {
+          imported.push({ path: c.path, url: c.url, type: current.type });
+          toAppend.push(makeEvent("update", c.path, { url: c.url }));
+        } else {
+          failed.push({
+            path: c.path,
+            error: `already registered with url ${current.url}; pass --force to re-point it to ${c.url}`,
+          });
+        }
+        continue;
+      }
+      if (removed.has(c.path) && !params.force) {
+        skipped.push({ path: c.path, reason: "removed earlier (grex rm); pass --force to register it again" });
+        continue;
+      }
+      let type = params.default_type;
+      const dir = join(ws.root, c.path);
+      if (existsSync(dir)) {
+        try {
+          type = (await loadPackYaml(dir))?.type ?? type;
+        } catch (err) {
+          failed.push({ path: c.path, error: err instanceof Error ? err.message : String(err) });
+          continue;
+        }
+      }
+      imported.push({ path: c.path, url: c.url, type });
+      toAppend.push(makeEvent("add", c.path, { url: c.url, path: c.path, type, ref: null }));
+    }
+    progress(candidates.length, candidates.length);
+    if (!params.dry_run && toAppend.length > 0) {
+      await appendEvents(ws, toAppend, signal);
+      const gitignore = join(ws.root, ".gitignore");
+      for (const item of imported) {
+        if (params.migrate_gitignore) removeHandKeptLine(gitignore, item.path);
+        updateIgnoreFile(gitignore, item.path, ignoreLinesFor(item.path));
+      }
+    }
+    return { dry_run: params.dry_run, imported, skipped, failed };
+  },
+  failure(r) {
+    if (r.failed.length === 0) return undefined;
+    return usageError(
+      `${r.failed.length} of ${r.failed.length + r.imported.length + r.skipped.length} entries could not be imported (first: ${r.failed[0]?.path}: ${r.failed[0]?.error}); fix them or pass --force.`,
+    );
+  },
+  render(r) {
+    const out: string[] = [];
+    for (const i of r.imported) out.push(`${r.dry_run ? "would import" : "imported"} ${i.path}  [${i.type}]  ${i.url}`);
+    for (const s of r.skipped) out.push(`skipped ${s.path}: ${s.reason}`);
+    for (const f of r.failed) out.push(`failed ${f.path}: ${f.error}`);
+    return out.length ? out.join("\n") : "Nothing to import.";
+  },
+});
+
+/** `--migrate-gitignore`: drop a hand-kept ignore line for `path` (outside managed blocks); a block replaces it. */
+function removeHandKeptLine(gitignore: string, path: string): void {
+  if (!existsSync(gitignore)) return;
+  const text = readFileSync(gitignore, "utf8");
+  const forms = new Set([path, `/${path}`, `${path}/`, `/${path}/`]);
+  const parts = text.split(/(?<=\n)/);
+  let inBlock = false;
+  const kept = parts.filter((line) => {
+    const t = line.trim();
+    if (t.startsWith("# >>> grex:")) inBlock = true;
+    else if (t.startsWith("# <<< grex:")) inBlock = false;
+    else if (!inBlock && forms.has(t)) return false;
+    return true;
+  });
+  if (kept.length !== parts.length) atomicWriteFile(gitignore, kept.join(""));
+}

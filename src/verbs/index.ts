@@ -1,0 +1,29 @@
+// The verb table: every verb grex has, defined once. Both adapters read this.
+import { addVerb } from "./add.ts";
+import { importVerb } from "./import.ts";
+import { initVerb } from "./init.ts";
+import { lsVerb } from "./ls.ts";
+import { rmVerb } from "./rm.ts";
+import { statusVerb } from "./status.ts";
+import { syncVerb } from "./sync.ts";
+import type { VerbDef } from "./types.ts";
+import { updateVerb } from "./update.ts";
+
+// Each entry keeps its own param/result types; the table erases them for the adapters.
+export const VERBS: readonly VerbDef[] = [
+  initVerb,
+  addVerb,
+  rmVerb,
+  lsVerb,
+  statusVerb,
+  syncVerb,
+  updateVerb,
+  importVerb,
+] as unknown as readonly VerbDef[];
+
+export function findVerb(name: string): VerbDef | undefined {
+  return VERBS.find((v) => v.name === name);
+}
+
+/** The verbs exposed as MCP tools (SPEC §9: exactly 11 once every verb exists). */
+export const MCP_TOOL_VERBS: readonly VerbDef[] = VERBS.filter((v) => v.mcp);

@@ -1,0 +1,74 @@
+// `grex ls`: the registered packs (children included), from the manifest and lockfile only.
+import * as v from "valibot";
+import { parseFilter } from "../core/filter.ts";
+import { loadWorkspaceView } from "../core/packs.ts";
+import { filterParam } from "./common.ts";
+import { defineVerb } from "./types.ts";
+
+const PackRow = v.object({
+  id: v.string(),
+  type: v.string(),
+  path: v.string(),
+  url: v.string(),
+  ref: v.nullable(v.string()),
+  sha: v.nullable(v.string()),
+  installed_at: v.nullable(v.string()),
+  depth: v.number(),
+  parent: v.nullable(v.string()),
+});
+
+export const lsVerb = defineVerb({
+  name: "ls",
+  description:
+    "List registered packs, children included, in pre-order (each parent followed by its subtree), with type, path, url, pinned ref, installed sha and install time. Read-only.",
+  params: v.strictObject({
+    type: v.optional(v.string()),
+    long: v.optional(v.boolean(), false),
+    tree: v.optional(v.boolean(), false),
+    filter: filterParam,
+  }),
+  result: v.object({ packs: v.array(PackRow) }),
+  readOnly: true,
+  destructive: false,
+  mcp: true,
+  cli: {
+    args: "",
+    positionals: [],
+    flags: [
+      { flag: "--type <type>", description: "Only packs of this type" },
+      { flag: "--long", description: "Show url, ref, sha and install time" },
+      { flag: "--tree", description: "Indent children under their parent" },
+    ],
+  },
+  async run(ctx, params) {
+    const view = await loadWorkspaceView(ctx.workspace(), ctx.warn);
+    const keep = parseFilter(params.filter);
+    const packs = view.packs
+      .filter((p) => keep(p) && (params.type === undefined || p.type === params.type))
+      .map((p) => ({
+        id: p.id,
+        type: p.type,
+        path: p.path,
+        url: p.url,
+        ref: p.ref,
+        sha: p.lock?.sha ?? null,
+        installed_at: p.lock?.installed_at ?? null,
+        depth: p.depth,
+        parent: p.parent,
+      }));
+    return { packs };
+  },
+  render(r, params, style) {
+    if (r.packs.length === 0) return "No packs registered; add one with `grex add <url>`.";
+    return r.packs
+      .map((p) => {
+        const indent = params.tree ? "  ".repeat(p.depth) : "";
+        const branch = params.tree && p.depth > 0 ? (style.plain ? "- " : "└ ") : "";
+        const base = `${indent}${branch}${p.id}  [${p.type}]`;
+        if (!params.long) return base;
+        const sha = p.sha ? p.sha.slice(0, 12) : "-";
+        return `${base}  ${p.url}  ref=${p.ref ?? "HEAD"}  sha=${sha}  installed=${p.installed_at ?? "never"}`;
+      })
+      .join("\n");
+  },
+});

@@ -1,0 +1,63 @@
+// `grex run <action>`: run the declared actions of one kind (e.g. `symlink`) in every matched pack.
+import * as v from "valibot";
+import { packOpError, usageError } from "../core/errors.ts";
+import { parseFilter } from "../core/filter.ts";
+import { isKnownAction } from "../core/registry.ts";
+import { loadWorkspaceView } from "../core/packs.ts";
+import { dryRunParam, filterParam } from "./common.ts";
+import { StepSchema } from "./sync-shared.ts";
+import { defineVerb } from "./types.ts";
+import { existsSync } from "node:fs";
+
+export const runVerb = defineVerb({
+  name: "run",
+  description:
+    "Run the declared actions of one kind (symlink, env, mkdir, rmdir, require, when, exec — including those nested in `when`) in every matched pack, through the same executor as install; returns one step per action.",
+  params: v.strictObject({
+    action: v.pipe(v.string(), v.minLength(1, "is required")),
+    filter: filterParam,
+    dry_run: dryRunParam,
+  }),
+  result: v.object({ steps: v.array(v.intersect([StepSchema, v.object({ message: v.string() })])) }),
+  readOnly: false,
+  destructive: true,
+  mcp: true,
+  cli: { args: "<action>", positionals: ["action"], flags: [] },
+  async run(ctx, p, signal, progress) {
+    if (!isKnownAction(p.action)) {
+      throw usageError(`Unknown action '${p.action}'; use one of symlink, env, mkdir, rmdir, require, when, exec.`, { field: "action" });
+    }
+    const ws = ctx.workspace();
+    const view = await loadWorkspaceView(ws, ctx.warn);
+    const keep = parseFilter(p.filter);
+    const packs = view.packs.filter((n) => keep(n) && existsSync(n.dir));
+    const { loadPackYaml } = await import("../core/pack/load.ts");
+    const { runNamedActions } = await import("../core/packtypes/run-actions.ts");
+    const steps: Array<v.InferOutput<typeof StepSchema> & { message: string }> = [];
+    let done = 0;
+    for (const pack of packs) {
+      const manifest = await loadPackYaml(pack.dir);
+      if (manifest) {
+        const r = await runNamedActions(
+          { ws, id: pack.id, dir: pack.dir, manifest, dryRun: p.dry_run, env: ctx.env, signal },
+          p.action,
+        );
+        for (const s of r.steps) {
+          const reason = r.failed && r.failed.idx === s.idx ? r.failed.reason : "";
+          steps.push({ ...s, message: reason || (typeof s.details.message === "string" ? s.details.message : "") });
+        }
+      }
+      progress(++done, packs.length, pack.id);
+    }
+    return { steps };
+  },
+  failure(r) {
+    const bad = r.steps.filter((s) => s.result === "failed");
+    if (bad.length === 0) return undefined;
+    return packOpError(`${bad.length} action(s) failed (first: ${bad[0]?.pack} ${bad[0]?.action}[${bad[0]?.idx}]: ${bad[0]?.message}).`);
+  },
+  render(r) {
+    if (r.steps.length === 0) return "No matching actions declared.";
+    return r.steps.map((s) => `${s.pack}: ${s.action}[${s.idx}] ${s.result}${s.message ? `  ${s.message}` : ""}`).join("\n");
+  },
+});

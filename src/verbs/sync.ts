@@ -1,0 +1,97 @@
+// `grex sync`: bring every pack (and its children) to its pinned ref and converge its setup.
+import * as v from "valibot";
+import { packOpError } from "../core/errors.ts";
+import { runSync, type SyncReport } from "../core/sync/engine.ts";
+import { dryRunParam, filterParam, parallelParam } from "./common.ts";
+import { StepSchema, renderSyncReport, SummarySchema, HaltedSchema } from "./sync-shared.ts";
+import { defineVerb } from "./types.ts";
+
+const Result = v.object({
+  verb: v.literal("sync"),
+  dry_run: v.boolean(),
+  packs: v.array(
+    v.object({
+      id: v.string(),
+      result: v.picklist(["ok", "skipped", "dirty", "failed"]),
+      sha_before: v.nullable(v.string()),
+      sha_after: v.nullable(v.string()),
+      message: v.string(),
+    }),
+  ),
+  steps: v.array(StepSchema),
+  halted: HaltedSchema,
+  warnings: v.array(v.string()),
+  summary: SummarySchema,
+});
+
+export const syncVerb = defineVerb({
+  name: "sync",
+  description:
+    "Sync packs recursively: clone missing ones, fetch and fast-forward existing ones to their pinned ref (dirty packs are skipped, never modified), then run each pack's setup when it changed or was never installed. Optional ids limit it to those packs.",
+  params: v.strictObject({
+    ids: v.optional(v.array(v.string()), []),
+    only: v.optional(v.array(v.string()), []),
+    ref: v.optional(v.pipe(v.string(), v.minLength(1))),
+    force: v.optional(v.boolean(), false),
+    fail_fast: v.optional(v.boolean(), false),
+    recursive: v.optional(v.boolean(), true),
+    dry_run: dryRunParam,
+    filter: filterParam,
+    parallel: parallelParam,
+  }),
+  result: Result,
+  readOnly: false,
+  destructive: false,
+  mcp: true,
+  cli: {
+    args: "[...ids]",
+    positionals: ["...ids"],
+    flags: [
+      { flag: "--only <glob>", description: "Only packs whose workspace path matches (repeatable)", repeatable: true },
+      { flag: "--ref <ref>", description: "Use this branch, tag or sha for the selected packs (this run only)" },
+      { flag: "--force", description: "Also move packs with uncommitted changes; reinstall every pack" },
+      { flag: "--fail-fast", description: "Stop starting new packs after the first failure" },
+      { flag: "--no-recursive", description: "Do not descend into children" },
+    ],
+  },
+  async run(ctx, p, signal, progress) {
+    const report = await runSync(
+      ctx,
+      {
+        mode: "sync",
+        ids: p.ids,
+        only: p.only,
+        filter: p.filter,
+        ref: p.ref ?? null,
+        force: p.force,
+        failFast: p.fail_fast,
+        recursive: p.recursive,
+        dryRun: p.dry_run,
+        parallel: p.parallel,
+      },
+      signal,
+      progress,
+    );
+    return toSyncDocument(report, p.dry_run);
+  },
+  failure(r) {
+    const failed = r.packs.filter((p) => p.result === "failed");
+    if (failed.length === 0) return undefined;
+    return packOpError(
+      `${failed.length} pack${failed.length > 1 ? "s" : ""} failed to sync (first: ${failed[0]?.id}: ${failed[0]?.message}); fix it and run grex sync again.`,
+    );
+  },
+  render: (r, _p, style) => renderSyncReport(r, style),
+});
+
+function toSyncDocument(report: SyncReport, dryRun: boolean) {
+  return {
+    verb: "sync" as const,
+    dry_run: dryRun,
+    packs: report.packs.map(({ id, result, sha_before, sha_after, message }) => ({ id, result, sha_before, sha_after, message })),
+    steps: report.steps,
+    halted: report.halted,
+    warnings: report.warnings,
+    summary: report.summary,
+  };
+}

@@ -1,0 +1,107 @@
+// `grex update`: re-resolve refs (optionally re-pinning them) and reinstall packs whose commit or setup changed.
+import * as v from "valibot";
+import { packOpError, usageError } from "../core/errors.ts";
+import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
+import { tryAcquireWorkspaceLock } from "../core/locks.ts";
+import { runSync } from "../core/sync/engine.ts";
+import { dryRunParam, filterParam, parallelParam } from "./common.ts";
+import { defineVerb } from "./types.ts";
+
+const Result = v.object({
+  verb: v.literal("update"),
+  dry_run: v.boolean(),
+  packs: v.array(
+    v.object({
+      id: v.string(),
+      synced: v.boolean(),
+      reinstalled: v.boolean(),
+      reason: v.picklist(["sha-changed", "hash-changed", "forced", "none"]),
+      result: v.picklist(["ok", "skipped", "dirty", "failed"]),
+      message: v.string(),
+    }),
+  ),
+});
+
+export const updateVerb = defineVerb({
+  name: "update",
+  description:
+    "Update packs: fetch and move each to its ref (re-pinning it first when ref is given, recorded in the manifest), then reinstall packs whose commit or setup changed (or all with force). Optional ids limit it to those packs.",
+  params: v.strictObject({
+    ids: v.optional(v.array(v.string()), []),
+    ref: v.optional(v.pipe(v.string(), v.minLength(1))),
+    force: v.optional(v.boolean(), false),
+    dry_run: dryRunParam,
+    filter: filterParam,
+    parallel: parallelParam,
+  }),
+  result: Result,
+  readOnly: false,
+  destructive: false,
+  mcp: true,
+  cli: {
+    args: "[...ids]",
+    positionals: ["...ids"],
+    flags: [
+      { flag: "--ref <ref>", description: "Re-pin the given packs to this branch, tag or sha (recorded)" },
+      { flag: "--force", description: "Reinstall every selected pack; also move dirty packs" },
+    ],
+  },
+  async run(ctx, p, signal, progress) {
+    const ws = ctx.workspace();
+    if (p.ref !== undefined && p.ids.length === 0) {
+      throw usageError("--ref re-pins packs, so name them: grex update <id...> --ref <ref>.", { field: "ref" });
+    }
+    const lock = p.dry_run ? null : tryAcquireWorkspaceLock(ws, "update");
+    try {
+      if (p.ref !== undefined && !p.dry_run) {
+        const { state } = await readManifest(ws, { warn: ctx.warn });
+        for (const id of p.ids) {
+          if (!state.has(id)) throw usageError(`No pack '${id}' is registered; see \`grex ls\`.`, { field: "ids" });
+        }
+        await appendEvents(ws, p.ids.map((id) => makeEvent("update", id, { ref: p.ref ?? null })), signal);
+      }
+      const report = await runSync(
+        ctx,
+        {
+          mode: "update",
+          ids: p.ids,
+          only: [],
+          filter: p.filter,
+          ref: p.ref ?? null,
+          force: p.force,
+          failFast: false,
+          recursive: true,
+          dryRun: p.dry_run,
+          parallel: p.parallel,
+          lockHeld: true,
+        },
+        signal,
+        progress,
+      );
+      return {
+        verb: "update" as const,
+        dry_run: p.dry_run,
+        packs: report.packs.map((r) => ({
+          id: r.id,
+          synced: r.result === "ok",
+          reinstalled: r.reinstalled,
+          reason: r.reason === "never-installed" ? ("hash-changed" as const) : r.reason,
+          result: r.result,
+          message: r.message,
+        })),
+      };
+    } finally {
+      lock?.release();
+    }
+  },
+  failure(r) {
+    const failed = r.packs.filter((p) => p.result === "failed");
+    if (failed.length === 0) return undefined;
+    return packOpError(`${failed.length} pack(s) failed to update (first: ${failed[0]?.id}: ${failed[0]?.message}).`);
+  },
+  render(r) {
+    return r.packs
+      .map((p) => `${p.result.padEnd(7)} ${p.id}  ${p.reinstalled ? `reinstalled (${p.reason})` : "no reinstall"}  ${p.message}`)
+      .join("\n");
+  },
+});

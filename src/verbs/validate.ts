@@ -1,0 +1,62 @@
+// The one validation path both adapters use: raw params in, typed params out,
+// or a usage error naming the offending field (CLI exit 2 / MCP -32602).
+import { isAbsolute, relative, resolve } from "node:path";
+import * as v from "valibot";
+import { usageError } from "../core/errors.ts";
+import type { ParamsSchema, VerbContext, VerbDef } from "./types.ts";
+
+export type Surface = "cli" | "mcp";
+
+/** How a param is named to the user: `--no-clone`-style flag on the CLI, the snake_case key over MCP. */
+export function fieldLabel(name: string, surface: Surface): string {
+  return surface === "cli" ? `--${name.replaceAll("_", "-")}` : `'${name}'`;
+}
+
+/** Param keys a surface may pass: MCP never sees the CLI-only ones. */
+export function allowedKeys(verb: VerbDef, surface: Surface): string[] {
+  const keys = Object.keys(verb.params.entries);
+  return surface === "mcp" ? keys.filter((k) => !verb.cliOnly?.includes(k)) : keys;
+}
+
+export function parseParams<P extends ParamsSchema>(
+  verb: VerbDef<P>,
+  input: unknown,
+  surface: Surface,
+): v.InferOutput<P> {
+  const raw = input ?? {};
+  if (typeof raw !== "object" || Array.isArray(raw)) {
+    throw usageError(`Arguments for '${verb.name}' must be an object.`, { field: null });
+  }
+  const allowed = new Set(allowedKeys(verb, surface));
+  for (const key of Object.keys(raw)) {
+    if (!allowed.has(key)) {
+      const hint = surface === "mcp" && verb.cliOnly?.includes(key) ? " (it is available on the CLI only)" : "";
+      throw usageError(`Unknown argument ${fieldLabel(key, surface)} for '${verb.name}'${hint}; see its schema.`, {
+        field: key,
+      });
+    }
+  }
+  const parsed = v.safeParse(verb.params, raw);
+  if (parsed.success) return parsed.output;
+  const issue = parsed.issues[0];
+  const key = issue.path?.map((p) => String(p.key)).join(".") ?? "";
+  const top = key.split(".")[0] ?? "";
+  const label = top ? fieldLabel(top, surface) + key.slice(top.length) : "arguments";
+  throw usageError(`Invalid ${label} for '${verb.name}': ${issue.message.replace(/\.$/, "")}.`, { field: key || null });
+}
+
+/** Over MCP, file arguments must stay inside the workspace (agent safety). */
+export function confineFileParams(verb: VerbDef, params: Record<string, unknown>, ctx: VerbContext): void {
+  if (ctx.surface !== "mcp" || !verb.fileParams) return;
+  const root = ctx.workspace().root;
+  for (const key of verb.fileParams) {
+    const value = params[key];
+    if (typeof value !== "string") continue;
+    const rel = relative(root, resolve(root, value));
+    if (rel.startsWith("..") || isAbsolute(rel)) {
+      throw usageError(`Argument '${key}' (${value}) resolves outside the workspace ${root}; pass a path inside it.`, {
+        field: key,
+      });
+    }
+  }
+}
