@@ -1,9 +1,9 @@
 // `grex add <url> [path]`: clone a repository, register it, and install it.
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import * as v from "valibot";
 import { GrexError, packOpError, usageError } from "../core/errors.ts";
-import { backendFor } from "../core/git/backend.ts";
+import { backendFor, transportOf } from "../core/git/backend.ts";
 import { ignoreLinesFor, updateIgnoreFile } from "../core/gitignore.ts";
 import { tryAcquireWorkspaceLock, withBackendLock, withPackLock } from "../core/locks.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
@@ -57,7 +57,9 @@ export const addVerb = defineVerb({
   },
   async run(ctx, p, signal, progress) {
     const ws = ctx.workspace();
-    const path = p.path ?? defaultPathFor(p.url);
+    // A relative local path is stored absolute so the manifest works from anywhere.
+    const url = transportOf(p.url) === "local" && !p.url.startsWith("file://") ? resolve(ctx.cwd, p.url) : p.url;
+    const path = p.path ?? defaultPathFor(url);
     if (!PACK_ID_RE.test(path) || path === "." || path === "..") {
       throw usageError(
         `Pack path '${path}' must be a bare directory name (letters, digits, '.', '_', '-'); pass a path argument.`,
@@ -82,19 +84,19 @@ export const addVerb = defineVerb({
         });
       }
       if (p.dry_run) {
-        return { id: path, type: p.type ?? "meta", path, url: p.url, ref: p.ref ?? null, sha: null, installed: false, dry_run: true };
+        return { id: path, type: p.type ?? "meta", path, url: url, ref: p.ref ?? null, sha: null, installed: false, dry_run: true };
       }
-      progress(0, 1, `cloning ${p.url}`);
-      const backend = backendFor(p.url);
+      progress(0, 1, `cloning ${url}`);
+      const backend = backendFor(url);
       const head = await ctx.scheduler.withPermit(signal, () =>
         withPackLock(ws, dir, signal, () =>
-          withBackendLock(ws, dir, signal, () => backend.clone(p.url, dir, { ref: p.ref ?? null, signal })),
+          withBackendLock(ws, dir, signal, () => backend.clone(url, dir, { ref: p.ref ?? null, signal })),
         ),
       );
       const { loadPackYaml } = await import("../core/pack/load.ts");
       const manifest = await loadPackYaml(dir);
       const type = manifest?.type ?? p.type ?? "meta";
-      await appendEvents(ws, [makeEvent("add", path, { url: p.url, path, type, ref: p.ref ?? null })], signal);
+      await appendEvents(ws, [makeEvent("add", path, { url: url, path, type, ref: p.ref ?? null })], signal);
       updateIgnoreFile(join(ws.root, ".gitignore"), path, ignoreLinesFor(path));
       let installed = false;
       if (p.install) {
@@ -112,7 +114,7 @@ export const addVerb = defineVerb({
         }
         installed = true;
       }
-      return { id: path, type, path, url: p.url, ref: p.ref ?? null, sha: head.sha, installed, dry_run: false };
+      return { id: path, type, path, url: url, ref: p.ref ?? null, sha: head.sha, installed, dry_run: false };
     } finally {
       lock?.release();
     }

@@ -1,9 +1,12 @@
 // The verb table: every verb grex has, defined once. Both adapters read this.
 import { addVerb } from "./add.ts";
+import { doctorVerb } from "./doctor.ts";
+import { execVerb } from "./exec.ts";
 import { importVerb } from "./import.ts";
 import { initVerb } from "./init.ts";
 import { lsVerb } from "./ls.ts";
 import { rmVerb } from "./rm.ts";
+import { runVerb } from "./run.ts";
 import { statusVerb } from "./status.ts";
 import { syncVerb } from "./sync.ts";
 import type { VerbDef } from "./types.ts";
@@ -18,7 +21,10 @@ export const VERBS: readonly VerbDef[] = [
   statusVerb,
   syncVerb,
   updateVerb,
+  doctorVerb,
   importVerb,
+  runVerb,
+  execVerb,
 ] as unknown as readonly VerbDef[];
 
 export function findVerb(name: string): VerbDef | undefined {

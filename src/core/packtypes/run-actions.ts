@@ -1,0 +1,92 @@
+// Bridges the action executor to the workspace: action brackets in grex.jsonl
+// (under the manifest lock) and the per-pack state file teardown relies on.
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { collectNamedActions } from "../actions/index.ts";
+import { type Brackets, runActions, teardownActions } from "../actions/executor.ts";
+import type { PackState } from "../actions/types.ts";
+import { atomicWriteFile } from "../fsutil.ts";
+import { appendEvents, makeEvent } from "../manifest.ts";
+import type { ActionItem } from "../pack/schema.ts";
+import type { PackRun, PackTypeResult } from "./types.ts";
+
+const statePath = (run: PackRun) => join(run.ws.stateDir, "packs", `${encodeURIComponent(run.id)}.json`);
+
+function loadState(run: PackRun): PackState {
+  try {
+    return JSON.parse(readFileSync(statePath(run), "utf8")) as PackState;
+  } catch {
+    return {};
+  }
+}
+
+function saveState(run: PackRun, state: PackState): void {
+  if (run.dryRun) return;
+  const path = statePath(run);
+  if (Object.keys(state).length === 0) {
+    if (existsSync(path)) rmSync(path);
+    return;
+  }
+  atomicWriteFile(path, `${JSON.stringify(state)}\n`);
+}
+
+function brackets(run: PackRun): Brackets {
+  return {
+    onStarted: (idx, action) => appendEvents(run.ws, [makeEvent("action_started", run.id, { action, idx })], run.signal),
+    onCompleted: (idx, action, changed) =>
+      appendEvents(run.ws, [makeEvent("action_completed", run.id, { action, idx, changed })], run.signal),
+    onHalted: (idx, action, reason, stderr) =>
+      appendEvents(run.ws, [makeEvent("action_halted", run.id, { action, idx, reason, stderr })], run.signal),
+  };
+}
+
+async function withState(run: PackRun, body: (state: PackState) => Promise<PackTypeResult>): Promise<PackTypeResult> {
+  const state = loadState(run);
+  try {
+    return await body(state);
+  } finally {
+    saveState(run, state);
+  }
+}
+
+const opts = (run: PackRun, state: PackState) => ({
+  packId: run.id,
+  packDir: run.dir,
+  dryRun: run.dryRun,
+  env: run.env,
+  signal: run.signal,
+  state,
+});
+
+export function runPackActions(run: PackRun, items: ActionItem[]): Promise<PackTypeResult> {
+  if (items.length === 0) return Promise.resolve({ steps: [], failed: null, skipped: null });
+  return withState(run, async (state) => {
+    const r = await runActions(items, opts(run, state), brackets(run));
+    return { steps: r.steps, failed: r.failed, skipped: r.skipped ? "a requirement was not met (on_fail: skip)" : null };
+  });
+}
+
+export function teardownPackActions(run: PackRun): Promise<PackTypeResult> {
+  const m = run.manifest;
+  if (!m || (m.actions.length === 0 && !m.teardown)) return Promise.resolve({ steps: [], failed: null, skipped: null });
+  return withState(run, async (state) => {
+    const r = await teardownActions(m.actions, m.teardown, opts(run, state), brackets(run));
+    return { steps: r.steps, failed: r.failed, skipped: null };
+  });
+}
+
+/** `grex run <action>`: the declared actions of one kind, through the same executor. */
+export function runNamedActions(run: PackRun, name: string): Promise<PackTypeResult> {
+  const picked = collectNamedActions(run.manifest?.actions ?? [], name);
+  if (picked.length === 0) return Promise.resolve({ steps: [], failed: null, skipped: null });
+  return withState(run, async (state) => {
+    const r = await runActions(
+      picked.map((p) => p.item),
+      opts(run, state),
+      brackets(run),
+      "actions",
+      picked.map((p) => p.idx),
+    );
+    return { steps: r.steps, failed: r.failed, skipped: null };
+  });
+}
