@@ -191,6 +191,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
       process.off("SIGINT", onSigint);
     }
     const failure = verb.failure?.(result, params);
+    if (verb.ownsStdout && !failure) return 0;
     if (json) io.stdout(`${toJsonDocument(failure ? failureDocument(verb.name, failure, "cli", result) : result)}\n`);
     else io.stdout(`${renderResult(verb, result, params, { plain })}\n`);
     if (failure) {

@@ -7,6 +7,7 @@ import { initVerb } from "./init.ts";
 import { lsVerb } from "./ls.ts";
 import { rmVerb } from "./rm.ts";
 import { runVerb } from "./run.ts";
+import { serveVerb } from "./serve.ts";
 import { statusVerb } from "./status.ts";
 import { syncVerb } from "./sync.ts";
 import type { VerbDef } from "./types.ts";
@@ -25,6 +26,7 @@ export const VERBS: readonly VerbDef[] = [
   importVerb,
   runVerb,
   execVerb,
+  serveVerb,
 ] as unknown as readonly VerbDef[];
 
 export function findVerb(name: string): VerbDef | undefined {

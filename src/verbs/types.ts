@@ -64,6 +64,8 @@ export interface VerbDef<P extends ParamsSchema = ParamsSchema, R extends object
   destructive: boolean;
   /** False for verbs that are not MCP tools (`serve`, `mcp`). */
   mcp: boolean;
+  /** The verb owns stdout while it runs (`serve`): the CLI prints no result document. */
+  ownsStdout?: boolean;
   /** Params that exist on the CLI only (agent safety: `exec.shell`, `doctor.fix`). */
   cliOnly?: readonly string[];
   /** Params that name files: over MCP they must resolve inside the workspace. */
