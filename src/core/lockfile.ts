@@ -14,6 +14,8 @@ export const LockEntrySchema = v.object({
   installed_at: v.string(),
   actions_hash: v.string(),
   type: v.string(),
+  /** Commit the pack's setup last ran at (`update` reinstalls when HEAD moved past it). */
+  installed_sha: v.optional(v.string()),
   /** Children only: where they come from, so `ls` needs no pack.yaml. */
   url: v.optional(v.string()),
   ref: v.optional(v.nullable(v.string())),

@@ -59,7 +59,8 @@ export const symlinkAction: ActionDef<Args> = {
     if (srcStat && a.kind === "directory" && !srcStat.isDirectory()) return failed(`source ${src} is not a directory`, { src });
     const st = lstatOrNull(dst);
     if (st?.isSymbolicLink() && readlinkSync(dst) === src) return { result: "already_satisfied", details: { src, dst } };
-    if (!existsSync(dirname(dst))) return failed(`the parent directory of ${dst} does not exist; add a mkdir action before it`, { dst });
+    // In a dry run an earlier mkdir may be what creates the parent.
+    if (!existsSync(dirname(dst)) && !ctx.dryRun) return failed(`the parent directory of ${dst} does not exist; add a mkdir action before it`, { dst });
     if (st && !a.backup) return failed(`${dst} already exists; set backup: true to move it aside`, { dst });
     if (ctx.dryRun) return { result: "would_perform_change", details: { src, dst, backup: st !== null } };
     let backup: string | null = null;

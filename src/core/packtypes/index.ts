@@ -63,7 +63,7 @@ export function convergeReason(
   if (force) return "forced";
   if (!previous || previous.installed_at === "") return "never-installed";
   if (previous.actions_hash !== hash) return "hash-changed";
-  if (mode === "update" && sha !== null && previous.sha !== sha) return "sha-changed";
+  if (mode === "update" && sha !== null && (previous.installed_sha ?? previous.sha) !== sha) return "sha-changed";
   return "none";
 }
 

@@ -244,6 +244,7 @@ async function recordResults(
       sha: n.head.sha,
       branch: n.head.branch,
       installed_at: r?.reinstalled || !prev ? now : prev.installed_at,
+      installed_sha: r?.reinstalled || !prev ? n.head.sha : (prev.installed_sha ?? prev.sha),
       actions_hash: r?.hash ?? prev?.actions_hash ?? "",
       type,
       ...(n.depth > 0 ? { url: n.url, ref: n.ref } : {}),

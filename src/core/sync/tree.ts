@@ -3,7 +3,7 @@
 // for independent packs runs in parallel under the shared scheduler; each pack
 // is guarded by its pack lock and each repository operation by its backend lock.
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve as resolvePath } from "node:path";
 import { GrexError, integrityError, throwIfAborted, toGrexError } from "../errors.ts";
 import { backendFor, isGitRepo, readHeadSync, type HeadInfo } from "../git/backend.ts";
 import { withBackendLock, withPackLock } from "../locks.ts";
@@ -100,10 +100,21 @@ export async function fetchTree(roots: TreeNode[], opts: FetchOptions): Promise<
   await Promise.all(roots.map(visit));
 }
 
+/**
+ * A child URL starting with `./` or `../` is relative to its parent's URL (as
+ * with git submodules), so a family of repositories can move hosts together.
+ */
+export function resolveChildUrl(parentUrl: string, url: string): string {
+  if (!url.startsWith("./") && !url.startsWith("../")) return url;
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(parentUrl)) return new URL(url, `${parentUrl.replace(/\/+$/, "")}/`).href.replace(/\/+$/, "");
+  return resolvePath(parentUrl, url);
+}
+
 function childNodes(parent: TreeNode): TreeNode[] {
   const seen = new Set<string>();
   const out: TreeNode[] = [];
-  for (const spec of parent.manifest?.children ?? []) {
+  for (const declared of parent.manifest?.children ?? []) {
+    const spec = { ...declared, url: resolveChildUrl(parent.url, declared.url) };
     // A child repeating an ancestor's repository would recurse forever.
     const chain: string[] = [];
     for (let a: TreeNode | null = parent; a; a = a.parent) {
