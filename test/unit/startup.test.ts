@@ -1,0 +1,42 @@
+// The startup path must not pay for modules it does not use (SPEC §11).
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const PROBE = join(import.meta.dir, "..", "helpers", "module-probe.ts");
+const HEAVY = ["@modelcontextprotocol", "isomorphic-git", "yaml", "zod", "@valibot"];
+
+function loadedBy(args: string[], cwd: string): string[] {
+  const r = Bun.spawnSync([process.execPath, PROBE, ...args], { cwd, stdout: "pipe", stderr: "pipe" });
+  const last = r.stderr.toString().trim().split("\n").pop() ?? "[]";
+  return JSON.parse(last) as string[];
+}
+
+describe("lazy loading", () => {
+  const ws = mkdtempSync(join(tmpdir(), "grex-startup-"));
+  writeFileSync(
+    join(ws, "grex.jsonl"),
+    `${JSON.stringify({ op: "add", ts: "2026-01-01T00:00:00Z", id: "a", schema_version: "1", url: "https://example.invalid/a.git", path: "a", type: "meta", ref: null })}\n`,
+  );
+
+  test("grex --version loads no package at all", () => {
+    expect(loadedBy(["main", "--version"], ws)).toEqual([]);
+  });
+
+  for (const args of [["ls", "--json"], ["--help"], ["ls", "--long"]]) {
+    test(`grex ${args.join(" ")} loads none of the heavy modules`, () => {
+      const loaded = loadedBy(["cli", ...args], ws);
+      expect(loaded.length).toBeGreaterThan(0); // the probe really sees modules
+      for (const heavy of HEAVY) expect(loaded.filter((m) => m.startsWith(heavy))).toEqual([]);
+    });
+  }
+
+  test("the probe does see a heavy module when a verb needs it (doctor reads a pack.yaml)", () => {
+    mkdirSync(join(ws, "a", ".grex"), { recursive: true });
+    writeFileSync(join(ws, "a", ".grex", "pack.yaml"), 'schema_version: "1"\nname: a\ntype: meta\n');
+    Bun.spawnSync(["git", "init", "-q"], { cwd: join(ws, "a") });
+    const loaded = loadedBy(["cli", "doctor"], ws);
+    expect(loaded).toContain("yaml");
+  });
+});
