@@ -1,19 +1,15 @@
-// grex's MCP protocol core: JSON-RPC 2.0 framing checks, the MCP lifecycle,
+// grex's MCP protocol core: JSON-RPC 2.0 envelope checks, the MCP lifecycle,
 // tools generated from the verb table, cancellation and progress. It is
-// transport-independent (stdio and HTTP feed it messages) and deliberately
-// does not load the MCP SDK runtime: the first reply must be fast.
-import { CancelledError, GrexError, toGrexError } from "../core/errors.ts";
+// transport-independent (stdio and HTTP feed it messages) and does not load
+// the MCP SDK runtime. The verb table is loaded on the first tool request, so
+// `initialize` can be answered before any verb module is evaluated.
+import { CancelledError, GrexError } from "../core/errors.ts";
 import type { Scheduler } from "../core/scheduler.ts";
-import { makeContext } from "../verbs/context.ts";
-import { MCP_TOOL_VERBS } from "../verbs/index.ts";
-import { failureDocument, toJsonDocument } from "../verbs/serialize.ts";
-import type { Progress } from "../verbs/types.ts";
-import { confineFileParams, parseParams } from "../verbs/validate.ts";
-import { toolList } from "./tools.ts";
+import type { Progress, VerbDef } from "../verbs/types.ts";
 
 export const PREFERRED_PROTOCOL_VERSION = "2025-06-18";
-/** Versions the MCP SDK of this release speaks; a client asking for one of these gets it back. */
-export const SUPPORTED_PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"];
+/** The versions the bundled MCP SDK speaks (its SUPPORTED_PROTOCOL_VERSIONS): a client asking for one gets it back. */
+export const SUPPORTED_PROTOCOL_VERSIONS: readonly string[] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"];
 
 export const RPC = {
   parseError: -32700,
@@ -26,95 +22,149 @@ export const RPC = {
 } as const;
 
 export interface ServerOptions {
-  /** The workspace directory (fixed at launch). */
+  /** The directory tool calls run from: the workspace root (fixed at launch), or where `init` would create one. */
   cwd: string;
   manifest: string | undefined;
+  /** One scheduler for the whole server: concurrent calls share its permits. */
   scheduler: Scheduler;
   env: Record<string, string | undefined>;
   version: string;
+  /** Diagnostics (stderr): warnings and internal errors. */
   log(message: string): void;
+  /** Verbose diagnostics at -v level `level`; dropped when absent. */
+  debug?(level: number, message: string): void;
 }
 
-type Id = string | number;
+export type Id = string | number;
+/** Hands one outgoing message to the transport; `related` names the request it belongs to (HTTP routes by it). */
 export type Send = (message: object, related?: { requestId: Id }) => void;
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+const isId = (v: unknown): v is Id => typeof v === "string" || typeof v === "number";
 
+/** The verb machinery, loaded once on first use (keeps `initialize` cheap). */
+async function loadRuntime() {
+  const [index, context, validate, serialize, tools] = await Promise.all([
+    import("../verbs/index.ts"),
+    import("../verbs/context.ts"),
+    import("../verbs/validate.ts"),
+    import("../verbs/serialize.ts"),
+    import("./tools.ts"),
+  ]);
+  return {
+    tools: index.MCP_TOOL_VERBS,
+    makeContext: context.makeContext,
+    parseParams: validate.parseParams,
+    confineFileParams: validate.confineFileParams,
+    toJsonDocument: serialize.toJsonDocument,
+    failureDocument: serialize.failureDocument,
+    toolList: tools.toolList,
+  };
+}
+type Runtime = Awaited<ReturnType<typeof loadRuntime>>;
+let runtime: Promise<Runtime> | undefined;
+const getRuntime = (): Promise<Runtime> => (runtime ??= loadRuntime());
+
+/** A JSON-RPC error to answer a request with (thrown inside a request handler). */
+class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
+const invalidParams = (err: GrexError) =>
+  new RpcError(RPC.invalidParams, err.message, { kind: "usage", field: err.data?.field ?? null });
+
+/** One MCP client session: feed it messages, it answers through `send`. */
 export class McpSession {
   private initialized = false;
+  private ending = false;
   private readonly inflight = new Map<Id, AbortController>();
   private readonly running = new Set<Promise<void>>();
-  private ended = false;
-  private endResolve!: (how: "shutdown") => void;
-  /** Resolves when a `shutdown` request has been answered. */
+  private resolveClosed!: (how: "eof" | "shutdown") => void;
+  /** Resolves once the session is over: a `shutdown` was answered, or `end()` drained after EOF. */
+  readonly closed: Promise<"eof" | "shutdown">;
+  /** Resolves when a `shutdown` request has been answered (the transport then stops). */
   readonly shutdownRequested: Promise<"shutdown">;
 
   constructor(
     private readonly opts: ServerOptions,
     private readonly send: Send,
   ) {
-    this.shutdownRequested = new Promise((r) => {
-      this.endResolve = r;
+    this.closed = new Promise((r) => {
+      this.resolveClosed = r;
     });
+    this.shutdownRequested = this.closed.then((how) => (how === "shutdown" ? how : new Promise<never>(() => {})));
   }
 
-  /** One line of newline-delimited JSON-RPC. */
+  /** One line of newline-delimited JSON-RPC (no trailing newline). */
   handleLine(line: string): void {
     if (line.trim() === "") return;
     let msg: unknown;
     try {
       msg = JSON.parse(line);
     } catch {
-      this.error(null, RPC.parseError, "Parse error: the line is not valid JSON");
+      this.error(null, RPC.parseError, "Parse error: the message is not valid JSON.");
       return;
     }
     this.handleMessage(msg);
   }
 
+  /** One already-parsed message. */
   handleMessage(msg: unknown): void {
     if (Array.isArray(msg)) {
-      this.error(null, RPC.invalidRequest, "Invalid Request: batches are not supported");
+      this.error(null, RPC.invalidRequest, "Invalid Request: JSON-RPC batches are not supported; send one message per line.");
       return;
     }
     if (!isObject(msg) || msg.jsonrpc !== "2.0") {
-      this.error(this.idOf(msg), RPC.invalidRequest, "Invalid Request: not a JSON-RPC 2.0 message");
+      this.error(this.idOf(msg), RPC.invalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message (needs "jsonrpc": "2.0").');
       return;
     }
-    const hasId = "id" in msg;
     if (typeof msg.method !== "string") {
-      // A response from the client (we never send requests), or garbage.
-      if (hasId && ("result" in msg || "error" in msg)) return;
-      this.error(this.idOf(msg), RPC.invalidRequest, "Invalid Request: 'method' must be a string");
+      // A response from the client (we never send requests): nothing to do.
+      if (isId(msg.id) && ("result" in msg || "error" in msg)) return;
+      this.error(this.idOf(msg), RPC.invalidRequest, 'Invalid Request: "method" must be a string.');
       return;
     }
-    if (!hasId) {
+    if (!("id" in msg)) {
       this.notification(msg.method, msg.params);
       return;
     }
     const id = msg.id;
-    if (typeof id !== "string" && typeof id !== "number") {
-      this.error(null, RPC.invalidRequest, "Invalid Request: 'id' must be a string or a number");
+    if (!isId(id)) {
+      this.error(null, RPC.invalidRequest, 'Invalid Request: "id" must be a string or a number.');
       return;
     }
-    if ("params" in msg && msg.params !== undefined && !isObject(msg.params) && !Array.isArray(msg.params)) {
-      this.error(id, RPC.invalidRequest, "Invalid Request: 'params' must be an object");
+    if (msg.params !== undefined && !isObject(msg.params)) {
+      this.error(id, RPC.invalidParams, 'Invalid params: "params" must be an object.');
       return;
     }
-    this.request(id, msg.method, isObject(msg.params) ? msg.params : {});
+    this.request(id, msg.method, msg.params ?? {});
   }
 
-  /** Wait for every in-flight call to finish. */
+  /** Resolves when every in-flight request has been answered. */
   async drain(): Promise<void> {
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
   }
 
-  /** Abort every in-flight call (transport closing hard). */
+  /** The client is gone or the input ended (EOF): refuse new requests, let in-flight ones finish, then close. */
+  async end(): Promise<void> {
+    this.ending = true;
+    await this.drain();
+    this.resolveClosed("eof");
+  }
+
+  /** Abort every in-flight call (the transport is closing hard, e.g. on a signal). */
   abortAll(): void {
     for (const c of this.inflight.values()) c.abort();
   }
 
   private idOf(msg: unknown): Id | null {
-    return isObject(msg) && (typeof msg.id === "string" || typeof msg.id === "number") ? msg.id : null;
+    return isObject(msg) && isId(msg.id) ? msg.id : null;
   }
 
   private reply(id: Id, result: object): void {
@@ -127,64 +177,70 @@ export class McpSession {
   }
 
   private notification(method: string, params: unknown): void {
-    if (method === "notifications/cancelled" && isObject(params)) {
-      const id = params.requestId;
-      if (typeof id === "string" || typeof id === "number") this.inflight.get(id)?.abort();
+    if (method === "notifications/cancelled" && isObject(params) && isId(params.requestId)) {
+      this.inflight.get(params.requestId)?.abort();
     }
-    // notifications/initialized and unknown notifications need no reply.
+    // notifications/initialized and unknown notifications: never answered.
   }
 
   private request(id: Id, method: string, params: Record<string, unknown>): void {
-    if (this.ended) {
-      this.error(id, RPC.invalidRequest, "The server is shutting down");
+    if (this.ending) {
+      this.error(id, RPC.invalidRequest, "Invalid Request: the server is shutting down.");
+      return;
+    }
+    if (this.inflight.has(id)) {
+      this.error(id, RPC.invalidRequest, `Invalid Request: request id ${JSON.stringify(id)} is already in flight.`);
       return;
     }
     if (method === "initialize") return this.initialize(id, params);
     if (method === "ping") return this.reply(id, {});
     if (!this.initialized) {
-      this.error(id, RPC.initState, "Server not initialized: send initialize first", { kind: "init_state" });
+      this.error(id, RPC.initState, "Server not initialized: send initialize first.", { kind: "init_state" });
       return;
     }
     switch (method) {
       case "tools/list":
         this.track(id, async () => {
-          this.reply(id, { tools: await toolList() });
+          const rt = await getRuntime();
+          this.reply(id, { tools: await rt.toolList() });
         });
         return;
       case "tools/call":
         this.track(id, (signal) => this.callTool(id, params, signal));
         return;
       case "shutdown":
-        this.ended = true;
+        this.ending = true;
         void this.drain().then(() => {
           this.reply(id, {});
-          this.endResolve("shutdown");
+          this.resolveClosed("shutdown");
         });
         return;
       default:
-        this.error(id, RPC.methodNotFound, `Method not found: ${method}`);
+        this.error(id, RPC.methodNotFound, `Method not found: ${method}.`);
     }
   }
 
   private initialize(id: Id, params: Record<string, unknown>): void {
     if (this.initialized) {
-      this.error(id, RPC.initState, "Server already initialized", { kind: "init_state" });
+      this.error(id, RPC.initState, "Server already initialized: initialize may be sent once per session.", { kind: "init_state" });
       return;
     }
     const asked = params.protocolVersion;
-    const protocolVersion =
-      typeof asked === "string" && SUPPORTED_PROTOCOL_VERSIONS.includes(asked) ? asked : PREFERRED_PROTOCOL_VERSION;
+    if (typeof asked !== "string") {
+      this.error(id, RPC.invalidParams, 'Invalid params: initialize needs "protocolVersion" (a string).', { field: "protocolVersion" });
+      return;
+    }
     this.initialized = true;
     this.reply(id, {
-      protocolVersion,
+      protocolVersion: SUPPORTED_PROTOCOL_VERSIONS.includes(asked) ? asked : PREFERRED_PROTOCOL_VERSION,
       serverInfo: { name: "grex", version: this.opts.version },
       capabilities: { tools: { listChanged: false } },
       instructions:
-        "grex manages a workspace of git repositories (packs). Use ls/status/doctor to inspect (read-only), sync/update to bring packs up to date, add/rm/import to change the set of packs, run/exec to act across packs.",
+        "grex manages one workspace of git repositories (packs). Inspect with ls, status and doctor (read-only); bring packs up to date with sync and update; change the set of packs with add, rm and import; act across packs with run and exec.",
     });
   }
 
-  /** Run a request with its own AbortController; answer -32800 if it was cancelled. */
+  /** Run a request under its own AbortController; answer -32800 if it was cancelled. */
   private track(id: Id, work: (signal: AbortSignal) => Promise<void>): void {
     const controller = new AbortController();
     this.inflight.set(id, controller);
@@ -192,9 +248,10 @@ export class McpSession {
       try {
         await work(controller.signal);
       } catch (err) {
-        if (controller.signal.aborted || err instanceof CancelledError) this.error(id, RPC.cancelled, "Request cancelled");
+        if (controller.signal.aborted || err instanceof CancelledError) this.error(id, RPC.cancelled, "Request cancelled.");
+        else if (err instanceof RpcError) this.error(id, err.code, err.message, err.data);
         else {
-          this.opts.log(`internal error in request ${String(id)}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+          this.opts.log(`internal error in request ${JSON.stringify(id)}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
           this.error(id, RPC.internalError, `Internal error: ${err instanceof Error ? err.message : String(err)}`);
         }
       } finally {
@@ -206,62 +263,62 @@ export class McpSession {
   }
 
   private async callTool(id: Id, params: Record<string, unknown>, signal: AbortSignal): Promise<void> {
+    const rt = await getRuntime();
     const name = params.name;
-    const verb = MCP_TOOL_VERBS.find((v) => v.name === name);
-    if (typeof name !== "string" || !verb) {
-      this.error(id, RPC.methodNotFound, `Unknown tool: ${String(name)}`);
-      return;
-    }
-    const args = params.arguments ?? {};
-    const ctx = makeContext({
+    if (typeof name !== "string") throw new RpcError(RPC.invalidParams, 'Invalid params: tools/call needs "name" (a string).', { field: "name" });
+    const verb: VerbDef | undefined = rt.tools.find((v) => v.name === name);
+    if (!verb) throw new RpcError(RPC.methodNotFound, `Unknown tool: ${name}; tools/list shows the tools.`, { tool: name });
+    const { log, debug } = this.opts;
+    const ctx = rt.makeContext({
       cwd: this.opts.cwd,
       manifest: this.opts.manifest,
       scheduler: this.opts.scheduler,
-      env: { ...this.opts.env },
+      env: this.opts.env,
       surface: "mcp",
-      warn: (m) => this.opts.log(`warning: ${m}`),
-      debug: () => {},
+      warn: (m) => log(`warning: ${m}`),
+      debug: (level, m) => debug?.(level, m),
     });
-    let typed: object;
+    let typed: Record<string, unknown>;
     try {
-      typed = parseParams(verb, args, "mcp");
-      confineFileParams(verb, typed as Record<string, unknown>, ctx);
+      typed = rt.parseParams(verb, params.arguments, "mcp");
+      rt.confineFileParams(verb, typed, ctx);
     } catch (err) {
-      const e = toGrexError(err);
-      this.error(id, RPC.invalidParams, e.message, { field: e.data?.field ?? null });
-      return;
+      if (err instanceof GrexError && err.kind === "usage") throw invalidParams(err);
+      throw err;
     }
-    const meta = isObject(params._meta) ? params._meta : undefined;
-    const token = meta && (typeof meta.progressToken === "string" || typeof meta.progressToken === "number") ? meta.progressToken : undefined;
-    const progress: Progress =
-      token === undefined
-        ? () => {}
-        : (done, total, message) =>
-            this.send(
-              { jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: token, progress: done, total, ...(message ? { message } : {}) } },
-              { requestId: id },
-            );
     let result: object;
+    let finished = false;
+    const progress = this.progressFor(id, params._meta, () => finished);
     try {
       result = await verb.run(ctx, typed as never, signal, progress);
     } catch (err) {
-      if (signal.aborted) throw new CancelledError();
-      if (!(err instanceof GrexError)) throw err;
-      if (err.kind === "cancelled") throw err;
-      if (err.kind === "usage") {
-        this.error(id, RPC.invalidParams, err.message, { field: err.data?.field ?? null });
-        return;
-      }
-      this.toolResult(id, failureDocument(verb.name, err, "mcp"), true);
+      if (signal.aborted || !(err instanceof GrexError) || err.kind === "cancelled") throw err;
+      if (err.kind === "usage") throw invalidParams(err);
+      this.toolResult(id, rt.failureDocument(verb.name, err, "mcp"), true, rt.toJsonDocument);
       return;
+    } finally {
+      finished = true;
     }
     if (signal.aborted) throw new CancelledError();
     const failure = verb.failure?.(result, typed as never);
-    if (failure) this.toolResult(id, failureDocument(verb.name, failure, "mcp", result), true);
-    else this.toolResult(id, result, false);
+    if (failure) this.toolResult(id, rt.failureDocument(verb.name, failure, "mcp", result), true, rt.toJsonDocument);
+    else this.toolResult(id, result, false, rt.toJsonDocument);
   }
 
-  private toolResult(id: Id, doc: object, isError: boolean): void {
-    this.reply(id, { content: [{ type: "text", text: toJsonDocument(doc) }], structuredContent: doc, isError });
+  /** notifications/progress for a call that carries `_meta.progressToken`; a no-op otherwise, and after the call ended. */
+  private progressFor(id: Id, meta: unknown, finished: () => boolean): Progress {
+    const token = isObject(meta) && isId(meta.progressToken) ? meta.progressToken : undefined;
+    if (token === undefined) return () => {};
+    let last = -Infinity;
+    return (progress, total, message) => {
+      if (finished() || progress <= last) return; // MCP: progress must increase
+      last = progress;
+      const params = message ? { progressToken: token, progress, total, message } : { progressToken: token, progress, total };
+      this.send({ jsonrpc: "2.0", method: "notifications/progress", params }, { requestId: id });
+    };
+  }
+
+  private toolResult(id: Id, doc: object, isError: boolean, toJson: (doc: object) => string): void {
+    this.reply(id, { content: [{ type: "text", text: toJson(doc) }], structuredContent: doc, isError });
   }
 }

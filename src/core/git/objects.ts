@@ -1,0 +1,81 @@
+// "Does this repository have object X?" without inflating anything: loose
+// objects are one stat each, packed ones a binary search in the pack indexes
+// (.idx v1 and v2). isomorphic-git has no public call for this.
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+
+interface PackIndex {
+  /** Sorted 20-byte object names, `stride` bytes apart starting at `base`. */
+  buf: Buffer;
+  base: number;
+  stride: number;
+  fanout: (b: number) => number;
+}
+
+function loadIndex(path: string): PackIndex | null {
+  let buf: Buffer;
+  try {
+    buf = readFileSync(path);
+  } catch {
+    return null;
+  }
+  const v2 = buf.length >= 8 && buf.readUInt32BE(0) === 0xff744f63 && buf.readUInt32BE(4) === 2;
+  const fanoutAt = v2 ? 8 : 0;
+  if (buf.length < fanoutAt + 1024) return null;
+  const fanout = (b: number) => buf.readUInt32BE(fanoutAt + b * 4);
+  // v2: names follow the fan-out table; v1: 4-byte offset + name entries.
+  return v2 ? { buf, base: fanoutAt + 1024, stride: 20, fanout } : { buf, base: 1024 + 4, stride: 24, fanout };
+}
+
+function indexHas(idx: PackIndex, oid: Buffer): boolean {
+  const first = oid[0] as number;
+  let lo = first === 0 ? 0 : idx.fanout(first - 1);
+  let hi = idx.fanout(first);
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const at = idx.base + mid * idx.stride;
+    const c = idx.buf.compare(oid, 0, 20, at, at + 20);
+    if (c === 0) return true;
+    if (c > 0) hi = mid;
+    else lo = mid + 1;
+  }
+  return false;
+}
+
+export class ObjectPresence {
+  private readonly objects: string;
+  private readonly packs: PackIndex[] = [];
+
+  constructor(gitdir: string) {
+    this.objects = join(gitdir, "objects");
+    const packDir = join(this.objects, "pack");
+    let names: string[] = [];
+    try {
+      names = readdirSync(packDir);
+    } catch {
+      // no packs yet
+    }
+    for (const n of names) {
+      // An index without its pack is useless (a crash between the two writes).
+      if (!n.endsWith(".idx") || !existsSync(join(packDir, n.replace(/\.idx$/, ".pack")))) continue;
+      const idx = loadIndex(join(packDir, n));
+      if (idx) this.packs.push(idx);
+    }
+  }
+
+  has(oid: string): boolean {
+    if (existsSync(join(this.objects, oid.slice(0, 2), oid.slice(2)))) return true;
+    const bin = Buffer.from(oid, "hex");
+    return this.packs.some((p) => indexHas(p, bin));
+  }
+
+  /** True when the store holds no objects at all (a fresh `init`). */
+  isEmpty(): boolean {
+    if (this.packs.length > 0) return false;
+    try {
+      return !readdirSync(this.objects).some((n) => /^[0-9a-f]{2}$/.test(n) && readdirSync(join(this.objects, n)).length > 0);
+    } catch {
+      return true;
+    }
+  }
+}

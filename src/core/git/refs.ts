@@ -1,0 +1,160 @@
+// Synchronous reads and writes of a repository's refs straight from the files
+// (loose refs override packed-refs, as in git). Cheap enough for `grex ls` and
+// for the no-op check before any fetch, and never loads isomorphic-git.
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+
+const OID = /^[0-9a-f]{40}$/;
+
+/** The git directory of a work tree (`.git` dir, or the `gitdir:` a `.git` file points to), or of a bare repo; null if none. */
+export function gitdirOf(dir: string): string | null {
+  const dotgit = join(dir, ".git");
+  try {
+    const st = statSync(dotgit);
+    if (st.isDirectory()) return dotgit;
+    if (st.isFile()) {
+      const m = /^gitdir:\s*(.+?)\s*$/m.exec(readFileSync(dotgit, "utf8"));
+      if (m?.[1]) return isAbsolute(m[1]) ? m[1] : resolve(dir, m[1]);
+    }
+  } catch {
+    // fall through: maybe a bare repository
+  }
+  if (existsSync(join(dir, "HEAD")) && existsSync(join(dir, "objects")) && existsSync(join(dir, "refs"))) return dir;
+  return null;
+}
+
+/** Refs are shared by linked worktrees: they live in `commondir` when there is one. */
+function refStore(gitdir: string): string {
+  try {
+    const common = readFileSync(join(gitdir, "commondir"), "utf8").trim();
+    return isAbsolute(common) ? common : resolve(gitdir, common);
+  } catch {
+    return gitdir;
+  }
+}
+
+export function readPackedRefs(gitdir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  let text: string;
+  try {
+    text = readFileSync(join(refStore(gitdir), "packed-refs"), "utf8");
+  } catch {
+    return out;
+  }
+  for (const line of text.split("\n")) {
+    if (line.length < 42 || line.startsWith("#") || line.startsWith("^")) continue;
+    const sha = line.slice(0, 40);
+    if (OID.test(sha)) out.set(line.slice(41).trim(), sha);
+  }
+  return out;
+}
+
+function readLoose(gitdir: string, ref: string): string | null {
+  // HEAD and other pseudo-refs live in the worktree's own gitdir; refs/* in the common store.
+  const base = ref.startsWith("refs/") ? refStore(gitdir) : gitdir;
+  try {
+    return readFileSync(join(base, ref), "utf8").trim();
+  } catch {
+    return null;
+  }
+}
+
+/** Resolve a full ref name (following symbolic refs) to an object id, or null. */
+export function resolveRefSync(gitdir: string, ref: string, packed?: Map<string, string>): string | null {
+  let name = ref;
+  for (let depth = 0; depth < 5; depth++) {
+    const loose = readLoose(gitdir, name);
+    const value = loose ?? (packed ?? readPackedRefs(gitdir)).get(name) ?? null;
+    if (value === null) return null;
+    if (!value.startsWith("ref: ")) return OID.test(value) ? value : null;
+    name = value.slice(5).trim();
+  }
+  return null;
+}
+
+/** The target of a symbolic ref (e.g. HEAD → refs/heads/main), or null when it is not symbolic. */
+export function readSymref(gitdir: string, ref: string): string | null {
+  const v = readLoose(gitdir, ref);
+  return v?.startsWith("ref: ") ? v.slice(5).trim() : null;
+}
+
+/** Every ref under `prefix` (e.g. "refs/remotes/origin/"), full name → object id; symbolic refs are skipped. */
+export function listRefsSync(gitdir: string, prefix: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const [name, sha] of readPackedRefs(gitdir)) if (name.startsWith(prefix)) out.set(name, sha);
+  const store = refStore(gitdir);
+  const walk = (rel: string) => {
+    let entries: import("node:fs").Dirent[];
+    try {
+      entries = readdirSync(join(store, rel), { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const name = `${rel}/${e.name}`;
+      if (e.isDirectory()) walk(name);
+      else if (e.isFile() && !e.name.endsWith(".lock")) {
+        const v = readLoose(gitdir, name);
+        if (v && OID.test(v)) out.set(name, v);
+      }
+    }
+  };
+  // prefix ends with "/": walk that directory.
+  walk(prefix.replace(/\/$/, ""));
+  return out;
+}
+
+/** Write a loose ref atomically (temp file + rename), as git does with its .lock files. */
+export function writeRefSync(gitdir: string, ref: string, value: string): void {
+  if (!/^(HEAD|refs\/[^\0\s~^:?*[\\]+)$/.test(ref) || ref.includes("..") || ref.includes("/.")) {
+    throw new Error(`refusing to write the invalid ref name ${JSON.stringify(ref)}`);
+  }
+  const path = join(ref.startsWith("refs/") ? refStore(gitdir) : gitdir, ref);
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = `${path}.lock`;
+  const fd = openSync(tmp, "w");
+  try {
+    const bytes = Buffer.from(`${value}\n`);
+    writeSync(fd, bytes, 0, bytes.length);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+}
+
+/** Delete a ref, loose and packed. */
+export function deleteRefSync(gitdir: string, ref: string): void {
+  const store = refStore(gitdir);
+  rmSync(join(store, ref), { force: true });
+  const packedPath = join(store, "packed-refs");
+  let text: string;
+  try {
+    text = readFileSync(packedPath, "utf8");
+  } catch {
+    return;
+  }
+  const lines = text.split("\n");
+  const kept: string[] = [];
+  let dropping = false;
+  for (const line of lines) {
+    // A "^<peeled>" line belongs to the ref line above it.
+    if (line.startsWith("^")) {
+      if (!dropping) kept.push(line);
+      continue;
+    }
+    dropping = line.length > 41 && !line.startsWith("#") && line.slice(41).trim() === ref;
+    if (!dropping) kept.push(line);
+  }
+  if (kept.length === lines.length) return;
+  const tmp = `${packedPath}.lock`;
+  const fd = openSync(tmp, "w");
+  try {
+    const bytes = Buffer.from(kept.join("\n"));
+    writeSync(fd, bytes, 0, bytes.length);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, packedPath);
+}
