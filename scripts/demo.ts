@@ -64,12 +64,17 @@ makeRepo("dev-env", {
 });
 makeRepo("notes", { "notes.md": "# Notes\n" });
 
+// GREX_BIN=dist/grex runs the demo with the compiled binary, with no bun on PATH.
 const grexEntry = join(import.meta.dir, "..", "src", "cli", "main.ts");
+const grexCmd = process.env.GREX_BIN ? [process.env.GREX_BIN] : [process.execPath, grexEntry];
+const childPath = process.env.GREX_BIN
+  ? (process.env.PATH ?? "").split(":").filter((d) => !Bun.which("bun", { PATH: d })).join(":")
+  : process.env.PATH;
 function grex(...args: string[]): void {
   process.stdout.write(`\n$ grex ${args.join(" ")}\n`);
-  const r = Bun.spawnSync([process.execPath, grexEntry, ...args], {
+  const r = Bun.spawnSync([...grexCmd, ...args], {
     cwd: ws,
-    env: { ...gitEnv, HOME: home },
+    env: { ...gitEnv, HOME: home, PATH: childPath },
     stdout: "inherit",
     stderr: "inherit",
   });
