@@ -1,11 +1,17 @@
 #!/usr/bin/env bun
-// Entry point. `grex --version` answers before anything else is loaded.
+// Entry point. `grex --version` answers before anything else is loaded, and a
+// plain `grex serve` starts the MCP server without loading the CLI adapter or
+// the verb table's CLI side (the first reply is what agents wait for).
 import pkg from "../../package.json" with { type: "json" };
 
 const argv = process.argv.slice(2);
 if (argv.length === 1 && argv[0] === "--version") {
   process.stdout.write(`grex ${pkg.version}\n`);
 } else {
-  const { runCli } = await import("./run.ts");
-  process.exitCode = await runCli(argv);
+  const served = argv[0] === "serve" ? await (await import("../verbs/serve.ts")).serveFromArgv(argv) : undefined;
+  if (served !== undefined) process.exitCode = served;
+  else {
+    const { runCli } = await import("./run.ts");
+    process.exitCode = await runCli(argv);
+  }
 }

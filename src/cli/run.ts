@@ -53,12 +53,16 @@ const takesValue = (flag: CliFlag) => /[<[]/.test(flag.flag);
  * Raw string values of a value flag (cac/mri turn "1.10" into the number 1.1,
  * which would corrupt refs and tags), in argv order, before any `--`.
  */
-function rawValues(argv: string[], long: string): string[] {
+function rawValues(argv: string[], long: string, optionalValue = false): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
     if (a === "--") break;
-    if (a === long && i + 1 < argv.length) out.push(argv[++i] as string);
+    const next = argv[i + 1];
+    if (a === long && next !== undefined && !(optionalValue && next.startsWith("-"))) {
+      out.push(next);
+      i++;
+    }
     else if (a.startsWith(`${long}=`)) out.push(a.slice(long.length + 1));
   }
   return out;
@@ -107,8 +111,16 @@ function collectParams(verb: VerbDef, args: readonly string[], options: Record<s
       continue;
     }
     const long = flag.flag.split(/[ ,]+/).find((p) => p.startsWith("--")) as string;
-    const raws = rawValues(argv, long);
-    if (raws.length === 0) throw usageError(`Flag ${long} needs a value.`, { field: key });
+    const optionalValue = flag.flag.includes("[");
+    const raws = rawValues(argv, long, optionalValue);
+    if (raws.length === 0) {
+      // `--http` alone: an optional-value flag given without its value.
+      if (optionalValue) {
+        params[key] = true;
+        continue;
+      }
+      throw usageError(`Flag ${long} needs a value.`, { field: key });
+    }
     if (flag.number) {
       const last = raws[raws.length - 1] as string;
       const n = Number(last);

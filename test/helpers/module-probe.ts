@@ -12,3 +12,4 @@ const loaded = Object.keys(require.cache)
   .filter((k) => k.includes("node_modules"))
   .map((k) => k.replace(/.*node_modules\//, "").split("/").slice(0, k.includes("/@") ? 2 : 1).join("/"));
 process.stderr.write(`${JSON.stringify([...new Set(loaded)].sort())}\n`);
+export {};

@@ -1,102 +1,68 @@
-// One git interface used by every verb (SPEC §6), and cheap synchronous
-// readers for `ls`/`status` that never load isomorphic-git.
-import { existsSync, readFileSync, statSync } from "node:fs";
+// One git interface used by every verb (SPEC §6), the picker that chooses a
+// backend by URL, and cheap synchronous readers for `ls`/`status` that never
+// load isomorphic-git. Backends are loaded on first use.
+//
+//   http(s)://           isomorphic-git in process           (http-transport.ts)
+//   path, file://        our local transport, in process     (local-transport.ts)
+//   ssh://, user@host:p  the system git program              (system-git.ts)
+//
+// No locks are taken here: callers wrap clone/update in withBackendLock.
+import { statSync } from "node:fs";
 import { join } from "node:path";
+import { gitdirOf } from "./refs.ts";
+import { transportOf } from "./url.ts";
 
 export interface HeadInfo {
   sha: string;
+  /** The checked-out branch, or null for a detached HEAD. */
   branch: string | null;
 }
 
 export interface GitBackend {
-  /** All-or-nothing clone into `dir` (which must not exist), then move to `ref` (null = remote HEAD). */
+  /** All-or-nothing clone into `dir` (absent or empty), then move to `ref` (null = the remote's HEAD branch). */
   clone(url: string, dir: string, opts: { ref: string | null; signal: AbortSignal }): Promise<HeadInfo>;
-  /** Fetch, then move to `ref`: branch → fast-forward only; tag/sha → detached. */
+  /**
+   * Fetch, then move to `ref`: a branch is tracked and fast-forwarded only
+   * (diverged → pack_op error, HEAD and work tree untouched); a tag or sha
+   * gives a detached HEAD; null = the remote's HEAD branch.
+   */
   update(dir: string, url: string, opts: { ref: string | null; signal: AbortSignal }): Promise<{ before: HeadInfo; after: HeadInfo }>;
   head(dir: string): Promise<HeadInfo>;
   /** Uncommitted changes to tracked files, or untracked files git would not ignore. */
   isDirty(dir: string): Promise<boolean>;
+  /** origin's URL, or null. */
   remoteUrl(dir: string): Promise<string | null>;
 }
 
-export type Transport = "http" | "local" | "ssh";
+export { readHeadSync } from "./refs.ts";
+export { originUrlSync } from "./config.ts";
+export { type Transport, localPath, transportOf } from "./url.ts";
 
-export function transportOf(url: string): Transport {
-  if (/^https?:\/\//i.test(url)) return "http";
-  if (/^ssh:\/\//i.test(url) || /^[\w.-]+@[\w.-]+:/.test(url)) return "ssh";
-  return "local";
+type Impl = () => Promise<GitBackend>;
+
+function lazy(load: Impl): GitBackend {
+  return {
+    clone: async (...a) => (await load()).clone(...a),
+    update: async (...a) => (await load()).update(...a),
+    head: async (...a) => (await load()).head(...a),
+    isDirty: async (...a) => (await load()).isDirty(...a),
+    remoteUrl: async (...a) => (await load()).remoteUrl(...a),
+  };
 }
+
+export const inProcessBackend: GitBackend = lazy(async () => (await import("./in-process.ts")).inProcess);
+export const systemGitBackend: GitBackend = lazy(async () => (await import("./system-git.ts")).systemGit);
 
 export function backendFor(url: string): GitBackend {
   return transportOf(url) === "ssh" ? systemGitBackend : inProcessBackend;
 }
 
-// The backends load their heavy modules on first use.
-const inProcessBackend: GitBackend = {
-  clone: async (...a) => (await import("./in-process.ts")).inProcess.clone(...a),
-  update: async (...a) => (await import("./in-process.ts")).inProcess.update(...a),
-  head: async (...a) => (await import("./in-process.ts")).inProcess.head(...a),
-  isDirty: async (...a) => (await import("./in-process.ts")).inProcess.isDirty(...a),
-  remoteUrl: async (...a) => (await import("./in-process.ts")).inProcess.remoteUrl(...a),
-};
-
-const systemGitBackend: GitBackend = {
-  clone: async (...a) => (await import("./system-git.ts")).systemGit.clone(...a),
-  update: async (...a) => (await import("./system-git.ts")).systemGit.update(...a),
-  head: async (...a) => (await import("./in-process.ts")).inProcess.head(...a),
-  isDirty: async (...a) => (await import("./in-process.ts")).inProcess.isDirty(...a),
-  remoteUrl: async (...a) => (await import("./in-process.ts")).inProcess.remoteUrl(...a),
-};
-
+/** Whether `dir` is a git work tree (a `.git` directory, or a `.git` file naming one). Cheap and synchronous. */
 export function isGitRepo(dir: string): boolean {
   try {
-    return statSync(join(dir, ".git")).isDirectory();
+    const st = statSync(join(dir, ".git"));
+    return st.isDirectory() || (st.isFile() && gitdirOf(dir) !== null);
   } catch {
     return false;
-  }
-}
-
-function readRefSync(gitdir: string, ref: string): string | null {
-  const loose = join(gitdir, ref);
-  if (existsSync(loose)) return readFileSync(loose, "utf8").trim();
-  const packed = join(gitdir, "packed-refs");
-  if (!existsSync(packed)) return null;
-  for (const line of readFileSync(packed, "utf8").split("\n")) {
-    const [sha, name] = line.split(" ");
-    if (name === ref && sha && !line.startsWith("#")) return sha;
-  }
-  return null;
-}
-
-/** HEAD's commit and branch from the files, or null when unreadable. */
-export function readHeadSync(dir: string): HeadInfo | null {
-  const gitdir = join(dir, ".git");
-  try {
-    const head = readFileSync(join(gitdir, "HEAD"), "utf8").trim();
-    if (!head.startsWith("ref: ")) return { sha: head, branch: null };
-    const ref = head.slice(5);
-    const sha = readRefSync(gitdir, ref);
-    return sha ? { sha, branch: ref.replace(/^refs\/heads\//, "") } : null;
-  } catch {
-    return null;
-  }
-}
-
-/** `remote.origin.url` from .git/config, or null. */
-export function originUrlSync(dir: string): string | null {
-  try {
-    const text = readFileSync(join(dir, ".git", "config"), "utf8");
-    let inOrigin = false;
-    for (const raw of text.split("\n")) {
-      const line = raw.trim();
-      if (line.startsWith("[")) inOrigin = /^\[remote\s+"origin"\]$/.test(line);
-      else if (inOrigin) {
-        const m = /^url\s*=\s*(.*)$/.exec(line);
-        if (m) return (m[1] as string).trim();
-      }
-    }
-    return null;
-  } catch {
-    return null;
   }
 }

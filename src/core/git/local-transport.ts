@@ -1,145 +1,182 @@
-// A local transport for isomorphic-git: read the source repository's refs,
-// find the objects the destination lacks by walking from the wanted tips
-// (stopping at objects it already has), pack them with packObjects, index the
-// pack in the destination, then write the remote-tracking refs and tags.
+// The local transport isomorphic-git lacks (paths and file:// URLs).
+//
+// Refs are read straight from the source's files and compared with ours
+// first, so a no-op fetch costs a few stats. A first fetch into an empty
+// object store links (or copies) the source's pack and loose object files, as
+// `git clone` does for local paths. Later fetches walk from the wanted tips,
+// stop at every object we already have, and bring exactly the missing ones
+// over as one new pack, which appears atomically (pack, then index, renamed
+// into place) before any ref moves.
 import * as fs from "node:fs";
 import { join } from "node:path";
-import git from "isomorphic-git";
-import { packOpError, throwIfAborted } from "../errors.ts";
+import { throwIfAborted } from "../errors.ts";
+import { notARepo, transportError } from "./git-errors.ts";
+import { type Git, loadGit } from "./iso.ts";
+import { ObjectPresence } from "./objects.ts";
+import { deleteRefSync, gitdirOf, listRefsSync, readSymref, resolveRefSync, writeRefSync } from "./refs.ts";
+import { type FetchResult, planRefs, pickDefaultBranch, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
+import { localPath } from "./url.ts";
 
-const REMOTE = "origin";
-
-function gitdirOf(path: string): string {
-  if (fs.existsSync(join(path, ".git", "HEAD"))) return join(path, ".git");
-  if (fs.existsSync(join(path, "HEAD")) && fs.existsSync(join(path, "objects"))) return path; // bare
-  throw packOpError(`${path} is not a git repository; check the pack URL.`);
-}
-
-interface SourceRefs {
-  branches: Map<string, string>;
-  tags: Map<string, string>;
-  defaultBranch: string | null;
-}
-
-async function readSourceRefs(gitdir: string): Promise<SourceRefs> {
-  const branches = new Map<string, string>();
-  for (const b of await git.listBranches({ fs, gitdir })) {
-    branches.set(b, await git.resolveRef({ fs, gitdir, ref: `refs/heads/${b}` }));
-  }
-  const tags = new Map<string, string>();
-  for (const t of await git.listTags({ fs, gitdir })) {
-    tags.set(t, await git.resolveRef({ fs, gitdir, ref: `refs/tags/${t}`, depth: 2 }));
-  }
-  let defaultBranch: string | null = null;
-  const head = fs.readFileSync(join(gitdir, "HEAD"), "utf8").trim();
-  if (head.startsWith("ref: refs/heads/")) defaultBranch = head.slice("ref: refs/heads/".length);
-  if (defaultBranch !== null && !branches.has(defaultBranch)) defaultBranch = branches.keys().next().value ?? null;
+/** The refs of a local repository, read from its files. */
+export function readLocalRefs(srcGitdir: string): RemoteRefs {
+  const strip = (m: Map<string, string>, prefix: string) => new Map([...m].map(([k, v]) => [k.slice(prefix.length), v]));
+  const branches = strip(listRefsSync(srcGitdir, "refs/heads/"), "refs/heads/");
+  const tags = strip(listRefsSync(srcGitdir, "refs/tags/"), "refs/tags/");
+  const defaultBranch = pickDefaultBranch(branches, readSymref(srcGitdir, "HEAD"), resolveRefSync(srcGitdir, "HEAD"));
   return { branches, tags, defaultBranch };
 }
 
-/** Objects reachable from `tips` that `destGitdir` does not have yet. */
-async function missingObjects(srcGitdir: string, destGitdir: string, tips: string[], signal: AbortSignal): Promise<string[]> {
-  const destEmpty = !fs.existsSync(join(destGitdir, "objects")) || isEmptyObjectStore(join(destGitdir, "objects"));
-  const cache = {};
-  const destHas = async (oid: string): Promise<boolean> => {
-    if (destEmpty) return false;
+/** Fetch every branch (into refs/remotes/origin/*) and every tag we lack from the repository at `url`. */
+export async function fetchLocal(destGitdir: string, url: string, signal: AbortSignal): Promise<FetchResult> {
+  throwIfAborted(signal);
+  const srcPath = localPath(url);
+  const srcGitdir = gitdirOf(srcPath);
+  if (!srcGitdir) throw notARepo(srcPath);
+  const remote = readLocalRefs(srcGitdir);
+  const plan = planRefs(destGitdir, remote);
+  if (plan.missing.length > 0) {
     try {
-      await git.readObject({ fs, gitdir: destGitdir, oid, format: "deflated", cache });
-      return true;
-    } catch {
-      return false;
+      await copyObjects(srcGitdir, destGitdir, plan.missing, signal);
+    } catch (err) {
+      throw transportError(url, err);
     }
-  };
-  const out = new Set<string>();
+  }
+  throwIfAborted(signal);
+  // Objects first, refs after: a ref never points at something we lack.
+  for (const [ref, oid] of plan.writes) writeRefSync(destGitdir, ref, oid);
+  for (const ref of plan.prunes) deleteRefSync(destGitdir, ref);
+  writeOriginHead(destGitdir, remote.defaultBranch);
+  return { defaultBranch: remote.defaultBranch, changed: plan.writes.length + plan.prunes.length > 0 };
+}
+
+async function copyObjects(srcGitdir: string, destGitdir: string, tips: string[], signal: AbortSignal): Promise<void> {
+  const presence = new ObjectPresence(destGitdir);
+  const alternates = fs.existsSync(join(srcGitdir, "objects", "info", "alternates"));
+  mergeShallow(srcGitdir, destGitdir);
+  if (presence.isEmpty() && !alternates) {
+    linkObjectStore(join(srcGitdir, "objects"), join(destGitdir, "objects"), signal);
+    return;
+  }
+  const git = await loadGit();
+  const cache = {};
+  const oids = await missingObjects(git, srcGitdir, presence, tips, shallowSet(srcGitdir), cache, signal);
+  if (oids.length === 0) return;
+  throwIfAborted(signal);
+  await writePack(git, srcGitdir, destGitdir, oids, cache);
+}
+
+/** Objects reachable from `tips` that `presence` lacks; a present object is taken to bring everything below it. */
+async function missingObjects(
+  git: Git,
+  srcGitdir: string,
+  presence: ObjectPresence,
+  tips: string[],
+  shallow: Set<string>,
+  cache: object,
+  signal: AbortSignal,
+): Promise<string[]> {
+  const out: string[] = [];
   const seen = new Set<string>();
-  const stack = [...tips];
-  let n = 0;
+  const stack: string[] = [];
+  const want = (oid: string) => {
+    if (seen.has(oid)) return;
+    seen.add(oid);
+    if (!presence.has(oid)) stack.push(oid);
+  };
+  tips.forEach(want);
+  let reads = 0;
   while (stack.length > 0) {
     const oid = stack.pop() as string;
-    if (seen.has(oid)) continue;
-    seen.add(oid);
-    if (++n % 256 === 0) throwIfAborted(signal);
-    if (await destHas(oid)) continue; // the destination already has it and everything below it
+    if (++reads % 256 === 0) throwIfAborted(signal);
+    out.push(oid);
     const obj = await git.readObject({ fs, gitdir: srcGitdir, oid, format: "parsed", cache });
-    out.add(oid);
+    if (obj.format !== "parsed") continue; // blobs come back raw: nothing below them
     if (obj.type === "commit") {
-      const c = obj.object as { tree: string; parent: string[] };
-      stack.push(c.tree, ...c.parent);
+      want(obj.object.tree);
+      if (!shallow.has(oid)) obj.object.parent.forEach(want);
     } else if (obj.type === "tree") {
-      for (const e of obj.object as Array<{ type: string; oid: string }>) {
-        if (e.type === "tree") stack.push(e.oid);
-        else if (e.type === "blob" && !seen.has(e.oid)) {
+      for (const e of obj.object) {
+        if (e.type === "commit") continue; // a submodule's commit lives in the submodule
+        if (e.type === "tree") want(e.oid);
+        else if (!seen.has(e.oid)) {
+          // Blobs need no reading: only their presence matters here.
           seen.add(e.oid);
-          if (!(await destHas(e.oid))) out.add(e.oid);
+          if (!presence.has(e.oid)) out.push(e.oid);
         }
-        // "commit" entries are submodule links: not our objects.
       }
     } else if (obj.type === "tag") {
-      stack.push((obj.object as { object: string }).object);
+      want(obj.object.object);
     }
   }
-  return [...out];
+  return out;
 }
 
-function isEmptyObjectStore(objects: string): boolean {
-  for (const name of fs.readdirSync(objects)) {
-    if (name === "info") continue;
-    if (name === "pack") {
-      if (fs.readdirSync(join(objects, "pack")).some((f) => f.endsWith(".pack"))) return false;
-      continue;
-    }
-    return false;
+/** Pack `oids` from the source and add pack + index to the destination, index last so readers never see half a pack. */
+async function writePack(git: Git, srcGitdir: string, destGitdir: string, oids: string[], cache: object): Promise<void> {
+  const { filename, packfile } = await git.packObjects({ fs, gitdir: srcGitdir, oids, write: false, cache });
+  if (!packfile) throw new Error("packObjects returned no data");
+  const packDir = join(destGitdir, "objects", "pack");
+  const tmp = join(packDir, `.grex-tmp-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
+  fs.mkdirSync(tmp, { recursive: true });
+  try {
+    fs.writeFileSync(join(tmp, filename), packfile);
+    await git.indexPack({ fs, dir: tmp, gitdir: destGitdir, filepath: filename, cache });
+    const idx = filename.replace(/\.pack$/, ".idx");
+    fs.renameSync(join(tmp, filename), join(packDir, filename));
+    fs.renameSync(join(tmp, idx), join(packDir, idx));
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
   }
-  return true;
 }
 
-/** Fetch everything from the repository at `srcPath` into `destDir`; returns the source's default branch. */
-export async function fetchLocal(srcPath: string, destDir: string, signal: AbortSignal): Promise<string | null> {
-  const srcGitdir = gitdirOf(srcPath);
-  const destGitdir = join(destDir, ".git");
-  const refs = await readSourceRefs(srcGitdir);
-
-  // No-op fast path: every remote-tracking ref and tag already matches.
-  const wanted: Array<[string, string]> = [
-    ...[...refs.branches].map(([b, oid]): [string, string] => [`refs/remotes/${REMOTE}/${b}`, oid]),
-    ...[...refs.tags].map(([t, oid]): [string, string] => [`refs/tags/${t}`, oid]),
-  ];
-  const stale: Array<[string, string]> = [];
-  for (const [ref, oid] of wanted) {
-    let cur: string | null = null;
-    try {
-      cur = await git.resolveRef({ fs, gitdir: destGitdir, ref, depth: 1 });
-    } catch {
-      cur = null;
+/** Hard-link (or copy, across filesystems) every loose object and complete pack of `src` into `dest`. */
+function linkObjectStore(src: string, dest: string, signal: AbortSignal): void {
+  let link = true;
+  const put = (from: string, to: string) => {
+    if (link) {
+      try {
+        fs.linkSync(from, to);
+        return;
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code === "EEXIST") return;
+        link = false; // EXDEV, EPERM, …: copy from now on
+      }
     }
-    if (cur !== oid) stale.push([ref, oid]);
-  }
-  if (stale.length > 0) {
-    const oids = await missingObjects(srcGitdir, destGitdir, [...new Set(stale.map(([, oid]) => oid))], signal);
+    fs.copyFileSync(from, to, fs.constants.COPYFILE_FICLONE);
+  };
+  for (const name of fs.readdirSync(src)) {
+    if (!/^[0-9a-f]{2}$/.test(name)) continue;
     throwIfAborted(signal);
-    if (oids.length > 0) {
-      const { filename, packfile } = await git.packObjects({ fs, gitdir: srcGitdir, oids, write: false });
-      if (!packfile) throw packOpError(`Could not pack objects from ${srcPath}; check that the repository is readable.`);
-      const packDir = join(destGitdir, "objects", "pack");
-      fs.mkdirSync(packDir, { recursive: true });
-      fs.writeFileSync(join(packDir, filename), packfile);
-      await git.indexPack({ fs, dir: destDir, gitdir: destGitdir, filepath: join(".git", "objects", "pack", filename) });
-    }
-    for (const [ref, oid] of stale) await git.writeRef({ fs, gitdir: destGitdir, ref, value: oid, force: true });
+    const files = fs.readdirSync(join(src, name)).filter((f) => /^[0-9a-f]{38}$/.test(f));
+    if (files.length === 0) continue;
+    fs.mkdirSync(join(dest, name), { recursive: true });
+    for (const f of files) put(join(src, name, f), join(dest, name, f));
   }
-  // Branches deleted at the source disappear from the remote-tracking refs (like fetch --prune).
-  for (const b of await git.listBranches({ fs, gitdir: destGitdir, remote: REMOTE })) {
-    if (b !== "HEAD" && !refs.branches.has(b)) await git.deleteRef({ fs, gitdir: destGitdir, ref: `refs/remotes/${REMOTE}/${b}` });
+  const packs = join(src, "pack");
+  if (!fs.existsSync(packs)) return;
+  fs.mkdirSync(join(dest, "pack"), { recursive: true });
+  const names = new Set(fs.readdirSync(packs));
+  for (const n of names) {
+    if (!n.endsWith(".pack") || !names.has(n.replace(/\.pack$/, ".idx"))) continue;
+    throwIfAborted(signal);
+    put(join(packs, n), join(dest, "pack", n));
+    put(join(packs, n.replace(/\.pack$/, ".idx")), join(dest, "pack", n.replace(/\.pack$/, ".idx")));
   }
-  if (refs.defaultBranch) {
-    await git.writeRef({
-      fs,
-      gitdir: destGitdir,
-      ref: `refs/remotes/${REMOTE}/HEAD`,
-      value: `refs/remotes/${REMOTE}/${refs.defaultBranch}`,
-      symbolic: true,
-      force: true,
-    });
+}
+
+function shallowSet(gitdir: string): Set<string> {
+  try {
+    return new Set(fs.readFileSync(join(gitdir, "shallow"), "utf8").split("\n").filter((l) => l.length === 40));
+  } catch {
+    return new Set();
   }
-  return refs.defaultBranch;
+}
+
+/** A shallow source makes a shallow copy: its history ends where the source's does. */
+function mergeShallow(srcGitdir: string, destGitdir: string): void {
+  const src = shallowSet(srcGitdir);
+  if (src.size === 0) return;
+  const all = new Set([...shallowSet(destGitdir), ...src]);
+  fs.writeFileSync(join(destGitdir, "shallow"), `${[...all].sort().join("\n")}\n`);
 }

@@ -3,6 +3,7 @@
 // for the no-op check before any fetch, and never loads isomorphic-git.
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
+import type { HeadInfo } from "./backend.ts";
 
 const OID = /^[0-9a-f]{40}$/;
 
@@ -157,4 +158,14 @@ export function deleteRefSync(gitdir: string, ref: string): void {
     closeSync(fd);
   }
   renameSync(tmp, packedPath);
+}
+
+/** HEAD's commit and branch (null when detached), read from the files; null when unreadable or unborn. */
+export function readHeadSync(dir: string): HeadInfo | null {
+  const gitdir = gitdirOf(dir);
+  if (!gitdir) return null;
+  const sha = resolveRefSync(gitdir, "HEAD");
+  if (!sha) return null;
+  const sym = readSymref(gitdir, "HEAD");
+  return { sha, branch: sym?.startsWith("refs/heads/") ? sym.slice("refs/heads/".length) : null };
 }

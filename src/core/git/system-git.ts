@@ -1,55 +1,94 @@
 // ssh:// and scp-style URLs: isomorphic-git cannot speak SSH, so the transfer
-// is delegated to the system `git`; moving to the ref reuses the in-process logic.
+// goes through the system `git` program. The no-op check (ls-remote against
+// our refs) and the move to the ref are the same as for the other transports.
 import { GrexError, packOpError, throwIfAborted } from "../errors.ts";
 import type { GitBackend } from "./backend.ts";
-import { cloneAtomically, inProcess, moveTo } from "./in-process.ts";
-import { readHeadSync } from "./backend.ts";
-import { readFileSync } from "node:fs";
+import { moveTo } from "./checkout.ts";
+import { cloneAtomically } from "./clone.ts";
+import { head, isDirty, remoteUrl, requireGitdir } from "./inspect.ts";
+import { deleteRefSync, readSymref } from "./refs.ts";
+import { pickDefaultBranch, planRefs, REMOTE, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
 import { join } from "node:path";
 
-async function runGit(args: string[], signal: AbortSignal, cwd?: string): Promise<void> {
-  if (!Bun.which("git")) {
-    throw new GrexError("pack_op", "ssh URLs need the git program, which is not on PATH; install git or use an https:// URL.");
+async function runGit(args: string[], url: string, signal: AbortSignal, cwd?: string): Promise<string> {
+  throwIfAborted(signal);
+  const exe = Bun.which("git", { PATH: process.env.PATH ?? "" });
+  if (!exe) {
+    throw new GrexError("pack_op", `${url} is an ssh URL, which needs git installed and on PATH; install git or use an https:// URL.`, { url });
   }
-  const proc = Bun.spawn(["git", ...args], { cwd, stdin: "ignore", stdout: "ignore", stderr: "pipe", env: { ...process.env, GIT_TERMINAL_PROMPT: "0" } });
+  const proc = Bun.spawn([exe, ...args], {
+    cwd,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, GIT_TERMINAL_PROMPT: "0" },
+  });
   const kill = () => proc.kill();
   signal.addEventListener("abort", kill, { once: true });
   try {
-    const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
     throwIfAborted(signal);
     if (code !== 0) {
-      const last = stderr.trim().split("\n").pop() ?? `exit ${code}`;
-      throw packOpError(`git ${args[0]} failed (${last.replace(/\.$/, "")}); check the URL and your SSH access.`);
+      // The first line says what went wrong (ssh's own error comes before git's "could not read").
+      const first = err.split("\n").find((l) => l.trim() !== "") ?? `exit code ${code}`;
+      const why = first.trim().replace(/^(fatal|error):\s*/, "").replace(/\.$/, "");
+      throw packOpError(`git ${args[0]} from ${url} failed (${why}); check the URL and your SSH access.`, { url });
     }
+    return out;
   } finally {
     signal.removeEventListener("abort", kill);
   }
 }
 
-function remoteDefault(dir: string): string | null {
-  try {
-    const head = readFileSync(join(dir, ".git", "refs", "remotes", "origin", "HEAD"), "utf8").trim();
-    return head.startsWith("ref: refs/remotes/origin/") ? head.slice("ref: refs/remotes/origin/".length) : null;
-  } catch {
-    return null;
+/** Parse `git ls-remote --symref` output. */
+export function parseLsRemote(out: string): RemoteRefs {
+  const branches = new Map<string, string>();
+  const tags = new Map<string, string>();
+  let headTarget: string | null = null;
+  let headOid: string | null = null;
+  for (const line of out.split("\n")) {
+    const [left, name] = line.split("\t");
+    if (!left || !name) continue;
+    if (left.startsWith("ref: ")) {
+      if (name === "HEAD") headTarget = left.slice(5);
+    } else if (name === "HEAD") headOid = left;
+    else if (name.startsWith("refs/heads/")) branches.set(name.slice(11), left);
+    else if (name.startsWith("refs/tags/") && !name.endsWith("^{}")) tags.set(name.slice(10), left);
   }
+  return { branches, tags, defaultBranch: pickDefaultBranch(branches, headTarget, headOid) };
 }
 
-export const systemGit: Pick<GitBackend, "clone" | "update"> = {
+export const systemGit: GitBackend = {
   clone(url, dir, { ref, signal }) {
-    return cloneAtomically(
-      dir,
-      async (tmp) => {
-        await runGit(["clone", "--quiet", "--no-checkout", "--origin", "origin", url, tmp], signal);
-        return moveTo(tmp, url, ref, remoteDefault(tmp), true);
-      },
-      signal,
-    );
+    return cloneAtomically(dir, signal, async (tmp) => {
+      await runGit(["clone", "--quiet", "--origin", REMOTE, "--", url, tmp], url, signal);
+      const gitdir = join(tmp, ".git");
+      const target = readSymref(gitdir, `refs/remotes/${REMOTE}/HEAD`);
+      const defaultBranch = target?.replace(`refs/remotes/${REMOTE}/`, "") ?? null;
+      return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch });
+    });
   },
+
   async update(dir, url, { ref, signal }) {
-    const before = readHeadSync(dir) ?? (await inProcess.head(dir));
-    await runGit(["fetch", "--quiet", "--tags", "--prune", "origin"], signal, dir);
-    const after = await moveTo(dir, url, ref, remoteDefault(dir), false);
+    const gitdir = requireGitdir(dir);
+    const before = await head(dir);
+    const remote = parseLsRemote(await runGit(["ls-remote", "--symref", "--", url], url, signal, dir));
+    const plan = planRefs(gitdir, remote);
+    if (plan.writes.length > 0) {
+      // Branches forced into origin/*, only the tags we lack (no clobbering, as planned).
+      const specs = plan.writes.map(([dst]) =>
+        dst.startsWith("refs/tags/") ? `${dst}:${dst}` : `+refs/heads/${dst.slice(`refs/remotes/${REMOTE}/`.length)}:${dst}`,
+      );
+      await runGit(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", url, ...specs], url, signal, dir);
+    }
+    for (const r of plan.prunes) deleteRefSync(gitdir, r);
+    writeOriginHead(gitdir, remote.defaultBranch);
+    throwIfAborted(signal);
+    const after = await moveTo({ dir, gitdir, url, ref, defaultBranch: remote.defaultBranch });
     return { before, after };
   },
+
+  head,
+  isDirty,
+  remoteUrl,
 };

@@ -1,7 +1,9 @@
-// `.grex/pack.yaml` schema "1" (SPEC §3), checked by hand so every failure
-// names the exact field path in one sentence.
+// `.grex/pack.yaml` schema "1" (SPEC §3) as valibot schemas. Every message is
+// written here as "<reason>; <what to do>" so the loader can turn the first
+// issue into one sentence: "<file>: <field path> <reason>; <what to do>."
+import * as v from "valibot";
 import { GrexError, integrityError, pluginError } from "../errors.ts";
-import { isKnownAction, isKnownPackType } from "../registry.ts";
+import { BUILTIN_ACTIONS, isKnownAction, isKnownPackType, knownPackTypes } from "../registry.ts";
 
 export interface ChildSpec {
   url: string;
@@ -9,7 +11,7 @@ export interface ChildSpec {
   ref: string | null;
 }
 
-/** One action item: an object with exactly one key (the action name). */
+/** One action item: an object with exactly one key (the action name). Its value is checked by the action module. */
 export type ActionItem = Record<string, unknown>;
 
 export interface PackManifest {
@@ -21,113 +23,298 @@ export interface PackManifest {
   children: ChildSpec[];
   actions: ActionItem[];
   teardown: ActionItem[] | null;
-  /** `x-` prefixed keys, kept for tools that read them. */
+  /** `x-` prefixed top-level keys, kept for tools that read them. */
   extensions: Record<string, unknown>;
 }
 
-const NAME_RE = /^[a-z][a-z0-9-]*$/;
-const CHILD_PATH_RE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-const TOP_KEYS = new Set(["schema_version", "name", "type", "version", "depends_on", "children", "actions", "teardown"]);
+export const PACK_NAME_RE = /^[a-z][a-z0-9-]*$/;
+/** Same rule as a top-level pack id: a bare directory name. */
+export const BARE_PATH_RE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
+export const isBarePath = (p: string): boolean => BARE_PATH_RE.test(p) && p !== "." && p !== "..";
+
+/** Default child path: the URL's last segment without `.git` (also for `git@host:org/repo.git`). */
 export const defaultChildPath = (url: string): string =>
   (url.replace(/[/\\]+$/, "").split(/[/\\:]/).pop() ?? "").replace(/\.git$/, "");
 
-export class PackChecker {
-  constructor(private readonly file: string) {}
+// Issues carrying this `expected` value are "unknown action / pack type" (exit 8), not integrity (exit 3).
+const PLUGIN_EXPECTED = "a registered name";
 
-  fail(field: string, reason: string, fix: string): GrexError {
-    return integrityError(`${this.file}: ${field} ${reason}; ${fix}.`, { file: this.file, field });
+const BASE_KEYS = ["schema_version", "name", "type", "version", "depends_on", "children", "actions", "teardown"];
+const OVERRIDE_KEYS = [...BASE_KEYS, "actions_replace"];
+
+type Issue = v.BaseIssue<unknown>;
+type Message = (issue: Issue) => string;
+
+const isMapping = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === "object" && !Array.isArray(x);
+
+function describe(x: unknown): string {
+  if (x === null || x === undefined) return "nothing";
+  if (Array.isArray(x)) return "a list";
+  if (typeof x === "object") return "a mapping";
+  const s = JSON.stringify(x) ?? String(x);
+  return `${typeof x} ${s.length > 40 ? `${s.slice(0, 37)}...` : s}`;
+}
+
+const mustBe =
+  (what: string, fix: string): Message =>
+  (issue) =>
+    `must be ${what} (got ${describe(issue.input)}); ${fix}`;
+
+/** The key an object-schema issue is about (missing or unknown key), if any. */
+function issueKey(issue: Issue): string | undefined {
+  const last = issue.path?.at(-1);
+  return last && last.type === "object" && last.origin === "key" ? String(last.key) : undefined;
+}
+
+/** Message for a mapping schema: wrong type, missing key or unknown key. */
+const mappingMsg =
+  (what: string, fix: string, missing: Record<string, string> = {}, allowed = ""): Message =>
+  (issue) => {
+    const key = issueKey(issue);
+    if (key === undefined) return mustBe(what, fix)(issue);
+    if (issue.expected === "never") return `is not a known field; remove it${allowed ? ` (allowed: ${allowed})` : ""}`;
+    return `is missing; ${missing[key] ?? "add it"}`;
+  };
+
+function closest(word: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestD = 3; // suggest only close typos
+  for (const c of candidates) {
+    const d = editDistance(word.toLowerCase(), c);
+    if (d < bestD) [best, bestD] = [c, d];
   }
+  return best;
+}
 
-  string(value: unknown, field: string): string {
-    if (typeof value !== "string") throw this.fail(field, `must be a string (got ${describe(value)})`, "quote the value");
-    return value;
-  }
-
-  list(value: unknown, field: string): unknown[] {
-    if (!Array.isArray(value)) throw this.fail(field, `must be a list (got ${describe(value)})`, "write it as a YAML list");
-    return value;
-  }
-
-  mapping(value: unknown, field: string): Record<string, unknown> {
-    if (value === null || typeof value !== "object" || Array.isArray(value)) {
-      throw this.fail(field, `must be a mapping (got ${describe(value)})`, "write it as key: value pairs");
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) {
+      cur[j] = Math.min((prev[j] ?? 0) + 1, (cur[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
     }
-    return value as Record<string, unknown>;
+    prev = cur;
   }
-
-  actions(value: unknown, field: string): ActionItem[] {
-    return this.list(value, field).map((item, i) => {
-      const where = `${field}[${i}]`;
-      const obj = this.mapping(item, where);
-      const keys = Object.keys(obj);
-      if (keys.length !== 1) {
-        throw this.fail(where, `must have exactly one action key (found ${keys.length === 0 ? "none" : keys.join(", ")})`, "split it into one item per action");
-      }
-      const name = keys[0] as string;
-      if (!isKnownAction(name)) {
-        throw pluginError(
-          `${this.file}: ${where} uses unknown action '${name}'; use symlink, env, mkdir, rmdir, require, when or exec (or install the plugin that provides it).`,
-          { file: this.file, field: `${where}.${name}` },
-        );
-      }
-      return obj;
-    });
-  }
-
-  children(value: unknown, field: string): ChildSpec[] {
-    return this.list(value, field).map((item, i) => {
-      const where = `${field}[${i}]`;
-      const obj = this.mapping(item, where);
-      for (const k of Object.keys(obj)) {
-        if (k !== "url" && k !== "path" && k !== "ref") throw this.fail(`${where}.${k}`, "is not a known child field", "use url, path or ref");
-      }
-      const url = this.string(obj.url, `${where}.url`);
-      if (url === "") throw this.fail(`${where}.url`, "is empty", "give the child's git URL");
-      const path = obj.path === undefined ? defaultChildPath(url) : this.string(obj.path, `${where}.path`);
-      if (!CHILD_PATH_RE.test(path) || path === "." || path === "..") {
-        throw this.fail(`${where}.path`, `'${path}' is not a bare directory name`, "use letters, digits, '.', '_' or '-' with no '/'");
-      }
-      const ref = obj.ref === undefined || obj.ref === null ? null : String(obj.ref);
-      return { url, path, ref };
-    });
-  }
+  return prev[b.length] ?? 0;
 }
 
-function describe(v: unknown): string {
-  if (v === null || v === undefined) return "nothing";
-  if (Array.isArray(v)) return "a list";
-  return typeof v === "object" ? "a mapping" : `${typeof v} ${JSON.stringify(v)}`;
+const keyPath = (input: Record<string, unknown>, key: string) =>
+  [{ type: "object" as const, origin: "key" as const, input, key, value: input[key] }] as [v.ObjectPathItem];
+
+const mapping = (msg: Message) => v.custom<Record<string, unknown>>(isMapping, msg);
+
+const actionItem = v.pipe(
+  mapping(mustBe("a mapping with one action key", "write it as '- mkdir: { path: ... }'")),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    const item = dataset.value;
+    const keys = Object.keys(item);
+    if (keys.length !== 1) {
+      addIssue({
+        message:
+          keys.length === 0
+            ? "has no action key; write one action per item, such as '- mkdir: { path: ... }'"
+            : `has ${keys.length} keys (${keys.join(", ")}) but an action item takes exactly one; split it into one list item per action`,
+      });
+      return;
+    }
+    const name = keys[0] as string;
+    if (!isKnownAction(name)) {
+      const hint = closest(name, BUILTIN_ACTIONS);
+      addIssue({
+        expected: PLUGIN_EXPECTED,
+        path: keyPath(item, name),
+        message: `is not a known action${hint ? ` (did you mean ${hint}?)` : ""}; use one of ${BUILTIN_ACTIONS.join(", ")}, or install the plugin that provides it`,
+      });
+    }
+  }),
+);
+
+const actionList = v.nullish(v.array(actionItem, mustBe("a list of actions", "write each action as a '- name: {...}' list item")));
+
+const childPath = v.pipe(
+  v.string(mustBe("a string", "give a directory name such as themes")),
+  v.check(isBarePath, (issue) => `'${String(issue.input)}' is not a bare directory name; use letters, digits, '.', '_' or '-' with no '/' or '\\' (and not '.' or '..')`),
+);
+
+const child = v.pipe(
+  mapping(mustBe("a mapping with url (and optional path, ref)", "write it as '- url: https://...'")),
+  v.strictObject(
+    {
+      url: v.pipe(
+        v.string(mustBe("a string", "give the child's git URL")),
+        v.nonEmpty("is empty; give the child's git URL"),
+      ),
+      path: v.optional(childPath),
+      ref: v.nullish(v.string(mustBe("a string", "quote it (a branch, tag or commit sha)"))),
+    },
+    mappingMsg("a mapping", "write it as '- url: https://...'", { url: "give the child's git URL" }, "url, path, ref"),
+  ),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed || dataset.value.path !== undefined) return;
+    const def = defaultChildPath(dataset.value.url);
+    if (!isBarePath(def)) {
+      addIssue({
+        path: keyPath(dataset.value, "url"),
+        message: `does not end in a usable directory name (would be '${def}'); add path: <name> to this child`,
+      });
+    }
+  }),
+  v.transform((c): ChildSpec => ({ url: c.url, path: c.path ?? defaultChildPath(c.url), ref: c.ref ?? null })),
+);
+
+const packType = v.pipe(
+  v.string(mustBe("a string", "use meta, declarative or scripted")),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (dataset.typed && !isKnownPackType(dataset.value)) {
+      addIssue({
+        expected: PLUGIN_EXPECTED,
+        message: `'${dataset.value}' is not a known pack type; use one of ${knownPackTypes().join(", ")}, or install the plugin that provides it`,
+      });
+    }
+  }),
+);
+
+const entries = {
+  schema_version: v.literal("1", (issue) =>
+    typeof issue.input === "string"
+      ? `is "${issue.input}" but this grex reads schema "1" only; write schema_version: "1" or upgrade grex`
+      : `must be the string "1" (got ${describe(issue.input)}); write schema_version: "1" with the quotes`,
+  ),
+  name: v.pipe(
+    v.string(mustBe("a string", "use a name such as my-pack")),
+    v.regex(PACK_NAME_RE, (issue) => `'${String(issue.input)}' is not a valid pack name; use lowercase letters, digits and '-', starting with a letter (such as my-pack)`),
+  ),
+  type: packType,
+  version: v.nullish(v.string(mustBe("a string", 'quote it, such as version: "1.0"'))),
+  depends_on: v.nullish(
+    v.array(
+      v.pipe(
+        v.string(mustBe("a string", "give a pack name or a git URL")),
+        v.regex(/^\S+$/, "must be a pack name or a git URL without spaces; fix the entry"),
+      ),
+      mustBe("a list", "write each pack name or URL as a list item"),
+    ),
+  ),
+  children: v.nullish(v.array(child, mustBe("a list", "write each child as a '- url: ...' list item"))),
+  actions: actionList,
+  teardown: actionList,
+};
+
+const MISSING_HINTS: Record<string, string> = {
+  schema_version: 'add schema_version: "1"',
+  name: "add a name such as name: my-pack",
+  type: "add type: meta, declarative or scripted",
+};
+
+/** Reject top-level keys that are neither schema fields nor `x-` extensions. */
+const topKeys = (allowed: string[], override: boolean) =>
+  v.rawCheck<Record<string, unknown>>(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    for (const key of Object.keys(dataset.value)) {
+      if (key.startsWith("x-") || allowed.includes(key)) continue;
+      const hint = closest(key, allowed);
+      addIssue({
+        path: keyPath(dataset.value, key),
+        message:
+          key === "actions_replace" && !override
+            ? "is allowed only in .grex/targets/<os>.yaml override files; remove it from pack.yaml"
+            : `is not a pack.yaml field${hint ? ` (did you mean ${hint}?)` : ""}; remove it, or prefix it with x- to keep your own data`,
+      });
+      return;
+    }
+  });
+
+const docMsg = mustBe("a mapping of pack.yaml fields", "write key: value pairs such as name: my-pack");
+
+/** Schema of a full `.grex/pack.yaml`. */
+export const PackYamlSchema = v.pipe(
+  mapping(docMsg),
+  topKeys(BASE_KEYS, false),
+  v.looseObject(entries, mappingMsg("a mapping", "write key: value pairs", MISSING_HINTS)),
+);
+
+/** Schema of a platform override `.grex/targets/<os>.yaml`: every field optional, plus `actions_replace`. */
+export const PackOverrideSchema = v.pipe(
+  mapping(docMsg),
+  topKeys(OVERRIDE_KEYS, true),
+  v.looseObject(
+    {
+      ...v.partial(v.object(entries)).entries,
+      actions_replace: v.optional(v.boolean(mustBe("true or false", "write actions_replace: true"))),
+    },
+    mappingMsg("a mapping", "write key: value pairs"),
+  ),
+);
+
+export type PackOverride = Partial<Omit<PackManifest, "schema_version" | "extensions">> & {
+  actions_replace: boolean;
+  extensions: Record<string, unknown>;
+  /** Keys present in the override file (so an explicit `version: ~` still replaces). */
+  present: Set<string>;
+};
+
+/** `actions[2].symlnk`, `children[0].path`, or "" for the document itself. */
+export function fieldPath(path: readonly v.IssuePathItem[] | undefined): string {
+  let out = "";
+  for (const item of path ?? []) {
+    const key = item.key;
+    if (typeof key === "number") out += `[${key}]`;
+    else if (typeof key === "string" && /^[A-Za-z_][\w-]*$/.test(key)) out += out ? `.${key}` : key;
+    else out += `[${JSON.stringify(String(key))}]`;
+  }
+  return out;
 }
 
-/** Validate a full pack.yaml document (already parsed, targets merged). */
+/** Turn the first valibot issue into a one-sentence GrexError naming file and field. */
+export function issueError(issue: Issue, file: string): GrexError {
+  const field = fieldPath(issue.path);
+  const message = `${file}${field ? `: ${field}` : ""} ${issue.message.replace(/\s*\n\s*/g, " ")}.`;
+  const data = { file, field };
+  return issue.expected === PLUGIN_EXPECTED ? pluginError(message, data) : integrityError(message, data);
+}
+
+function extensionsOf(doc: Record<string, unknown>): Record<string, unknown> {
+  const ext: Record<string, unknown> = {};
+  for (const [k, val] of Object.entries(doc)) if (k.startsWith("x-")) ext[k] = val;
+  return ext;
+}
+
+/** Validate a parsed pack.yaml document. `file` only appears in messages. */
 export function validatePack(doc: unknown, file: string): PackManifest {
-  const c = new PackChecker(file);
-  const obj = c.mapping(doc, "document");
-  const extensions: Record<string, unknown> = {};
-  for (const key of Object.keys(obj)) {
-    if (key.startsWith("x-")) extensions[key] = obj[key];
-    else if (!TOP_KEYS.has(key)) throw c.fail(key, "is not a pack.yaml field", "remove it or prefix it with x- for your own data");
-  }
-  if (obj.schema_version === undefined) throw c.fail("schema_version", "is missing", 'add schema_version: "1"');
-  if (obj.schema_version !== "1") {
-    throw c.fail("schema_version", `is ${JSON.stringify(obj.schema_version)}, not "1"`, 'write schema_version: "1" (quoted)');
-  }
-  if (obj.name === undefined) throw c.fail("name", "is missing", "add a name such as my-pack");
-  const name = c.string(obj.name, "name");
-  if (!NAME_RE.test(name)) throw c.fail("name", `'${name}' is not a valid name`, "use lowercase letters, digits and '-', starting with a letter");
-  if (obj.type === undefined) throw c.fail("type", "is missing", "add type: meta, declarative or scripted");
-  const type = c.string(obj.type, "type");
-  if (!isKnownPackType(type)) {
-    throw pluginError(`${file}: type '${type}' is not a known pack type; use meta, declarative or scripted (or install the plugin that provides it).`, {
-      file,
-      field: "type",
-    });
-  }
-  const version = obj.version === undefined || obj.version === null ? null : String(obj.version);
-  const depends_on = obj.depends_on === undefined ? [] : c.list(obj.depends_on, "depends_on").map((d, i) => c.string(d, `depends_on[${i}]`));
-  const children = obj.children === undefined ? [] : c.children(obj.children, "children");
-  const actions = obj.actions === undefined || obj.actions === null ? [] : c.actions(obj.actions, "actions");
-  const teardown = obj.teardown === undefined || obj.teardown === null ? null : c.actions(obj.teardown, "teardown");
-  return { schema_version: "1", name, type, version, depends_on, children, actions, teardown, extensions };
+  const r = v.safeParse(PackYamlSchema, doc, { abortEarly: true });
+  if (!r.success) throw issueError(r.issues[0], file);
+  const o = r.output;
+  return {
+    schema_version: "1",
+    name: o.name,
+    type: o.type,
+    version: o.version ?? null,
+    depends_on: o.depends_on ?? [],
+    children: o.children ?? [],
+    actions: o.actions ?? [],
+    teardown: o.teardown ?? null,
+    extensions: extensionsOf(o),
+  };
+}
+
+/** Validate a parsed platform override document (a partial pack.yaml). */
+export function validateOverride(doc: unknown, file: string): PackOverride {
+  const r = v.safeParse(PackOverrideSchema, doc, { abortEarly: true });
+  if (!r.success) throw issueError(r.issues[0], file);
+  const o = r.output;
+  const out: PackOverride = {
+    actions_replace: o.actions_replace ?? false,
+    extensions: extensionsOf(o),
+    present: new Set(Object.keys(o).filter((k) => BASE_KEYS.includes(k))),
+  };
+  if (o.name !== undefined) out.name = o.name;
+  if (o.type !== undefined) out.type = o.type;
+  if (o.version !== undefined) out.version = o.version;
+  if (o.depends_on) out.depends_on = o.depends_on;
+  if (o.children) out.children = o.children;
+  if (o.actions) out.actions = o.actions;
+  if (o.teardown) out.teardown = o.teardown;
+  return out;
 }

@@ -1,0 +1,124 @@
+// Move a repository to a ref after a fetch. Branch: track it and fast-forward
+// only. Tag or commit sha: detached HEAD at that commit. No ref: the remote's
+// HEAD branch. The work tree is updated first and HEAD/branch refs last, so an
+// interruption never leaves HEAD claiming a commit the files do not show.
+import * as fs from "node:fs";
+import { packOpError } from "../errors.ts";
+import type { HeadInfo } from "./backend.ts";
+import { diverged, noBranches, refNotFound, transportError } from "./git-errors.ts";
+import { type Git, loadGit } from "./iso.ts";
+import { ObjectPresence } from "./objects.ts";
+import { readSymref, resolveRefSync, writeRefSync } from "./refs.ts";
+import { REMOTE } from "./remote-refs.ts";
+
+type Target = { kind: "branch"; name: string; oid: string } | { kind: "detached"; oid: string };
+
+export interface MoveOptions {
+  dir: string;
+  gitdir: string;
+  url: string;
+  ref: string | null;
+  /** The remote's HEAD branch, as the fetch found it. */
+  defaultBranch: string | null;
+}
+
+export async function moveTo(o: MoveOptions): Promise<HeadInfo> {
+  const target = await resolveTarget(o);
+  const headRef = readSymref(o.gitdir, "HEAD");
+  const headOid = resolveRefSync(o.gitdir, "HEAD");
+
+  if (target.kind === "detached") {
+    if (headRef === null && headOid === target.oid) return { sha: target.oid, branch: null };
+    if (headOid !== target.oid) await checkoutTree(o, target.oid);
+    writeRefSync(o.gitdir, "HEAD", target.oid);
+    return { sha: target.oid, branch: null };
+  }
+
+  const branchRef = `refs/heads/${target.name}`;
+  const local = resolveRefSync(o.gitdir, branchRef);
+  let next = target.oid;
+  if (local !== null && local !== target.oid) {
+    const git = await loadGit();
+    if (await isAncestor(git, o.gitdir, local, target.oid)) next = target.oid; // fast-forward
+    else if (await isAncestor(git, o.gitdir, target.oid, local)) next = local; // ahead of the remote: keep
+    else throw diverged(target.name, o.dir, o.url, local, target.oid);
+  }
+  if (headRef === branchRef && headOid === next) return { sha: next, branch: target.name };
+  if (headOid !== next) await checkoutTree(o, next);
+  if (local !== next) writeRefSync(o.gitdir, branchRef, next);
+  if (local === null) await track(o.gitdir, target.name);
+  if (headRef !== branchRef) writeRefSync(o.gitdir, "HEAD", `ref: ${branchRef}`);
+  return { sha: next, branch: target.name };
+}
+
+async function resolveTarget(o: MoveOptions): Promise<Target> {
+  const tracking = (name: string) => resolveRefSync(o.gitdir, `refs/remotes/${REMOTE}/${name}`);
+  if (o.ref === null) {
+    // No remote HEAD (an odd server): stay on the current branch if it still exists upstream.
+    const current = readSymref(o.gitdir, "HEAD")?.replace(/^refs\/heads\//, "") ?? null;
+    const name = o.defaultBranch ?? (current !== null && tracking(current) ? current : null);
+    const oid = name === null ? null : tracking(name);
+    if (name === null || oid === null) throw noBranches(o.url);
+    return { kind: "branch", name, oid };
+  }
+  const ref = o.ref;
+  const branch = ref.replace(/^refs\/heads\//, "");
+  const branchOid = ref.startsWith("refs/tags/") ? null : tracking(branch);
+  if (branchOid) return { kind: "branch", name: branch, oid: branchOid };
+
+  const git = await loadGit();
+  const tagOid = ref.startsWith("refs/heads/") ? null : resolveRefSync(o.gitdir, `refs/tags/${ref.replace(/^refs\/tags\//, "")}`);
+  if (tagOid) return { kind: "detached", oid: await peelToCommit(git, o, tagOid) };
+  if (/^[0-9a-f]{4,40}$/i.test(ref)) {
+    let oid: string | null = ref.toLowerCase();
+    if (oid.length < 40 || !new ObjectPresence(o.gitdir).has(oid)) {
+      try {
+        oid = await git.expandOid({ fs, gitdir: o.gitdir, oid });
+      } catch {
+        oid = null;
+      }
+    }
+    if (oid) return { kind: "detached", oid: await peelToCommit(git, o, oid) };
+  }
+  throw refNotFound(ref, o.url);
+}
+
+/** Follow annotated tags down to the commit; anything but a commit is an error. */
+async function peelToCommit(git: Git, o: MoveOptions, oid: string): Promise<string> {
+  let cur = oid;
+  for (let i = 0; i < 10; i++) {
+    const obj = await git.readObject({ fs, gitdir: o.gitdir, oid: cur, format: "parsed" });
+    if (obj.type === "commit") return cur;
+    if (obj.type !== "tag" || obj.format !== "parsed") break;
+    cur = obj.object.object;
+  }
+  throw packOpError(`ref '${o.ref}' in ${o.url} does not name a commit; use a branch, a tag or a commit sha.`);
+}
+
+async function isAncestor(git: Git, gitdir: string, ancestor: string, oid: string): Promise<boolean> {
+  return git.isDescendent({ fs, gitdir, oid, ancestor, depth: -1 });
+}
+
+async function track(gitdir: string, branch: string): Promise<void> {
+  const git = await loadGit();
+  await git.setConfig({ fs, gitdir, path: `branch.${branch}.remote`, value: REMOTE });
+  await git.setConfig({ fs, gitdir, path: `branch.${branch}.merge`, value: `refs/heads/${branch}` });
+}
+
+/** Make the work tree and index show commit `oid`, refusing (like git) to overwrite local changes. */
+async function checkoutTree(o: MoveOptions, oid: string): Promise<void> {
+  const git = await loadGit();
+  try {
+    await git.checkout({ fs, dir: o.dir, gitdir: o.gitdir, ref: oid, noUpdateHead: true, force: false, track: false });
+  } catch (err) {
+    if (err instanceof Error && err.name === "CheckoutConflictError") {
+      const data = (err as { data?: { filepaths?: unknown } }).data;
+      const files = Array.isArray(data?.filepaths) ? data.filepaths.slice(0, 3).join(", ") : "some files";
+      throw packOpError(
+        `moving ${o.dir} to ${oid.slice(0, 7)} would overwrite local changes (${files}); commit or stash them, then sync again.`,
+        { dir: o.dir },
+      );
+    }
+    throw transportError(o.url, err);
+  }
+}

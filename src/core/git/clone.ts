@@ -1,0 +1,47 @@
+// All-or-nothing clones: build the repository next to its target under a
+// hidden name and rename it into place only once it is complete. A failed or
+// cancelled clone leaves nothing behind, not even parent directories it made.
+import * as fs from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { packOpError, throwIfAborted } from "../errors.ts";
+import type { HeadInfo } from "./backend.ts";
+
+export async function cloneAtomically(dir: string, signal: AbortSignal, fill: (tmp: string) => Promise<HeadInfo>): Promise<HeadInfo> {
+  throwIfAborted(signal);
+  if (fs.existsSync(dir) && !isEmptyDir(dir)) throw packOpError(`${dir} already exists and is not empty; remove it or choose another path.`);
+  const parent = dirname(dir);
+  const made = fs.mkdirSync(parent, { recursive: true }); // first directory created, if any
+  const tmp = join(parent, `.${basename(dir)}.grex-clone-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
+  try {
+    const head = await fill(tmp);
+    throwIfAborted(signal);
+    fs.renameSync(tmp, dir); // replaces an empty directory too
+    return head;
+  } catch (err) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    if (made !== undefined) removeEmptyUpTo(parent, made);
+    throw err;
+  }
+}
+
+function isEmptyDir(path: string): boolean {
+  try {
+    return fs.readdirSync(path).length === 0;
+  } catch {
+    return false;
+  }
+}
+
+/** rmdir `from` and its parents up to and including `top`, stopping at the first non-empty one. */
+function removeEmptyUpTo(from: string, top: string): void {
+  let cur = from;
+  for (;;) {
+    try {
+      fs.rmdirSync(cur);
+    } catch {
+      return;
+    }
+    if (cur === top || dirname(cur) === cur) return;
+    cur = dirname(cur);
+  }
+}

@@ -1,0 +1,52 @@
+// A small synchronous reader for .git/config values grex needs cheaply
+// (origin's URL for `ls`, `doctor`, `import`). Handles sections in any case,
+// quoted values and trailing comments; includes are not followed.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { gitdirOf } from "./refs.ts";
+
+function unquote(raw: string): string {
+  let out = "";
+  let quoted = false;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw[i] as string;
+    if (c === '"') quoted = !quoted;
+    else if (c === "\\" && i + 1 < raw.length) {
+      const n = raw[++i] as string;
+      out += n === "n" ? "\n" : n === "t" ? "\t" : n;
+    } else if (!quoted && (c === "#" || c === ";")) break;
+    else out += c;
+  }
+  return out.trim();
+}
+
+/** `key` (lower-case) in section `[section "sub"]` of the repository's config, or null. */
+export function readConfigValueSync(dir: string, section: string, sub: string | null, key: string): string | null {
+  const gitdir = gitdirOf(dir);
+  if (!gitdir) return null;
+  let text: string;
+  try {
+    text = readFileSync(join(gitdir, "config"), "utf8");
+  } catch {
+    return null;
+  }
+  let inSection = false;
+  let value: string | null = null;
+  for (const raw of text.split("\n")) {
+    const line = raw.trim();
+    const head = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]\s*(.*)$/.exec(line);
+    if (head) {
+      inSection = (head[1] as string).toLowerCase() === section && (head[2] ?? null) === sub;
+      continue;
+    }
+    if (!inSection) continue;
+    const kv = /^([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$/.exec(line);
+    if (kv && (kv[1] as string).toLowerCase() === key) value = unquote(kv[2] ?? "true"); // last one wins, as in git
+  }
+  return value;
+}
+
+/** `remote.origin.url`, or null. */
+export function originUrlSync(dir: string): string | null {
+  return readConfigValueSync(dir, "remote", "origin", "url");
+}
