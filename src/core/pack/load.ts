@@ -59,16 +59,18 @@ export async function parsePackYamlText(text: string, file: string): Promise<unk
     const reason = (err.message.split("\n")[0] ?? "").replace(/[.;:\s]+$/, "");
     throw integrityError(`${file} line ${line} is not valid YAML (${reason}); fix the syntax.`, { file, line });
   }
-  let found: { what: string; offset: number } | null = null;
+  const found: { what?: string; offset?: number } = {};
   YAML.visit(doc, {
     Node(_key, node) {
-      if (YAML.isAlias(node)) found = { what: `alias *${node.source}`, offset: node.range?.[0] ?? 0 };
-      else if (node.anchor) found = { what: `anchor &${node.anchor}`, offset: node.range?.[0] ?? 0 };
-      return found ? YAML.visit.BREAK : undefined;
+      if (YAML.isAlias(node)) found.what = `alias *${node.source}`;
+      else if (node.anchor) found.what = `anchor &${node.anchor}`;
+      else return undefined;
+      found.offset = node.range?.[0] ?? 0;
+      return YAML.visit.BREAK;
     },
   });
-  if (found !== null) {
-    const { what, offset } = found;
+  if (found.what !== undefined) {
+    const { what, offset = 0 } = found;
     const line = lines.linePos(offset).line;
     throw integrityError(
       `${file} line ${line} uses a YAML ${what}, and anchors and aliases are not allowed in pack files (alias-bomb defence); write the values out in full.`,
