@@ -10,6 +10,8 @@ import { type Git, loadGit } from "./iso.ts";
 import { ObjectPresence } from "./objects.ts";
 import { readSymref, resolveRefSync, writeRefSync } from "./refs.ts";
 import { REMOTE } from "./remote-refs.ts";
+import { setTrackingSync } from "./config.ts";
+import { checkoutFresh } from "./worktree.ts";
 
 type Target = { kind: "branch"; name: string; oid: string } | { kind: "detached"; oid: string };
 
@@ -20,6 +22,8 @@ export interface MoveOptions {
   ref: string | null;
   /** The remote's HEAD branch, as the fetch found it. */
   defaultBranch: string | null;
+  /** A new clone: empty work tree, no index yet. */
+  fresh?: boolean;
 }
 
 export async function moveTo(o: MoveOptions): Promise<HeadInfo> {
@@ -46,7 +50,7 @@ export async function moveTo(o: MoveOptions): Promise<HeadInfo> {
   if (headRef === branchRef && headOid === next) return { sha: next, branch: target.name };
   if (headOid !== next) await checkoutTree(o, next);
   if (local !== next) writeRefSync(o.gitdir, branchRef, next);
-  if (local === null) await track(o.gitdir, target.name);
+  if (local === null) setTrackingSync(o.gitdir, target.name, REMOTE);
   if (headRef !== branchRef) writeRefSync(o.gitdir, "HEAD", `ref: ${branchRef}`);
   return { sha: next, branch: target.name };
 }
@@ -99,14 +103,10 @@ async function isAncestor(git: Git, gitdir: string, ancestor: string, oid: strin
   return git.isDescendent({ fs, gitdir, oid, ancestor, depth: -1 });
 }
 
-async function track(gitdir: string, branch: string): Promise<void> {
-  const git = await loadGit();
-  await git.setConfig({ fs, gitdir, path: `branch.${branch}.remote`, value: REMOTE });
-  await git.setConfig({ fs, gitdir, path: `branch.${branch}.merge`, value: `refs/heads/${branch}` });
-}
 
 /** Make the work tree and index show commit `oid`, refusing (like git) to overwrite local changes. */
 async function checkoutTree(o: MoveOptions, oid: string): Promise<void> {
+  if (o.fresh) return checkoutFresh(o.dir, o.gitdir, oid);
   const git = await loadGit();
   try {
     await git.checkout({ fs, dir: o.dir, gitdir: o.gitdir, ref: oid, noUpdateHead: true, force: false, track: false });

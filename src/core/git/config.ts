@@ -1,7 +1,7 @@
 // A small synchronous reader for .git/config values grex needs cheaply
 // (origin's URL for `ls`, `doctor`, `import`). Handles sections in any case,
 // quoted values and trailing comments; includes are not followed.
-import { readFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { gitdirOf } from "./refs.ts";
 
@@ -23,7 +23,10 @@ function unquote(raw: string): string {
 /** `key` (lower-case) in section `[section "sub"]` of the repository's config, or null. */
 export function readConfigValueSync(dir: string, section: string, sub: string | null, key: string): string | null {
   const gitdir = gitdirOf(dir);
-  if (!gitdir) return null;
+  return gitdir ? readGitdirConfigValue(gitdir, section, sub, key) : null;
+}
+
+export function readGitdirConfigValue(gitdir: string, section: string, sub: string | null, key: string): string | null {
   let text: string;
   try {
     text = readFileSync(join(gitdir, "config"), "utf8");
@@ -49,4 +52,25 @@ export function readConfigValueSync(dir: string, section: string, sub: string | 
 /** `remote.origin.url`, or null. */
 export function originUrlSync(dir: string): string | null {
   return readConfigValueSync(dir, "remote", "origin", "url");
+}
+
+/** A config value, quoted and escaped when git would otherwise misread it. */
+export function configValue(v: string): string {
+  return /^[^\s"\\;#]([^"\\;#]*[^\s"\\;#])?$/.test(v) ? v : `"${v.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+}
+
+/** Record that local `branch` tracks origin's branch of the same name, unless something is recorded already. */
+export function setTrackingSync(gitdir: string, branch: string, remote: string): void {
+  if (readGitdirConfigValue(gitdir, "branch", branch, "remote") !== null) return;
+  const path = join(gitdir, "config");
+  let sep = "";
+  try {
+    sep = readFileSync(path, "utf8").endsWith("\n") ? "" : "\n";
+  } catch {
+    // no config yet: appendFileSync creates it
+  }
+  appendFileSync(
+    path,
+    `${sep}[branch "${branch.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"]\n\tremote = ${configValue(remote)}\n\tmerge = ${configValue(`refs/heads/${branch}`)}\n`,
+  );
 }

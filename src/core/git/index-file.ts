@@ -1,0 +1,102 @@
+// The git index (.git/index), version 2: read it to answer "is the work tree
+// clean?" without a full isomorphic-git walk, and write it after a fresh
+// checkout. Anything we do not fully understand (other versions, required
+// extensions, split index) makes the reader return null so callers fall back
+// to isomorphic-git.
+import { createHash } from "node:crypto";
+
+export interface IndexEntry {
+  path: string;
+  mode: number;
+  oid: string;
+  size: number;
+  ctimeSeconds: number;
+  ctimeNanoseconds: number;
+  mtimeSeconds: number;
+  mtimeNanoseconds: number;
+  dev: number;
+  ino: number;
+  uid: number;
+  gid: number;
+  /** Merge stage: 0 normally, 1-3 during a conflict. */
+  stage: number;
+}
+
+export function parseIndex(buf: Buffer): IndexEntry[] | null {
+  if (buf.length < 32 || buf.toString("latin1", 0, 4) !== "DIRC" || buf.readUInt32BE(4) !== 2) return null;
+  const count = buf.readUInt32BE(8);
+  const end = buf.length - 20;
+  if (!createHash("sha1").update(buf.subarray(0, end)).digest().equals(buf.subarray(end))) return null;
+  const entries: IndexEntry[] = [];
+  let off = 12;
+  for (let i = 0; i < count; i++) {
+    if (off + 62 > end) return null;
+    const flags = buf.readUInt16BE(off + 60);
+    if (flags & 0x4000) return null; // extended flags are a version-3 feature
+    let nameLen = flags & 0xfff;
+    if (nameLen === 0xfff) nameLen = buf.indexOf(0, off + 62) - (off + 62);
+    if (nameLen < 0 || off + 62 + nameLen > end) return null;
+    entries.push({
+      ctimeSeconds: buf.readUInt32BE(off),
+      ctimeNanoseconds: buf.readUInt32BE(off + 4),
+      mtimeSeconds: buf.readUInt32BE(off + 8),
+      mtimeNanoseconds: buf.readUInt32BE(off + 12),
+      dev: buf.readUInt32BE(off + 16),
+      ino: buf.readUInt32BE(off + 20),
+      mode: buf.readUInt32BE(off + 24),
+      uid: buf.readUInt32BE(off + 28),
+      gid: buf.readUInt32BE(off + 32),
+      size: buf.readUInt32BE(off + 36),
+      oid: buf.toString("hex", off + 40, off + 60),
+      stage: (flags >> 12) & 0x3,
+      path: buf.toString("utf8", off + 62, off + 62 + nameLen),
+    });
+    off += (62 + nameLen + 8) & ~7;
+  }
+  // Extensions: optional ones (upper-case signature) may be skipped; a required one we cannot honour.
+  while (off + 8 <= end) {
+    const first = buf[off] as number;
+    if (first < 0x41 || first > 0x5a) return null;
+    off += 8 + buf.readUInt32BE(off + 4);
+  }
+  return entries;
+}
+
+/** Serialise entries (any order; they are sorted here as git requires) into an index file. */
+export function serializeIndex(entries: IndexEntry[]): Buffer {
+  const named = entries.map((e) => ({ e, name: Buffer.from(e.path, "utf8") }));
+  named.sort((a, b) => Buffer.compare(a.name, b.name) || a.e.stage - b.e.stage);
+  const parts: Buffer[] = [];
+  const header = Buffer.alloc(12);
+  header.write("DIRC", 0, "latin1");
+  header.writeUInt32BE(2, 4);
+  header.writeUInt32BE(named.length, 8);
+  parts.push(header);
+  const u32 = (n: number) => n >>> 0;
+  for (const { e, name } of named) {
+    const len = (62 + name.length + 8) & ~7;
+    const b = Buffer.alloc(len); // zero-filled: the NUL padding comes for free
+    b.writeUInt32BE(u32(e.ctimeSeconds), 0);
+    b.writeUInt32BE(u32(e.ctimeNanoseconds), 4);
+    b.writeUInt32BE(u32(e.mtimeSeconds), 8);
+    b.writeUInt32BE(u32(e.mtimeNanoseconds), 12);
+    b.writeUInt32BE(u32(e.dev), 16);
+    b.writeUInt32BE(u32(e.ino), 20);
+    b.writeUInt32BE(u32(e.mode), 24);
+    b.writeUInt32BE(u32(e.uid), 28);
+    b.writeUInt32BE(u32(e.gid), 32);
+    b.writeUInt32BE(u32(e.size), 36);
+    b.write(e.oid, 40, "hex");
+    b.writeUInt16BE(((e.stage & 0x3) << 12) | Math.min(name.length, 0xfff), 60);
+    name.copy(b, 62);
+    parts.push(b);
+  }
+  const body = Buffer.concat(parts);
+  return Buffer.concat([body, createHash("sha1").update(body).digest()]);
+}
+
+/** Index timestamps as isomorphic-git derives them from a stat (whole milliseconds → nanoseconds), so both agree. */
+export function statTimes(ms: number): [number, number] {
+  const s = Math.floor(ms / 1000);
+  return [s, Math.floor((ms - s * 1000) * 1000000)];
+}

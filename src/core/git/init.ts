@@ -1,0 +1,30 @@
+// `git init` + `git remote add origin <url>` without loading isomorphic-git:
+// the few files a clone needs, laid out as git lays them out.
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { configValue } from "./config.ts";
+import { REMOTE } from "./remote-refs.ts";
+
+export function initWithOrigin(dir: string, url: string): string {
+  const gitdir = join(dir, ".git");
+  for (const d of ["objects/info", "objects/pack", "refs/heads", "refs/tags", "info", "hooks"]) {
+    fs.mkdirSync(join(gitdir, d), { recursive: true });
+  }
+  fs.writeFileSync(join(gitdir, "HEAD"), "ref: refs/heads/main\n");
+  fs.writeFileSync(join(gitdir, "description"), "Unnamed repository; edit this file 'description' to name the repository.\n");
+  fs.writeFileSync(
+    join(gitdir, "config"),
+    [
+      "[core]",
+      "\trepositoryformatversion = 0",
+      "\tfilemode = true",
+      "\tbare = false",
+      "\tlogallrefupdates = true",
+      `[remote "${REMOTE}"]`,
+      `\turl = ${configValue(url)}`,
+      `\tfetch = +refs/heads/*:refs/remotes/${REMOTE}/*`,
+      "",
+    ].join("\n"),
+  );
+  return gitdir;
+}

@@ -1,0 +1,204 @@
+// Work-tree fast paths that isomorphic-git's generic walker makes slow:
+//  - checkoutFresh: write a commit's files into an empty work tree and the
+//    matching index in one pass (every clone does this);
+//  - isDirtyFast: "is anything uncommitted?" from the index stats, one
+//    readdir per tracked directory and HEAD's trees, hashing a file only when
+//    its stat changed. It answers null whenever unsure (unusual index,
+//    unborn HEAD) and the caller asks isomorphic-git's statusMatrix instead.
+import { createHash } from "node:crypto";
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { packOpError } from "../errors.ts";
+import { readConfigValueSync } from "./config.ts";
+import { type IndexEntry, parseIndex, serializeIndex, statTimes } from "./index-file.ts";
+import { type Git, loadGit } from "./iso.ts";
+import { resolveRefSync } from "./refs.ts";
+
+const GITLINK = 0o160000;
+const SYMLINK = 0o120000;
+
+/** A tree entry name that could escape the work tree or touch .git is refused, as git does. */
+function checkName(name: string, where: string): void {
+  if (name === "" || name === "." || name === ".." || name.includes("/") || name.includes("\0") || name.toLowerCase() === ".git") {
+    throw packOpError(`the repository contains an unsafe path ${JSON.stringify(where + name)}; refusing to check it out.`);
+  }
+}
+
+function entryFor(path: string, mode: number, oid: string, st: fs.Stats | null): IndexEntry {
+  const [cs, cn] = st ? statTimes(st.ctimeMs) : [0, 0];
+  const [ms, mn] = st ? statTimes(st.mtimeMs) : [0, 0];
+  return {
+    path,
+    mode,
+    oid,
+    size: st?.size ?? 0,
+    ctimeSeconds: cs,
+    ctimeNanoseconds: cn,
+    mtimeSeconds: ms,
+    mtimeNanoseconds: mn,
+    dev: st?.dev ?? 0,
+    ino: st?.ino ?? 0,
+    uid: st?.uid ?? 0,
+    gid: st?.gid ?? 0,
+    stage: 0,
+  };
+}
+
+/** Check out commit `oid` into `dir`, whose work tree must be empty and which must have no index yet. */
+export async function checkoutFresh(dir: string, gitdir: string, oid: string): Promise<void> {
+  const git = await loadGit();
+  const cache = {};
+  const { commit } = await git.readCommit({ fs, gitdir, oid, cache });
+  const entries: IndexEntry[] = [];
+  let newest = 0;
+  const walk = async (treeOid: string, prefix: string): Promise<void> => {
+    const { tree } = await git.readTree({ fs, gitdir, oid: treeOid, cache });
+    for (const e of tree) {
+      checkName(e.path, prefix);
+      const rel = prefix + e.path;
+      const abs = join(dir, rel);
+      if (e.type === "tree") {
+        fs.mkdirSync(abs);
+        await walk(e.oid, `${rel}/`);
+      } else if (e.type === "commit") {
+        fs.mkdirSync(abs); // an empty directory where the submodule would go, as git leaves it
+        entries.push(entryFor(rel, GITLINK, e.oid, null));
+      } else {
+        const { blob } = await git.readBlob({ fs, gitdir, oid: e.oid, cache });
+        if (e.mode === "120000") fs.symlinkSync(Buffer.from(blob).toString("utf8"), abs);
+        else fs.writeFileSync(abs, blob, { mode: e.mode === "100755" ? 0o755 : 0o644 });
+        const st = fs.lstatSync(abs);
+        newest = Math.max(newest, st.mtimeMs, st.ctimeMs);
+        entries.push(entryFor(rel, Number.parseInt(e.mode, 8), e.oid, st));
+      }
+    }
+  };
+  await walk(commit.tree, "");
+  const indexPath = join(gitdir, "index");
+  fs.writeFileSync(indexPath, serializeIndex(entries));
+  // Nobody else can have touched these files yet (the clone is still under a
+  // hidden temp name), so make sure the index is newer than all of them:
+  // otherwise every later status check would have to re-hash them ("racy git").
+  if (fs.statSync(indexPath).mtimeMs <= newest) {
+    const t = new Date(Math.ceil(newest) + 1);
+    fs.utimesSync(indexPath, t, t);
+  }
+}
+
+function sameTime(s1: number, n1: number, ms: number): boolean {
+  const [s2, n2] = statTimes(ms);
+  // git records true nanoseconds, isomorphic-git whole microseconds of a float: allow for both.
+  return s1 === s2 && Math.abs(n1 - n2) < 1000;
+}
+
+function hashBlob(abs: string, st: fs.Stats): string {
+  const content = st.isSymbolicLink() ? Buffer.from(fs.readlinkSync(abs), "utf8") : fs.readFileSync(abs);
+  return createHash("sha1").update(`blob ${content.length}\0`).update(content).digest("hex");
+}
+
+/** Does the work tree file differ from its index entry? */
+function fileChanged(dir: string, e: IndexEntry, filemode: boolean, racyAfterMs: number): boolean {
+  const abs = join(dir, e.path);
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(abs);
+  } catch {
+    return true; // deleted
+  }
+  let mode: number;
+  if (st.isSymbolicLink()) mode = SYMLINK;
+  else if (st.isFile()) mode = st.mode & 0o111 ? 0o100755 : 0o100644;
+  else return true; // replaced by a directory or something else
+  if (mode !== e.mode && (filemode || mode === SYMLINK || e.mode === SYMLINK)) return true;
+  const statSame =
+    st.size % 2 ** 32 === e.size &&
+    st.ino % 2 ** 32 === e.ino &&
+    sameTime(e.mtimeSeconds, e.mtimeNanoseconds, st.mtimeMs) &&
+    sameTime(e.ctimeSeconds, e.ctimeNanoseconds, st.ctimeMs);
+  // An entry not older than the index itself may hide a same-size edit made in the same tick.
+  const racy = e.mtimeSeconds * 1000 + e.mtimeNanoseconds / 1e6 >= racyAfterMs;
+  if (statSame && !racy) return false;
+  return hashBlob(abs, st) !== e.oid;
+}
+
+/** HEAD's tree flattened to path → "mode oid" (blobs, symlinks and gitlinks, as the index holds them). */
+async function headTree(git: Git, gitdir: string, oid: string): Promise<Map<string, string>> {
+  const cache = {};
+  const out = new Map<string, string>();
+  const { commit } = await git.readCommit({ fs, gitdir, oid, cache });
+  const walk = async (treeOid: string, prefix: string): Promise<void> => {
+    const { tree } = await git.readTree({ fs, gitdir, oid: treeOid, cache });
+    for (const e of tree) {
+      if (e.type === "tree") await walk(e.oid, `${prefix}${e.path}/`);
+      else out.set(prefix + e.path, `${Number.parseInt(e.mode, 8)} ${e.oid}`);
+    }
+  };
+  await walk(commit.tree, "");
+  return out;
+}
+
+/** true = dirty, false = clean, null = could not tell (use statusMatrix). */
+export async function isDirtyFast(dir: string, gitdir: string): Promise<boolean | null> {
+  const indexPath = join(gitdir, "index");
+  let buf: Buffer;
+  let indexMtime: number;
+  try {
+    buf = fs.readFileSync(indexPath);
+    indexMtime = fs.statSync(indexPath).mtimeMs;
+  } catch {
+    return null;
+  }
+  const entries = parseIndex(buf);
+  const head = resolveRefSync(gitdir, "HEAD");
+  if (!entries || !head) return null;
+  if (entries.some((e) => e.stage !== 0)) return true; // unresolved merge conflict
+
+  // 1. Tracked files against their index entries.
+  const filemode = readConfigValueSync(dir, "core", null, "filemode") !== "false";
+  for (const e of entries) {
+    if (e.mode === GITLINK) continue; // submodules are their own repositories
+    if (fileChanged(dir, e, filemode, indexMtime)) return true;
+  }
+
+  // 2. Files the index does not know: collected now, judged against .gitignore below.
+  const tracked = new Set<string>();
+  const trackedDirs = new Set<string>();
+  for (const e of entries) {
+    tracked.add(e.path);
+    for (let i = e.path.indexOf("/"); i >= 0; i = e.path.indexOf("/", i + 1)) trackedDirs.add(e.path.slice(0, i));
+  }
+  const untracked: Array<{ rel: string; isDir: boolean }> = [];
+  const scan = (rel: string) => {
+    for (const d of fs.readdirSync(rel ? join(dir, rel) : dir, { withFileTypes: true })) {
+      if (d.name === ".git") continue;
+      const p = rel ? `${rel}/${d.name}` : d.name;
+      if (tracked.has(p)) continue;
+      if (d.isDirectory() && trackedDirs.has(p)) scan(p);
+      else untracked.push({ rel: p, isDir: d.isDirectory() });
+    }
+  };
+  scan("");
+
+  // 3. The index against HEAD's commit: staged changes.
+  const git = await loadGit();
+  const tree = await headTree(git, gitdir, head);
+  if (tree.size !== entries.length) return true;
+  for (const e of entries) if (tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
+
+  // 4. Untracked files count unless ignored; a directory is looked into only if it is not ignored itself.
+  const ignored = (rel: string) => git.isIgnored({ fs, dir, gitdir, filepath: rel });
+  const pending = [...untracked];
+  while (pending.length > 0) {
+    const c = pending.pop() as { rel: string; isDir: boolean };
+    if (!c.isDir) {
+      if (!(await ignored(c.rel))) return true;
+      continue;
+    }
+    if ((await ignored(c.rel)) || (await ignored(`${c.rel}/`))) continue;
+    for (const d of fs.readdirSync(join(dir, c.rel), { withFileTypes: true })) {
+      if (d.name === ".git") return true; // an untracked repository inside: git lists it
+      pending.push({ rel: `${c.rel}/${d.name}`, isDir: d.isDirectory() });
+    }
+  }
+  return false;
+}
