@@ -1,16 +1,31 @@
 // grex.jsonl, the intent log (SPEC §2.1): append-only JSON lines folded into
-// the set of registered packs. Appends are one write + fsync under the
-// manifest lock; a torn last line (crash mid-append) is truncated away.
-import { existsSync, ftruncateSync, openSync, closeSync, fsyncSync, readFileSync } from "node:fs";
+// the set of registered packs. Appends are one write + fsync per line under
+// the manifest lock; a torn last line (crash mid-append) is truncated away.
+//
+// Reading is on the hot path of every command, so lines are checked by
+// `checkEvent` (plain typeof/regex checks, ~JSON.parse cost) rather than by
+// running the valibot schemas per line. The schemas below are the contract:
+// every outgoing event is validated with them, and a test keeps the two in
+// agreement.
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync } from "node:fs";
 import { basename } from "node:path";
-import { integrityError, usageError } from "./errors.ts";
+import * as v from "valibot";
+import { GrexError, errnoCode, integrityError, usageError } from "./errors.ts";
 import { appendDurable, atomicWriteFile } from "./fsutil.ts";
 import { withManifestLock } from "./locks.ts";
 import type { Workspace } from "./workspace.ts";
 
 export const SCHEMA_VERSION = "1";
-/** One event line (including its newline) is at most this many bytes. */
+/** One event line, including its trailing newline, is at most this many bytes. */
 export const MAX_LINE_BYTES = 2048;
+
+/** RFC 3339 timestamp in UTC (`Z`, or a zero offset written out). */
+export const TS_RE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]00:00)$/;
+/** A pack id / workspace-relative pack path: bare-name segments joined by `/` (never `.`, `..`, absolute). */
+export const PACK_PATH_RE = /^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/;
+
+// ---------------------------------------------------------------------------
+// Types
 
 export interface PackEntry {
   id: string;
@@ -23,232 +38,494 @@ export interface PackEntry {
 interface Envelope {
   ts: string;
   id: string;
-  schema_version: string;
+  schema_version: "1";
 }
 
-export type ManifestEvent =
-  | (Envelope & { op: "add"; url: string; path: string; type: string; ref: string | null })
-  | (Envelope & { op: "update"; url?: string; type?: string; ref?: string | null })
-  | (Envelope & { op: "rm" })
-  | (Envelope & { op: "sync" })
-  | (Envelope & { op: "action_started"; action: string; idx: number })
-  | (Envelope & { op: "action_completed"; action: string; idx: number; changed: boolean })
-  | (Envelope & { op: "action_halted"; action: string; idx: number; reason: string; stderr: string })
-  /** Ops from a newer grex: kept, ignored by fold. */
-  | (Envelope & { op: string; [extra: string]: unknown });
+/** The extra fields of each known op (SPEC §2.1 table). */
+export interface EventFields {
+  add: { url: string; path: string; type: string; ref: string | null };
+  update: { url?: string; type?: string; ref?: string | null };
+  rm: Record<string, never>;
+  sync: Record<string, never>;
+  action_started: { action: string; idx: number };
+  action_completed: { action: string; idx: number; changed: boolean };
+  action_halted: { action: string; idx: number; reason: string; stderr: string };
+}
+export type KnownOp = keyof EventFields;
+export const KNOWN_OPS: readonly KnownOp[] = ["add", "update", "rm", "sync", "action_started", "action_completed", "action_halted"];
 
-type Op = "add" | "update" | "rm" | "sync" | "action_started" | "action_completed" | "action_halted";
-type Fields<O extends Op> = Omit<Extract<ManifestEvent, { op: O }>, "op" | "ts" | "id" | "schema_version">;
+export type EventOf<O extends KnownOp> = Envelope & { op: O } & EventFields[O];
+export type KnownEvent = { [O in KnownOp]: EventOf<O> }[KnownOp];
+/** An op from a newer grex: kept as read, ignored by fold. */
+export type UnknownEvent = Envelope & { op: string; [extra: string]: unknown };
+export type ManifestEvent = KnownEvent | UnknownEvent;
 
-/** A new event with the envelope filled in (timestamp now, schema "1"). */
-export function makeEvent<O extends Op>(op: O, id: string, fields: Fields<O>): ManifestEvent {
-  return { op, ts: new Date().toISOString(), id, schema_version: SCHEMA_VERSION, ...fields } as ManifestEvent;
+/** Narrow an event to one known op (a plain `e.op === "add"` cannot exclude UnknownEvent). */
+export function isOp<O extends KnownOp>(e: ManifestEvent, op: O): e is EventOf<O> {
+  return e.op === op;
 }
 
-const isStr = (v: unknown): v is string => typeof v === "string";
-const isStrOrNull = (v: unknown) => v === null || typeof v === "string";
+/** A new event with the envelope filled in (schema "1", timestamp now unless given). */
+export function makeEvent<O extends KnownOp>(op: O, id: string, fields: EventFields[O], ts?: string): EventOf<O> {
+  return { op, ts: ts ?? new Date().toISOString(), id, schema_version: SCHEMA_VERSION, ...fields } as EventOf<O>;
+}
+
+// ---------------------------------------------------------------------------
+// valibot schemas (the contract; used on every write and by tests)
+
+const Str = v.pipe(v.string(), v.minLength(1, "must be a non-empty string"));
+const PackPath = v.pipe(v.string(), v.regex(PACK_PATH_RE, "must be a pack path (name segments joined by '/')"));
+const envelope = {
+  ts: v.pipe(v.string(), v.regex(TS_RE, "must be an RFC 3339 UTC timestamp")),
+  id: PackPath,
+  schema_version: v.literal(SCHEMA_VERSION),
+};
+const Idx = v.pipe(v.number(), v.integer(), v.minValue(0));
+const NullableStr = v.nullable(v.string());
+
+export const AddEventSchema = v.looseObject({
+  op: v.literal("add"),
+  ...envelope,
+  url: Str,
+  path: PackPath,
+  type: Str,
+  // Missing `ref` reads as null (hand-written lines); grex always writes it.
+  ref: v.optional(NullableStr),
+});
+export const UpdateEventSchema = v.looseObject({
+  op: v.literal("update"),
+  ...envelope,
+  url: v.optional(Str),
+  type: v.optional(Str),
+  ref: v.optional(NullableStr),
+});
+export const RmEventSchema = v.looseObject({ op: v.literal("rm"), ...envelope });
+export const SyncEventSchema = v.looseObject({ op: v.literal("sync"), ...envelope });
+export const ActionStartedEventSchema = v.looseObject({ op: v.literal("action_started"), ...envelope, action: Str, idx: Idx });
+export const ActionCompletedEventSchema = v.looseObject({
+  op: v.literal("action_completed"),
+  ...envelope,
+  action: Str,
+  idx: Idx,
+  changed: v.boolean(),
+});
+export const ActionHaltedEventSchema = v.looseObject({
+  op: v.literal("action_halted"),
+  ...envelope,
+  action: Str,
+  idx: Idx,
+  reason: v.string(),
+  stderr: v.string(),
+});
+export const UnknownEventSchema = v.looseObject({
+  op: v.pipe(
+    Str,
+    v.check((op) => !(KNOWN_OPS as readonly string[]).includes(op), "is a known op"),
+  ),
+  ...envelope,
+});
+export const ManifestEventSchema = v.union([
+  v.variant("op", [
+    AddEventSchema,
+    UpdateEventSchema,
+    RmEventSchema,
+    SyncEventSchema,
+    ActionStartedEventSchema,
+    ActionCompletedEventSchema,
+    ActionHaltedEventSchema,
+  ]),
+  UnknownEventSchema,
+]);
+
+// ---------------------------------------------------------------------------
+// Parsing
+
+const isStr = (x: unknown): x is string => typeof x === "string";
+const isNonEmpty = (x: unknown): x is string => typeof x === "string" && x.length > 0;
+const isIdx = (x: unknown) => typeof x === "number" && Number.isInteger(x) && x >= 0;
 
 /**
- * Check one parsed line. Cheap hand-written checks: this runs once per line on
- * every read, and the fold must stay close to the cost of JSON.parse itself.
- * Returns a reason when the line is not a valid event.
+ * The read-side check of one parsed line (schema_version is checked by the
+ * caller). Returns why the line is not a valid event, or null. `paths` caches
+ * ids/paths already seen valid: most lines repeat a few ids.
  */
-function checkEvent(o: Record<string, unknown>): string | null {
-  if (!isStr(o.op)) return "missing 'op'";
-  if (!isStr(o.id) || o.id === "") return "missing 'id'";
-  if (!isStr(o.ts)) return "missing 'ts'";
-  switch (o.op) {
-    case "add":
-      if (!isStr(o.url) || !isStr(o.path) || !isStr(o.type) || !isStrOrNull(o.ref ?? null)) {
-        return "an 'add' needs url, path, type (strings) and ref (string or null)";
+export function checkEvent(o: Record<string, unknown>, paths: Set<unknown> = new Set()): string | null {
+  const op = o.op;
+  if (!isNonEmpty(op)) return "it has no 'op'";
+  const ts = o.ts;
+  if (!isStr(ts) || !TS_RE.test(ts)) return "'ts' is not an RFC 3339 UTC timestamp";
+  const id = o.id;
+  if (!paths.has(id)) {
+    if (!isStr(id) || !PACK_PATH_RE.test(id)) return "'id' is not a pack id";
+    paths.add(id);
+  }
+  switch (op) {
+    case "add": {
+      if (!isNonEmpty(o.url)) return "'url' must be a non-empty string";
+      const path = o.path;
+      if (!paths.has(path)) {
+        if (!isStr(path) || !PACK_PATH_RE.test(path)) return "'path' is not a workspace-relative pack path";
+        paths.add(path);
       }
+      if (!isNonEmpty(o.type)) return "'type' must be a non-empty string";
+      const ref = o.ref;
+      if (ref !== undefined && ref !== null && !isStr(ref)) return "'ref' must be a string or null";
       return null;
-    case "update":
-      if (("url" in o && !isStr(o.url)) || ("type" in o && !isStr(o.type)) || ("ref" in o && !isStrOrNull(o.ref))) {
-        return "an 'update' may only set url, type (strings) and ref (string or null)";
-      }
+    }
+    case "update": {
+      if (o.url !== undefined && !isNonEmpty(o.url)) return "'url' must be a non-empty string";
+      if (o.type !== undefined && !isNonEmpty(o.type)) return "'type' must be a non-empty string";
+      const ref = o.ref;
+      if (ref !== undefined && ref !== null && !isStr(ref)) return "'ref' must be a string or null";
       return null;
+    }
     case "action_started":
     case "action_completed":
     case "action_halted":
-      if (!isStr(o.action) || typeof o.idx !== "number") return `an '${o.op}' needs action and idx`;
+      if (!isNonEmpty(o.action)) return "'action' must be a non-empty string";
+      if (!isIdx(o.idx)) return "'idx' must be a non-negative integer";
+      if (op === "action_completed" && typeof o.changed !== "boolean") return "'changed' must be true or false";
+      if (op === "action_halted" && (!isStr(o.reason) || !isStr(o.stderr))) return "'reason' and 'stderr' must be strings";
       return null;
     default:
-      return null;
+      return null; // rm, sync, and ops from a newer grex
   }
 }
 
 export interface ParsedManifest {
   events: ManifestEvent[];
-  /** The last line was a torn write (no trailing newline, unparsable). */
+  /** The last line was a torn write: unparsable and not ended by a newline. */
   tornTail: boolean;
-  /** Byte offset where the torn tail starts (truncate to this). */
-  validBytes: number;
 }
 
+/** Parse the text of a manifest. Throws an integrity error naming file and 1-based line for any bad line but a torn tail. */
 export function parseManifest(text: string, file: string): ParsedManifest {
   const events: ManifestEvent[] = [];
-  const name = basename(file);
-  let start = 0;
+  const paths = new Set<unknown>();
+  let start = text.charCodeAt(0) === 0xfeff ? 1 : 0; // tolerate a BOM from an editor
   let lineNo = 0;
-  while (start < text.length) {
-    const nl = text.indexOf("\n", start);
-    const end = nl === -1 ? text.length : nl;
+  const len = text.length;
+  while (start < len) {
+    let end = text.indexOf("\n", start);
+    const last = end === -1;
+    if (last) end = len;
     lineNo++;
-    const line = text.slice(start, end).replace(/\r$/, "");
-    if (line.trim() !== "") {
-      let obj: unknown;
+    if (end > start) {
+      const line = text.slice(start, end);
+      let o: unknown;
       try {
-        obj = JSON.parse(line);
+        o = JSON.parse(line); // tolerates a trailing \r (CRLF files)
       } catch {
-        if (nl === -1) {
-          return { events, tornTail: true, validBytes: Buffer.byteLength(text.slice(0, start)) };
+        if (line.trim() === "") {
+          start = end + 1;
+          continue;
         }
-        throw integrityError(`${name} line ${lineNo} is not valid JSON; fix or delete that line (grex doctor lists every problem).`, {
-          file,
-          line: lineNo,
-        });
+        if (last) return { events, tornTail: true };
+        throw badLine(file, lineNo, "is not valid JSON");
       }
-      if (obj === null || typeof obj !== "object" || Array.isArray(obj)) {
-        throw integrityError(`${name} line ${lineNo} is not a JSON object; fix or delete that line.`, { file, line: lineNo });
-      }
-      const o = obj as Record<string, unknown>;
-      if (o.schema_version !== SCHEMA_VERSION) {
-        throw integrityError(
-          `${name} line ${lineNo} has schema_version ${JSON.stringify(o.schema_version)}, but this grex reads only "1"; upgrade grex or restore the file from git.`,
-          { file, line: lineNo },
-        );
-      }
-      const bad = checkEvent(o);
-      if (bad) throw integrityError(`${name} line ${lineNo} is not a valid event (${bad}); fix or delete that line.`, { file, line: lineNo });
-      events.push(o as ManifestEvent);
+      if (typeof o !== "object" || o === null || Array.isArray(o)) throw badLine(file, lineNo, "is not a JSON object");
+      const e = o as Record<string, unknown>;
+      if (e.schema_version !== SCHEMA_VERSION) throw badVersion(file, lineNo, e.schema_version);
+      const why = checkEvent(e, paths);
+      if (why !== null) throw badLine(file, lineNo, `is not a valid '${String(e.op)}' event (${why})`);
+      if (e.op === "add" && e.ref === undefined) e.ref = null;
+      events.push(e as ManifestEvent);
     }
     start = end + 1;
   }
-  return { events, tornTail: false, validBytes: Buffer.byteLength(text) };
+  return { events, tornTail: false };
 }
 
-/** Fold events into the live packs: O(n), deterministic, unknown ops ignored. */
+function badLine(file: string, line: number, what: string): GrexError {
+  return integrityError(`${basename(file)} line ${line} ${what}; fix or delete that line (grex doctor lists every problem).`, {
+    file,
+    line,
+  });
+}
+
+function badVersion(file: string, line: number, got: unknown): GrexError {
+  const name = basename(file);
+  const msg =
+    got === undefined
+      ? `${name} line ${line} has no schema_version; add "schema_version":"1" to that line or delete it.`
+      : `${name} line ${line} has schema_version ${JSON.stringify(got)}, but this grex reads only "1"; upgrade grex, or restore ${name} from git.`;
+  return integrityError(msg, { file, line });
+}
+
+// ---------------------------------------------------------------------------
+// Fold
+
+/** The live packs: O(n), deterministic; ids keep first-add order, a re-add after rm goes last; unknown ops ignored. */
 export function fold(events: readonly ManifestEvent[]): Map<string, PackEntry> {
   const state = new Map<string, PackEntry>();
-  for (const e of events) {
-    switch (e.op) {
-      case "add": {
-        const a = e as Extract<ManifestEvent, { op: "add" }>;
-        state.delete(a.id); // a re-add moves to the end
-        state.set(a.id, { id: a.id, url: a.url, path: a.path, type: a.type, ref: a.ref ?? null });
-        break;
-      }
-      case "update": {
-        const cur = state.get(e.id);
-        if (!cur) break;
-        const u = e as Extract<ManifestEvent, { op: "update" }>;
-        if (u.url !== undefined) cur.url = u.url;
-        if (u.type !== undefined) cur.type = u.type;
-        if (u.ref !== undefined) cur.ref = u.ref;
-        break;
-      }
-      case "rm":
-        state.delete(e.id);
-        break;
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i] as ManifestEvent;
+    const op = e.op;
+    if (op === "add") {
+      const a = e as EventOf<"add">;
+      state.set(a.id, { id: a.id, url: a.url, path: a.path, type: a.type, ref: a.ref ?? null });
+    } else if (op === "update") {
+      const cur = state.get(e.id);
+      if (cur === undefined) continue; // nothing to patch (never added, or removed)
+      const u = e as EventOf<"update">;
+      if (u.url !== undefined) cur.url = u.url;
+      if (u.type !== undefined) cur.type = u.type;
+      if (u.ref !== undefined) cur.ref = u.ref;
+    } else if (op === "rm") {
+      state.delete(e.id);
     }
   }
   return state;
 }
 
-export interface ReadOptions {
+// ---------------------------------------------------------------------------
+// Reading
+
+export interface WarnSink {
   warn(message: string): void;
 }
 
-function readText(path: string): string {
+function readBytes(path: string): Buffer {
   try {
-    return readFileSync(path, "utf8");
-  } catch {
-    throw usageError(`No manifest at ${path}; run \`grex init\` first.`);
+    return readFileSync(path);
+  } catch (err) {
+    throw manifestOpenError(path, err);
   }
 }
 
-/** Truncate a torn tail away, re-checking under the lock (another process may have fixed it). */
-async function repairTornTail(ws: Workspace, opts: ReadOptions): Promise<ParsedManifest> {
-  return withManifestLock(ws, undefined, () => {
-    const text = readText(ws.manifestPath);
-    const parsed = parseManifest(text, ws.manifestPath);
-    if (parsed.tornTail) {
-      const fd = openSync(ws.manifestPath, "r+");
-      try {
-        ftruncateSync(fd, parsed.validBytes);
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-      opts.warn(`${basename(ws.manifestPath)} ended in a partly written line (an interrupted write); it was removed.`);
-    }
-    return { ...parsed, tornTail: false };
-  });
+function manifestOpenError(path: string, err: unknown): GrexError {
+  const code = errnoCode(err);
+  if (code === "ENOENT") return usageError(`No manifest at ${path}; run \`grex init\` first.`);
+  return new GrexError("generic", `Could not read ${path} (${code ?? String(err)}); check that the file is readable.`);
 }
 
-export async function readManifest(
+/** Read and fold while already holding the manifest lock; truncates a torn tail (with a warning). */
+export function readManifestLocked(
   ws: Workspace,
-  opts: ReadOptions,
-): Promise<{ events: ManifestEvent[]; state: Map<string, PackEntry> }> {
-  let parsed = parseManifest(readText(ws.manifestPath), ws.manifestPath);
-  if (parsed.tornTail) parsed = await repairTornTail(ws, opts);
+  opts: WarnSink,
+): { events: ManifestEvent[]; state: Map<string, PackEntry> } {
+  const buf = readBytes(ws.manifestPath);
+  const parsed = parseManifest(buf.toString("utf8"), ws.manifestPath);
+  if (parsed.tornTail) truncateTornTail(ws.manifestPath, buf, opts);
   return { events: parsed.events, state: fold(parsed.events) };
 }
 
-/** Serialize one event as a line, enforcing the 2 KiB cap (stderr tails are shortened to fit). */
-export function eventLine(event: ManifestEvent): string {
-  let line = `${JSON.stringify(event)}\n`;
-  if (Buffer.byteLength(line) <= MAX_LINE_BYTES) return line;
-  if (event.op === "action_halted" && typeof event.stderr === "string") {
-    let stderr = event.stderr;
-    while (Buffer.byteLength(line) > MAX_LINE_BYTES && stderr.length > 0) {
-      const over = Buffer.byteLength(line) - MAX_LINE_BYTES;
-      stderr = stderr.slice(Math.max(over, Math.ceil(stderr.length / 8)));
-      line = `${JSON.stringify({ ...event, stderr })}\n`;
-    }
-    if (Buffer.byteLength(line) <= MAX_LINE_BYTES) return line;
+/** Read and fold grex.jsonl. Lock-free unless a torn tail has to be repaired (re-checked under the lock). */
+export async function readManifest(
+  ws: Workspace,
+  opts: WarnSink,
+): Promise<{ events: ManifestEvent[]; state: Map<string, PackEntry> }> {
+  let text: string;
+  try {
+    text = readFileSync(ws.manifestPath, "utf8");
+  } catch (err) {
+    throw manifestOpenError(ws.manifestPath, err);
   }
-  throw integrityError(`A '${event.op}' event for '${event.id}' would exceed ${MAX_LINE_BYTES} bytes; shorten its values.`);
+  const parsed = parseManifest(text, ws.manifestPath);
+  if (parsed.tornTail) return withManifestLock(ws, undefined, () => readManifestLocked(ws, opts));
+  return { events: parsed.events, state: fold(parsed.events) };
 }
 
-/** Append under a manifest lock the caller already holds. */
-export function appendEventsLocked(ws: Workspace, events: readonly ManifestEvent[]): void {
-  if (!existsSync(ws.manifestPath)) throw usageError(`No manifest at ${ws.manifestPath}; run \`grex init\` first.`);
-  const lines = events.map(eventLine); // validate every line before writing any
-  for (const line of lines) appendDurable(ws.manifestPath, line);
+/** Cut the bytes after the last newline (a torn write) and make the cut durable. */
+function truncateTornTail(path: string, buf: Buffer, opts: WarnSink | undefined): void {
+  const keep = buf.lastIndexOf(0x0a) + 1;
+  const fd = openSync(path, "r+");
+  try {
+    ftruncateSync(fd, keep);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  opts?.warn(
+    `${basename(path)} ended in a partly written line (${buf.length - keep} bytes from an interrupted write); removed it and continued.`,
+  );
 }
 
-export async function appendEvents(ws: Workspace, events: readonly ManifestEvent[], signal?: AbortSignal): Promise<void> {
+/**
+ * Make an append-only JSON-lines file ready for appending (caller holds the
+ * manifest lock). Returns the prefix the first appended line needs: "" , or
+ * "\n" when the last line is complete JSON missing its newline (hand edit).
+ * A torn tail is truncated first. Null when the file does not exist.
+ */
+export function prepareJsonlAppend(path: string, opts?: WarnSink): string | null {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch (err) {
+    if (errnoCode(err) === "ENOENT") return null;
+    throw err;
+  }
+  let tail: Buffer;
+  try {
+    const size = fstatSync(fd).size;
+    if (size === 0) return "";
+    const lastByte = Buffer.alloc(1);
+    readSync(fd, lastByte, 0, 1, size - 1);
+    if (lastByte[0] === 0x0a) return "";
+    tail = readTail(fd, size);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    JSON.parse(tail.toString("utf8"));
+    return "\n";
+  } catch {
+    // The whole tail (everything after the last newline) goes; readTail returned it with that newline's offset intact.
+  }
+  const whole = readFileSync(path);
+  truncateTornTail(path, whole, opts);
+  return "";
+}
+
+/** The bytes after the last newline of an fd of `size` bytes, read backwards in chunks. */
+function readTail(fd: number, size: number): Buffer {
+  const chunks: Buffer[] = [];
+  let pos = size;
+  while (pos > 0) {
+    const n = Math.min(4096, pos);
+    pos -= n;
+    const chunk = Buffer.alloc(n);
+    readSync(fd, chunk, 0, n, pos);
+    const nl = chunk.lastIndexOf(0x0a);
+    if (nl !== -1) {
+      chunks.unshift(chunk.subarray(nl + 1));
+      break;
+    }
+    chunks.unshift(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+// ---------------------------------------------------------------------------
+// Writing
+
+const ELLIPSIS = "…";
+
+/** Serialize one event as a line, validated against the schema and capped at 2 KiB (halted-action stderr keeps its tail). */
+export function eventLine(event: ManifestEvent): string {
+  const checked = v.safeParse(ManifestEventSchema, event);
+  if (!checked.success) {
+    const issue = checked.issues[0];
+    const field = issue.path?.map((p) => String(p.key)).join(".") ?? "event";
+    throw usageError(
+      `Cannot record a '${String(event.op)}' event for '${String(event.id)}' in grex.jsonl: '${field}' ${issue.message.replace(/\.$/, "")}; use a valid value.`,
+      { field },
+    );
+  }
+  const line = `${JSON.stringify(event)}\n`;
+  const size = Buffer.byteLength(line);
+  if (size <= MAX_LINE_BYTES) return line;
+  if (isOp(event, "action_halted")) {
+    const fitted = fitHalted(event);
+    if (fitted !== null) return fitted;
+  }
+  throw usageError(
+    `A '${event.op}' event for '${event.id}' would be ${size} bytes, over grex.jsonl's ${MAX_LINE_BYTES}-byte line limit; use shorter values.`,
+  );
+}
+
+/** Shorten stderr (keep its tail), then if needed the reason (keep its head), until the line fits. */
+function fitHalted(event: EventOf<"action_halted">): string | null {
+  const fits = (e: EventOf<"action_halted">) => Buffer.byteLength(`${JSON.stringify(e)}\n`) <= MAX_LINE_BYTES;
+  const withStderr = (n: number) => ({ ...event, stderr: n === 0 ? "" : ELLIPSIS + tailChars(event.stderr, n) });
+  if (fits(withStderr(0))) {
+    // Largest tail that fits: binary search over the kept character count.
+    let lo = 0;
+    let hi = event.stderr.length;
+    while (lo < hi) {
+      const mid = Math.ceil((lo + hi) / 2);
+      if (fits(withStderr(mid))) lo = mid;
+      else hi = mid - 1;
+    }
+    return `${JSON.stringify(withStderr(lo))}\n`;
+  }
+  const bare = { ...event, stderr: "" };
+  const withReason = (n: number) => ({ ...bare, reason: headChars(event.reason, n) + ELLIPSIS });
+  if (!fits(withReason(0))) return null;
+  let lo = 0;
+  let hi = event.reason.length;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (fits(withReason(mid))) lo = mid;
+    else hi = mid - 1;
+  }
+  return `${JSON.stringify(withReason(lo))}\n`;
+}
+
+/** Last `n` UTF-16 units of `s`, never starting inside a surrogate pair. */
+function tailChars(s: string, n: number): string {
+  let from = s.length - n;
+  const c = s.charCodeAt(from);
+  if (c >= 0xdc00 && c <= 0xdfff) from++;
+  return s.slice(from);
+}
+
+/** First `n` UTF-16 units of `s`, never ending inside a surrogate pair. */
+function headChars(s: string, n: number): string {
+  let to = n;
+  const c = s.charCodeAt(to - 1);
+  if (to > 0 && c >= 0xd800 && c <= 0xdbff) to--;
+  return s.slice(0, to);
+}
+
+/** Append events while already holding the manifest lock: every line is validated first, then one write + fsync each. */
+export function appendEventsLocked(ws: Workspace, events: readonly ManifestEvent[], opts?: WarnSink): void {
   if (events.length === 0) return;
-  await withManifestLock(ws, signal, () => appendEventsLocked(ws, events));
+  const lines = events.map(eventLine);
+  const prefix = prepareJsonlAppend(ws.manifestPath, opts);
+  if (prefix === null) throw usageError(`No manifest at ${ws.manifestPath}; run \`grex init\` first.`);
+  for (let i = 0; i < lines.length; i++) appendDurable(ws.manifestPath, i === 0 ? prefix + lines[i] : (lines[i] as string));
 }
 
-/** Canonical compact form: one `add` per live id, stamped with the last event that touched it. */
+/** Append events to grex.jsonl under the manifest lock (SPEC §2.1). */
+export async function appendEvents(
+  ws: Workspace,
+  events: readonly ManifestEvent[],
+  signal?: AbortSignal,
+  opts?: WarnSink,
+): Promise<void> {
+  if (events.length === 0) return;
+  await withManifestLock(ws, signal, () => appendEventsLocked(ws, events, opts));
+}
+
+// ---------------------------------------------------------------------------
+// Compaction
+
+/**
+ * The canonical compact form of a log: one `add` per live id in fold order,
+ * stamped with the ts of the last add/update that shaped it, so compacting a
+ * compacted log yields the same bytes.
+ */
 export function compactText(events: readonly ManifestEvent[]): string {
   const state = fold(events);
   const lastTs = new Map<string, string>();
-  for (const e of events) if (state.has(e.id) && (e.op === "add" || e.op === "update")) lastTs.set(e.id, e.ts);
+  const live = new Set<string>();
+  for (const e of events) {
+    if (e.op === "add") {
+      live.add(e.id);
+      lastTs.set(e.id, e.ts);
+    } else if (e.op === "update" && live.has(e.id)) lastTs.set(e.id, e.ts);
+    else if (e.op === "rm") live.delete(e.id);
+  }
   let out = "";
   for (const p of state.values()) {
-    const ev: ManifestEvent = {
-      op: "add",
-      ts: lastTs.get(p.id) ?? "",
-      id: p.id,
-      schema_version: SCHEMA_VERSION,
-      url: p.url,
-      path: p.path,
-      type: p.type,
-      ref: p.ref,
-    };
-    out += eventLine(ev);
+    out += eventLine(makeEvent("add", p.id, { url: p.url, path: p.path, type: p.type, ref: p.ref }, lastTs.get(p.id)));
   }
   return out;
 }
 
-export async function compactManifest(ws: Workspace, signal?: AbortSignal): Promise<void> {
-  await withManifestLock(ws, signal, () => {
-    const parsed = parseManifest(readText(ws.manifestPath), ws.manifestPath);
-    atomicWriteFile(ws.manifestPath, compactText(parsed.events));
+/** `grex doctor --compact`: rewrite grex.jsonl as its fold (temp + fsync + rename, under the manifest lock). */
+export async function compactManifest(
+  ws: Workspace,
+  signal?: AbortSignal,
+  opts?: WarnSink,
+): Promise<{ linesBefore: number; linesAfter: number }> {
+  return withManifestLock(ws, signal, () => {
+    const buf = readBytes(ws.manifestPath);
+    const parsed = parseManifest(buf.toString("utf8"), ws.manifestPath);
+    if (parsed.tornTail) opts?.warn(`${basename(ws.manifestPath)} ended in a partly written line (an interrupted write); compaction dropped it.`);
+    const text = compactText(parsed.events);
+    atomicWriteFile(ws.manifestPath, text);
+    return { linesBefore: parsed.events.length, linesAfter: fold(parsed.events).size };
   });
 }

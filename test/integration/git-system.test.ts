@@ -84,7 +84,7 @@ describe("system git backend", () => {
     } catch (err) {
       expect(err).toBeInstanceOf(GrexError);
       expect((err as GrexError).kind).toBe("pack_op");
-      expect((err as GrexError).message).toMatch(/ssh URL, which needs git installed/);
+      expect((err as GrexError).message).toMatch(/^ssh URLs like ssh:\/\/git@example\.invalid\/x\.git need git installed/);
     } finally {
       process.env.PATH = saved;
     }

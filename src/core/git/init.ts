@@ -7,11 +7,10 @@ import { REMOTE } from "./remote-refs.ts";
 
 export function initWithOrigin(dir: string, url: string): string {
   const gitdir = join(dir, ".git");
-  for (const d of ["objects/info", "objects/pack", "refs/heads", "refs/tags", "info", "hooks"]) {
-    fs.mkdirSync(join(gitdir, d), { recursive: true });
-  }
+  // Only what git needs to recognise a repository; other directories appear when first written to.
+  fs.mkdirSync(join(gitdir, "objects"), { recursive: true });
+  fs.mkdirSync(join(gitdir, "refs"));
   fs.writeFileSync(join(gitdir, "HEAD"), "ref: refs/heads/main\n");
-  fs.writeFileSync(join(gitdir, "description"), "Unnamed repository; edit this file 'description' to name the repository.\n");
   fs.writeFileSync(
     join(gitdir, "config"),
     [

@@ -1,7 +1,7 @@
 // Synchronous reads and writes of a repository's refs straight from the files
 // (loose refs override packed-refs, as in git). Cheap enough for `grex ls` and
 // for the no-op check before any fetch, and never loads isomorphic-git.
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import type { HeadInfo } from "./backend.ts";
 
@@ -105,7 +105,10 @@ export function listRefsSync(gitdir: string, prefix: string): Map<string, string
   return out;
 }
 
-/** Write a loose ref atomically (temp file + rename), as git does with its .lock files. */
+/**
+ * Write a loose ref atomically (temp file + rename), as git does with its
+ * .lock files. Like git by default, without fsync: refs are cheap to re-fetch.
+ */
 export function writeRefSync(gitdir: string, ref: string, value: string): void {
   if (!/^(HEAD|refs\/[^\0\s~^:?*[\\]+)$/.test(ref) || ref.includes("..") || ref.includes("/.")) {
     throw new Error(`refusing to write the invalid ref name ${JSON.stringify(ref)}`);
@@ -113,14 +116,7 @@ export function writeRefSync(gitdir: string, ref: string, value: string): void {
   const path = join(ref.startsWith("refs/") ? refStore(gitdir) : gitdir, ref);
   mkdirSync(dirname(path), { recursive: true });
   const tmp = `${path}.lock`;
-  const fd = openSync(tmp, "w");
-  try {
-    const bytes = Buffer.from(`${value}\n`);
-    writeSync(fd, bytes, 0, bytes.length);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  writeFileSync(tmp, `${value}\n`);
   renameSync(tmp, path);
 }
 
@@ -149,14 +145,7 @@ export function deleteRefSync(gitdir: string, ref: string): void {
   }
   if (kept.length === lines.length) return;
   const tmp = `${packedPath}.lock`;
-  const fd = openSync(tmp, "w");
-  try {
-    const bytes = Buffer.from(kept.join("\n"));
-    writeSync(fd, bytes, 0, bytes.length);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  writeFileSync(tmp, kept.join("\n"));
   renameSync(tmp, packedPath);
 }
 

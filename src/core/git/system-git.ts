@@ -14,7 +14,7 @@ async function runGit(args: string[], url: string, signal: AbortSignal, cwd?: st
   throwIfAborted(signal);
   const exe = Bun.which("git", { PATH: process.env.PATH ?? "" });
   if (!exe) {
-    throw new GrexError("pack_op", `${url} is an ssh URL, which needs git installed and on PATH; install git or use an https:// URL.`, { url });
+    throw new GrexError("pack_op", `ssh URLs like ${url} need git installed and on PATH; install git or use an https:// URL.`, { url });
   }
   const proc = Bun.spawn([exe, ...args], {
     cwd,

@@ -6,10 +6,13 @@ export type Transport = "http" | "local" | "ssh";
 
 export function transportOf(url: string): Transport {
   if (/^https?:\/\//i.test(url)) return "http";
-  if (/^ssh:\/\//i.test(url) || /^git\+ssh:\/\//i.test(url)) return "ssh";
   if (/^file:\/\//i.test(url)) return "local";
-  // scp-style user@host:path (a Windows drive "C:\..." or a plain path is local)
-  if (/^[^/\\:@]+@[^/\\:]+:/.test(url) || /^[A-Za-z0-9][\w.-]*\.[\w.-]+:(?!\/\/)/.test(url)) return "ssh";
+  // ssh://, git+ssh://, git://…: only the git program speaks these.
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) return "ssh";
+  // scp-style [user@]host:path — a colon before any slash, as git decides (a "C:" drive is a path).
+  const colon = url.indexOf(":");
+  const slash = url.search(/[/\\]/);
+  if (colon > 1 && (slash < 0 || colon < slash)) return "ssh";
   return "local";
 }
 

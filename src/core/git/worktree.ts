@@ -12,7 +12,7 @@ import { packOpError } from "../errors.ts";
 import { readConfigValueSync } from "./config.ts";
 import { type IndexEntry, parseIndex, serializeIndex, statTimes } from "./index-file.ts";
 import { type Git, loadGit } from "./iso.ts";
-import { resolveRefSync } from "./refs.ts";
+import { gitdirOf, resolveRefSync } from "./refs.ts";
 
 const GITLINK = 0o160000;
 const SYMLINK = 0o120000;
@@ -50,39 +50,42 @@ export async function checkoutFresh(dir: string, gitdir: string, oid: string): P
   const cache = {};
   const { commit } = await git.readCommit({ fs, gitdir, oid, cache });
   const entries: IndexEntry[] = [];
-  let newest = 0;
+  // First the directories and the list of files, from the trees.
+  const files: Array<{ rel: string; mode: string; oid: string }> = [];
   const walk = async (treeOid: string, prefix: string): Promise<void> => {
     const { tree } = await git.readTree({ fs, gitdir, oid: treeOid, cache });
     for (const e of tree) {
       checkName(e.path, prefix);
       const rel = prefix + e.path;
-      const abs = join(dir, rel);
       if (e.type === "tree") {
-        fs.mkdirSync(abs);
+        fs.mkdirSync(join(dir, rel));
         await walk(e.oid, `${rel}/`);
       } else if (e.type === "commit") {
-        fs.mkdirSync(abs); // an empty directory where the submodule would go, as git leaves it
+        fs.mkdirSync(join(dir, rel)); // an empty directory where the submodule would go, as git leaves it
         entries.push(entryFor(rel, GITLINK, e.oid, null));
-      } else {
-        const { blob } = await git.readBlob({ fs, gitdir, oid: e.oid, cache });
-        if (e.mode === "120000") fs.symlinkSync(Buffer.from(blob).toString("utf8"), abs);
-        else fs.writeFileSync(abs, blob, { mode: e.mode === "100755" ? 0o755 : 0o644 });
-        const st = fs.lstatSync(abs);
-        newest = Math.max(newest, st.mtimeMs, st.ctimeMs);
-        entries.push(entryFor(rel, Number.parseInt(e.mode, 8), e.oid, st));
-      }
+      } else files.push({ rel, mode: e.mode, oid: e.oid });
     }
   };
   await walk(commit.tree, "");
-  const indexPath = join(gitdir, "index");
-  fs.writeFileSync(indexPath, serializeIndex(entries));
-  // Nobody else can have touched these files yet (the clone is still under a
-  // hidden temp name), so make sure the index is newer than all of them:
-  // otherwise every later status check would have to re-hash them ("racy git").
-  if (fs.statSync(indexPath).mtimeMs <= newest) {
-    const t = new Date(Math.ceil(newest) + 1);
-    fs.utimesSync(indexPath, t, t);
+  // Then the files, many at a time: each read and write waits on I/O, and
+  // one-by-one the waits add up to several times the work.
+  const writeOne = async (f: { rel: string; mode: string; oid: string }) => {
+    const { blob } = await git.readBlob({ fs, gitdir, oid: f.oid, cache });
+    const abs = join(dir, f.rel);
+    if (f.mode === "120000") await fs.promises.symlink(Buffer.from(blob).toString("utf8"), abs);
+    else await fs.promises.writeFile(abs, blob, { mode: f.mode === "100755" ? 0o755 : 0o644 });
+    const st = await fs.promises.lstat(abs);
+    entries.push(entryFor(f.rel, Number.parseInt(f.mode, 8), f.oid, st));
+  };
+  for (let i = 0; i < files.length; i += 128) {
+    // allSettled: on failure, no write may still be running when the caller removes the directory.
+    const results = await Promise.allSettled(files.slice(i, i + 128).map(writeOne));
+    const failed = results.find((r) => r.status === "rejected");
+    if (failed) throw failed.reason;
   }
+  // Files written in the same clock tick as the index stay "racy" (re-hashed by
+  // every status check, as git does) until the index is next rewritten.
+  fs.writeFileSync(join(gitdir, "index"), serializeIndex(entries));
 }
 
 function sameTime(s1: number, n1: number, ms: number): boolean {
@@ -135,6 +138,11 @@ async function headTree(git: Git, gitdir: string, oid: string): Promise<Map<stri
   };
   await walk(commit.tree, "");
   return out;
+}
+
+function isRepository(path: string): boolean {
+  const gd = gitdirOf(path);
+  return gd !== null && ["HEAD", "objects", "refs"].every((n) => fs.existsSync(join(gd, n)));
 }
 
 /** true = dirty, false = clean, null = could not tell (use statusMatrix). */
@@ -195,8 +203,9 @@ export async function isDirtyFast(dir: string, gitdir: string): Promise<boolean 
       continue;
     }
     if ((await ignored(c.rel)) || (await ignored(`${c.rel}/`))) continue;
+    if (isRepository(join(dir, c.rel))) return true; // an untracked repository inside: git lists it
     for (const d of fs.readdirSync(join(dir, c.rel), { withFileTypes: true })) {
-      if (d.name === ".git") return true; // an untracked repository inside: git lists it
+      if (d.name === ".git") continue;
       pending.push({ rel: `${c.rel}/${d.name}`, isDir: d.isDirectory() });
     }
   }
