@@ -1,21 +1,31 @@
 // grex.lock.jsonl, the resolved state (SPEC §2.2): one object per line, last
-// line wins per id; rewritten compactly (temp + rename) at the end of a sync.
+// line wins per id. Appended after each pack sync, rewritten compactly
+// (temp + rename) at the end of a sync; every write is under the manifest lock.
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import * as v from "valibot";
-import { integrityError } from "./errors.ts";
-import { atomicWriteFile } from "./fsutil.ts";
+import { GrexError, errnoCode, integrityError, usageError } from "./errors.ts";
+import { appendDurable, atomicWriteFile } from "./fsutil.ts";
+import { withManifestLock } from "./locks.ts";
+import { PACK_PATH_RE, TS_RE, type WarnSink, prepareJsonlAppend } from "./manifest.ts";
 import type { Workspace } from "./workspace.ts";
 
+const Sha = v.pipe(v.string(), v.regex(/^(?:[0-9a-f]{40}|[0-9a-f]{64})?$/, "must be a commit sha, or empty when not a git repo"));
+
 export const LockEntrySchema = v.object({
-  id: v.pipe(v.string(), v.minLength(1)),
-  sha: v.string(),
+  id: v.pipe(v.string(), v.regex(PACK_PATH_RE, "must be a pack id")),
+  sha: Sha,
+  /** null when detached. */
   branch: v.nullable(v.string()),
-  installed_at: v.string(),
-  actions_hash: v.string(),
-  type: v.string(),
+  /** RFC 3339 UTC, or empty when the pack's setup never ran. */
+  installed_at: v.pipe(
+    v.string(),
+    v.check((s) => s === "" || TS_RE.test(s), "must be an RFC 3339 UTC timestamp or empty"),
+  ),
+  actions_hash: v.pipe(v.string(), v.regex(/^(?:sha256:[0-9a-f]{64})?$/, "must be sha256:<hex> or empty")),
+  type: v.pipe(v.string(), v.minLength(1, "must be a non-empty string")),
   /** Commit the pack's setup last ran at (`update` reinstalls when HEAD moved past it). */
-  installed_sha: v.optional(v.string()),
+  installed_sha: v.optional(Sha),
   /** Children only: where they come from, so `ls` needs no pack.yaml. */
   url: v.optional(v.string()),
   ref: v.optional(v.nullable(v.string())),
@@ -23,52 +33,105 @@ export const LockEntrySchema = v.object({
 
 export type LockEntry = v.InferOutput<typeof LockEntrySchema>;
 
+/** Parse lockfile text: last line wins per id (first-seen order kept). Bad lines but a torn tail are integrity errors naming file:line. */
 export function parseLockfile(text: string, file: string): { entries: Map<string, LockEntry>; tornTail: boolean } {
   const entries = new Map<string, LockEntry>();
-  const lines = text.split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    const line = (lines[i] as string).replace(/\r$/, "");
+  const name = basename(file);
+  let start = text.charCodeAt(0) === 0xfeff ? 1 : 0;
+  let lineNo = 0;
+  while (start < text.length) {
+    let end = text.indexOf("\n", start);
+    const last = end === -1;
+    if (last) end = text.length;
+    lineNo++;
+    const line = text.slice(start, end);
+    start = end + 1;
     if (line.trim() === "") continue;
     let obj: unknown;
     try {
       obj = JSON.parse(line);
     } catch {
-      // A torn last line (no newline after it) is what a crash mid-append leaves.
-      if (i === lines.length - 1) return { entries, tornTail: true };
-      throw integrityError(`${basename(file)} line ${i + 1} is not valid JSON; fix or delete that line, then run grex sync.`, {
-        file,
-        line: i + 1,
-      });
+      if (last) return { entries, tornTail: true }; // a crash mid-append
+      throw badLine(name, file, lineNo, "is not valid JSON");
     }
+    if (typeof obj !== "object" || obj === null || Array.isArray(obj)) throw badLine(name, file, lineNo, "is not a lock entry object");
     const parsed = v.safeParse(LockEntrySchema, obj);
     if (!parsed.success) {
-      const field = parsed.issues[0].path?.map((p) => String(p.key)).join(".") ?? "entry";
-      throw integrityError(`${basename(file)} line ${i + 1} has a bad '${field}'; fix or delete that line, then run grex sync.`, {
-        file,
-        line: i + 1,
-      });
+      const issue = parsed.issues[0];
+      const field = issue.path?.map((p) => String(p.key)).join(".") ?? "entry";
+      const what = issue.input === undefined ? `has no '${field}'` : `has a bad '${field}' (${issue.message.replace(/\.$/, "")})`;
+      throw badLine(name, file, lineNo, what);
     }
-    entries.delete(parsed.output.id); // keep the order of the last write
     entries.set(parsed.output.id, parsed.output);
   }
   return { entries, tornTail: false };
 }
 
-export function readLockfile(ws: Workspace, opts?: { warn(message: string): void }): Map<string, LockEntry> {
+function badLine(name: string, file: string, line: number, what: string): GrexError {
+  return integrityError(`${name} line ${line} ${what}; fix or delete that line, then run grex sync.`, { file, line });
+}
+
+/**
+ * The resolved state. A missing file is empty. A torn tail is ignored with a
+ * warning; the next locked append or rewrite truncates it.
+ */
+export function readLockfile(ws: Workspace, opts?: WarnSink): Map<string, LockEntry> {
   let text: string;
   try {
     text = readFileSync(ws.lockPath, "utf8");
-  } catch {
-    return new Map();
+  } catch (err) {
+    if (errnoCode(err) === "ENOENT") return new Map();
+    throw new GrexError("generic", `Could not read ${ws.lockPath} (${errnoCode(err) ?? String(err)}); check that the file is readable.`);
   }
   const { entries, tornTail } = parseLockfile(text, ws.lockPath);
-  if (tornTail) opts?.warn(`${basename(ws.lockPath)} ends in a partly written line; it is ignored and the next sync rewrites the file.`);
+  if (tornTail) {
+    opts?.warn(`${basename(ws.lockPath)} ends in a partly written line (an interrupted write); ignored it, the next write removes it.`);
+  }
   return entries;
 }
 
-/** Compact atomic rewrite. */
-export function writeLockfile(ws: Workspace, entries: Iterable<LockEntry>): void {
+/** One validated line in canonical key order. */
+function entryLine(entry: LockEntry): string {
+  const parsed = v.safeParse(LockEntrySchema, entry);
+  if (!parsed.success) {
+    const issue = parsed.issues[0];
+    const field = issue.path?.map((p) => String(p.key)).join(".") ?? "entry";
+    throw usageError(
+      `Cannot record lock entry '${String(entry.id)}' in grex.lock.jsonl: '${field}' ${issue.message.replace(/\.$/, "")}; use a valid value.`,
+      { field },
+    );
+  }
+  return `${JSON.stringify(parsed.output)}\n`;
+}
+
+/** Append entries while already holding the manifest lock: validated first, then one write + fsync each. */
+export function appendLockEntriesLocked(ws: Workspace, entries: Iterable<LockEntry>, opts?: WarnSink): void {
+  const lines = [...entries].map(entryLine);
+  if (lines.length === 0) return;
+  const prefix = prepareJsonlAppend(ws.lockPath, opts) ?? ""; // a missing lockfile is created
+  for (let i = 0; i < lines.length; i++) appendDurable(ws.lockPath, i === 0 ? prefix + lines[i] : (lines[i] as string));
+}
+
+export async function appendLockEntries(
+  ws: Workspace,
+  entries: Iterable<LockEntry>,
+  signal?: AbortSignal,
+  opts?: WarnSink,
+): Promise<void> {
+  const list = [...entries];
+  if (list.length === 0) return;
+  await withManifestLock(ws, signal, () => appendLockEntriesLocked(ws, list, opts));
+}
+
+/** Compact atomic rewrite (temp + fsync + rename) while already holding the manifest lock. */
+export function writeLockfileLocked(ws: Workspace, entries: Iterable<LockEntry>): void {
   let out = "";
-  for (const e of entries) out += `${JSON.stringify(e)}\n`;
+  for (const e of entries) out += entryLine(e);
   atomicWriteFile(ws.lockPath, out);
+}
+
+/** Compact atomic rewrite under the manifest lock: one line per entry, in the order given. */
+export async function writeLockfile(ws: Workspace, entries: Iterable<LockEntry>, signal?: AbortSignal): Promise<void> {
+  const list = [...entries]; // snapshot now: the caller may mutate its map while we wait for the lock
+  await withManifestLock(ws, signal, () => writeLockfileLocked(ws, list));
 }

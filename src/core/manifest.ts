@@ -38,7 +38,8 @@ export interface PackEntry {
 interface Envelope {
   ts: string;
   id: string;
-  schema_version: "1";
+  /** Always "1" once read or written (anything else is rejected). */
+  schema_version: string;
 }
 
 /** The extra fields of each known op (SPEC §2.1 table). */
@@ -61,13 +62,13 @@ export type UnknownEvent = Envelope & { op: string; [extra: string]: unknown };
 export type ManifestEvent = KnownEvent | UnknownEvent;
 
 /** Narrow an event to one known op (a plain `e.op === "add"` cannot exclude UnknownEvent). */
-export function isOp<O extends KnownOp>(e: ManifestEvent, op: O): e is EventOf<O> {
+export function isOp<O extends KnownOp>(e: ManifestEvent, op: O): e is ManifestEvent & EventOf<O> {
   return e.op === op;
 }
 
 /** A new event with the envelope filled in (schema "1", timestamp now unless given). */
 export function makeEvent<O extends KnownOp>(op: O, id: string, fields: EventFields[O], ts?: string): EventOf<O> {
-  return { op, ts: ts ?? new Date().toISOString(), id, schema_version: SCHEMA_VERSION, ...fields } as EventOf<O>;
+  return { op, ts: ts ?? new Date().toISOString(), id, schema_version: SCHEMA_VERSION, ...fields } as unknown as EventOf<O>;
 }
 
 // ---------------------------------------------------------------------------
@@ -124,6 +125,15 @@ export const UnknownEventSchema = v.looseObject({
   ),
   ...envelope,
 });
+const EVENT_SCHEMAS: Record<KnownOp, v.GenericSchema> = {
+  add: AddEventSchema,
+  update: UpdateEventSchema,
+  rm: RmEventSchema,
+  sync: SyncEventSchema,
+  action_started: ActionStartedEventSchema,
+  action_completed: ActionCompletedEventSchema,
+  action_halted: ActionHaltedEventSchema,
+};
 export const ManifestEventSchema = v.union([
   v.variant("op", [
     AddEventSchema,
@@ -227,7 +237,10 @@ export function parseManifest(text: string, file: string): ParsedManifest {
       const e = o as Record<string, unknown>;
       if (e.schema_version !== SCHEMA_VERSION) throw badVersion(file, lineNo, e.schema_version);
       const why = checkEvent(e, paths);
-      if (why !== null) throw badLine(file, lineNo, `is not a valid '${String(e.op)}' event (${why})`);
+      if (why !== null) {
+        const what = typeof e.op === "string" && e.op !== "" ? `'${e.op}' event` : "event";
+        throw badLine(file, lineNo, `is not a valid ${what} (${why})`);
+      }
       if (e.op === "add" && e.ref === undefined) e.ref = null;
       events.push(e as ManifestEvent);
     }
@@ -306,7 +319,10 @@ export function readManifestLocked(
 ): { events: ManifestEvent[]; state: Map<string, PackEntry> } {
   const buf = readBytes(ws.manifestPath);
   const parsed = parseManifest(buf.toString("utf8"), ws.manifestPath);
-  if (parsed.tornTail) truncateTornTail(ws.manifestPath, buf, opts);
+  if (parsed.tornTail) {
+    const keep = buf.lastIndexOf(0x0a) + 1;
+    truncateTornTail(ws.manifestPath, keep, buf.length - keep, opts);
+  }
   return { events: parsed.events, state: fold(parsed.events) };
 }
 
@@ -326,9 +342,8 @@ export async function readManifest(
   return { events: parsed.events, state: fold(parsed.events) };
 }
 
-/** Cut the bytes after the last newline (a torn write) and make the cut durable. */
-function truncateTornTail(path: string, buf: Buffer, opts: WarnSink | undefined): void {
-  const keep = buf.lastIndexOf(0x0a) + 1;
+/** Cut everything after byte `keep` (a torn write of `dropped` bytes) and make the cut durable. */
+function truncateTornTail(path: string, keep: number, dropped: number, opts: WarnSink | undefined): void {
   const fd = openSync(path, "r+");
   try {
     ftruncateSync(fd, keep);
@@ -336,16 +351,15 @@ function truncateTornTail(path: string, buf: Buffer, opts: WarnSink | undefined)
   } finally {
     closeSync(fd);
   }
-  opts?.warn(
-    `${basename(path)} ended in a partly written line (${buf.length - keep} bytes from an interrupted write); removed it and continued.`,
-  );
+  opts?.warn(`${basename(path)} ended in a partly written line (${dropped} bytes from an interrupted write); removed it and continued.`);
 }
 
 /**
  * Make an append-only JSON-lines file ready for appending (caller holds the
- * manifest lock). Returns the prefix the first appended line needs: "" , or
+ * manifest lock). Returns the prefix the first appended line needs: "", or
  * "\n" when the last line is complete JSON missing its newline (hand edit).
- * A torn tail is truncated first. Null when the file does not exist.
+ * A torn tail is truncated first (with a warning). Null when the file does
+ * not exist.
  */
 export function prepareJsonlAppend(path: string, opts?: WarnSink): string | null {
   let fd: number;
@@ -356,8 +370,9 @@ export function prepareJsonlAppend(path: string, opts?: WarnSink): string | null
     throw err;
   }
   let tail: Buffer;
+  let size: number;
   try {
-    const size = fstatSync(fd).size;
+    size = fstatSync(fd).size;
     if (size === 0) return "";
     const lastByte = Buffer.alloc(1);
     readSync(fd, lastByte, 0, 1, size - 1);
@@ -366,15 +381,15 @@ export function prepareJsonlAppend(path: string, opts?: WarnSink): string | null
   } finally {
     closeSync(fd);
   }
+  const text = tail.toString("utf8");
+  if (text.trim() === "") return "\n";
   try {
-    JSON.parse(tail.toString("utf8"));
+    JSON.parse(text);
     return "\n";
   } catch {
-    // The whole tail (everything after the last newline) goes; readTail returned it with that newline's offset intact.
+    truncateTornTail(path, size - tail.length, tail.length, opts);
+    return "";
   }
-  const whole = readFileSync(path);
-  truncateTornTail(path, whole, opts);
-  return "";
 }
 
 /** The bytes after the last newline of an fd of `size` bytes, read backwards in chunks. */
@@ -403,7 +418,8 @@ const ELLIPSIS = "…";
 
 /** Serialize one event as a line, validated against the schema and capped at 2 KiB (halted-action stderr keeps its tail). */
 export function eventLine(event: ManifestEvent): string {
-  const checked = v.safeParse(ManifestEventSchema, event);
+  const schema = (KNOWN_OPS as readonly string[]).includes(event.op) ? EVENT_SCHEMAS[event.op as KnownOp] : UnknownEventSchema;
+  const checked = v.safeParse(schema, event);
   if (!checked.success) {
     const issue = checked.issues[0];
     const field = issue.path?.map((p) => String(p.key)).join(".") ?? "event";
@@ -463,8 +479,8 @@ function tailChars(s: string, n: number): string {
 /** First `n` UTF-16 units of `s`, never ending inside a surrogate pair. */
 function headChars(s: string, n: number): string {
   let to = n;
-  const c = s.charCodeAt(to - 1);
-  if (to > 0 && c >= 0xd800 && c <= 0xdbff) to--;
+  const c = to > 0 ? s.charCodeAt(to - 1) : 0;
+  if (c >= 0xd800 && c <= 0xdbff) to--;
   return s.slice(0, to);
 }
 

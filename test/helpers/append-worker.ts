@@ -1,7 +1,8 @@
 // Test helper: append `add` events to a workspace's grex.jsonl in a loop, so a
 // test can SIGKILL it at any moment. Usage:
-//   bun test/helpers/append-worker.ts <workspace> <tag> <count> [--split random|newline] [--pause-ms N] [--seed N]
-// Event ids are `<tag>-<i>`; count 0 means forever. Protocol on stdout (written
+//   bun test/helpers/append-worker.ts <workspace> <tag> <count> [--split random|newline] [--pause-ms N] [--seed N] [--split-from N]
+// Event ids are `<tag>-<i>`; count 0 means forever; with --split-from N, events
+// before the N-th are appended normally. Protocol on stdout (written
 // synchronously, so nothing is lost to buffering when killed):
 //   ready         modules loaded, about to append
 //   half <id>     (split mode) the first part of the line is on disk
@@ -11,7 +12,7 @@
 // splits at a random byte, `newline` writes everything but the final "\n".
 import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
 import { withManifestLock } from "../../src/core/locks.ts";
-import { appendEvents, eventLine, makeEvent } from "../../src/core/manifest.ts";
+import { appendEvents, eventLine, makeEvent, prepareJsonlAppend } from "../../src/core/manifest.ts";
 import { workspaceAt } from "../../src/core/workspace.ts";
 
 const args = process.argv.slice(2);
@@ -21,12 +22,13 @@ const opt = (name: string) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 if (!root || !tag || countArg === undefined) {
-  process.stderr.write("usage: append-worker.ts <workspace> <tag> <count> [--split random|newline] [--pause-ms N] [--seed N]\n");
+  process.stderr.write("usage: append-worker.ts <workspace> <tag> <count> [--split random|newline] [--pause-ms N] [--seed N] [--split-from N]\n");
   process.exit(2);
 }
 const count = Number(countArg);
 const split = opt("--split");
 const pauseMs = Number(opt("--pause-ms") ?? "20");
+const splitFrom = Number(opt("--split-from") ?? "0");
 let seed = Number(opt("--seed") ?? "1") >>> 0;
 const rand = () => {
   seed = (seed * 1664525 + 1013904223) >>> 0;
@@ -42,9 +44,10 @@ function writeAll(fd: number, bytes: Uint8Array): void {
 }
 
 async function appendSplit(id: string, line: string): Promise<void> {
-  const bytes = Buffer.from(line, "utf8");
-  const cut = split === "newline" ? bytes.length - 1 : 1 + Math.floor(rand() * (bytes.length - 1));
   await withManifestLock(ws, undefined, async () => {
+    // Like the real appender: never glue onto a previous line missing its "\n".
+    const bytes = Buffer.from((prepareJsonlAppend(ws.manifestPath) ?? "") + line, "utf8");
+    const cut = split === "newline" ? bytes.length - 1 : 1 + Math.floor(rand() * (bytes.length - 1));
     const fd = openSync(ws.manifestPath, "a");
     try {
       writeAll(fd, bytes.subarray(0, cut));
@@ -61,7 +64,7 @@ say("ready");
 for (let i = 0; count === 0 || i < count; i++) {
   const id = `${tag}-${i}`;
   const ev = makeEvent("add", id, { url: `https://example.invalid/${tag}/${i}.git`, path: id, type: "meta", ref: null });
-  if (split) await appendSplit(id, eventLine(ev));
+  if (split && i >= splitFrom) await appendSplit(id, eventLine(ev));
   else await appendEvents(ws, [ev]);
   say(`ok ${id}`);
 }

@@ -226,11 +226,14 @@ describe("convergence", () => {
         "name: machine",
         "type: declarative",
         "actions:",
-        `  - env: { name: GREX_M, value: "1", scope: machine, machine_file: ${join(t.root, "no-such-dir/environment")} }`,
+        '  - env: { name: GREX_M, value: "1", scope: machine }',
         "",
       ].join("\n"),
     });
+    // The test seam for the machine file (never /etc/environment in tests).
+    process.env.GREX_MACHINE_ENV_FILE = join(t.root, "no-such-dir/environment");
     const add = await t.grex("add", url, "--json");
+    delete process.env.GREX_MACHINE_ENV_FILE;
     expect(add.code).toBe(4);
     expect(add.stderr).toContain("cannot write");
     expect(add.stderr.trim().split("\n")).toHaveLength(1);

@@ -183,8 +183,8 @@ describe("run", () => {
     const steps = r.json.steps as Array<{ action: string; idx: number; result: string }>;
     expect(steps.map((s) => [s.action, s.idx])).toEqual([
       ["mkdir", 1],
-      ["mkdir", 0],
       ["when", 5],
+      ["mkdir", 5], // the nested mkdir, reported under its when's index
     ]);
     expect(steps.every((s) => s.result === "already_satisfied")).toBe(true);
     expect((await t.grex("run", "nope")).code).toBe(2);

@@ -1,91 +1,216 @@
-// Predicates and combiners shared by `require` and `when`.
-//   predicates: path_exists, cmd_available, os, symlink_ok, reg_key*, psversion*
-//   combiners:  all_of, any_of, none_of (nestable)
-// (* Windows only: elsewhere "not supported" — false inside a combiner, an
-// error when used on its own.)
-import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+// Predicates and combiners shared by `require` and `when`:
+//   predicates: path_exists: <path>, cmd_available: <name>, os: linux|macos|windows,
+//               symlink_ok: true|false, reg_key: <HKCU\...>, psversion: <min version>
+//   combiners:  all_of / any_of / none_of: [ {<one condition>}, ... ] (nestable)
+// reg_key and psversion are Windows only: elsewhere they are "not supported",
+// which counts as false inside a combiner and is an error on its own.
+import { spawnSync } from "node:child_process";
+import { accessSync, constants, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { delimiter, isAbsolute, join, resolve } from "node:path";
+import * as v from "valibot";
 import { packOpError } from "../errors.ts";
-import { targetPath } from "./paths.ts";
+import type { OsName } from "../os.ts";
+import { existsOrPlanned, fieldName, targetPath } from "./paths.ts";
 import type { ActionContext } from "./types.ts";
 
 export const COMBINERS = ["all_of", "any_of", "none_of"] as const;
-const PREDICATES = ["path_exists", "cmd_available", "os", "symlink_ok", "reg_key", "psversion"] as const;
+export const PREDICATES = ["path_exists", "cmd_available", "os", "symlink_ok", "reg_key", "psversion"] as const;
+const CONDITION_KEYS: readonly string[] = [...PREDICATES, ...COMBINERS];
 const WINDOWS_ONLY = new Set(["reg_key", "psversion"]);
-const OS_NAMES = new Set(["linux", "macos", "windows"]);
+const OS_NAMES: readonly string[] = ["linux", "macos", "windows"];
 
-type Verdict = boolean | "unsupported";
+export type Verdict = boolean | "unsupported";
 
-let symlinkOk: boolean | undefined;
-function canSymlink(): boolean {
-  if (symlinkOk !== undefined) return symlinkOk;
-  const dir = mkdtempSync(join(tmpdir(), "grex-symlink-probe-"));
-  try {
-    writeFileSync(join(dir, "a"), "");
-    symlinkSync(join(dir, "a"), join(dir, "b"));
-    symlinkOk = true;
-  } catch {
-    symlinkOk = false;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-  return symlinkOk;
+// ---------------------------------------------------------------- validation
+
+interface Problem {
+  path: Array<string | number>;
+  message: string;
 }
 
-function predicate(key: string, value: unknown, ctx: ActionContext, where: string): Verdict {
+const isMapping = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === "object" && !Array.isArray(x);
+const nonEmptyString = (x: unknown): x is string => typeof x === "string" && x.length > 0;
+
+/** The first problem with the value of condition `key`, or null. */
+function valueProblem(key: string, value: unknown): Problem | null {
+  const bad = (message: string): Problem => ({ path: [], message });
   switch (key) {
     case "path_exists":
-      if (typeof value !== "string") throw badCondition(where, "path_exists takes a path");
-      return existsSync(targetPath(value, ctx, `${where}.path_exists`));
+      return nonEmptyString(value) ? null : bad("must be a path (a non-empty string)");
     case "cmd_available":
-      if (typeof value !== "string") throw badCondition(where, "cmd_available takes a command name");
-      return Bun.which(value, { PATH: ctx.env.PATH ?? "" }) !== null;
+      return nonEmptyString(value) ? null : bad("must be a command name (a non-empty string)");
     case "os":
-      if (typeof value !== "string" || !OS_NAMES.has(value)) throw badCondition(where, "os takes linux, macos or windows");
+      return typeof value === "string" && OS_NAMES.includes(value) ? null : bad("must be linux, macos or windows");
+    case "symlink_ok":
+      return typeof value === "boolean" ? null : bad("must be true or false");
+    case "reg_key":
+      return nonEmptyString(value) ? null : bad("must be a registry key such as HKCU\\Software\\Vendor");
+    case "psversion":
+      return (typeof value === "string" && /^\d+(\.\d+)*$/.test(value)) || (typeof value === "number" && value >= 0)
+        ? null
+        : bad("must be a minimum version such as 5.1");
+    default: {
+      if (!Array.isArray(value)) return bad("must be a list of conditions");
+      for (let i = 0; i < value.length; i++) {
+        const p = conditionProblem(value[i]);
+        if (p) return { path: [i, ...p.path], message: p.message };
+      }
+      return null;
+    }
+  }
+}
+
+/** The first problem with one `{<key>: value}` condition, or null. */
+function conditionProblem(cond: unknown): Problem | null {
+  if (!isMapping(cond)) return { path: [], message: "must be a mapping with one condition, such as {os: linux}" };
+  const keys = Object.keys(cond);
+  if (keys.length !== 1) {
+    return { path: [], message: `has ${keys.length} keys but a condition takes exactly one (wrap several in all_of)` };
+  }
+  const key = keys[0] as string;
+  if (!CONDITION_KEYS.includes(key)) {
+    return { path: [key], message: `is not a known condition (use one of ${CONDITION_KEYS.join(", ")})` };
+  }
+  const p = valueProblem(key, cond[key]);
+  return p ? { path: [key, ...p.path], message: p.message } : null;
+}
+
+/** valibot schema for the value of condition `key` (used as an args field); issues carry the nested path. */
+export function conditionField(key: string) {
+  return v.pipe(
+    v.unknown(),
+    v.rawCheck(({ dataset, addIssue }) => {
+      const p = valueProblem(key, dataset.value);
+      if (!p) return;
+      const first = p.path[0];
+      addIssue({
+        message: p.message,
+        path:
+          first === undefined
+            ? undefined
+            : (p.path.map((k) => ({ type: "unknown", origin: "value", input: undefined, key: k, value: undefined })) as [
+                v.UnknownPathItem,
+                ...v.UnknownPathItem[],
+              ]),
+      });
+    }),
+  );
+}
+
+// ---------------------------------------------------------------- evaluation
+
+let symlinkProbe: boolean | undefined;
+
+/** Can this process create a symlink? Probed once in a temp dir. */
+export function canSymlink(): boolean {
+  if (symlinkProbe !== undefined) return symlinkProbe;
+  let dir: string | null = null;
+  try {
+    dir = mkdtempSync(join(tmpdir(), "grex-symlink-probe-"));
+    writeFileSync(join(dir, "target"), "");
+    symlinkSync(join(dir, "target"), join(dir, "link"), "file");
+    symlinkProbe = true;
+  } catch {
+    symlinkProbe = false;
+  } finally {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }
+  return symlinkProbe;
+}
+
+const isExecutableFile = (p: string, os: OsName): boolean => {
+  try {
+    if (!statSync(p).isFile()) return false;
+    if (os !== "windows") accessSync(p, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** Look a command up on PATH the way execvp would (no shell); a name with a separator is a path (relative to `baseDir`). */
+export function findCommand(name: string, env: Record<string, string | undefined>, os: OsName, baseDir: string): string | null {
+  const exts = os === "windows" ? ["", ...(env.PATHEXT ?? ".COM;.EXE;.BAT;.CMD").split(";").filter(Boolean)] : [""];
+  const hasSep = name.includes("/") || (os === "windows" && name.includes("\\"));
+  const candidates = hasSep
+    ? [resolve(baseDir, name)]
+    : (env.PATH ?? env.Path ?? "")
+        .split(os === "windows" ? ";" : delimiter)
+        .filter((d) => d !== "" && isAbsolute(d)) // a relative PATH entry would depend on the cwd
+        .map((d) => join(d, name));
+  for (const base of candidates) for (const ext of exts) if (isExecutableFile(base + ext, os)) return base + ext;
+  return null;
+}
+
+function compareVersions(a: string, b: string): number {
+  const pa = a.split(".").map(Number);
+  const pb = b.split(".").map(Number);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/** Windows-only checks, through the stock tools (reg.exe, PowerShell). */
+function windowsPredicate(key: string, value: unknown, ctx: ActionContext): boolean {
+  const opts = { encoding: "utf8" as const, timeout: 30_000, windowsHide: true, env: ctx.env };
+  if (key === "reg_key") return spawnSync("reg", ["query", String(value)], opts).status === 0;
+  for (const exe of ["pwsh", "powershell"]) {
+    const r = spawnSync(exe, ["-NoProfile", "-NonInteractive", "-Command", "$PSVersionTable.PSVersion.ToString()"], opts);
+    if (r.status === 0 && typeof r.stdout === "string" && r.stdout.trim() !== "") {
+      return compareVersions(r.stdout.trim(), String(value)) >= 0;
+    }
+  }
+  return false;
+}
+
+/** Evaluate one condition. `where` names its field for messages (without the pack). */
+export function evaluate(key: string, value: unknown, ctx: ActionContext, where: string): Verdict {
+  switch (key) {
+    case "path_exists":
+      return existsOrPlanned(targetPath(String(value), ctx, where), ctx);
+    case "cmd_available":
+      return findCommand(String(value), ctx.env, ctx.os, ctx.packDir) !== null;
+    case "os":
       return ctx.os === value;
     case "symlink_ok":
-      return value === false ? !canSymlink() : canSymlink();
+      return canSymlink() === value;
+    case "all_of":
+    case "any_of":
+    case "none_of": {
+      const list = Array.isArray(value) ? value : [];
+      // Inside a combiner "not supported" counts as false.
+      const verdicts = list.map((c: unknown, i) => {
+        const [k, val] = Object.entries(c as Record<string, unknown>)[0] ?? ["", undefined];
+        return evaluate(k, val, ctx, `${where}[${i}].${k}`) === true;
+      });
+      if (key === "all_of") return verdicts.every(Boolean);
+      if (key === "any_of") return verdicts.some(Boolean);
+      return !verdicts.some(Boolean);
+    }
     default:
-      if (WINDOWS_ONLY.has(key)) return ctx.os === "windows" ? windowsPredicate(key) : "unsupported";
-      throw badCondition(where, `unknown predicate '${key}' (use ${PREDICATES.join(", ")} or ${COMBINERS.join(", ")})`);
+      if (WINDOWS_ONLY.has(key)) return ctx.os === "windows" ? windowsPredicate(key, value, ctx) : "unsupported";
+      throw packOpError(`${fieldName(ctx, where)} is not a known condition; use one of ${CONDITION_KEYS.join(", ")}.`);
   }
 }
 
-/** Registry/PowerShell checks need Windows APIs grex does not ship yet. */
-function windowsPredicate(key: string): Verdict {
-  return key === "psversion" ? Bun.which("pwsh") !== null || Bun.which("powershell") !== null : "unsupported";
-}
-
-function badCondition(where: string, why: string) {
-  return packOpError(`${where}: ${why}; fix the condition in pack.yaml.`);
-}
-
-/** Evaluate one condition object (`{path_exists: x}` or `{all_of: [...]}`). */
-export function evaluate(cond: unknown, ctx: ActionContext, where: string): Verdict {
-  if (cond === null || typeof cond !== "object" || Array.isArray(cond)) throw badCondition(where, "a condition must be a mapping");
-  const entries = Object.entries(cond as Record<string, unknown>);
-  if (entries.length !== 1) throw badCondition(where, "a condition has exactly one key");
-  const [key, value] = entries[0] as [string, unknown];
-  if ((COMBINERS as readonly string[]).includes(key)) {
-    if (!Array.isArray(value)) throw badCondition(`${where}.${key}`, "a combiner takes a list of conditions");
-    // Inside a combiner an unsupported predicate counts as false.
-    const vals = value.map((c, i) => evaluate(c, ctx, `${where}.${key}[${i}]`) === true);
-    if (key === "all_of") return vals.every(Boolean);
-    if (key === "any_of") return vals.some(Boolean);
-    return !vals.some(Boolean);
-  }
-  return predicate(key, value, ctx, where);
-}
-
-/** All of the given top-level condition keys must hold; an unsupported predicate here is an error. */
-export function conditionsHold(conds: Record<string, unknown>, ctx: ActionContext, where: string): boolean {
-  for (const [key, value] of Object.entries(conds)) {
-    const verdict = evaluate({ [key]: value }, ctx, where);
+/** Whether every given top-level condition holds (a conjunction). "Not supported" here is an error. */
+export function allHold(conds: ReadonlyArray<[string, unknown]>, ctx: ActionContext): boolean {
+  for (const [key, value] of conds) {
+    const verdict = evaluate(key, value, ctx, key);
     if (verdict === "unsupported") {
-      throw packOpError(`${where}: the ${key} check is not supported on ${ctx.os} (Windows only); wrap it in any_of/all_of or a when: {os: windows}.`);
+      throw packOpError(
+        `${fieldName(ctx, key)} is not supported on ${ctx.os} (it is Windows only); put it inside any_of/all_of/none_of, where it counts as false, or guard it with when: {os: windows}.`,
+      );
     }
     if (!verdict) return false;
   }
   return true;
+}
+
+/** The condition entries of an args object (the keys that are conditions, with a value). */
+export function conditionEntries(args: Record<string, unknown>): Array<[string, unknown]> {
+  return Object.entries(args).filter(([k, val]) => CONDITION_KEYS.includes(k) && val !== undefined);
 }

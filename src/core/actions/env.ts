@@ -1,125 +1,309 @@
-// env: set an environment variable for the user (managed block per variable in
-// the shell rc files), the machine (/etc/environment) or this process only.
-import { existsSync, readFileSync, rmSync, accessSync, constants } from "node:fs";
+// env: set an environment variable.
+//   scope user    → one managed block per variable in ~/.bashrc (created if
+//                   missing), ~/.zshrc and ~/.config/fish/config.fish (each only
+//                   if present):
+//                     # >>> grex:env:NAME >>>
+//                     export NAME='value'          (fish: set -gx NAME 'value')
+//                     # <<< grex:env:NAME <<<
+//   scope machine → the same block in /etc/environment as NAME="value" (needs root);
+//   scope session → this process's environment (and the run's, for later actions).
+// Everything outside the block is kept byte for byte; undo takes out exactly
+// what apply put in (restoring an earlier block body, dropping a line break it
+// had to add, deleting a file it created) and leaves a block holding any other
+// value alone.
+import { accessSync, constants, existsSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import * as v from "valibot";
-import { atomicWriteFile } from "../fsutil.ts";
-import { parseBlocks, removeBlock, upsertBlock } from "../gitignore.ts";
-import { expandVars } from "../vars.ts";
-import { failed } from "./paths.ts";
+import { errText, expandField, failed, home, rewriteFile } from "./paths.ts";
 import type { ActionContext, ActionDef, ActionOutcome } from "./types.ts";
 
 const Args = v.strictObject({
-  name: v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a variable name")),
-  value: v.pipe(v.union([v.string(), v.number(), v.boolean()]), v.transform(String)),
+  name: v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a variable name (letters, digits, _; not starting with a digit)")),
+  value: v.pipe(
+    v.union([v.string(), v.number(), v.boolean()], "must be a string"),
+    v.transform(String),
+    v.check((s) => !/[\r\n\0]/.test(s), "must be a single line (no line breaks)"),
+  ),
   scope: v.optional(v.picklist(["user", "machine", "session"]), "user"),
-  /** Test seam: the file `machine` scope writes (default /etc/environment). */
-  machine_file: v.optional(v.string()),
 });
 type Args = v.InferOutput<typeof Args>;
 
-const shQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+// ------------------------------------------------------------ managed blocks
 
-interface RcFile {
+interface Line {
+  text: string;
+  eol: string;
+}
+
+function splitLines(text: string): Line[] {
+  const out: Line[] = [];
+  let start = 0;
+  while (start < text.length) {
+    const nl = text.indexOf("\n", start);
+    if (nl === -1) {
+      out.push({ text: text.slice(start), eol: "" });
+      break;
+    }
+    const cr = nl > start && text[nl - 1] === "\r";
+    out.push({ text: text.slice(start, cr ? nl - 1 : nl), eol: cr ? "\r\n" : "\n" });
+    start = nl + 1;
+  }
+  return out;
+}
+
+const joinLines = (lines: Line[]) => lines.map((l) => l.text + l.eol).join("");
+/** The file's line ending: that of its first line break (LF when it has none). */
+function eolOf(text: string): string {
+  const nl = text.indexOf("\n");
+  return nl > 0 && text[nl - 1] === "\r" ? "\r\n" : "\n";
+}
+const openMarker = (name: string) => `# >>> grex:env:${name} >>>`;
+const closeMarker = (name: string) => `# <<< grex:env:${name} <<<`;
+
+class UnclosedBlock extends Error {}
+
+/** Line indexes of the block's markers, or null when there is none. */
+function findBlock(lines: Line[], name: string): { start: number; end: number } | null {
+  const start = lines.findIndex((l) => l.text.trimEnd() === openMarker(name));
+  if (start === -1) return null;
+  const rel = lines.slice(start + 1).findIndex((l) => l.text.trimEnd() === closeMarker(name));
+  if (rel === -1) throw new UnclosedBlock(`line ${start + 1}`);
+  return { start, end: start + 1 + rel };
+}
+
+function blockBody(text: string, name: string): string[] | null {
+  const lines = splitLines(text);
+  const b = findBlock(lines, name);
+  return b ? lines.slice(b.start + 1, b.end).map((l) => l.text) : null;
+}
+
+/** Set the block's body; a new block goes at the end. `addedEol`: a line break had to be added before it. */
+function setBlock(text: string, name: string, body: string[]): { text: string; addedEol: boolean } {
+  const lines = splitLines(text);
+  const eol = eolOf(text);
+  const b = findBlock(lines, name);
+  if (b) {
+    const bodyLines = body.map((t) => ({ text: t, eol }));
+    return { text: joinLines([...lines.slice(0, b.start + 1), ...bodyLines, ...lines.slice(b.end)]), addedEol: false };
+  }
+  const addedEol = text !== "" && !text.endsWith("\n");
+  const block = [openMarker(name), ...body, closeMarker(name)].map((t) => t + eol).join("");
+  return { text: (addedEol ? text + eol : text) + block, addedEol };
+}
+
+/** Take the block out; `stripEol`: also drop the line break setBlock added before it (when it is still last). */
+function dropBlock(text: string, name: string, stripEol: boolean): string {
+  const lines = splitLines(text);
+  const b = findBlock(lines, name);
+  if (!b) return text;
+  const last = b.end === lines.length - 1;
+  const out = joinLines([...lines.slice(0, b.start), ...lines.slice(b.end + 1)]);
+  if (stripEol && last) return out.replace(/\r?\n$/, "");
+  return out;
+}
+
+// ------------------------------------------------------------ targets
+
+const shQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+const fishQuote = (s: string) => `'${s.replaceAll("\\", "\\\\").replaceAll("'", "\\'")}'`;
+const isFish = (path: string) => path.endsWith(".fish");
+
+interface Target {
   path: string;
   line: string;
 }
 
-function userFiles(name: string, value: string, home: string): RcFile[] {
-  const files: RcFile[] = [{ path: join(home, ".bashrc"), line: `export ${name}=${shQuote(value)}` }];
-  const zsh = join(home, ".zshrc");
-  if (existsSync(zsh)) files.push({ path: zsh, line: `export ${name}=${shQuote(value)}` });
-  const fish = join(home, ".config", "fish", "config.fish");
-  if (existsSync(fish)) files.push({ path: fish, line: `set -gx ${name} ${shQuote(value)}` });
-  return files;
+function lineFor(path: string, scope: Args["scope"], name: string, value: string): string {
+  if (scope === "machine") return `${name}="${value}"`;
+  return isFish(path) ? `set -gx ${name} ${fishQuote(value)}` : `export ${name}=${shQuote(value)}`;
 }
 
-const blockId = (name: string) => `env:${name}`;
-const read = (p: string) => (existsSync(p) ? readFileSync(p, "utf8") : "");
-
-function machineFile(a: Args): string {
-  return a.machine_file ?? "/etc/environment";
+function targetFiles(scope: Args["scope"], ctx: ActionContext): string[] {
+  if (scope === "machine") return [ctx.machineEnvFile];
+  const h = home(ctx);
+  const optional = [join(h, ".zshrc"), join(h, ".config", "fish", "config.fish")].filter((p) => existsSync(p));
+  return [join(h, ".bashrc"), ...optional];
 }
 
-function files(a: Args, value: string, ctx: ActionContext): RcFile[] {
-  if (a.scope === "machine") return [{ path: machineFile(a), line: `${a.name}="${value.replaceAll('"', '\\"')}"` }];
-  return userFiles(a.name, value, ctx.env.HOME ?? "");
+const read = (p: string): string | null => (existsSync(p) ? readFileSync(p, "utf8") : null);
+
+// ------------------------------------------------------------ state
+
+/** What apply did to one file, so undo can take exactly that out. */
+interface FileRecord {
+  created: boolean;
+  addedEol: boolean;
+  /** The block body before grex's first write (null: there was no block). */
+  previous: string[] | null;
+  /** The line grex wrote. */
+  wrote: string;
 }
 
 interface Saved {
-  previous: Record<string, string[] | null>; // file → previous block body (null: none)
-  created: string[]; // files that did not exist before
+  files: Record<string, FileRecord>;
 }
 
 const stateKey = (a: Args) => `env:${a.scope}:${a.name}`;
 
-function restore(a: Args, ctx: ActionContext, saved: Saved | undefined): string[] {
-  const touched: string[] = [];
-  for (const f of files(a, "", ctx)) {
-    if (!existsSync(f.path)) continue;
-    const text = read(f.path);
-    if (!parseBlocks(text).blocks.has(blockId(a.name))) continue;
-    const prev = saved?.previous[f.path] ?? null;
-    const next = prev ? upsertBlock(text, blockId(a.name), prev, f.path) : removeBlock(text, blockId(a.name), f.path);
-    if (next === "" && saved?.created.includes(f.path)) rmSync(f.path);
-    else atomicWriteFile(f.path, next);
-    touched.push(f.path);
-  }
-  return touched;
+/** Put one file back as `rec` says (a file grex created and that is now empty is deleted). */
+function restoreFile(path: string, name: string, rec: Omit<FileRecord, "wrote">): void {
+  const text = read(path);
+  if (text === null) return;
+  const next = rec.previous ? setBlock(text, name, rec.previous).text : dropBlock(text, name, rec.addedEol);
+  if (next === text) return;
+  if (next === "" && rec.created) rmSync(path);
+  else rewriteFile(path, next);
 }
+
+function machineProblem(file: string): string | null {
+  try {
+    accessSync(existsSync(file) ? file : dirname(file), constants.W_OK);
+    return null;
+  } catch {
+    return `env scope machine writes ${file}, which this user cannot write; run grex as root (sudo) or use scope: user`;
+  }
+}
+
+const unclosed = (path: string, a: Args, where: string) =>
+  failed(`${path} has an unclosed '${openMarker(a.name)}' block (${where}); fix or remove that block by hand`, { file: path });
+
+// ------------------------------------------------------------ session scope
+
+/** Values session scope replaced, per pack and variable (meaningful only in this process). */
+const sessionPrevious = new Map<string, string | undefined>();
+
+function setVar(envs: Array<Record<string, string | undefined>>, name: string, value: string | undefined): void {
+  for (const env of envs) {
+    if (value === undefined) delete env[name];
+    else env[name] = value;
+  }
+}
+
+function applySession(a: Args, value: string, ctx: ActionContext): ActionOutcome {
+  const details = { name: a.name, scope: a.scope };
+  if (ctx.processEnv[a.name] === value && ctx.env[a.name] === value) return { result: "already_satisfied", details };
+  if (ctx.dryRun) return { result: "would_perform_change", details };
+  const key = `${ctx.packId}\0${a.name}`;
+  const before = ctx.processEnv[a.name];
+  const beforeRun = ctx.env[a.name];
+  if (!sessionPrevious.has(key)) sessionPrevious.set(key, before);
+  setVar([ctx.processEnv, ctx.env], a.name, value);
+  return {
+    result: "performed_change",
+    details,
+    rollback: async () => {
+      setVar([ctx.processEnv], a.name, before);
+      setVar([ctx.env], a.name, beforeRun);
+      sessionPrevious.delete(key);
+      return `restored ${a.name} in this process`;
+    },
+  };
+}
+
+function undoSession(a: Args, value: string, ctx: ActionContext): ActionOutcome {
+  const details = { name: a.name, scope: a.scope };
+  if (ctx.processEnv[a.name] !== value) return { result: "already_satisfied", details };
+  if (ctx.dryRun) return { result: "would_perform_change", details };
+  const key = `${ctx.packId}\0${a.name}`;
+  setVar([ctx.processEnv, ctx.env], a.name, sessionPrevious.get(key));
+  sessionPrevious.delete(key);
+  return { result: "performed_change", details };
+}
+
+// ------------------------------------------------------------ the action
 
 export const envAction: ActionDef<Args> = {
   name: "env",
   schema: Args,
   async apply(a, ctx) {
-    const value = expandVars(a.value, ctx.env, `${ctx.where}.value of pack '${ctx.packId}'`);
-    if (a.scope === "session") {
-      if (ctx.env[a.name] === value) return { result: "already_satisfied", details: { name: a.name, scope: a.scope } };
-      if (ctx.dryRun) return { result: "would_perform_change", details: { name: a.name, scope: a.scope } };
-      const before = ctx.env[a.name];
-      ctx.env[a.name] = value;
-      return {
-        result: "performed_change",
-        details: { name: a.name, scope: a.scope },
-        rollback: async () => {
-          ctx.env[a.name] = before;
-          return `restored ${a.name}`;
-        },
-      };
+    const value = expandField(a.value, ctx, "value");
+    if (a.scope === "session") return applySession(a, value, ctx);
+    if (ctx.os === "windows") {
+      return failed(`env scope ${a.scope} is not supported on Windows yet; use scope: session, or an exec action running setx`);
     }
-    const targets = files(a, value, ctx);
-    if (a.scope === "machine") {
-      const file = machineFile(a);
+    if (a.scope === "machine" && value.includes('"')) {
+      return failed(`the value of ${a.name} contains a double quote, which ${ctx.machineEnvFile} cannot hold; remove it`);
+    }
+    const targets: Target[] = targetFiles(a.scope, ctx).map((path) => ({ path, line: lineFor(path, a.scope, a.name, value) }));
+    const pending: Target[] = [];
+    for (const t of targets) {
       try {
-        accessSync(existsSync(file) ? file : dirname(file), constants.W_OK);
-      } catch {
-        return failed(`scope machine writes ${file}, which this user cannot write; run grex as root or use scope: user`, { file });
+        const body = blockBody(read(t.path) ?? "", a.name);
+        if (body?.length !== 1 || body[0] !== t.line) pending.push(t);
+      } catch (err) {
+        if (err instanceof UnclosedBlock) return unclosed(t.path, a, err.message);
+        throw err;
       }
     }
-    const pending = targets.filter((f) => parseBlocks(read(f.path)).blocks.get(blockId(a.name))?.join("\n") !== f.line);
-    if (pending.length === 0) return { result: "already_satisfied", details: { name: a.name, scope: a.scope } };
-    if (ctx.dryRun) return { result: "would_perform_change", details: { name: a.name, scope: a.scope, files: pending.map((f) => f.path) } };
-    const saved: Saved = (ctx.state[stateKey(a)] as Saved | undefined) ?? { previous: {}, created: [] };
-    for (const f of pending) {
-      const text = read(f.path);
-      if (!(f.path in saved.previous)) saved.previous[f.path] = parseBlocks(text).blocks.get(blockId(a.name)) ?? null;
-      if (!existsSync(f.path) && !saved.created.includes(f.path)) saved.created.push(f.path);
-      atomicWriteFile(f.path, upsertBlock(text, blockId(a.name), [f.line], f.path));
+    const details = { name: a.name, scope: a.scope };
+    if (pending.length === 0) return { result: "already_satisfied", details };
+    if (a.scope === "machine") {
+      const problem = machineProblem(ctx.machineEnvFile);
+      if (problem) return failed(problem, { file: ctx.machineEnvFile });
+    }
+    if (ctx.dryRun) return { result: "would_perform_change", details: { ...details, files: pending.map((t) => t.path) } };
+
+    const prior = ctx.state[stateKey(a)] as Saved | undefined;
+    const saved: Saved = { files: { ...prior?.files } };
+    const done: Array<{ path: string; rec: Omit<FileRecord, "wrote"> }> = [];
+    const rollback = async () => {
+      for (const d of [...done].reverse()) restoreFile(d.path, a.name, d.rec);
+      if (prior) ctx.state[stateKey(a)] = prior;
+      else delete ctx.state[stateKey(a)];
+      return `took ${a.name} out of ${done.map((d) => d.path).join(", ")}`;
+    };
+    try {
+      for (const t of pending) {
+        const text = read(t.path);
+        const next = setBlock(text ?? "", a.name, [t.line]);
+        const rec = { created: text === null, addedEol: next.addedEol, previous: blockBody(text ?? "", a.name) };
+        rewriteFile(t.path, next.text);
+        done.push({ path: t.path, rec });
+        const first = saved.files[t.path];
+        saved.files[t.path] = first ? { ...first, wrote: t.line } : { ...rec, wrote: t.line };
+      }
+    } catch (err) {
+      await rollback();
+      return failed(`could not write ${a.name} into ${pending[done.length]?.path ?? "its file"} (${errText(err)}); check that file`, details);
     }
     ctx.state[stateKey(a)] = saved;
-    return {
-      result: "performed_change",
-      details: { name: a.name, scope: a.scope, files: pending.map((f) => f.path) },
-      rollback: async () => `restored ${restore(a, ctx, saved).join(", ")}`,
-    };
+    return { result: "performed_change", details: { ...details, files: pending.map((t) => t.path) }, rollback };
   },
-  async undo(a, ctx): Promise<ActionOutcome> {
-    if (a.scope === "session") return { result: "noop", details: { name: a.name, scope: a.scope } };
-    const present = files(a, "", ctx).filter((f) => parseBlocks(read(f.path)).blocks.has(blockId(a.name)));
-    if (present.length === 0) return { result: "already_satisfied", details: { name: a.name, scope: a.scope } };
-    if (ctx.dryRun) return { result: "would_perform_change", details: { name: a.name, files: present.map((f) => f.path) } };
-    const touched = restore(a, ctx, ctx.state[stateKey(a)] as Saved | undefined);
+
+  async undo(a, ctx) {
+    const value = expandField(a.value, ctx, "value");
+    if (a.scope === "session") return undoSession(a, value, ctx);
+    const details = { name: a.name, scope: a.scope };
+    if (ctx.os === "windows") return { result: "noop", details };
+    const saved = ctx.state[stateKey(a)] as Saved | undefined;
+    const files = [...new Set([...targetFiles(a.scope, ctx), ...Object.keys(saved?.files ?? {})])];
+    const todo: Array<{ path: string; rec: Omit<FileRecord, "wrote"> }> = [];
+    for (const path of files) {
+      const text = read(path);
+      if (text === null) continue;
+      let body: string[] | null;
+      try {
+        body = blockBody(text, a.name);
+      } catch (err) {
+        if (err instanceof UnclosedBlock) return unclosed(path, a, err.message);
+        throw err;
+      }
+      const rec = saved?.files[path];
+      const ours = rec?.wrote ?? lineFor(path, a.scope, a.name, value);
+      // A block holding another value is not ours to remove.
+      if (body?.length === 1 && body[0] === ours) todo.push({ path, rec: rec ?? { created: false, addedEol: false, previous: null } });
+    }
+    if (todo.length === 0) {
+      if (!ctx.dryRun) delete ctx.state[stateKey(a)];
+      return { result: "already_satisfied", details };
+    }
+    if (ctx.dryRun) return { result: "would_perform_change", details: { ...details, files: todo.map((t) => t.path) } };
+    if (a.scope === "machine") {
+      const problem = machineProblem(ctx.machineEnvFile);
+      if (problem) return failed(problem, { file: ctx.machineEnvFile });
+    }
+    for (const t of todo) restoreFile(t.path, a.name, t.rec);
     delete ctx.state[stateKey(a)];
-    return { result: "performed_change", details: { name: a.name, scope: a.scope, files: touched } };
+    return { result: "performed_change", details: { ...details, files: todo.map((t) => t.path) } };
   },
 };

@@ -1,24 +1,42 @@
 // Runs a pack's action list: in order, checking cancellation between actions,
-// reporting a step per action, and on failure rolling back what this run
-// already applied, in reverse (best effort, each rollback reported).
+// one step per action. When an action fails, what this run already applied is
+// rolled back in reverse (best effort, one step per rollback, each with
+// details.rollback). Cancellation rolls back the same way, then throws
+// CancelledError. Teardown runs the explicit list, or undoes each action in reverse.
+//
+// The hooks are where the caller appends action_started / action_completed /
+// action_halted to grex.jsonl; they are called for top-level items only and
+// never in a dry run. On cancellation onHalted(…, "cancelled", "") is called
+// while the signal is already aborted (append without it). The caller also
+// owns persisting `state` (see ./types.ts).
 import { CancelledError, toGrexError } from "../errors.ts";
-import { currentOs } from "../os.ts";
+import { currentOs, type OsName } from "../os.ts";
 import { parseActionItem } from "./index.ts";
-import type { ActionContext, NestedRun, PackState, Step } from "./types.ts";
+import type { ActionContext, ActionItem, ActionOutcome, NestedRun, PackState, Rollback, Step } from "./types.ts";
 
-export interface Brackets {
+export interface ActionHooks {
   onStarted(idx: number, action: string): Promise<void>;
   onCompleted(idx: number, action: string, changed: boolean): Promise<void>;
   onHalted(idx: number, action: string, reason: string, stderr: string): Promise<void>;
 }
+/** Older name of ActionHooks. */
+export type Brackets = ActionHooks;
 
 export interface RunOptions {
   packId: string;
   packDir: string;
   dryRun: boolean;
+  /** Expansion + child-process environment; session-scope env actions write to it. */
   env: Record<string, string | undefined>;
   signal: AbortSignal;
+  /** Per-pack state, mutated in place; the caller loads and persists it. */
   state: PackState;
+  os?: OsName;
+  now?: () => Date;
+  /** Default: $GREX_MACHINE_ENV_FILE from `env` (a test seam), else /etc/environment. */
+  machineEnvFile?: string;
+  /** Default: process.env. */
+  processEnv?: Record<string, string | undefined>;
 }
 
 export interface RunResult {
@@ -28,102 +46,186 @@ export interface RunResult {
   skipped: boolean;
 }
 
-type Item = Record<string, unknown>;
+interface Runner {
+  opts: RunOptions;
+  os: OsName;
+  now: () => Date;
+  machineEnvFile: string;
+  processEnv: Record<string, string | undefined>;
+  planned: Set<string>;
+}
 
-function context(opts: RunOptions, where: string): ActionContext {
-  const ctx: ActionContext = {
-    packId: opts.packId,
-    packDir: opts.packDir,
-    dryRun: opts.dryRun,
-    env: opts.env,
-    os: currentOs(),
-    signal: opts.signal,
-    state: opts.state,
-    where,
-    runNested: (items, w) => runList(items, opts, w, null, false),
-    undoNested: (items, w) => undoList(items, opts, w),
+interface ListRun extends NestedRun {
+  failedAt: { idx: number; action: string; reason: string; stderr: string } | null;
+}
+
+const NO_HOOKS: ActionHooks = {
+  onStarted: async () => {},
+  onCompleted: async () => {},
+  onHalted: async () => {},
+};
+
+function runner(opts: RunOptions): Runner {
+  return {
+    opts,
+    os: opts.os ?? currentOs(),
+    now: opts.now ?? (() => new Date()),
+    machineEnvFile: opts.machineEnvFile ?? opts.env.GREX_MACHINE_ENV_FILE ?? "/etc/environment",
+    processEnv: opts.processEnv ?? process.env,
+    planned: new Set(),
   };
-  return ctx;
 }
 
-async function runList(items: readonly Item[], opts: RunOptions, where: string, brackets: Brackets | null, top: boolean, idxs?: number[]): Promise<NestedRun & { failedAt?: { idx: number; action: string } }> {
-  const steps: Step[] = [];
-  const rollbacks: Array<() => Promise<string>> = [];
-  for (let i = 0; i < items.length; i++) {
-    if (opts.signal.aborted) throw new CancelledError();
-    const idx = idxs?.[i] ?? i;
-    const w = `${where}[${idx}]`;
-    const item = items[i] as Item;
-    const name = Object.keys(item)[0] ?? "?";
-    if (top && !opts.dryRun) await brackets?.onStarted(idx, name);
-    let outcome;
-    try {
-      const parsed = parseActionItem(item, w);
-      outcome = await parsed.def.apply(parsed.args, context(opts, w));
-    } catch (err) {
-      const e = toGrexError(err);
-      if (e.kind === "cancelled") throw e;
-      outcome = { result: "failed" as const, details: { reason: e.message }, failure: { reason: e.message, stderr: "" } };
-    }
-    if (outcome.nested) steps.push(...outcome.nested);
-    steps.push({ pack: opts.packId, action: name, idx, result: outcome.result, details: outcome.details });
-    if (outcome.rollback) rollbacks.push(outcome.rollback);
-    if (outcome.result === "failed") {
-      const failure = outcome.failure ?? { reason: "failed", stderr: "" };
-      if (top && !opts.dryRun) await brackets?.onHalted(idx, name, failure.reason, failure.stderr);
-      return { steps, failed: failure, skipRest: false, rollbacks, failedAt: { idx, action: name } };
-    }
-    if (top && !opts.dryRun) await brackets?.onCompleted(idx, name, outcome.result === "performed_change");
-    if (outcome.skipRest) return { steps, failed: null, skipRest: true, rollbacks };
+function context(r: Runner, where: string, stepIdx: number): ActionContext {
+  return {
+    packId: r.opts.packId,
+    packDir: r.opts.packDir,
+    dryRun: r.opts.dryRun,
+    env: r.opts.env,
+    os: r.os,
+    signal: r.opts.signal,
+    now: r.now,
+    state: r.opts.state,
+    where,
+    planned: r.planned,
+    machineEnvFile: r.machineEnvFile,
+    processEnv: r.processEnv,
+    runNested: (items, w) => runList(items, r, w, null, stepIdx),
+    undoNested: (items, w) => undoList(items, r, w, stepIdx),
+  };
+}
+
+const nameOf = (item: unknown): string =>
+  item !== null && typeof item === "object" && !Array.isArray(item) ? (Object.keys(item)[0] ?? "?") : "?";
+
+const clause = (msg: string) => msg.replace(/\.$/, "");
+
+/** Parse and run one item; anything thrown except cancellation becomes a failed outcome. */
+async function perform(item: unknown, itemWhere: string, ctx: ActionContext, undo: boolean): Promise<ActionOutcome> {
+  try {
+    const parsed = parseActionItem(item, itemWhere);
+    return undo ? await parsed.def.undo(parsed.args, ctx) : await parsed.def.apply(parsed.args, ctx);
+  } catch (err) {
+    const e = toGrexError(err);
+    if (e.kind === "cancelled") throw e;
+    const reason = clause(e.message);
+    return { result: "failed", details: { reason }, failure: { reason, stderr: "" } };
   }
-  return { steps, failed: null, skipRest: false, rollbacks };
 }
 
-async function undoList(items: readonly Item[], opts: RunOptions, where: string): Promise<NestedRun> {
+async function rollBack(rollbacks: readonly Rollback[], packId: string): Promise<Step[]> {
   const steps: Step[] = [];
-  let failed: NestedRun["failed"] = null;
+  for (const rb of [...rollbacks].reverse()) {
+    try {
+      steps.push({ pack: packId, action: rb.action, idx: rb.idx, result: "performed_change", details: { rollback: await rb.run() } });
+    } catch (err) {
+      steps.push({ pack: packId, action: rb.action, idx: rb.idx, result: "failed", details: { rollback: `failed: ${clause(toGrexError(err).message)}` } });
+    }
+  }
+  return steps;
+}
+
+/**
+ * Apply `items` in order. `list` is their path ("actions", "actions[3].when.actions");
+ * `parentIdx` is set for nested lists (steps then report the parent's idx).
+ */
+async function runList(
+  items: readonly unknown[],
+  r: Runner,
+  list: string,
+  hooks: ActionHooks | null,
+  parentIdx: number | null,
+  idxs?: readonly number[],
+): Promise<ListRun> {
+  const { opts } = r;
+  const live = hooks && !opts.dryRun ? hooks : NO_HOOKS;
+  const steps: Step[] = [];
+  const rollbacks: Rollback[] = [];
+  let current: { idx: number; name: string } | null = null;
+  try {
+    for (let i = 0; i < items.length; i++) {
+      if (opts.signal.aborted) throw new CancelledError();
+      const item = items[i];
+      const name = nameOf(item);
+      const idx = idxs?.[i] ?? i;
+      const stepIdx = parentIdx ?? idx;
+      current = { idx, name };
+      await live.onStarted(idx, name);
+      const outcome = await perform(item, `${list}[${idx}]`, context(r, `${list}[${idx}].${name}`, stepIdx), false);
+      const details = parentIdx === null ? outcome.details : { ...outcome.details, nested: `${list}[${idx}]` };
+      steps.push({ pack: opts.packId, action: name, idx: stepIdx, result: outcome.result, details });
+      if (outcome.nested) steps.push(...outcome.nested);
+      if (outcome.nestedRollbacks) rollbacks.push(...outcome.nestedRollbacks);
+      if (outcome.rollback) rollbacks.push({ action: name, idx: stepIdx, run: outcome.rollback });
+      if (outcome.result === "failed") {
+        const failure = outcome.failure ?? { reason: "failed", stderr: "" };
+        current = null;
+        await live.onHalted(idx, name, failure.reason, failure.stderr);
+        return { steps, rollbacks, failed: failure, skipRest: false, failedAt: { idx: stepIdx, action: name, ...failure } };
+      }
+      current = null;
+      await live.onCompleted(idx, name, outcome.result === "performed_change");
+      if (outcome.skipRest) return { steps, rollbacks, failed: null, skipRest: true, failedAt: null };
+    }
+  } catch (err) {
+    // Cancelled (or a hook failed): close the open bracket, undo this list's changes, pass it on.
+    if (current) await live.onHalted(current.idx, current.name, "cancelled", "").catch(() => {});
+    await rollBack(rollbacks, opts.packId);
+    throw err;
+  }
+  return { steps, rollbacks, failed: null, skipRest: false, failedAt: null };
+}
+
+/** Undo `items` in reverse, carrying on past failures (best effort); the first failure is reported. */
+async function undoList(items: readonly unknown[], r: Runner, list: string, parentIdx: number | null): Promise<ListRun> {
+  const { opts } = r;
+  const steps: Step[] = [];
+  let failedAt: ListRun["failedAt"] = null;
   for (let i = items.length - 1; i >= 0; i--) {
     if (opts.signal.aborted) throw new CancelledError();
-    const w = `${where}[${i}]`;
-    const item = items[i] as Item;
-    const name = Object.keys(item)[0] ?? "?";
-    try {
-      const parsed = parseActionItem(item, w);
-      const o = await parsed.def.undo(parsed.args, context(opts, w));
-      if (o.nested) steps.push(...o.nested);
-      steps.push({ pack: opts.packId, action: name, idx: i, result: o.result, details: { ...o.details, teardown: true } });
-      if (o.result === "failed") failed ??= o.failure ?? { reason: "failed", stderr: "" };
-    } catch (err) {
-      const e = toGrexError(err);
-      if (e.kind === "cancelled") throw e;
-      steps.push({ pack: opts.packId, action: name, idx: i, result: "failed", details: { reason: e.message, teardown: true } });
-      failed ??= { reason: e.message, stderr: "" };
-    }
+    const name = nameOf(items[i]);
+    const stepIdx = parentIdx ?? i;
+    const o = await perform(items[i], `${list}[${i}]`, context(r, `${list}[${i}].${name}`, stepIdx), true);
+    const details = { ...o.details, teardown: true, ...(parentIdx === null ? {} : { nested: `${list}[${i}]` }) };
+    steps.push({ pack: opts.packId, action: name, idx: stepIdx, result: o.result, details });
+    if (o.nested) steps.push(...o.nested);
+    if (o.result === "failed") failedAt ??= { idx: stepIdx, action: name, ...(o.failure ?? { reason: "failed", stderr: "" }) };
   }
-  return { steps, failed, skipRest: false, rollbacks: [] };
+  return { steps, rollbacks: [], failed: failedAt && { reason: failedAt.reason, stderr: failedAt.stderr }, skipRest: false, failedAt };
 }
 
-/** Install: run `items`; on failure undo this run's changes in reverse. */
-export async function runActions(items: readonly Item[], opts: RunOptions, brackets: Brackets, where = "actions", idxs?: number[]): Promise<RunResult> {
-  const r = await runList(items, opts, where, brackets, true, idxs);
-  if (!r.failed) return { steps: r.steps, failed: null, skipped: r.skipRest };
-  for (const rb of [...r.rollbacks].reverse()) {
-    try {
-      const what = await rb();
-      r.steps.push({ pack: opts.packId, action: "rollback", idx: r.failedAt?.idx ?? -1, result: "performed_change", details: { rollback: what } });
-    } catch (err) {
-      r.steps.push({ pack: opts.packId, action: "rollback", idx: r.failedAt?.idx ?? -1, result: "failed", details: { rollback: toGrexError(err).message } });
-    }
-  }
-  return { steps: r.steps, failed: { idx: r.failedAt?.idx ?? -1, action: r.failedAt?.action ?? "?", reason: r.failed.reason }, skipped: false };
+const publicFailure = (f: ListRun["failedAt"]): RunResult["failed"] => f && { idx: f.idx, action: f.action, reason: f.reason };
+
+/**
+ * Install: run `items` (one `{<name>: args}` each) in order. On a failure the
+ * changes this run made are rolled back in reverse and `failed` names the
+ * action. `list`/`idxs` let `grex run` pass a subset with its original indexes.
+ */
+export async function runActions(
+  items: readonly ActionItem[],
+  opts: RunOptions,
+  hooks: ActionHooks,
+  list = "actions",
+  idxs?: readonly number[],
+): Promise<RunResult> {
+  const r = await runList(items, runner(opts), list, hooks, null, idxs);
+  if (!r.failedAt) return { steps: r.steps, failed: null, skipped: r.skipRest };
+  const undone = await rollBack(r.rollbacks, opts.packId);
+  return { steps: [...r.steps, ...undone], failed: publicFailure(r.failedAt), skipped: false };
 }
 
-/** Teardown: the explicit `teardown` list when given, else each action's undo in reverse order. */
-export async function teardownActions(actions: readonly Item[], teardown: readonly Item[] | null, opts: RunOptions, brackets: Brackets): Promise<RunResult> {
-  if (teardown) {
-    const r = await runList(teardown, opts, "teardown", brackets, true);
-    return { steps: r.steps, failed: r.failed ? { idx: r.failedAt?.idx ?? -1, action: r.failedAt?.action ?? "?", reason: r.failed.reason } : null, skipped: r.skipRest };
-  }
-  const r = await undoList(actions, opts, "actions");
-  return { steps: r.steps, failed: r.failed ? { idx: -1, action: "teardown", reason: r.failed.reason } : null, skipped: false };
+/**
+ * Teardown: the explicit `teardown` list when given (run like install, hooks
+ * included, no rollback), else the undo of each of `actions` in reverse. A
+ * teardown that finishes without failure clears the pack state.
+ */
+export async function teardownActions(
+  actions: readonly ActionItem[],
+  teardown: readonly ActionItem[] | null,
+  opts: RunOptions,
+  hooks: ActionHooks = NO_HOOKS,
+): Promise<RunResult> {
+  const r = teardown ? await runList(teardown, runner(opts), "teardown", hooks, null) : await undoList(actions, runner(opts), "actions", null);
+  if (!r.failedAt && !opts.dryRun) for (const k of Object.keys(opts.state)) delete opts.state[k];
+  return { steps: r.steps, failed: publicFailure(r.failedAt), skipped: r.skipRest };
 }

@@ -28,12 +28,15 @@ export const expandField = (raw: string, ctx: ActionContext, field: string): str
 
 export const home = (ctx: ActionContext): string => homeOf(ctx.env);
 
-/** Expand variables and a leading `~`, then resolve against the pack dir. */
-export function targetPath(raw: string, ctx: ActionContext, field: string): string {
-  let p = expandField(raw, ctx, field);
-  if (p === "~" || p.startsWith("~/") || p.startsWith(`~${sep}`)) p = home(ctx) + p.slice(1);
-  return resolve(ctx.packDir, p);
+/** Expand variables and a leading `~` (not yet resolved). */
+export function expandPath(raw: string, ctx: ActionContext, field: string): string {
+  const p = expandField(raw, ctx, field);
+  return p === "~" || p.startsWith("~/") || p.startsWith(`~${sep}`) ? home(ctx) + p.slice(1) : p;
 }
+
+/** Expand variables and a leading `~`, then resolve against the pack dir. */
+export const targetPath = (raw: string, ctx: ActionContext, field: string): string =>
+  resolve(ctx.packDir, expandPath(raw, ctx, field));
 
 const inside = (root: string, p: string): boolean => {
   const rel = relative(root, p);

@@ -1,30 +1,35 @@
-// require: check prerequisites; on_fail decides between failing, skipping the rest of the pack, or warning.
+// require: check prerequisites. The conditions (a combiner or a predicate; several
+// keys form a conjunction) must hold, else on_fail decides: error fails the
+// pack, skip stops the pack here (reported skipped), warn carries on.
 import * as v from "valibot";
-import { conditionsHold } from "./conditions.ts";
+import { COMBINERS, PREDICATES, allHold, conditionEntries, conditionField } from "./conditions.ts";
 import { failed } from "./paths.ts";
 import type { ActionDef } from "./types.ts";
 
+const conditionFields = Object.fromEntries([...COMBINERS, ...PREDICATES].map((k) => [k, v.optional(conditionField(k))]));
+
 const Args = v.pipe(
-  v.looseObject({ on_fail: v.optional(v.picklist(["error", "skip", "warn"]), "error") }),
-  v.check((o) => Object.keys(o).some((k) => k !== "on_fail"), "needs a condition (all_of, any_of, none_of or a predicate)"),
+  v.strictObject({ ...conditionFields, on_fail: v.optional(v.picklist(["error", "skip", "warn"]), "error") }),
+  v.check(
+    (a) => conditionEntries(a).length > 0,
+    `needs a condition: one of ${COMBINERS.join(", ")} (or a predicate such as path_exists)`,
+  ),
 );
 type Args = v.InferOutput<typeof Args>;
-
-const conditionsOf = (a: Args): Record<string, unknown> => {
-  const { on_fail: _, ...rest } = a;
-  return rest;
-};
 
 export const requireAction: ActionDef<Args> = {
   name: "require",
   schema: Args,
   async apply(a, ctx) {
-    if (conditionsHold(conditionsOf(a), ctx, `${ctx.where}.require`)) return { result: "already_satisfied", details: {} };
-    const reason = "requirement not met";
+    const conds = conditionEntries(a);
+    if (allHold(conds, ctx)) return { result: "already_satisfied", details: {} };
+    const what = conds.map(([k, val]) => `${k}: ${JSON.stringify(val)}`).join(", ");
+    const reason = `requirement not met (${what})`;
     if (a.on_fail === "skip") return { result: "skipped", details: { reason }, skipRest: true };
     if (a.on_fail === "warn") return { result: "noop", details: { warning: reason } };
-    return failed(`${reason} (${JSON.stringify(conditionsOf(a))})`);
+    return failed(`${reason}; install what is missing, or set on_fail: skip or warn`);
   },
+  // A check changes nothing, so there is nothing to undo.
   async undo() {
     return { result: "noop", details: {} };
   },

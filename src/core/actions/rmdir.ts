@@ -1,15 +1,33 @@
-// rmdir: remove a directory; a non-empty one needs force (delete) or backup (move aside).
-import { readdirSync, renameSync, rmSync, rmdirSync } from "node:fs";
+// rmdir: remove a directory. Empty: removed (undo recreates it with its mode).
+// Not empty: needs backup (move it to <path>.grex-bak.<timestamp>, which undo
+// puts back) or force (delete it, which nothing can undo). backup wins when
+// both are set.
+import { chmodSync, mkdirSync, readdirSync, renameSync, rmSync, rmdirSync } from "node:fs";
+import { dirname, isAbsolute, relative, sep } from "node:path";
 import * as v from "valibot";
-import { backupName, failed, lstatOrNull, targetPath } from "./paths.ts";
-import type { ActionDef } from "./types.ts";
+import { backupPath, failed, home, lstatOrNull, targetPath } from "./paths.ts";
+import type { ActionContext, ActionDef } from "./types.ts";
 
 const Args = v.strictObject({
-  path: v.pipe(v.string(), v.minLength(1)),
+  path: v.pipe(v.string(), v.minLength(1, "must not be empty")),
   backup: v.optional(v.boolean(), false),
   force: v.optional(v.boolean(), false),
 });
 type Args = v.InferOutput<typeof Args>;
+
+/** backup: where it was moved; emptyMode: it was an empty directory with this mode. */
+type Saved = { backup: string } | { emptyMode: number };
+
+const stateKey = (p: string) => `rmdir:${p}`;
+
+/** The filesystem root, HOME, and the pack dir or any directory holding it are never removed. */
+function protectedReason(path: string, ctx: ActionContext): string | null {
+  if (dirname(path) === path) return "it is the filesystem root";
+  if (path === home(ctx)) return "it is the home directory";
+  const rel = relative(path, ctx.packDir);
+  if (rel === "" || (!isAbsolute(rel) && rel !== ".." && !rel.startsWith(`..${sep}`))) return "it holds the pack itself";
+  return null;
+}
 
 export const rmdirAction: ActionDef<Args> = {
   name: "rmdir",
@@ -18,28 +36,70 @@ export const rmdirAction: ActionDef<Args> = {
     const path = targetPath(a.path, ctx, "path");
     const st = lstatOrNull(path);
     if (!st) return { result: "already_satisfied", details: { path } };
-    if (!st.isDirectory()) return failed(`${path} is not a directory`, { path });
+    if (!st.isDirectory()) return failed(`${path} is not a directory; remove it by other means or fix the path`, { path });
+    const refused = protectedReason(path, ctx);
+    if (refused) return failed(`refusing to remove ${path}: ${refused}; fix the path`, { path });
     const empty = readdirSync(path).length === 0;
-    if (!empty && !a.force && !a.backup) return failed(`${path} is not empty; set force: true to delete or backup: true to move it aside`, { path });
-    if (ctx.dryRun) return { result: "would_perform_change", details: { path } };
+    if (!empty && !a.force && !a.backup) {
+      return failed(`${path} is not empty; set backup: true to move it aside or force: true to delete it`, { path });
+    }
+    if (ctx.dryRun) return { result: "would_perform_change", details: { path, ...(a.backup ? { backup: `${path}.grex-bak.<timestamp>` } : { delete: true }) } };
     if (a.backup) {
-      const backup = backupName(path);
+      const backup = backupPath(path, ctx);
       renameSync(path, backup);
+      ctx.state[stateKey(path)] = { backup } satisfies Saved;
       return {
         result: "performed_change",
         details: { path, backup },
         rollback: async () => {
+          if (lstatOrNull(path)) return `left ${backup} aside (${path} exists again)`;
           renameSync(backup, path);
-          return `restored ${path}`;
+          delete ctx.state[stateKey(path)];
+          return `restored ${path} from ${backup}`;
         },
       };
     }
-    if (empty) rmdirSync(path);
-    else rmSync(path, { recursive: true, force: true });
-    return { result: "performed_change", details: { path, deleted: true } };
+    if (!empty) {
+      rmSync(path, { recursive: true, force: true });
+      return { result: "performed_change", details: { path, deleted: true } };
+    }
+    const emptyMode = st.mode & 0o7777;
+    rmdirSync(path);
+    ctx.state[stateKey(path)] = { emptyMode } satisfies Saved;
+    return {
+      result: "performed_change",
+      details: { path, deleted: true },
+      rollback: async () => {
+        recreate(path, emptyMode);
+        delete ctx.state[stateKey(path)];
+        return `recreated ${path}`;
+      },
+    };
   },
-  // A removal cannot be undone on teardown (the content is gone or was moved aside on purpose).
+  // Undo puts back what this action can: a directory moved aside, or an empty one. A forced deletion is gone.
   async undo(a, ctx) {
-    return { result: "noop", details: { path: targetPath(a.path, ctx, "path") } };
+    const path = targetPath(a.path, ctx, "path");
+    const saved = ctx.state[stateKey(path)] as Saved | undefined;
+    const backup = saved && "backup" in saved && lstatOrNull(saved.backup) ? saved.backup : null;
+    const emptyMode = saved && "emptyMode" in saved ? saved.emptyMode : null;
+    if (backup === null && emptyMode === null) {
+      if (!ctx.dryRun) delete ctx.state[stateKey(path)];
+      return { result: "noop", details: { path } };
+    }
+    if (lstatOrNull(path)) {
+      if (!ctx.dryRun) delete ctx.state[stateKey(path)];
+      return { result: "already_satisfied", details: { path, ...(backup ? { note: `${path} exists; ${backup} left aside` } : {}) } };
+    }
+    if (ctx.dryRun) return { result: "would_perform_change", details: { path, ...(backup ? { restore: backup } : { recreate: true }) } };
+    if (backup) renameSync(backup, path);
+    else recreate(path, emptyMode ?? 0o755);
+    delete ctx.state[stateKey(path)];
+    return { result: "performed_change", details: { path, ...(backup ? { restored: backup } : { recreated: true }) } };
   },
 };
+
+function recreate(path: string, mode: number): void {
+  if (lstatOrNull(path)) return;
+  mkdirSync(path, { mode });
+  chmodSync(path, mode);
+}

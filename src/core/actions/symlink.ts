@@ -1,91 +1,133 @@
-// symlink: link `dst` to a file or directory inside the pack.
-import { existsSync, readdirSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync } from "node:fs";
-import { basename, dirname, normalize } from "node:path";
+// symlink: make `dst` a link to `src` (a file or directory inside the pack).
+//   normalize: true  → the link target is src as an absolute, normalized path
+//                      (`.`/`..` and doubled separators collapsed, native separators);
+//   normalize: false → the link target is the pack dir and src joined verbatim.
+// Either way "already linked" compares resolved paths, and src must stay in the pack.
+import { readlinkSync, renameSync, rmSync, symlinkSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
 import * as v from "valibot";
-import { backupName, failed, lstatOrNull, packSource, targetPath } from "./paths.ts";
+import {
+  backupPath,
+  backupsOf,
+  errText,
+  existsOrPlanned,
+  expandPath,
+  failed,
+  lstatOrNull,
+  packPath,
+  statOrNull,
+  targetPath,
+} from "./paths.ts";
 import type { ActionContext, ActionDef, ActionOutcome } from "./types.ts";
 
 const Args = v.strictObject({
-  src: v.pipe(v.string(), v.minLength(1)),
-  dst: v.pipe(v.string(), v.minLength(1)),
+  src: v.pipe(v.string(), v.minLength(1, "must not be empty")),
+  dst: v.pipe(v.string(), v.minLength(1, "must not be empty")),
   backup: v.optional(v.boolean(), false),
   normalize: v.optional(v.boolean(), true),
   kind: v.optional(v.picklist(["auto", "file", "directory"]), "auto"),
 });
 type Args = v.InferOutput<typeof Args>;
 
-function resolveArgs(a: Args, ctx: ActionContext) {
-  let src = packSource(a.src, ctx, "src");
-  if (a.normalize) src = normalize(src);
-  return { src, dst: targetPath(a.dst, ctx, "dst") };
+interface Saved {
+  target: string;
+  backup: string | null;
 }
 
 const stateKey = (dst: string) => `symlink:${dst}`;
 
-function restoreBackup(dst: string, ctx: ActionContext): string {
-  const recorded = ctx.state[stateKey(dst)];
-  const candidates =
-    typeof recorded === "string"
-      ? [recorded]
-      : readdirSync(dirname(dst))
-          .filter((n) => n.startsWith(`${basename(dst)}.grex-bak.`))
-          .sort()
-          .reverse()
-          .map((n) => `${dirname(dst)}/${n}`);
-  const backup = candidates.find((c) => existsSync(c) || lstatOrNull(c));
-  if (!backup) return "";
-  renameSync(backup, dst);
-  delete ctx.state[stateKey(dst)];
-  return ` and restored ${backup}`;
+function resolveArgs(a: Args, ctx: ActionContext) {
+  const src = packPath(a.src, ctx, "src");
+  const raw = expandPath(a.src, ctx, "src");
+  const target = a.normalize ? src : isAbsolute(raw) ? raw : `${ctx.packDir}/${raw}`;
+  return { src, target, dst: targetPath(a.dst, ctx, "dst") };
 }
 
-function unlink(src: string, dst: string, ctx: ActionContext): ActionOutcome {
+/** Where the link at `dst` points (resolved), or null when dst is not a link. */
+function linkTarget(dst: string): string | null {
+  if (!lstatOrNull(dst)?.isSymbolicLink()) return null;
+  return resolve(dirname(dst), readlinkSync(dst));
+}
+
+function describeExisting(dst: string): string {
   const st = lstatOrNull(dst);
-  if (!st?.isSymbolicLink() || readlinkSync(dst) !== src) return { result: "already_satisfied", details: { dst } };
-  if (ctx.dryRun) return { result: "would_perform_change", details: { dst, remove: true } };
-  rmSync(dst);
-  const restored = restoreBackup(dst, ctx);
-  return { result: "performed_change", details: { dst, removed: true, restored: restored !== "" } };
+  if (st?.isSymbolicLink()) return `a link to ${readlinkSync(dst)}`;
+  return st?.isDirectory() ? "a directory" : "a file";
+}
+
+/** Put a backup back at `dst` (dst must be free). Returns the backup used, or null. */
+function restoreBackup(dst: string, preferred: string | null): string | null {
+  const backup = [preferred, ...backupsOf(dst)].find((b): b is string => b !== null && lstatOrNull(b) !== null);
+  if (!backup || lstatOrNull(dst)) return null;
+  renameSync(backup, dst);
+  return backup;
+}
+
+/** Remove our link and restore the backup it replaced. */
+function removeLink(src: string, dst: string, ctx: ActionContext): ActionOutcome {
+  const saved = ctx.state[stateKey(dst)] as Saved | undefined;
+  const ours = linkTarget(dst) === src;
+  // The link is gone already but a backup grex made is still aside: put it back.
+  const orphan = !lstatOrNull(dst) && saved?.backup != null && lstatOrNull(saved.backup) !== null;
+  if (!ours && !orphan) {
+    if (!ctx.dryRun) delete ctx.state[stateKey(dst)];
+    return { result: "already_satisfied", details: { dst } };
+  }
+  if (ctx.dryRun) return { result: "would_perform_change", details: { dst, remove: ours } };
+  if (ours) rmSync(dst);
+  const restored = restoreBackup(dst, saved?.backup ?? null);
+  delete ctx.state[stateKey(dst)];
+  return { result: "performed_change", details: { dst, removed: ours, ...(restored ? { restored } : {}) } };
 }
 
 export const symlinkAction: ActionDef<Args> = {
   name: "symlink",
   schema: Args,
   async apply(a, ctx) {
-    const { src, dst } = resolveArgs(a, ctx);
-    const srcStat = existsSync(src) ? statSync(src) : null;
-    if (!srcStat && a.kind === "auto") return failed(`source ${src} does not exist (kind: auto needs it to decide file or directory)`, { src });
-    if (srcStat && a.kind === "file" && !srcStat.isFile()) return failed(`source ${src} is not a file`, { src });
-    if (srcStat && a.kind === "directory" && !srcStat.isDirectory()) return failed(`source ${src} is not a directory`, { src });
-    const st = lstatOrNull(dst);
-    if (st?.isSymbolicLink() && readlinkSync(dst) === src) return { result: "already_satisfied", details: { src, dst } };
-    // In a dry run an earlier mkdir may be what creates the parent.
-    if (!existsSync(dirname(dst)) && !ctx.dryRun) return failed(`the parent directory of ${dst} does not exist; add a mkdir action before it`, { dst });
-    if (st && !a.backup) return failed(`${dst} already exists; set backup: true to move it aside`, { dst });
-    if (ctx.dryRun) return { result: "would_perform_change", details: { src, dst, backup: st !== null } };
-    let backup: string | null = null;
-    if (st) {
-      backup = backupName(dst);
-      renameSync(dst, backup);
+    const { src, target, dst } = resolveArgs(a, ctx);
+    const srcStat = statOrNull(src);
+    if (!srcStat && a.kind === "auto") {
+      return failed(`source ${src} does not exist (kind: auto needs it to tell a file from a directory); add it to the pack or set kind`, { src });
     }
+    if (srcStat && a.kind === "file" && srcStat.isDirectory()) return failed(`source ${src} is a directory but kind is file; fix kind`, { src });
+    if (srcStat && a.kind === "directory" && !srcStat.isDirectory()) return failed(`source ${src} is not a directory but kind is directory; fix kind`, { src });
+    if (linkTarget(dst) === src) return { result: "already_satisfied", details: { src, dst } };
+    if (!existsOrPlanned(dirname(dst), ctx)) {
+      return failed(`the directory of ${dst} does not exist; add a mkdir action for ${dirname(dst)} before this symlink`, { dst });
+    }
+    const existing = lstatOrNull(dst);
+    if (existing && !a.backup) {
+      return failed(`${dst} already exists (${describeExisting(dst)}); set backup: true to move it aside, or remove it`, { dst });
+    }
+    if (ctx.dryRun) {
+      ctx.planned.add(dst);
+      return { result: "would_perform_change", details: { src, dst, ...(existing ? { backup: `${dst}.grex-bak.<timestamp>` } : {}) } };
+    }
+    const backup = existing ? backupPath(dst, ctx) : null;
+    if (backup) renameSync(dst, backup);
+    const isDir = a.kind === "directory" || (a.kind === "auto" && srcStat?.isDirectory() === true);
     try {
-      symlinkSync(src, dst, srcStat?.isDirectory() || a.kind === "directory" ? "dir" : "file");
+      symlinkSync(target, dst, isDir ? (ctx.os === "windows" ? "junction" : "dir") : "file");
     } catch (err) {
       if (backup) renameSync(backup, dst);
-      return failed(`could not create the link ${dst} (${err instanceof Error ? err.message : String(err)})`, { dst });
+      return failed(`could not create the link ${dst} (${errText(err)}); check permissions${ctx.os === "windows" ? " or enable Developer Mode" : ""}`, { dst });
     }
-    if (backup) ctx.state[stateKey(dst)] = backup;
+    const prior = ctx.state[stateKey(dst)] as Saved | undefined;
+    ctx.state[stateKey(dst)] = { target, backup: backup ?? prior?.backup ?? null } satisfies Saved;
     return {
       result: "performed_change",
       details: { src, dst, ...(backup ? { backup } : {}) },
       rollback: async () => {
-        unlink(src, dst, ctx);
-        return `removed link ${dst}${backup ? " and restored the backup" : ""}`;
+        if (linkTarget(dst) === src) rmSync(dst);
+        const restored = backup ? restoreBackup(dst, backup) : null;
+        if (prior) ctx.state[stateKey(dst)] = prior;
+        else delete ctx.state[stateKey(dst)];
+        return `removed the link ${dst}${restored ? ` and restored ${restored}` : ""}`;
       },
     };
   },
   async undo(a, ctx) {
     const { src, dst } = resolveArgs(a, ctx);
-    return unlink(src, dst, ctx);
+    return removeLink(src, dst, ctx);
   },
 };

@@ -1,42 +1,44 @@
-// when: run nested actions only if every condition holds; otherwise they are skipped, not failed.
+// when: run nested actions only if every condition holds (os and/or
+// all_of/any_of/none_of, a conjunction); otherwise the step is skipped, not
+// failed. On teardown the same conditions decide whether the nested actions are undone.
 import * as v from "valibot";
-import { currentOs } from "../os.ts";
-import { conditionsHold } from "./conditions.ts";
-import type { ActionContext, ActionDef, ActionOutcome } from "./types.ts";
+import { COMBINERS, allHold, conditionEntries, conditionField } from "./conditions.ts";
+import type { ActionContext, ActionDef, ActionOutcome, StepResult } from "./types.ts";
 
-const Args = v.strictObject({
-  os: v.optional(v.picklist(["linux", "macos", "windows"])),
-  all_of: v.optional(v.array(v.unknown())),
-  any_of: v.optional(v.array(v.unknown())),
-  none_of: v.optional(v.array(v.unknown())),
-  actions: v.array(v.record(v.string(), v.unknown())),
-});
+const Args = v.pipe(
+  v.strictObject({
+    os: v.optional(v.picklist(["linux", "macos", "windows"], "must be linux, macos or windows")),
+    all_of: v.optional(conditionField("all_of")),
+    any_of: v.optional(conditionField("any_of")),
+    none_of: v.optional(conditionField("none_of")),
+    actions: v.array(v.record(v.string(), v.unknown()), "must be a list of actions"),
+  }),
+  v.check((a) => conditionEntries(a).length > 0, `needs a condition: os and/or ${COMBINERS.join(", ")}`),
+);
 type Args = v.InferOutput<typeof Args>;
 
-function holds(a: Args, ctx: ActionContext): boolean {
-  const { actions: _, ...conds } = a;
-  const defined = Object.fromEntries(Object.entries(conds).filter(([, val]) => val !== undefined));
-  return conditionsHold(defined, ctx, `${ctx.where}.when`);
+function summarise(results: StepResult[], dryRun: boolean): StepResult {
+  if (results.includes("failed")) return "failed";
+  if (results.some((r) => r === "performed_change" || r === "would_perform_change")) return dryRun ? "would_perform_change" : "performed_change";
+  if (results.includes("skipped")) return "skipped";
+  return "already_satisfied";
 }
 
 async function nested(a: Args, ctx: ActionContext, undo: boolean): Promise<ActionOutcome> {
-  if (!holds(a, ctx)) return { result: "skipped", details: { reason: "conditions not met", os: currentOs() } };
-  const where = `${ctx.where}.when.actions`;
+  if (!allHold(conditionEntries(a), ctx)) return { result: "skipped", details: { reason: "conditions not met" } };
+  const where = `${ctx.where}.actions`;
   const r = undo ? await ctx.undoNested(a.actions, where) : await ctx.runNested(a.actions, where);
-  const changed = r.steps.some((s) => s.result === "performed_change" || s.result === "would_perform_change");
   const out: ActionOutcome = {
-    result: r.failed ? "failed" : changed ? (ctx.dryRun ? "would_perform_change" : "performed_change") : "already_satisfied",
-    details: { nested: r.steps.length },
+    result: summarise(r.steps.map((s) => s.result), ctx.dryRun),
+    details: { actions: a.actions.length },
     nested: r.steps,
+    nestedRollbacks: r.rollbacks,
     skipRest: r.skipRest,
   };
-  if (r.failed) out.failure = r.failed;
-  if (r.rollbacks.length > 0) {
-    out.rollback = async () => {
-      const done: string[] = [];
-      for (const rb of [...r.rollbacks].reverse()) done.push(await rb());
-      return done.join("; ");
-    };
+  if (r.failed) {
+    out.result = "failed";
+    out.failure = r.failed;
+    out.details.reason = r.failed.reason;
   }
   return out;
 }

@@ -11,6 +11,7 @@ export async function cloneAtomically(dir: string, signal: AbortSignal, fill: (t
   if (fs.existsSync(dir) && !isEmptyDir(dir)) throw packOpError(`${dir} already exists and is not empty; remove it or choose another path.`);
   const parent = dirname(dir);
   const made = fs.mkdirSync(parent, { recursive: true }); // first directory created, if any
+  removeDeadClones(parent, basename(dir));
   const tmp = join(parent, `.${basename(dir)}.grex-clone-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
   try {
     const head = await fill(tmp);
@@ -21,6 +22,35 @@ export async function cloneAtomically(dir: string, signal: AbortSignal, fill: (t
     fs.rmSync(tmp, { recursive: true, force: true });
     if (made !== undefined) removeEmptyUpTo(parent, made);
     throw err;
+  }
+}
+
+/**
+ * A clone killed mid-way (SIGKILL, power loss) leaves its hidden temp dir
+ * behind; remove those of `name` whose process is gone, so they do not pile up
+ * as untracked clutter next to the pack. A live owner's dir is left alone.
+ */
+function removeDeadClones(parent: string, name: string): void {
+  const prefix = `.${name}.grex-clone-`;
+  let entries: string[];
+  try {
+    entries = fs.readdirSync(parent).filter((n) => n.startsWith(prefix));
+  } catch {
+    return;
+  }
+  for (const entry of entries) {
+    const pid = Number(/^(\d+)-/.exec(entry.slice(prefix.length))?.[1]);
+    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || processAlive(pid)) continue;
+    fs.rmSync(join(parent, entry), { recursive: true, force: true });
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as { code?: string }).code === "EPERM"; // exists, owned by someone else
   }
 }
 

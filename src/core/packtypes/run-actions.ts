@@ -35,8 +35,9 @@ function brackets(run: PackRun): Brackets {
     onStarted: (idx, action) => appendEvents(run.ws, [makeEvent("action_started", run.id, { action, idx })], run.signal),
     onCompleted: (idx, action, changed) =>
       appendEvents(run.ws, [makeEvent("action_completed", run.id, { action, idx, changed })], run.signal),
+    // No signal here: a cancelled run must still close its bracket.
     onHalted: (idx, action, reason, stderr) =>
-      appendEvents(run.ws, [makeEvent("action_halted", run.id, { action, idx, reason, stderr })], run.signal),
+      appendEvents(run.ws, [makeEvent("action_halted", run.id, { action, idx, reason, stderr })]),
   };
 }
 

@@ -1,0 +1,357 @@
+// `grex serve --http`: MCP Streamable HTTP at /mcp on Bun.serve. Each client
+// session (Mcp-Session-Id) gets one SDK web-standard transport and one of our
+// McpSessions; all sessions share the server's scheduler. In front of the
+// transport: Host/Origin checks (DNS rebinding), the bearer token, a body cap.
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { GrexError, usageError } from "../core/errors.ts";
+import { McpSession, type Id, type ServerOptions } from "./server.ts";
+
+/** Request bodies larger than this are answered 413 without being read further. */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+export const MCP_PATH = "/mcp";
+export const DEFAULT_PORT = 8080;
+/** Sessions kept at once; a new initialize beyond this is answered 503. */
+const MAX_SESSIONS = 256;
+/** A session with no request in flight and no traffic for this long is closed (clients that never DELETE). */
+const IDLE_SESSION_MS = 30 * 60_000;
+const SWEEP_MS = 60_000;
+/** How long stop() lets open responses flush before cutting connections. */
+const FLUSH_MS = 2_000;
+
+export interface HttpServeOptions {
+  /** host:port ("[::1]:8080" for IPv6); a bare port means 127.0.0.1. Port 0 picks a free one. */
+  addr: string;
+  /** Bearer token every request must carry; required unless bound to loopback. */
+  token: string | undefined;
+  server: ServerOptions;
+  log(message: string): void;
+}
+
+export interface HttpServer {
+  /** The MCP endpoint, e.g. http://127.0.0.1:8080/mcp. */
+  url: string;
+  /** Stop accepting sessions, let in-flight calls finish (session.drain), close every session and the listener. */
+  stop(): Promise<void>;
+  /** Cancel every in-flight call (they answer -32800); use before or during stop() for a fast exit. */
+  abort(): void;
+  /** Open sessions (for tests and diagnostics). */
+  sessionCount(): number;
+}
+
+const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "::1", "[::1]"]);
+
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase();
+  return LOOPBACK_NAMES.has(h) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/** "127.0.0.1:8080", "[::1]:0", "8080" → hostname and port; a usage error for anything else. */
+export function parseAddr(addr: string): { hostname: string; port: number } {
+  const bad = () => usageError(`Invalid --http address '${addr}': use host:port such as 127.0.0.1:8080 ([::1]:8080 for IPv6).`, { field: "http" });
+  const text = addr.trim();
+  let hostname: string;
+  let portText: string;
+  const v6 = /^\[([0-9A-Fa-f:.]+)\]:(\d+)$/.exec(text);
+  if (v6) {
+    hostname = v6[1] as string;
+    portText = v6[2] as string;
+  } else if (/^\d+$/.test(text)) {
+    hostname = "127.0.0.1";
+    portText = text;
+  } else {
+    const parts = text.split(":");
+    if (parts.length !== 2 || parts[0] === "" || !/^\d+$/.test(parts[1] as string)) throw bad();
+    hostname = parts[0] as string;
+    portText = parts[1] as string;
+  }
+  const port = Number(portText);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw bad();
+  return { hostname, port };
+}
+
+const json = (status: number, body: object, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json", ...headers } });
+
+/** Transport-level errors have no request to answer: id null, like the SDK's own. */
+const rpcError = (status: number, code: number, message: string, headers?: Record<string, string>) =>
+  json(status, { jsonrpc: "2.0", id: null, error: { code, message } }, headers);
+
+const unauthorized = () => rpcError(401, -32001, "Unauthorized", { "WWW-Authenticate": 'Bearer realm="grex"' });
+
+/** Split a Host header ("name:port", "[v6]:port", "name") into hostname and port (80 when absent). */
+function splitHost(host: string): { hostname: string; port: number } | undefined {
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[^:[\]]+)(?::(\d+))?$/.exec(host.trim());
+  if (!m) return undefined;
+  return { hostname: (m[1] as string).toLowerCase(), port: m[2] === undefined ? 80 : Number(m[2]) };
+}
+
+/**
+ * DNS-rebinding guard. Bound to loopback: Host must name a loopback address (or
+ * the bound name) with our port, and a browser Origin must be a loopback origin.
+ * Bound elsewhere the token is the protection; a cross-origin browser request
+ * (Origin host differing from Host) is still refused.
+ */
+function makeHostGuard(boundHost: string, port: () => number, loopback: boolean) {
+  const bound = boundHost.includes(":") ? `[${boundHost.toLowerCase()}]` : boundHost.toLowerCase();
+  const forbidden = (what: string, value: string | null) => rpcError(403, -32000, `Forbidden: invalid ${what} header${value === null ? "" : ` '${value}'`}.`);
+  return (req: Request): Response | undefined => {
+    const host = req.headers.get("host");
+    const origin = req.headers.get("origin");
+    if (loopback) {
+      const h = host === null ? undefined : splitHost(host);
+      if (!h || !(isLoopbackHost(h.hostname) || h.hostname === bound) || h.port !== port()) return forbidden("Host", host);
+      if (origin !== null) {
+        let o: URL | undefined;
+        try {
+          o = new URL(origin);
+        } catch {
+          o = undefined;
+        }
+        if (!o || (o.protocol !== "http:" && o.protocol !== "https:") || !isLoopbackHost(o.hostname)) return forbidden("Origin", origin);
+      }
+      return undefined;
+    }
+    if (origin !== null) {
+      let originHost: string | undefined;
+      try {
+        originHost = new URL(origin).host.toLowerCase();
+      } catch {
+        originHost = undefined;
+      }
+      if (originHost === undefined || originHost !== host?.toLowerCase()) return forbidden("Origin", origin);
+    }
+    return undefined;
+  };
+}
+
+/** Constant-time bearer check: both sides hashed to equal-length digests first. */
+function makeAuth(token: string | undefined): (req: Request) => boolean {
+  if (token === undefined) return () => true;
+  const expected = createHash("sha256").update(token, "utf8").digest();
+  return (req) => {
+    const header = req.headers.get("authorization") ?? "";
+    const m = /^Bearer +(\S.*)$/i.exec(header.trim());
+    const given = createHash("sha256").update(m ? (m[1] as string) : "", "utf8").digest();
+    return timingSafeEqual(given, expected) && m !== null;
+  };
+}
+
+/** The body as text, or "too large" once it passes `max` bytes (declared or streamed). */
+async function readBody(req: Request, max: number): Promise<{ text: string } | { tooLarge: true }> {
+  const declared = req.headers.get("content-length");
+  if (declared !== null && Number(declared) > max) return { tooLarge: true };
+  if (req.body === null) return { text: "" };
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > max) {
+        void reader.cancel().catch(() => {});
+        return { tooLarge: true };
+      }
+      chunks.push(value);
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  return { text: Buffer.concat(chunks, size).toString("utf8") };
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+
+interface Entry {
+  transport: WebStandardStreamableHTTPServerTransport;
+  session: McpSession;
+  lastSeen: number;
+  /** Request ids received and not yet answered: a session with any is never idle. */
+  pending: Set<Id>;
+}
+
+/** Start serving; resolves once listening. Refuses a non-loopback bind without a token. */
+export async function serveHttp(opts: HttpServeOptions): Promise<HttpServer> {
+  const { hostname, port: wantedPort } = parseAddr(opts.addr);
+  const token = opts.token === "" ? undefined : opts.token;
+  const loopback = isLoopbackHost(hostname);
+  if (!loopback && token === undefined) {
+    throw usageError(
+      `Refusing to serve MCP on non-loopback address ${opts.addr} without a token; pass --token (or set GREX_MCP_TOKEN), or bind 127.0.0.1.`,
+      { field: "token" },
+    );
+  }
+  const { WebStandardStreamableHTTPServerTransport: Transport } = await import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js");
+  const debug = (m: string) => opts.server.debug?.(1, `http: ${m}`);
+  const sessions = new Map<string, Entry>();
+  let accepting = true;
+  let boundPort = wantedPort;
+  const hostGuard = makeHostGuard(hostname, () => boundPort, loopback);
+  const authorized = makeAuth(token);
+
+  async function newSession(): Promise<Entry> {
+    const transport = new Transport({
+      sessionIdGenerator: () => crypto.randomUUID(),
+      onsessioninitialized: (sid) => {
+        sessions.set(sid, entry);
+        debug(`session ${sid} opened (${sessions.size} open)`);
+      },
+    });
+    const pending = new Set<Id>();
+    const session = new McpSession(opts.server, (msg, related) => {
+      if (isObject(msg) && (typeof msg.id === "string" || typeof msg.id === "number") && ("result" in msg || "error" in msg)) pending.delete(msg.id);
+      const options = related ? { relatedRequestId: related.requestId } : undefined;
+      // A client that dropped its stream cannot get the answer: nothing to do but note it.
+      transport.send(msg as JSONRPCMessage, options).catch((err: unknown) => debug(`undeliverable message: ${err instanceof Error ? err.message : String(err)}`));
+    });
+    const entry: Entry = { transport, session, lastSeen: Date.now(), pending };
+    transport.onmessage = (msg: unknown) => {
+      entry.lastSeen = Date.now();
+      if (isObject(msg) && typeof msg.method === "string" && (typeof msg.id === "string" || typeof msg.id === "number")) pending.add(msg.id);
+      session.handleMessage(msg);
+    };
+    transport.onclose = () => {
+      const sid = transport.sessionId;
+      if (sid !== undefined && sessions.get(sid) === entry) sessions.delete(sid);
+      debug(`session ${sid ?? "(uninitialized)"} closed`);
+      // Nobody is left to read answers: cancel what is still running.
+      session.abortAll();
+      void session.end();
+    };
+    // A `shutdown` request ends this client's session, never the whole server.
+    void session.shutdownRequested.then(() => transport.close());
+    await transport.start();
+    return entry;
+  }
+
+  async function handle(req: Request): Promise<Response> {
+    const blocked = hostGuard(req);
+    if (blocked) return blocked;
+    if (new URL(req.url).pathname !== MCP_PATH) return rpcError(404, -32000, `Not Found: the MCP endpoint is ${MCP_PATH}.`);
+    if (!authorized(req)) return unauthorized();
+    const sid = req.headers.get("mcp-session-id");
+    const existing = () => {
+      if (sid === null) return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required; send initialize first.");
+      const entry = sessions.get(sid);
+      if (!entry) return rpcError(404, -32001, "Session not found");
+      entry.lastSeen = Date.now();
+      return entry;
+    };
+    if (req.method === "GET" || req.method === "DELETE") {
+      const entry = existing();
+      return entry instanceof Response ? entry : entry.transport.handleRequest(req);
+    }
+    if (req.method !== "POST") {
+      return rpcError(405, -32000, "Method Not Allowed: use POST, GET or DELETE.", { Allow: "GET, POST, DELETE" });
+    }
+    const body = await readBody(req, MAX_BODY_BYTES);
+    if ("tooLarge" in body) return rpcError(413, -32000, `Payload Too Large: request bodies are limited to ${MAX_BODY_BYTES} bytes.`);
+    let msg: unknown;
+    try {
+      msg = JSON.parse(body.text);
+    } catch {
+      return rpcError(400, -32700, "Parse error: the body is not valid JSON.");
+    }
+    if (Array.isArray(msg)) return rpcError(400, -32600, "Invalid Request: JSON-RPC batches are not supported; send one message per request.");
+    if (sid !== null) {
+      const entry = existing();
+      return entry instanceof Response ? entry : entry.transport.handleRequest(req, { parsedBody: msg });
+    }
+    if (!isObject(msg) || msg.method !== "initialize") return existing() as Response;
+    if (!accepting) return rpcError(503, -32000, "Service Unavailable: the server is shutting down.");
+    if (sessions.size >= MAX_SESSIONS) return rpcError(503, -32000, `Service Unavailable: ${MAX_SESSIONS} sessions are open; close one (HTTP DELETE) and retry.`);
+    const entry = await newSession();
+    const res = await entry.transport.handleRequest(req, { parsedBody: msg });
+    // The transport refused the initialize (bad headers or params): no session came of it.
+    if (entry.transport.sessionId === undefined) await entry.transport.close();
+    return res;
+  }
+
+  let server: ReturnType<typeof Bun.serve>;
+  try {
+    server = Bun.serve({
+      hostname,
+      port: wantedPort,
+      // SSE streams are kept alive by the transport's 15 s comments.
+      idleTimeout: 60,
+      // Backstop only: handle() answers 413 itself with a JSON-RPC body.
+      maxRequestBodySize: MAX_BODY_BYTES * 2,
+      fetch: (req) =>
+        handle(req).catch((err: unknown) => {
+          opts.log(`internal error handling ${req.method} ${new URL(req.url).pathname}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+          return rpcError(500, -32603, "Internal error.");
+        }),
+    });
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    throw new GrexError("generic", `Cannot listen on ${opts.addr} (${why.replace(/\.$/, "")}); pick another address with --http host:port.`);
+  }
+  boundPort = server.port ?? wantedPort;
+  const urlHost = hostname.includes(":") ? `[${hostname}]` : hostname;
+
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const e of sessions.values()) {
+      if (e.pending.size === 0 && now - e.lastSeen > IDLE_SESSION_MS) void e.transport.close();
+    }
+  }, SWEEP_MS);
+  sweep.unref();
+
+  let stopping: Promise<void> | undefined;
+  return {
+    url: `http://${urlHost}:${boundPort}${MCP_PATH}`,
+    sessionCount: () => sessions.size,
+    abort() {
+      for (const e of sessions.values()) e.session.abortAll();
+    },
+    stop() {
+      stopping ??= (async () => {
+        accepting = false;
+        clearInterval(sweep);
+        // Stop listening; open connections stay so in-flight answers reach their clients.
+        const closed = server.stop(false);
+        const open = [...sessions.values()];
+        // end(): new requests are refused, in-flight ones finish (drain).
+        await Promise.all(open.map((e) => e.session.end()));
+        await Promise.all(open.map((e) => e.transport.close()));
+        await Promise.race([closed, new Promise<void>((r) => setTimeout(r, FLUSH_MS).unref())]);
+        await server.stop(true);
+      })();
+      return stopping;
+    },
+  };
+}
+
+/**
+ * What `grex serve --http` runs: serve until SIGINT/SIGTERM, then stop
+ * gracefully (in-flight calls drain); a second signal cancels them.
+ */
+export async function serveHttpUntilSignal(opts: HttpServeOptions): Promise<void> {
+  const http = await serveHttp(opts);
+  opts.log(`MCP over Streamable HTTP at ${http.url}${opts.token ? " (bearer token required)" : ""}; Ctrl-C to stop.`);
+  await new Promise<void>((resolve) => {
+    const onSignal = () => {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+      resolve();
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+  });
+  opts.log("stopping: finishing in-flight calls (signal again to cancel them).");
+  const force = () => {
+    opts.log("cancelling in-flight calls.");
+    http.abort();
+  };
+  process.once("SIGINT", force);
+  process.once("SIGTERM", force);
+  try {
+    await http.stop();
+  } finally {
+    process.off("SIGINT", force);
+    process.off("SIGTERM", force);
+  }
+}

@@ -1,0 +1,201 @@
+// `grex mcp status|call`: a small MCP client for any server, over Streamable
+// HTTP (--url, bearer --token) or a stdio server spawned from the command
+// after `--`. Not an MCP tool itself. The client (and the SDK) load lazily.
+import * as v from "valibot";
+import { packOpError, usageError } from "../core/errors.ts";
+import type { CallResult, ClientTarget, StatusResult, ToolInfo } from "../mcp/client.ts";
+import { defineVerb, type RenderStyle } from "./types.ts";
+
+export const DEFAULT_CLIENT_TIMEOUT_MS = 10_000;
+
+const Tool = v.object({
+  name: v.string(),
+  title: v.optional(v.string()),
+  description: v.optional(v.string()),
+  read_only: v.boolean(),
+  destructive: v.boolean(),
+  idempotent: v.boolean(),
+  open_world: v.boolean(),
+  input_schema: v.record(v.string(), v.unknown()),
+  output_schema: v.optional(v.record(v.string(), v.unknown())),
+});
+
+const Status = v.object({
+  transport: v.picklist(["http", "stdio"]),
+  endpoint: v.string(),
+  server: v.object({ name: v.string(), version: v.string(), title: v.optional(v.string()) }),
+  protocol_version: v.string(),
+  capabilities: v.record(v.string(), v.unknown()),
+  instructions: v.optional(v.string()),
+  tools: v.array(Tool),
+});
+
+const Call = v.object({
+  tool: v.string(),
+  is_error: v.boolean(),
+  content: v.array(v.record(v.string(), v.unknown())),
+  structured_content: v.optional(v.record(v.string(), v.unknown())),
+});
+
+type McpResult = StatusResult | CallResult;
+
+const isStatus = (r: McpResult): r is StatusResult => "tools" in r;
+
+/** `--args '{"long":true}'` → the arguments object (usage error otherwise). */
+export function parseToolArgs(text: string | undefined): Record<string, unknown> {
+  if (text === undefined) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    const why = err instanceof Error ? err.message.replace(/\.$/, "") : "not JSON";
+    throw usageError(`Invalid --args: not valid JSON (${why}); pass a JSON object such as '{"long":true}'.`, { field: "args" });
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+    throw usageError(`Invalid --args: tool arguments must be a JSON object such as '{"long":true}'.`, { field: "args" });
+  }
+  return parsed as Record<string, unknown>;
+}
+
+function hints(t: ToolInfo): string {
+  const h = [t.read_only ? "read-only" : t.destructive ? "destructive" : "non-destructive"];
+  if (t.idempotent) h.push("idempotent");
+  if (!t.open_world) h.push("closed-world");
+  return h.join(", ");
+}
+
+function renderStatus(r: StatusResult, style: RenderStyle): string {
+  const bullet = style.plain ? "-" : "•";
+  const caps = Object.entries(r.capabilities);
+  const out = [
+    `Server: ${r.server.name} ${r.server.version}${r.server.title ? ` (${r.server.title})` : ""}`,
+    `Protocol: ${r.protocol_version}`,
+    `Transport: ${r.transport} ${r.endpoint}`,
+    `Capabilities:${caps.length === 0 ? " none" : ""}`,
+    ...caps.map(([k, val]) => `  - ${k}: ${JSON.stringify(val)}`),
+  ];
+  if (r.instructions) {
+    const lines = r.instructions.trim().split("\n");
+    out.push(lines.length === 1 ? `Instructions: ${lines[0]}` : ["Instructions:", ...lines.map((l) => (l === "" ? "" : `  ${l}`))].join("\n"));
+  }
+  out.push("", `Tools (${r.tools.length}):`);
+  for (const t of r.tools) {
+    out.push(`  ${bullet} ${t.name}${t.title ? ` - ${t.title}` : ""}  [${hints(t)}]`);
+    if (t.description) out.push(`    ${t.description.replace(/\s*\n\s*/g, " ")}`);
+  }
+  if (r.tools.length === 0) out.push("  (none)");
+  return out.join("\n");
+}
+
+export const mcpVerb = defineVerb({
+  name: "mcp",
+  description:
+    "Talk to any MCP server: `mcp status` initializes and lists its tools, `mcp call <tool> [--args JSON]` calls one; connect with --url (Streamable HTTP, bearer --token or env GREX_MCP_TOKEN) or spawn a stdio server given after `--`.",
+  params: v.strictObject({
+    subcommand: v.string(),
+    tool: v.optional(v.string()),
+    command: v.optional(v.array(v.string())),
+    url: v.optional(v.string()),
+    token: v.optional(v.string()),
+    args: v.optional(v.string()),
+    timeout: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1, "must be at least 1 (milliseconds)"))),
+  }),
+  result: v.union([Status, Call]) as v.GenericSchema<McpResult>,
+  readOnly: false,
+  destructive: false,
+  mcp: false,
+  cli: {
+    args: "<subcommand> [tool] [...command]",
+    positionals: ["subcommand", "tool", "...command"],
+    flags: [
+      { flag: "--url <url>", description: "Streamable HTTP endpoint of the server (e.g. http://127.0.0.1:8080/mcp)" },
+      { flag: "--token <token>", description: "Bearer token for --url (default: env GREX_MCP_TOKEN)" },
+      { flag: "--args <json>", description: "Tool arguments for `call`, as a JSON object" },
+      { flag: "--timeout <ms>", description: `How long to wait for each answer (default ${DEFAULT_CLIENT_TIMEOUT_MS})`, number: true },
+    ],
+  },
+  async run(ctx, p, signal) {
+    const sub = p.subcommand;
+    if (sub !== "status" && sub !== "call") {
+      throw usageError(`Unknown subcommand 'mcp ${sub}'; use \`grex mcp status\` or \`grex mcp call <tool>\`.`, { field: "subcommand" });
+    }
+    const command = p.command ?? [];
+    if (sub === "status" && p.tool !== undefined) {
+      throw usageError(`\`grex mcp status\` takes no tool name; give the server command after \`--\` (grex mcp status -- ${p.tool} …).`, { field: "tool" });
+    }
+    if (sub === "call" && p.tool === undefined) {
+      throw usageError("`grex mcp call` needs a tool name: grex mcp call <tool> [--args JSON] (--url URL | -- command…).", { field: "tool" });
+    }
+    if (p.url !== undefined && command.length > 0) {
+      throw usageError("Give either --url or a server command after `--`, not both.", { field: "url" });
+    }
+    if (p.url === undefined && command.length === 0) {
+      throw usageError(`No MCP server given; pass --url URL or a command after \`--\` (grex mcp ${sub} -- grex serve).`, { field: "url" });
+    }
+    if (p.url !== undefined) {
+      let url: URL | undefined;
+      try {
+        url = new URL(p.url);
+      } catch {
+        url = undefined;
+      }
+      if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) {
+        throw usageError(`Invalid --url '${p.url}': use an http:// or https:// address such as http://127.0.0.1:8080/mcp.`, { field: "url" });
+      }
+    } else if (p.token !== undefined) {
+      throw usageError("--token applies to --url only; a spawned stdio server takes its credentials from its own flags or environment.", { field: "token" });
+    }
+    const toolArgs = sub === "call" ? parseToolArgs(p.args) : {};
+    if (sub === "status" && p.args !== undefined) throw usageError("--args applies to `grex mcp call` only.", { field: "args" });
+    const envToken = ctx.env.GREX_MCP_TOKEN;
+    const token = p.token ?? (envToken !== undefined && envToken !== "" ? envToken : undefined);
+    const target: ClientTarget = {
+      cwd: ctx.cwd,
+      env: ctx.env,
+      timeoutMs: p.timeout ?? DEFAULT_CLIENT_TIMEOUT_MS,
+      debug: ctx.debug,
+    };
+    if (p.url !== undefined) {
+      target.url = p.url;
+      if (token !== undefined) target.token = token;
+    } else target.command = command;
+    const client = await import("../mcp/client.ts");
+    if (sub === "status") return client.mcpStatus(target, signal);
+    return client.mcpCall(target, p.tool as string, toolArgs, signal);
+  },
+  render(r, _p, style) {
+    if (isStatus(r)) return renderStatus(r, style);
+    return callText(r);
+  },
+  failure(r) {
+    if (isStatus(r) || !r.is_error) return undefined;
+    return packOpError(`The tool '${r.tool}' returned an error result: ${errorSummary(r)}.`, { tool: r.tool });
+  },
+});
+
+function callText(r: CallResult): string {
+  const parts = r.content.map((c) => {
+    if (c.type === "text") return typeof c.text === "string" ? c.text : "";
+    if (c.type === "image" || c.type === "audio") {
+      const size = typeof c.data === "string" ? Math.floor((c.data.length * 3) / 4) : 0;
+      return `[${c.type} ${String(c.mimeType ?? "")}, ${size} bytes]`;
+    }
+    if (c.type === "resource") {
+      const res = c.resource !== null && typeof c.resource === "object" ? (c.resource as Record<string, unknown>) : {};
+      return typeof res.text === "string" ? res.text : `[resource ${String(res.uri ?? "")}]`;
+    }
+    if (c.type === "resource_link") return `[link ${String(c.uri ?? "")}]`;
+    return `[${String(c.type)} content]`;
+  });
+  if (parts.length === 0 && r.structured_content !== undefined) return JSON.stringify(r.structured_content, null, 2);
+  return parts.join("\n");
+}
+
+/** A one-line reason for an isError result: grex's `error.message`, else the first text line. */
+function errorSummary(r: CallResult): string {
+  const sc = r.structured_content;
+  const err = sc !== undefined && sc.error !== null && typeof sc.error === "object" ? (sc.error as Record<string, unknown>) : undefined;
+  let text = typeof err?.message === "string" ? err.message : callText(r).split("\n").find((l) => l.trim() !== "") ?? "no details given";
+  text = text.trim().replace(/\.$/, "");
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
+}

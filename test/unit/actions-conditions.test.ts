@@ -1,0 +1,258 @@
+// require and when: predicates, nestable combiners, Windows-only predicates
+// off Windows, on_fail modes, skipped nested actions, teardown of `when`.
+import { afterEach, describe, expect, test } from "bun:test";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type RunOptions, runActions, teardownActions } from "../../src/core/actions/executor.ts";
+import { parseActionItem } from "../../src/core/actions/index.ts";
+import type { ActionItem, PackState, StepResult } from "../../src/core/actions/types.ts";
+import { GrexError } from "../../src/core/errors.ts";
+import type { OsName } from "../../src/core/os.ts";
+
+let root: string;
+let home: string;
+let pack: string;
+afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+function sandbox(): void {
+  root = mkdtempSync(join(tmpdir(), "grex-actions-cond-"));
+  home = join(root, "home");
+  pack = join(root, "pack");
+  mkdirSync(home);
+  mkdirSync(join(pack, "files"), { recursive: true });
+  writeFileSync(join(pack, "files", "app.conf"), "x\n");
+  mkdirSync(join(root, "bin"));
+  writeFileSync(join(root, "bin", "grex-fake-tool"), "#!/bin/sh\n");
+  chmodSync(join(root, "bin", "grex-fake-tool"), 0o755);
+  writeFileSync(join(root, "bin", "not-executable"), "");
+}
+
+const hooks = { onStarted: async () => {}, onCompleted: async () => {}, onHalted: async () => {} };
+
+function opts(extra: Partial<RunOptions> = {}, state: PackState = {}): RunOptions {
+  return {
+    packId: "p",
+    packDir: pack,
+    dryRun: false,
+    env: { HOME: home, PATH: `${join(root, "bin")}:/usr/bin:/bin` },
+    signal: new AbortController().signal,
+    state,
+    processEnv: {},
+    os: "linux",
+    ...extra,
+  };
+}
+
+const results = (r: { steps: Array<{ result: StepResult }> }) => r.steps.map((s) => s.result);
+
+/** Whether `require: {<cond>}` holds (on_fail: warn turns "no" into a noop step). */
+async function holds(cond: Record<string, unknown>, os: OsName = "linux"): Promise<boolean> {
+  const r = await runActions([{ require: { ...cond, on_fail: "warn" } }], opts({ os }), hooks);
+  if (r.failed) throw new Error(r.failed.reason);
+  return r.steps[0]?.result === "already_satisfied";
+}
+
+describe("predicates", () => {
+  test("path_exists resolves against the pack dir and expands variables", async () => {
+    sandbox();
+    expect(await holds({ path_exists: "files/app.conf" })).toBe(true);
+    expect(await holds({ path_exists: "files/nope" })).toBe(false);
+    expect(await holds({ path_exists: "$HOME" })).toBe(true);
+    expect(await holds({ path_exists: "~" })).toBe(true);
+  });
+
+  test("cmd_available searches PATH without a shell", async () => {
+    sandbox();
+    expect(await holds({ cmd_available: "grex-fake-tool" })).toBe(true);
+    expect(await holds({ cmd_available: "not-executable" })).toBe(false);
+    expect(await holds({ cmd_available: "grex-definitely-missing" })).toBe(false);
+    expect(await holds({ cmd_available: `${join(root, "bin", "grex-fake-tool")}` })).toBe(true);
+    // A shell would run this; a PATH lookup just fails.
+    expect(await holds({ cmd_available: "sh; touch pwned" })).toBe(false);
+    expect(await holds({ cmd_available: "$(touch pwned2)" })).toBe(false);
+    expect(existsSync(join(pack, "pwned"))).toBe(false);
+  });
+
+  test("os and symlink_ok", async () => {
+    sandbox();
+    expect(await holds({ os: "linux" })).toBe(true);
+    expect(await holds({ os: "macos" })).toBe(false);
+    expect(await holds({ os: "windows" }, "windows")).toBe(true);
+    expect(await holds({ symlink_ok: true })).toBe(true); // POSIX can always make symlinks in a temp dir
+    expect(await holds({ symlink_ok: false })).toBe(false);
+  });
+
+  test("reg_key and psversion off Windows: an error on their own, false inside a combiner", async () => {
+    sandbox();
+    for (const cond of [{ reg_key: "HKCU\\Software\\Grex" }, { psversion: "5.1" }]) {
+      const key = Object.keys(cond)[0] as string;
+      for (const on_fail of ["error", "skip", "warn"]) {
+        const r = await runActions([{ require: { ...cond, on_fail } }], opts(), hooks);
+        expect(r.failed?.reason).toBe(
+          `actions[0].require.${key} of pack 'p' is not supported on linux (it is Windows only); put it inside any_of/all_of/none_of, where it counts as false, or guard it with when: {os: windows}`,
+        );
+      }
+      expect(await holds({ any_of: [cond, { os: "linux" }] })).toBe(true);
+      expect(await holds({ all_of: [cond] })).toBe(false);
+      expect(await holds({ none_of: [cond] })).toBe(true);
+    }
+  });
+});
+
+describe("combiners", () => {
+  test("all_of / any_of / none_of nest", async () => {
+    sandbox();
+    expect(await holds({ all_of: [{ os: "linux" }, { path_exists: "files/app.conf" }] })).toBe(true);
+    expect(await holds({ all_of: [{ os: "linux" }, { path_exists: "files/nope" }] })).toBe(false);
+    expect(await holds({ any_of: [{ os: "macos" }, { os: "windows" }] })).toBe(false);
+    expect(await holds({ none_of: [{ os: "macos" }, { os: "windows" }] })).toBe(true);
+    expect(
+      await holds({
+        all_of: [{ any_of: [{ os: "macos" }, { none_of: [{ cmd_available: "grex-definitely-missing" }] }] }, { path_exists: "files" }],
+      }),
+    ).toBe(true);
+    // Several top-level keys are a conjunction.
+    expect(await holds({ os: "linux", path_exists: "files/nope" })).toBe(false);
+  });
+
+  test("invalid conditions are integrity errors naming the nested field", () => {
+    const err = (item: unknown): GrexError => {
+      try {
+        parseActionItem(item, "actions[0]");
+      } catch (e) {
+        if (e instanceof GrexError) return e;
+      }
+      throw new Error("expected a GrexError");
+    };
+    const e1 = err({ require: { all_of: [{ os: "linux" }, { any_of: [{ bogus: 1 }] }] } });
+    expect(e1.kind).toBe("integrity");
+    expect(e1.message).toContain("actions[0].require.all_of[1].any_of[0].bogus is not a known condition");
+    expect(err({ require: { any_of: [{ os: "beos" }] } }).message).toContain("actions[0].require.any_of[0].os must be linux, macos or windows");
+    expect(err({ require: { all_of: [{ os: "linux", path_exists: "x" }] } }).message).toContain("has 2 keys but a condition takes exactly one");
+    expect(err({ require: { on_fail: "skip" } }).message).toContain("actions[0].require needs a condition");
+    expect(err({ require: { os: "linux", on_fail: "explode" } }).message).toContain("actions[0].require.on_fail must be one of");
+    expect(err({ require: { all_of: "linux" } }).message).toContain("actions[0].require.all_of must be a list of conditions");
+    expect(err({ when: { actions: [] } }).message).toContain("actions[0].when needs a condition");
+    expect(err({ when: { path_exists: "x", actions: [] } }).message).toContain("actions[0].when.path_exists is not a known field");
+  });
+});
+
+describe("require on_fail", () => {
+  test("error fails the pack; skip stops it (skipped, earlier changes kept); warn carries on", async () => {
+    sandbox();
+    const missing = { cmd_available: "grex-definitely-missing" };
+    const err = await runActions([{ mkdir: { path: "$HOME/a" } }, { require: missing }], opts(), hooks);
+    expect(err.failed).toMatchObject({ idx: 1, action: "require" });
+    expect(err.failed?.reason).toContain("requirement not met (cmd_available: \"grex-definitely-missing\")");
+    expect(existsSync(join(home, "a"))).toBe(false); // rolled back
+
+    const skip = await runActions(
+      [{ mkdir: { path: "$HOME/a" } }, { require: { ...missing, on_fail: "skip" } }, { mkdir: { path: "$HOME/b" } }],
+      opts(),
+      hooks,
+    );
+    expect(skip.failed).toBeNull();
+    expect(skip.skipped).toBe(true);
+    expect(results(skip)).toEqual(["performed_change", "skipped"]);
+    expect(existsSync(join(home, "a"))).toBe(true);
+    expect(existsSync(join(home, "b"))).toBe(false);
+
+    const warn = await runActions([{ require: { ...missing, on_fail: "warn" } }, { mkdir: { path: "$HOME/c" } }], opts(), hooks);
+    expect(warn.skipped).toBe(false);
+    expect(results(warn)).toEqual(["noop", "performed_change"]);
+    expect(warn.steps[0]?.details.warning).toContain("requirement not met");
+  });
+});
+
+describe("when", () => {
+  const items: ActionItem[] = [
+    { when: { os: "linux", actions: [{ mkdir: { path: "$HOME/unix" } }, { mkdir: { path: "$HOME/unix/sub" } }] } },
+    { when: { os: "windows", actions: [{ mkdir: { path: "$HOME/win" } }] } },
+    { when: { any_of: [{ os: "macos" }, { path_exists: "files/app.conf" }], none_of: [{ os: "windows" }], actions: [{ mkdir: { path: "$HOME/both" } }] } },
+  ];
+
+  test("nested actions run only when every condition holds; otherwise the step is skipped", async () => {
+    sandbox();
+    const state: PackState = {};
+    const r = await runActions(items, opts({}, state), hooks);
+    expect(r.failed).toBeNull();
+    expect(r.steps.map((s) => [s.action, s.idx, s.result, s.details.nested ?? null])).toEqual([
+      ["when", 0, "performed_change", null],
+      ["mkdir", 0, "performed_change", "actions[0].when.actions[0]"],
+      ["mkdir", 0, "performed_change", "actions[0].when.actions[1]"],
+      ["when", 1, "skipped", null],
+      ["when", 2, "performed_change", null],
+      ["mkdir", 2, "performed_change", "actions[2].when.actions[0]"],
+    ]);
+    expect(existsSync(join(home, "unix/sub"))).toBe(true);
+    expect(existsSync(join(home, "win"))).toBe(false);
+    const again = await runActions(items, opts({}, state), hooks);
+    expect(again.steps.filter((s) => s.action === "when").map((s) => s.result)).toEqual(["already_satisfied", "skipped", "already_satisfied"]);
+    const dry = await runActions(items, opts({ dryRun: true }, state), hooks);
+    expect(dry.steps.every((s) => s.result === "already_satisfied" || s.result === "skipped")).toBe(true);
+
+    const td = await teardownActions(items, null, opts({}, JSON.parse(JSON.stringify(state)) as PackState), hooks);
+    expect(td.failed).toBeNull();
+    expect(td.steps.filter((s) => s.action === "when").map((s) => [s.idx, s.result])).toEqual([
+      [2, "performed_change"],
+      [1, "skipped"],
+      [0, "performed_change"],
+    ]);
+    expect(existsSync(join(home, "unix"))).toBe(false);
+    expect(existsSync(join(home, "both"))).toBe(false);
+    const td2 = await teardownActions(items, null, opts(), hooks);
+    expect(td2.steps.every((s) => ["already_satisfied", "noop", "skipped"].includes(s.result))).toBe(true);
+  });
+
+  test("in a dry run, nested changes are reported and nothing is made", async () => {
+    sandbox();
+    const r = await runActions(items, opts({ dryRun: true }), hooks);
+    expect(results(r)).toEqual([
+      "would_perform_change",
+      "would_perform_change",
+      "would_perform_change",
+      "skipped",
+      "would_perform_change",
+      "would_perform_change",
+    ]);
+    expect(existsSync(join(home, "unix"))).toBe(false);
+  });
+
+  test("a failing nested action fails the when and rolls back its siblings and earlier actions", async () => {
+    sandbox();
+    writeFileSync(join(home, "file"), "");
+    const r = await runActions(
+      [
+        { mkdir: { path: "$HOME/first" } },
+        { when: { os: "linux", actions: [{ mkdir: { path: "$HOME/nested" } }, { mkdir: { path: "$HOME/file" } }] } },
+      ],
+      opts(),
+      hooks,
+    );
+    expect(r.failed).toMatchObject({ idx: 1, action: "when" });
+    expect(r.failed?.reason).toContain("exists and is not a directory");
+    expect(existsSync(join(home, "first"))).toBe(false);
+    expect(existsSync(join(home, "nested"))).toBe(false);
+    const rollbacks = r.steps.filter((s) => s.details.rollback !== undefined).map((s) => [s.action, s.idx]);
+    expect(rollbacks).toEqual([
+      ["mkdir", 1],
+      ["mkdir", 0],
+    ]);
+  });
+
+  test("a require with on_fail: skip inside when stops the pack", async () => {
+    sandbox();
+    const r = await runActions(
+      [
+        { when: { os: "linux", actions: [{ require: { os: "macos", on_fail: "skip" } }, { mkdir: { path: "$HOME/no" } }] } },
+        { mkdir: { path: "$HOME/no2" } },
+      ],
+      opts(),
+      hooks,
+    );
+    expect(r.skipped).toBe(true);
+    expect(existsSync(join(home, "no"))).toBe(false);
+    expect(existsSync(join(home, "no2"))).toBe(false);
+  });
+});
