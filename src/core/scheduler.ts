@@ -74,6 +74,27 @@ export class PermitScheduler implements Scheduler {
   }
 }
 
+/**
+ * A per-call cap on top of a shared scheduler (MCP's `parallel` argument): at
+ * most `limit` of this call's tasks hold shared permits at once. The local
+ * wait happens before the shared permit is taken, so the lock order holds.
+ */
+export function capScheduler(shared: Scheduler, limit: number | undefined): Scheduler {
+  if (limit === undefined || limit === 0) return shared;
+  const local = new Permits(limit);
+  return {
+    limit: shared.limit === 0 ? limit : Math.min(limit, shared.limit),
+    async withPermit<T>(signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+      await local.acquire(signal);
+      try {
+        return await shared.withPermit(signal, fn);
+      } finally {
+        local.release();
+      }
+    },
+  };
+}
+
 const WHOLE = /^\d+$/;
 
 /** `--parallel` flag > GREX_PARALLEL > CPU count. 0 = unbounded. An empty GREX_PARALLEL counts as unset. */

@@ -240,3 +240,31 @@ describe("mapBounded", () => {
     expect(started).toEqual([0, 1]);
   });
 });
+
+describe("capScheduler (per-call cap over a shared scheduler)", () => {
+  test("at most `limit` of one call's tasks run, while another call still uses the shared permits", async () => {
+    const { capScheduler, PermitScheduler } = await import("../../src/core/scheduler.ts");
+    const shared = new PermitScheduler(4);
+    const capped = capScheduler(shared, 2);
+    const signal = new AbortController().signal;
+    let inCapped = 0;
+    let maxCapped = 0;
+    let total = 0;
+    let maxTotal = 0;
+    const task = (counted: boolean) => async () => {
+      total++;
+      maxTotal = Math.max(maxTotal, total);
+      if (counted) maxCapped = Math.max(maxCapped, ++inCapped);
+      await Bun.sleep(5);
+      if (counted) inCapped--;
+      total--;
+    };
+    await Promise.all([
+      ...Array.from({ length: 6 }, () => capped.withPermit(signal, task(true))),
+      ...Array.from({ length: 6 }, () => shared.withPermit(signal, task(false))),
+    ]);
+    expect(maxCapped).toBe(2);
+    expect(maxTotal).toBe(4);
+    expect(capScheduler(shared, 0)).toBe(shared);
+  });
+});

@@ -9,6 +9,7 @@ import { ignoreLinesFor, updateIgnoreFile } from "../gitignore.ts";
 import { type HeldLock, tryAcquireWorkspaceLock } from "../locks.ts";
 import { type LockEntry, readLockfile, writeLockfile } from "../lockfile.ts";
 import { appendEvents, makeEvent, type ManifestEvent, type PackEntry, readManifest } from "../manifest.ts";
+import { capScheduler } from "../scheduler.ts";
 import { converge, type ConvergeReason } from "../packtypes/index.ts";
 import type { Step } from "../actions/types.ts";
 import type { Workspace } from "../workspace.ts";
@@ -130,7 +131,7 @@ async function syncLocked(
   let done = 0;
   await fetchTree(roots, {
     ws,
-    scheduler: ctx.scheduler,
+    scheduler: capScheduler(ctx.scheduler, opts.parallel),
     signal,
     dryRun: opts.dryRun,
     force: opts.force,
