@@ -3,8 +3,9 @@
 // the manifest lock; a torn last line (crash mid-append) is truncated away.
 //
 // Reading is on the hot path of every command, so lines are checked by
-// `checkEvent` (plain typeof/regex checks, ~JSON.parse cost) rather than by
-// running the valibot schemas per line. The schemas below are the contract:
+// `checkEvent` (plain typeof/regex checks) rather than by running the valibot
+// schemas per line (4x the cost of JSON.parse), and the event objects are only
+// kept when the caller asks for them. The schemas below are the contract:
 // every outgoing event is validated with them, and a test keeps the two in
 // agreement.
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync } from "node:fs";
@@ -156,27 +157,21 @@ const isIdx = (x: unknown) => typeof x === "number" && Number.isInteger(x) && x 
 
 /**
  * The read-side check of one parsed line (schema_version is checked by the
- * caller). Returns why the line is not a valid event, or null. `paths` caches
- * ids/paths already seen valid: most lines repeat a few ids.
+ * caller). Returns why the line is not a valid event, or null. Plain typeof
+ * and regex tests: they cost a fraction of the JSON.parse of the same line.
  */
-export function checkEvent(o: Record<string, unknown>, paths: Set<unknown> = new Set()): string | null {
+export function checkEvent(o: Record<string, unknown>): string | null {
   const op = o.op;
   if (!isNonEmpty(op)) return "it has no 'op'";
   const ts = o.ts;
   if (!isStr(ts) || !TS_RE.test(ts)) return "'ts' is not an RFC 3339 UTC timestamp";
   const id = o.id;
-  if (!paths.has(id)) {
-    if (!isStr(id) || !PACK_PATH_RE.test(id)) return "'id' is not a pack id";
-    paths.add(id);
-  }
+  if (!isStr(id) || !PACK_PATH_RE.test(id)) return "'id' is not a pack id";
   switch (op) {
     case "add": {
       if (!isNonEmpty(o.url)) return "'url' must be a non-empty string";
       const path = o.path;
-      if (!paths.has(path)) {
-        if (!isStr(path) || !PACK_PATH_RE.test(path)) return "'path' is not a workspace-relative pack path";
-        paths.add(path);
-      }
+      if (!isStr(path) || !PACK_PATH_RE.test(path)) return "'path' is not a workspace-relative pack path";
       if (!isNonEmpty(o.type)) return "'type' must be a non-empty string";
       const ref = o.ref;
       if (ref !== undefined && ref !== null && !isStr(ref)) return "'ref' must be a string or null";
@@ -211,7 +206,18 @@ export interface ParsedManifest {
 /** Parse the text of a manifest. Throws an integrity error naming file and 1-based line for any bad line but a torn tail. */
 export function parseManifest(text: string, file: string): ParsedManifest {
   const events: ManifestEvent[] = [];
-  const paths = new Set<unknown>();
+  const tornTail = scanManifest(text, file, (e) => {
+    events.push(e);
+  });
+  return { events, tornTail };
+}
+
+/**
+ * One validating pass over the lines, handing each event to `each` (so a
+ * caller that only folds need not keep 100k objects alive). Returns whether
+ * the last line is a torn tail (which is skipped).
+ */
+function scanManifest(text: string, file: string, each: (e: ManifestEvent) => void): boolean {
   let start = text.charCodeAt(0) === 0xfeff ? 1 : 0; // tolerate a BOM from an editor
   let lineNo = 0;
   const len = text.length;
@@ -230,23 +236,23 @@ export function parseManifest(text: string, file: string): ParsedManifest {
           start = end + 1;
           continue;
         }
-        if (last) return { events, tornTail: true };
+        if (last) return true;
         throw badLine(file, lineNo, "is not valid JSON");
       }
       if (typeof o !== "object" || o === null || Array.isArray(o)) throw badLine(file, lineNo, "is not a JSON object");
       const e = o as Record<string, unknown>;
       if (e.schema_version !== SCHEMA_VERSION) throw badVersion(file, lineNo, e.schema_version);
-      const why = checkEvent(e, paths);
+      const why = checkEvent(e);
       if (why !== null) {
         const what = typeof e.op === "string" && e.op !== "" ? `'${e.op}' event` : "event";
         throw badLine(file, lineNo, `is not a valid ${what} (${why})`);
       }
       if (e.op === "add" && e.ref === undefined) e.ref = null;
-      events.push(e as ManifestEvent);
+      each(e as ManifestEvent);
     }
     start = end + 1;
   }
-  return { events, tornTail: false };
+  return false;
 }
 
 function badLine(file: string, line: number, what: string): GrexError {
@@ -268,26 +274,28 @@ function badVersion(file: string, line: number, got: unknown): GrexError {
 // ---------------------------------------------------------------------------
 // Fold
 
+/** Apply one event to a fold state (SPEC §2.1 table). */
+function foldStep(state: Map<string, PackEntry>, e: ManifestEvent): void {
+  const op = e.op;
+  if (op === "add") {
+    const a = e as EventOf<"add">;
+    state.set(a.id, { id: a.id, url: a.url, path: a.path, type: a.type, ref: a.ref ?? null });
+  } else if (op === "update") {
+    const cur = state.get(e.id);
+    if (cur === undefined) return; // nothing to patch (never added, or removed)
+    const u = e as EventOf<"update">;
+    if (u.url !== undefined) cur.url = u.url;
+    if (u.type !== undefined) cur.type = u.type;
+    if (u.ref !== undefined) cur.ref = u.ref;
+  } else if (op === "rm") {
+    state.delete(e.id);
+  }
+}
+
 /** The live packs: O(n), deterministic; ids keep first-add order, a re-add after rm goes last; unknown ops ignored. */
 export function fold(events: readonly ManifestEvent[]): Map<string, PackEntry> {
   const state = new Map<string, PackEntry>();
-  for (let i = 0; i < events.length; i++) {
-    const e = events[i] as ManifestEvent;
-    const op = e.op;
-    if (op === "add") {
-      const a = e as EventOf<"add">;
-      state.set(a.id, { id: a.id, url: a.url, path: a.path, type: a.type, ref: a.ref ?? null });
-    } else if (op === "update") {
-      const cur = state.get(e.id);
-      if (cur === undefined) continue; // nothing to patch (never added, or removed)
-      const u = e as EventOf<"update">;
-      if (u.url !== undefined) cur.url = u.url;
-      if (u.type !== undefined) cur.type = u.type;
-      if (u.ref !== undefined) cur.ref = u.ref;
-    } else if (op === "rm") {
-      state.delete(e.id);
-    }
-  }
+  for (let i = 0; i < events.length; i++) foldStep(state, events[i] as ManifestEvent);
   return state;
 }
 
@@ -312,34 +320,79 @@ function manifestOpenError(path: string, err: unknown): GrexError {
   return new GrexError("generic", `Could not read ${path} (${code ?? String(err)}); check that the file is readable.`);
 }
 
+export interface ManifestState {
+  /** Every event in file order. Parsed again on first access unless `keepEvents` was passed. */
+  readonly events: ManifestEvent[];
+  state: Map<string, PackEntry>;
+}
+
+export interface ReadOptions extends WarnSink {
+  /**
+   * Keep the events from the validating pass (for callers that will use
+   * them: sync, doctor, import). Without it only the fold is built, which is
+   * what most commands need and is markedly cheaper on a long log; `events`
+   * then re-parses the text on first access.
+   */
+  keepEvents?: boolean;
+}
+
+/** Validate and fold `text` in one pass. */
+function foldText(text: string, file: string, keepEvents: boolean): { result: ManifestState; tornTail: boolean } {
+  const state = new Map<string, PackEntry>();
+  if (keepEvents) {
+    const events: ManifestEvent[] = [];
+    const tornTail = scanManifest(text, file, (e) => {
+      events.push(e);
+      foldStep(state, e);
+    });
+    return { result: { events, state }, tornTail };
+  }
+  const tornTail = scanManifest(text, file, (e) => foldStep(state, e));
+  let events: ManifestEvent[] | undefined;
+  let source: string | undefined = text;
+  const result: ManifestState = {
+    state,
+    get events() {
+      if (events === undefined) {
+        events = parseManifest(source as string, file).events; // the same text passed already: cannot throw
+        source = undefined;
+      }
+      return events;
+    },
+  };
+  return { result, tornTail };
+}
+
 /** Read and fold while already holding the manifest lock; truncates a torn tail (with a warning). */
-export function readManifestLocked(
-  ws: Workspace,
-  opts: WarnSink,
-): { events: ManifestEvent[]; state: Map<string, PackEntry> } {
+export function readManifestLocked(ws: Workspace, opts: ReadOptions): ManifestState {
   const buf = readBytes(ws.manifestPath);
-  const parsed = parseManifest(buf.toString("utf8"), ws.manifestPath);
-  if (parsed.tornTail) {
+  const { result, tornTail } = foldText(buf.toString("utf8"), ws.manifestPath, opts.keepEvents === true);
+  if (tornTail) {
     const keep = buf.lastIndexOf(0x0a) + 1;
     truncateTornTail(ws.manifestPath, keep, buf.length - keep, opts);
   }
-  return { events: parsed.events, state: fold(parsed.events) };
+  return result;
 }
 
 /** Read and fold grex.jsonl. Lock-free unless a torn tail has to be repaired (re-checked under the lock). */
-export async function readManifest(
-  ws: Workspace,
-  opts: WarnSink,
-): Promise<{ events: ManifestEvent[]; state: Map<string, PackEntry> }> {
+export async function readManifest(ws: Workspace, opts: ReadOptions): Promise<ManifestState> {
   let text: string;
   try {
     text = readFileSync(ws.manifestPath, "utf8");
   } catch (err) {
     throw manifestOpenError(ws.manifestPath, err);
   }
-  const parsed = parseManifest(text, ws.manifestPath);
-  if (parsed.tornTail) return withManifestLock(ws, undefined, () => readManifestLocked(ws, opts));
-  return { events: parsed.events, state: fold(parsed.events) };
+  const { result, tornTail } = foldText(text, ws.manifestPath, opts.keepEvents === true);
+  if (!tornTail) return result;
+  try {
+    return await withManifestLock(ws, undefined, () => readManifestLocked(ws, opts));
+  } catch (err) {
+    // A read-only workspace still reads: the torn line is skipped, just not removed.
+    const code = errnoCode(err);
+    if (!(err instanceof GrexError && err.kind === "lock") && code !== "EACCES" && code !== "EROFS" && code !== "EPERM") throw err;
+    opts.warn(`${basename(ws.manifestPath)} ends in a partly written line (an interrupted write); ignored it, but could not remove it (${err instanceof Error ? err.message.replace(/\.$/, "") : String(err)}).`);
+    return result;
+  }
 }
 
 /** Cut everything after byte `keep` (a torn write of `dropped` bytes) and make the cut durable. */

@@ -68,7 +68,7 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   let events: ManifestEvent[] = [];
   let state = new Map<string, PackEntry>();
   try {
-    ({ events, state } = await readManifest(ws, { warn }));
+    ({ events, state } = await readManifest(ws, { warn, keepEvents: true }));
   } catch (err) {
     add("manifest-schema", "error", null, toGrexError(err).message);
     return { findings, loaded: null };
@@ -172,7 +172,7 @@ function lintPack(name: string, dir: string, actions: number, add: (c: Check, s:
 }
 
 /** Heal what is safe: ignore blocks, stale locks, orphan lock entries. */
-function fix(ws: Workspace, findings: Finding[], loaded: Loaded): string[] {
+async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<string[]> {
   const fixed: string[] = [];
   const fixable = new Set(findings.filter((f) => f.auto_fixable).map((f) => f.check));
   if (fixable.has("gitignore-sync")) {
@@ -196,7 +196,7 @@ function fix(ws: Workspace, findings: Finding[], loaded: Loaded): string[] {
   if (fixable.has("orphans")) {
     const keep = [...loaded.lock.values()].filter((e) => loaded.state.has(e.id.split("/")[0] as string));
     if (keep.length !== loaded.lock.size) {
-      writeLockfile(ws, keep);
+      await writeLockfile(ws, keep);
       fixed.push("orphans");
     }
   }
@@ -234,13 +234,13 @@ export const doctorVerb = defineVerb({
     let { findings, loaded } = await diagnose(ws, p.lint_config, ctx.warn);
     const fixed: string[] = [];
     if (p.fix && loaded) {
-      fixed.push(...fix(ws, findings, loaded));
+      fixed.push(...(await fix(ws, findings, loaded)));
       ({ findings, loaded } = await diagnose(ws, p.lint_config, ctx.warn));
     }
     let compacted = false;
     if (p.compact && loaded && !findings.some((f) => f.severity === "error" && f.check.endsWith("-schema"))) {
       await compactManifest(ws);
-      writeLockfile(ws, readLockfile(ws, { warn: ctx.warn }).values());
+      await writeLockfile(ws, readLockfile(ws, { warn: ctx.warn }).values());
       compacted = true;
     }
     // Every check appears: the ones with nothing to say as `ok`.

@@ -100,7 +100,7 @@ export const importVerb = defineVerb({
       });
     }
     const ws = ctx.workspace();
-    const { events, state } = await readManifest(ws, { warn: ctx.warn });
+    const { events, state } = await readManifest(ws, { warn: ctx.warn, keepEvents: true });
     const removed = new Set<string>();
     for (const e of events) {
       if (e.op === "rm") removed.add(e.id);

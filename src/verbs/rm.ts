@@ -89,7 +89,7 @@ export const rmVerb = defineVerb({
       }
       await appendEvents(ws, [makeEvent("rm", p.id, {})], signal);
       for (const id of subtree) lockEntries.delete(id);
-      writeLockfile(ws, lockEntries.values());
+      await writeLockfile(ws, lockEntries.values());
       updateIgnoreFile(join(ws.root, ".gitignore"), p.id, null);
       let filesDeleted = false;
       if (onDisk && !p.keep_files) {

@@ -242,6 +242,19 @@ describe("appendEvents / readManifest", () => {
     expect(warnings).toEqual([]);
   });
 
+  test("events are the same whether kept from the pass (keepEvents) or parsed on first access", async () => {
+    const events = randomEvents(prng(99), 200);
+    writeFileSync(ws.manifestPath, `${events.map(eventLine).join("")}{"op":"to`); // and a torn tail
+    const lazy = await readManifest(ws, collect());
+    writeFileSync(ws.manifestPath, `${events.map(eventLine).join("")}{"op":"to`);
+    const kept = await readManifest(ws, { ...collect(), keepEvents: true });
+    expect(lazy.events).toEqual(events);
+    expect(kept.events).toEqual(events);
+    expect(lazy.events).toBe(lazy.events); // parsed once
+    expect(entries(lazy.state)).toEqual(entries(fold(events)));
+    expect(entries(kept.state)).toEqual(entries(fold(events)));
+  });
+
   test("the locked core batches appends inside one lock", async () => {
     await withManifestLock(ws, undefined, () => {
       appendEventsLocked(ws, [add("a", 1)]);

@@ -121,7 +121,7 @@ async function syncLocked(
     warnings.push(m);
     ctx.warn(m);
   };
-  const { events, state } = await readManifest(ws, { warn });
+  const { events, state } = await readManifest(ws, { warn, keepEvents: true });
   for (const w of incompleteActions(events)) warn(w);
   const previous = readLockfile(ws, { warn });
   const roots = selectRoots(ws, state, opts);
@@ -253,7 +253,7 @@ async function recordResults(
   }
   if (events.length > 0) await appendEvents(ws, events, signal);
   try {
-    writeLockfile(ws, lock.values());
+    await writeLockfile(ws, lock.values());
   } catch (err) {
     warn(`could not rewrite ${ws.lockPath} (${toGrexError(err).message}); the work itself is done, run sync again to record it`);
   }
