@@ -207,7 +207,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     if (json) io.stdout(`${toJsonDocument(failure ? failureDocument(verb.name, failure, "cli", result) : result)}\n`);
     else io.stdout(`${renderResult(verb, result, params, { plain })}\n`);
     if (failure) {
-      if (!json) io.stderr(`grex: ${failure.message}\n`);
+      io.stderr(`grex: ${failure.message}\n`);
       return failure.exitCode;
     }
     return 0;

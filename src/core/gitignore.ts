@@ -10,6 +10,7 @@
 import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { integrityError } from "./errors.ts";
 import { atomicWriteFile } from "./fsutil.ts";
+import { withFileLockSync } from "./locks.ts";
 
 const OPEN = /^# >>> grex:(\S+) >>>[ \t]*$/;
 const CLOSE = /^# <<< grex:(\S+) <<<[ \t]*$/;
@@ -221,11 +222,13 @@ function readText(path: string): { text: string; encoding: "utf8" | "latin1" } {
  * A missing file counts as empty; removing from a missing file creates nothing.
  */
 export function updateIgnoreFile(path: string, id: string, lines: string[] | null): boolean {
-  if (!existsSync(path)) {
-    if (lines === null) return false;
-    atomicWriteFile(path, upsertBlock("", id, lines, path));
-    return true;
-  }
+  if (lines === null && !existsSync(path)) return false;
+  // Several grex processes (parallel imports, say) may edit one ignore file:
+  // read-modify-write under a lock on the file, or their blocks get lost.
+  return withFileLockSync(path, () => updateLocked(path, id, lines));
+}
+
+function updateLocked(path: string, id: string, lines: string[] | null): boolean {
   const target = realpathSync(path); // write through a symlinked ignore file, not over the link
   const { text, encoding } = readText(target);
   const next = lines === null ? removeBlock(text, id, path) : upsertBlock(text, id, lines, path);

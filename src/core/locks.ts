@@ -21,7 +21,7 @@ import {
   unlinkSync,
   writeSync,
 } from "node:fs";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { CancelledError, GrexError, errnoCode, lockError, throwIfAborted } from "./errors.ts";
 import type { Workspace } from "./workspace.ts";
 
@@ -351,7 +351,13 @@ export function tryAcquireWorkspaceLock(ws: Workspace, purpose: string): HeldLoc
   const path = workspaceLockPath(ws);
   const lock = tryLock(path, purpose);
   if (lock) return lock;
-  const h = readHolder(path);
+  // The winner records itself just after its flock succeeds: give it a moment
+  // (at most ~50 ms, once) so the message can name it.
+  let h = readHolder(path);
+  for (let i = 0; i < 25 && h.pid === null; i++) {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
+    h = readHolder(path);
+  }
   const what = `grex ${h.purpose ?? "command"}${h.pid !== null ? ` (pid ${h.pid})` : ""}`;
   throw lockError(`Another ${what} is running in ${ws.root}; wait for it to finish and try again.`, {
     pid: h.pid,
@@ -372,6 +378,46 @@ export function withBackendLock<T>(ws: Workspace, repoDir: string, signal: Abort
 /** Short critical section around an append/rewrite of grex.jsonl / grex.lock.jsonl. */
 export function withManifestLock<T>(ws: Workspace, signal: AbortSignal | undefined, fn: () => T | Promise<T>): Promise<T> {
   return withLock("manifest", "", manifestLockPath(ws), signal, fn);
+}
+
+/**
+ * Run the synchronous `fn` holding an exclusive flock on the file at `path`
+ * itself (created empty if missing), for read-modify-write of files other
+ * processes also rewrite, such as .gitignore. A leaf lock outside the order
+ * above: `fn` is synchronous, so nothing else is taken or awaited while it is
+ * held, and the wait is short. The file is replaced by rename, so after
+ * locking we check that we hold the inode now at `path`, else start over.
+ */
+export function withFileLockSync<T>(path: string, fn: () => T): T {
+  const c = loadLibc();
+  for (;;) {
+    let fd: number;
+    try {
+      fd = openSync(path, constants.O_RDONLY | constants.O_CREAT, 0o644);
+    } catch (err) {
+      if (errnoCode(err) !== "ENOENT") throw err;
+      mkdirSync(dirname(path), { recursive: true });
+      fd = openSync(path, constants.O_RDONLY | constants.O_CREAT, 0o644);
+    }
+    try {
+      for (;;) {
+        if (c.flock(fd, LOCK_EX) === 0) break;
+        const e = c.errno();
+        if (e !== EINTR) throw lockError(`Could not lock ${path} (flock errno ${e}); check that the file system supports locks.`);
+      }
+      let same = false;
+      try {
+        const a = fstatSync(fd);
+        const b = statSync(path);
+        same = a.ino === b.ino && a.dev === b.dev;
+      } catch {
+        same = false;
+      }
+      if (same) return fn();
+    } finally {
+      closeSync(fd); // also drops the flock
+    }
+  }
 }
 
 export interface LockInfo {

@@ -12,6 +12,8 @@ import {
   withPackLock,
   workspaceLockPath,
 } from "../../src/core/locks.ts";
+import { runCli } from "../../src/cli/run.ts";
+import { makeEvent, parseManifest } from "../../src/core/manifest.ts";
 import { type Workspace, workspaceAt } from "../../src/core/workspace.ts";
 
 const HOLDER = join(import.meta.dir, "..", "helpers", "lock-holder.ts");
@@ -134,4 +136,64 @@ test.skipIf(!existsSync("/proc/self/stat"))("staleness: recycled pid, live holde
 test("inspectLocks on a workspace that never locked anything", () => {
   expect(inspectLocks(ws)).toEqual([]);
   expect(removeStaleLocks(ws)).toEqual([]);
+});
+
+/** `grex <argv>` in process in the workspace; HOME points into the temp dir. */
+async function grex(...argv: string[]) {
+  let stdout = "";
+  let stderr = "";
+  const code = await runCli(argv, {
+    cwd: root,
+    env: { ...process.env, HOME: root },
+    stdout: (t) => void (stdout += t),
+    stderr: (t) => void (stderr += t),
+    stdoutTTY: false,
+    stderrTTY: false,
+  });
+  return { code, stdout, stderr };
+}
+
+function registerPack(id: string): void {
+  const add = makeEvent("add", id, { url: `https://example.invalid/${id}.git`, path: id, type: "meta", ref: null });
+  writeFileSync(ws.manifestPath, `${JSON.stringify(add)}\n`);
+}
+
+const ops = () => parseManifest(readFileSync(ws.manifestPath, "utf8"), ws.manifestPath).events.map((e) => `${e.op} ${e.id}`);
+
+test("a live workspace-lock holder makes `grex rm` fail at once with exit 5 and the lock envelope", async () => {
+  registerPack("x");
+  const holder = await spawnHolder("workspace", "sync");
+  // Returns while the holder is still alive: no waiting (a wait would hang until the test times out).
+  const r = await grex("rm", "x", "--json");
+  expect(holder.exitCode).toBeNull();
+  expect(r.code).toBe(5);
+  expect(r.stderr).toBe(`grex: Another grex sync (pid ${holder.pid}) is running in ${root}; wait for it to finish and try again.\n`);
+  expect(JSON.parse(r.stdout)).toEqual({
+    verb: "rm",
+    error: { kind: "lock", code: 5, message: `Another grex sync (pid ${holder.pid}) is running in ${root}; wait for it to finish and try again.` },
+  });
+  expect(ops()).toEqual(["add x"]); // nothing recorded
+});
+
+test("a SIGKILLed workspace-lock holder does not block the next `grex rm`", async () => {
+  registerPack("x");
+  const holder = await spawnHolder("workspace", "sync");
+  await sigkill(holder);
+  const r = await grex("rm", "x", "--json");
+  expect(r.stderr).toBe("");
+  expect(r.code).toBe(0);
+  expect(JSON.parse(r.stdout)).toMatchObject({ id: "x", removed: true });
+  expect(ops()).toEqual(["add x", "rm x"]);
+  // The lock was released again: a new holder gets it.
+  tryAcquireWorkspaceLock(ws, "check").release();
+});
+
+test("a SIGKILLed manifest-lock holder does not block appends", async () => {
+  registerPack("x");
+  const holder = await spawnHolder("manifest");
+  await sigkill(holder);
+  writeFileSync(join(root, "repos.json"), JSON.stringify([{ url: "https://example.invalid/y.git", path: "y" }]));
+  const ok = await grex("import", "--from-repos-json", "repos.json");
+  expect(ok).toMatchObject({ code: 0, stderr: "" });
+  expect(ops()).toEqual(["add x", "add y"]);
 });

@@ -3,6 +3,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   readlinkSync,
   rmSync,
@@ -388,4 +389,73 @@ describe("property: repair always yields sound markers and keeps user lines", ()
       expect(() => upsertBlock(fixed, "a", ["/a/"])).not.toThrow();
     });
   }
+});
+
+describe("property: files mixing LF and CRLF keep every user line byte for byte", () => {
+  for (let seed = 1; seed <= 100; seed++) {
+    test(`seed ${seed}`, () => {
+      const rand = prng(seed * 104729);
+      const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
+      const n = 1 + Math.floor(rand() * 8);
+      let original = "";
+      for (let i = 0; i < n; i++) original += pick(USER_LINES.filter((l) => !l.includes("\r"))) + (i < n - 1 || rand() < 0.5 ? pick(["\n", "\r\n"]) : "");
+      const want = new Map<string, string[]>();
+      let text = original;
+      for (let k = 1 + Math.floor(rand() * 8); k > 0; k--) {
+        const id = pick(IDS);
+        if (rand() < 0.3) {
+          text = removeBlock(text, id);
+          want.delete(id);
+        } else {
+          const body = [`/${pick(IDS)}/`];
+          text = upsertBlock(text, id, body);
+          want.set(id, body);
+        }
+      }
+      const rest = stripBlocks(text);
+      const sep = original.endsWith("\n") ? "" : original.indexOf("\n") > 0 && original[original.indexOf("\n") - 1] === "\r" ? "\r\n" : "\n";
+      expect(rest === original || rest === original + sep).toBe(true);
+      expect(new Map([...parseBlocks(text).blocks].sort())).toEqual(new Map([...want].sort()));
+      let again = text;
+      for (const [id, body] of want) again = upsertBlock(again, id, body);
+      expect(again).toBe(text);
+    });
+  }
+});
+
+describe("concurrent writers", () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "grex-gitignore-race-"));
+  });
+  afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("6 processes upserting 25 blocks each into one file lose none, and user lines survive", async () => {
+    const p = join(dir, ".gitignore");
+    writeFileSync(p, "# mine\r\nnode_modules/\r\n");
+    const mod = join(import.meta.dir, "..", "..", "src", "core", "gitignore.ts");
+    const home = mkdtempSync(join(tmpdir(), "grex-gitignore-home-"));
+    const script = (k: number) =>
+      `const { updateIgnoreFile } = await import(${JSON.stringify(mod)});
+       for (let i = 0; i < 25; i++) updateIgnoreFile(${JSON.stringify(p)}, "p${k}-" + i, ["/p${k}-" + i + "/"]);
+       for (let i = 0; i < 25; i += 5) updateIgnoreFile(${JSON.stringify(p)}, "p${k}-" + i, null);`;
+    const procs = Array.from({ length: 6 }, (_, k) =>
+      Bun.spawn([process.execPath, "-e", script(k)], { stdout: "ignore", stderr: "pipe", env: { ...process.env, HOME: home } }),
+    );
+    const codes = await Promise.all(procs.map((q) => q.exited));
+    const errs = await Promise.all(procs.map((q) => new Response(q.stderr).text()));
+    rmSync(home, { recursive: true, force: true });
+    expect(errs).toEqual(Array(6).fill(""));
+    expect(codes).toEqual(Array(6).fill(0));
+    const text = readFileSync(p, "utf8");
+    expect(text.startsWith("# mine\r\nnode_modules/\r\n")).toBe(true);
+    const { blocks, problems } = parseBlocks(text);
+    expect(problems).toEqual([]);
+    const expected: string[] = [];
+    for (let k = 0; k < 6; k++) for (let i = 0; i < 25; i++) if (i % 5 !== 0) expected.push(`p${k}-${i}`);
+    expect([...blocks.keys()].sort()).toEqual(expected.sort());
+    expect(readdirSync(dir)).toEqual([".gitignore"]); // no temp or lock files left behind
+  });
 });

@@ -317,6 +317,19 @@ x-over: linux
     expect(m?.children.map((c) => c.path)).toEqual(["one"]);
   });
 
+  test("a linux override with actions_replace: true replaces the base actions (os: linux)", async () => {
+    const dir = pack({
+      ".grex/pack.yaml": base,
+      ".grex/targets/linux.yaml": "actions_replace: true\nactions:\n  - symlink: { src: files/rc, dst: /tmp/rc }\n  - mkdir: { path: /tmp/l }\n",
+      ".grex/targets/macos.yaml": 'version: "mac"\n',
+    });
+    const m = await loadPackYaml(dir, { os: "linux" });
+    expect(m?.actions).toEqual([{ symlink: { src: "files/rc", dst: "/tmp/rc" } }, { mkdir: { path: "/tmp/l" } }]);
+    expect(m?.teardown).toEqual([{ rmdir: { path: "/tmp/a" } }]);
+    expect(m?.version).toBe("1");
+    expect(m?.children.map((c) => c.path)).toEqual(["one"]);
+  });
+
   test("actions_replace: true without actions leaves none; teardown in an override replaces", async () => {
     const dir = pack({
       ".grex/pack.yaml": base,
