@@ -137,11 +137,12 @@ function collectParams(verb: VerbDef, args: readonly string[], options: Record<s
 
 export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promise<number> {
   const io = { ...defaultIO(), ...ioOverride };
-  const json = argv.includes("--json");
-  const plain = argv.includes("--plain") || !io.stdoutTTY;
+  // Only grex's own flags count: what follows `--` belongs to a child command.
+  const beforeDashes = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
+  const json = beforeDashes.includes("--json");
+  const plain = beforeDashes.includes("--plain") || !io.stdoutTTY;
   const verbose = verbosity(argv);
   let verbName = "grex";
-  const beforeDashes = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
   if (beforeDashes.includes("--version")) {
     io.stdout(`grex ${pkg.version}\n`);
     return 0;
@@ -196,7 +197,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     process.once("SIGINT", onSigint);
     let result: object;
     try {
-      const progress = makeProgress(!json && !argv.includes("--plain") && io.stderrTTY, io.stderr, verb.name);
+      const progress = makeProgress(!json && !beforeDashes.includes("--plain") && io.stderrTTY, io.stderr, verb.name);
       result = await verb.run(ctx, params, abort.signal, progress);
       progress.done();
     } finally {

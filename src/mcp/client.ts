@@ -62,6 +62,8 @@ const MAX_PAGES = 100;
 const STDERR_TAIL = 4096;
 /** How long a polite session DELETE may take before we just drop the connection. */
 const CLOSE_GRACE_MS = 1000;
+/** How long a failed server gets to exit on SIGTERM before SIGKILL. */
+const KILL_GRACE_MS = 500;
 
 type Sdk = Awaited<ReturnType<typeof loadSdk>>;
 
@@ -129,21 +131,27 @@ class TrackedTransport implements Transport {
     this.inner.setProtocolVersion?.(version);
   }
 
-  /** Ask a spawned server to stop now (it failed us; no point waiting for it to notice EOF). */
-  kill(): void {
-    if (this.pid === null || this.closed) return;
-    try {
-      process.kill(this.pid, "SIGTERM");
-    } catch {
-      // already gone
-    }
+  /** Stop a spawned server now (it failed us; no point waiting for it to notice EOF): SIGTERM, then SIGKILL after a grace. */
+  async kill(): Promise<void> {
+    const pid = this.pid;
+    if (pid === null || this.closed) return;
+    const signal = (sig: NodeJS.Signals) => {
+      try {
+        process.kill(pid, sig);
+      } catch {
+        // already gone
+      }
+    };
+    signal("SIGTERM");
+    for (let waited = 0; waited < KILL_GRACE_MS && !this.closed; waited += 25) await sleep(25);
+    if (!this.closed) signal("SIGKILL");
   }
 
   /** Close once: end the HTTP session politely (bounded), or end stdin and reap the child (the SDK escalates to SIGKILL). */
   close(): Promise<void> {
     this.closing ??= (async () => {
       if (this.terminate && !this.closed) {
-        await Promise.race([this.terminate().catch(() => {}), sleep(CLOSE_GRACE_MS)]);
+        await Promise.race([this.terminate().catch(() => {}), sleep(CLOSE_GRACE_MS, false)]);
       }
       await this.inner.close();
     })();
@@ -151,10 +159,11 @@ class TrackedTransport implements Transport {
   }
 }
 
-const sleep = (ms: number) =>
+/** `keepAlive: false` for a timer that only bounds another wait and must not hold the process open by itself. */
+const sleep = (ms: number, keepAlive = true) =>
   new Promise<void>((resolve) => {
     const t = setTimeout(resolve, ms);
-    (t as { unref?: () => void }).unref?.();
+    if (!keepAlive) (t as { unref?: () => void }).unref?.();
   });
 
 /** The last non-empty line of the server's stderr, for error messages. */
@@ -216,9 +225,17 @@ function failure(err: unknown, step: string, target: ClientTarget, conn: Partial
     const reason = code === "ENOENT" ? "not found" : "not executable";
     return mcp(`Cannot start the MCP server: command '${target.command[0]}' ${reason}; check the command after \`--\`.`);
   }
-  const msg = (err instanceof Error ? err.message : String(err)).replace(/\s+/g, " ").slice(0, 300).replace(/\.$/, "");
-  if (target.url !== undefined && (err instanceof TypeError || code === "ECONNREFUSED" || code === "ConnectionRefused")) {
-    return mcp(`Cannot reach the MCP server at ${where} (${msg}); check that it is running and the URL is right.`);
+  // First sentence only: runtimes append advice of their own ("For more information, pass `verbose: true`…").
+  const raw = (err instanceof Error ? err.message : String(err)).replace(/\s+/g, " ");
+  const msg = (raw.split(/(?<=[a-z)])\. /)[0] ?? raw).slice(0, 300).replace(/\.$/, "");
+  if (target.url !== undefined) {
+    if (code === "ECONNREFUSED" || code === "ConnectionRefused") {
+      return mcp(`Cannot reach the MCP server at ${where} (connection refused); check that it is running and the URL is right.`);
+    }
+    if (code === "ECONNRESET" || code === "ConnectionClosed" || code === "UND_ERR_SOCKET") {
+      return mcp(`${server} dropped the connection during ${step} (${msg}); check that the server is still running.`);
+    }
+    if (err instanceof TypeError) return mcp(`Cannot reach the MCP server at ${where} (${msg}); check that it is running and the URL is right.`);
   }
   if (conn.transport?.closed) return mcp(`${server} went away during ${step}${tail}; check that it is a working MCP server.`);
   return mcp(`${server} gave an invalid answer to ${step} (${msg}); check that it speaks MCP.`);
@@ -269,7 +286,7 @@ async function withClient<T>(target: ClientTarget, signal: AbortSignal, work: (c
   const conn: Connection = { sdk, client, transport, where: describeTarget(target), stderr };
   let step = "initialize";
   let failed = true;
-  const onAbort = () => transport.kill();
+  const onAbort = () => void transport.kill();
   signal.addEventListener("abort", onAbort, { once: true });
   try {
     await client.connect(transport, { timeout: target.timeoutMs, signal });
@@ -283,7 +300,7 @@ async function withClient<T>(target: ClientTarget, signal: AbortSignal, work: (c
     throw failure(err, step, target, conn);
   } finally {
     signal.removeEventListener("abort", onAbort);
-    if (failed) transport.kill();
+    if (failed) await transport.kill();
     await transport.close().catch(() => {});
   }
 }

@@ -8,6 +8,7 @@ import { lsVerb } from "./ls.ts";
 import { rmVerb } from "./rm.ts";
 import { runVerb } from "./run.ts";
 import { serveVerb } from "./serve.ts";
+import { mcpVerb } from "./mcp.ts";
 import { statusVerb } from "./status.ts";
 import { syncVerb } from "./sync.ts";
 import type { VerbDef } from "./types.ts";
@@ -27,6 +28,7 @@ export const VERBS: readonly VerbDef[] = [
   runVerb,
   execVerb,
   serveVerb,
+  mcpVerb,
 ] as unknown as readonly VerbDef[];
 
 export function findVerb(name: string): VerbDef | undefined {
