@@ -11,6 +11,7 @@ import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { integrityError } from "./errors.ts";
 import { atomicWriteFile } from "./fsutil.ts";
 import { withFileLockSync } from "./locks.ts";
+import { eolOf, joinLines, type Line, splitLines } from "./lines.ts";
 
 const OPEN = /^# >>> grex:(\S+) >>>[ \t]*$/;
 const CLOSE = /^# <<< grex:(\S+) <<<[ \t]*$/;
@@ -22,35 +23,6 @@ export interface BlockProblem {
   line: number;
   id: string;
   problem: "unclosed" | "unopened" | "duplicate";
-}
-
-interface Line {
-  text: string; // without its line ending
-  eol: string; // "\n", "\r\n", or "" for a last line without a newline
-}
-
-function splitLines(text: string): Line[] {
-  const out: Line[] = [];
-  let start = 0;
-  while (start < text.length) {
-    const nl = text.indexOf("\n", start);
-    if (nl === -1) {
-      out.push({ text: text.slice(start), eol: "" });
-      break;
-    }
-    const crlf = nl > start && text[nl - 1] === "\r";
-    out.push({ text: text.slice(start, crlf ? nl - 1 : nl), eol: crlf ? "\r\n" : "\n" });
-    start = nl + 1;
-  }
-  return out;
-}
-
-const joinLines = (lines: Line[]) => lines.map((l) => l.text + l.eol).join("");
-
-/** The file's line ending: that of its first line break; LF for a file without one. */
-function eolOf(text: string): string {
-  const nl = text.indexOf("\n");
-  return nl > 0 && text[nl - 1] === "\r" ? "\r\n" : "\n";
 }
 
 /** A complete block: opener at `start`, closer at `end` (line indexes). */

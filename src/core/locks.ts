@@ -82,6 +82,18 @@ interface Libc {
 
 let libc: Libc | undefined;
 
+
+/** Whether `fd` is still the file at `path` (doctor may unlink a lock file between open and flock). */
+function sameFile(fd: number, path: string): boolean {
+  try {
+    const a = fstatSync(fd);
+    const b = statSync(path);
+    return a.ino === b.ino && a.dev === b.dev;
+  } catch {
+    return false;
+  }
+}
+
 function loadLibc(): Libc {
   if (libc) return libc;
   if (process.platform === "win32") {
@@ -245,15 +257,7 @@ function tryLock(path: string, purpose: string): HeldLock | null {
     if (!locked) return null;
     // doctor may have unlinked the file between our open and our flock: a lock on
     // an orphaned inode excludes nobody, so start over on the current file.
-    let same = false;
-    try {
-      const a = fstatSync(fd);
-      const b = statSync(path);
-      same = a.ino === b.ino && a.dev === b.dev;
-    } catch {
-      same = false;
-    }
-    if (!same) {
+    if (!sameFile(fd, path)) {
       closeSync(fd);
       continue;
     }
@@ -405,15 +409,7 @@ export function withFileLockSync<T>(path: string, fn: () => T): T {
         const e = c.errno();
         if (e !== EINTR) throw lockError(`Could not lock ${path} (flock errno ${e}); check that the file system supports locks.`);
       }
-      let same = false;
-      try {
-        const a = fstatSync(fd);
-        const b = statSync(path);
-        same = a.ino === b.ino && a.dev === b.dev;
-      } catch {
-        same = false;
-      }
-      if (same) return fn();
+      if (sameFile(fd, path)) return fn();
     } finally {
       closeSync(fd); // also drops the flock
     }

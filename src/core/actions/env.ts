@@ -16,6 +16,7 @@ import { dirname, join } from "node:path";
 import * as v from "valibot";
 import { errText, expandField, failed, home, rewriteFile } from "./paths.ts";
 import type { ActionContext, ActionDef, ActionOutcome } from "./types.ts";
+import { eolOf, joinLines, type Line, splitLines } from "../lines.ts";
 
 const Args = v.strictObject({
   name: v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a variable name (letters, digits, _; not starting with a digit)")),
@@ -30,33 +31,6 @@ type Args = v.InferOutput<typeof Args>;
 
 // ------------------------------------------------------------ managed blocks
 
-interface Line {
-  text: string;
-  eol: string;
-}
-
-function splitLines(text: string): Line[] {
-  const out: Line[] = [];
-  let start = 0;
-  while (start < text.length) {
-    const nl = text.indexOf("\n", start);
-    if (nl === -1) {
-      out.push({ text: text.slice(start), eol: "" });
-      break;
-    }
-    const cr = nl > start && text[nl - 1] === "\r";
-    out.push({ text: text.slice(start, cr ? nl - 1 : nl), eol: cr ? "\r\n" : "\n" });
-    start = nl + 1;
-  }
-  return out;
-}
-
-const joinLines = (lines: Line[]) => lines.map((l) => l.text + l.eol).join("");
-/** The file's line ending: that of its first line break (LF when it has none). */
-function eolOf(text: string): string {
-  const nl = text.indexOf("\n");
-  return nl > 0 && text[nl - 1] === "\r" ? "\r\n" : "\n";
-}
 const openMarker = (name: string) => `# >>> grex:env:${name} >>>`;
 const closeMarker = (name: string) => `# <<< grex:env:${name} <<<`;
 
