@@ -51,7 +51,7 @@ export interface CliSpec {
   flags: CliFlag[];
 }
 
-// biome-style generic bound: any strict object schema.
+// The generic bound for a verb's params: a strict object schema.
 export type ParamsSchema = StrictObjectSchema<ObjectEntries, undefined>;
 
 export interface VerbDef<P extends ParamsSchema = ParamsSchema, R extends object = object> {

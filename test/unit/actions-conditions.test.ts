@@ -6,9 +6,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type RunOptions, runActions, teardownActions } from "../../src/core/actions/executor.ts";
 import { parseActionItem } from "../../src/core/actions/index.ts";
-import type { ActionItem, PackState, StepResult } from "../../src/core/actions/types.ts";
+import type { ActionItem, PackState } from "../../src/core/actions/types.ts";
 import { GrexError } from "../../src/core/errors.ts";
 import type { OsName } from "../../src/core/os.ts";
+import { noHooks, results } from "../helpers/actions.ts";
 
 let root: string;
 let home: string;
@@ -28,8 +29,6 @@ function sandbox(): void {
   writeFileSync(join(root, "bin", "not-executable"), "");
 }
 
-const hooks = { onStarted: async () => {}, onCompleted: async () => {}, onHalted: async () => {} };
-
 function opts(extra: Partial<RunOptions> = {}, state: PackState = {}): RunOptions {
   return {
     packId: "p",
@@ -44,11 +43,9 @@ function opts(extra: Partial<RunOptions> = {}, state: PackState = {}): RunOption
   };
 }
 
-const results = (r: { steps: Array<{ result: StepResult }> }) => r.steps.map((s) => s.result);
-
 /** Whether `require: {<cond>}` holds (on_fail: warn turns "no" into a noop step). */
 async function holds(cond: Record<string, unknown>, os: OsName = "linux"): Promise<boolean> {
-  const r = await runActions([{ require: { ...cond, on_fail: "warn" } }], opts({ os }), hooks);
+  const r = await runActions([{ require: { ...cond, on_fail: "warn" } }], opts({ os }), noHooks);
   if (r.failed) throw new Error(r.failed.reason);
   return r.steps[0]?.result === "already_satisfied";
 }
@@ -88,7 +85,7 @@ describe("predicates", () => {
     for (const cond of [{ reg_key: "HKCU\\Software\\Grex" }, { psversion: "5.1" }]) {
       const key = Object.keys(cond)[0] as string;
       for (const on_fail of ["error", "skip", "warn"]) {
-        const r = await runActions([{ require: { ...cond, on_fail } }], opts(), hooks);
+        const r = await runActions([{ require: { ...cond, on_fail } }], opts(), noHooks);
         expect(r.failed?.reason).toBe(
           `actions[0].require.${key} of pack 'p' is not supported on linux (it is Windows only); put it inside any_of/all_of/none_of, where it counts as false, or guard it with when: {os: windows}`,
         );
@@ -142,7 +139,7 @@ describe("require on_fail", () => {
   test("error fails the pack; skip stops it (skipped, earlier changes kept); warn carries on", async () => {
     sandbox();
     const missing = { cmd_available: "grex-definitely-missing" };
-    const err = await runActions([{ mkdir: { path: "$HOME/a" } }, { require: missing }], opts(), hooks);
+    const err = await runActions([{ mkdir: { path: "$HOME/a" } }, { require: missing }], opts(), noHooks);
     expect(err.failed).toMatchObject({ idx: 1, action: "require" });
     expect(err.failed?.reason).toContain("requirement not met (cmd_available: \"grex-definitely-missing\")");
     expect(existsSync(join(home, "a"))).toBe(false); // rolled back
@@ -150,7 +147,7 @@ describe("require on_fail", () => {
     const skip = await runActions(
       [{ mkdir: { path: "$HOME/a" } }, { require: { ...missing, on_fail: "skip" } }, { mkdir: { path: "$HOME/b" } }],
       opts(),
-      hooks,
+      noHooks,
     );
     expect(skip.failed).toBeNull();
     expect(skip.skipped).toBe(true);
@@ -158,7 +155,7 @@ describe("require on_fail", () => {
     expect(existsSync(join(home, "a"))).toBe(true);
     expect(existsSync(join(home, "b"))).toBe(false);
 
-    const warn = await runActions([{ require: { ...missing, on_fail: "warn" } }, { mkdir: { path: "$HOME/c" } }], opts(), hooks);
+    const warn = await runActions([{ require: { ...missing, on_fail: "warn" } }, { mkdir: { path: "$HOME/c" } }], opts(), noHooks);
     expect(warn.skipped).toBe(false);
     expect(results(warn)).toEqual(["noop", "performed_change"]);
     expect(warn.steps[0]?.details.warning).toContain("requirement not met");
@@ -175,7 +172,7 @@ describe("when", () => {
   test("nested actions run only when every condition holds; otherwise the step is skipped", async () => {
     sandbox();
     const state: PackState = {};
-    const r = await runActions(items, opts({}, state), hooks);
+    const r = await runActions(items, opts({}, state), noHooks);
     expect(r.failed).toBeNull();
     expect(r.steps.map((s) => [s.action, s.idx, s.result, s.details.nested ?? null])).toEqual([
       ["when", 0, "performed_change", null],
@@ -187,12 +184,12 @@ describe("when", () => {
     ]);
     expect(existsSync(join(home, "unix/sub"))).toBe(true);
     expect(existsSync(join(home, "win"))).toBe(false);
-    const again = await runActions(items, opts({}, state), hooks);
+    const again = await runActions(items, opts({}, state), noHooks);
     expect(again.steps.filter((s) => s.action === "when").map((s) => s.result)).toEqual(["already_satisfied", "skipped", "already_satisfied"]);
-    const dry = await runActions(items, opts({ dryRun: true }, state), hooks);
+    const dry = await runActions(items, opts({ dryRun: true }, state), noHooks);
     expect(dry.steps.every((s) => s.result === "already_satisfied" || s.result === "skipped")).toBe(true);
 
-    const td = await teardownActions(items, null, opts({}, JSON.parse(JSON.stringify(state)) as PackState), hooks);
+    const td = await teardownActions(items, null, opts({}, JSON.parse(JSON.stringify(state)) as PackState), noHooks);
     expect(td.failed).toBeNull();
     expect(td.steps.filter((s) => s.action === "when").map((s) => [s.idx, s.result])).toEqual([
       [2, "performed_change"],
@@ -201,13 +198,13 @@ describe("when", () => {
     ]);
     expect(existsSync(join(home, "unix"))).toBe(false);
     expect(existsSync(join(home, "both"))).toBe(false);
-    const td2 = await teardownActions(items, null, opts(), hooks);
+    const td2 = await teardownActions(items, null, opts(), noHooks);
     expect(td2.steps.every((s) => ["already_satisfied", "noop", "skipped"].includes(s.result))).toBe(true);
   });
 
   test("in a dry run, nested changes are reported and nothing is made", async () => {
     sandbox();
-    const r = await runActions(items, opts({ dryRun: true }), hooks);
+    const r = await runActions(items, opts({ dryRun: true }), noHooks);
     expect(results(r)).toEqual([
       "would_perform_change",
       "would_perform_change",
@@ -228,7 +225,7 @@ describe("when", () => {
         { when: { os: "linux", actions: [{ mkdir: { path: "$HOME/nested" } }, { mkdir: { path: "$HOME/file" } }] } },
       ],
       opts(),
-      hooks,
+      noHooks,
     );
     expect(r.failed).toMatchObject({ idx: 1, action: "when" });
     expect(r.failed?.reason).toContain("exists and is not a directory");
@@ -249,7 +246,7 @@ describe("when", () => {
         { mkdir: { path: "$HOME/no2" } },
       ],
       opts(),
-      hooks,
+      noHooks,
     );
     expect(r.skipped).toBe(true);
     expect(existsSync(join(home, "no"))).toBe(false);

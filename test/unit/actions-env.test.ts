@@ -8,9 +8,7 @@ import {
   lstatSync,
   mkdirSync,
   mkdtempSync,
-  readdirSync,
   readFileSync,
-  readlinkSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -19,7 +17,8 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type RunOptions, runActions, teardownActions } from "../../src/core/actions/executor.ts";
-import type { ActionItem, PackState, StepResult } from "../../src/core/actions/types.ts";
+import type { ActionItem, PackState } from "../../src/core/actions/types.ts";
+import { modeSnapshot, noHooks, persisted, results } from "../helpers/actions.ts";
 
 let root: string;
 let home: string;
@@ -33,8 +32,6 @@ function sandbox(): void {
   mkdirSync(home);
   mkdirSync(pack);
 }
-
-const hooks = { onStarted: async () => {}, onCompleted: async () => {}, onHalted: async () => {} };
 
 function opts(state: PackState, extra: Partial<RunOptions> = {}): RunOptions {
   return {
@@ -50,48 +47,27 @@ function opts(state: PackState, extra: Partial<RunOptions> = {}): RunOptions {
   };
 }
 
-function snapshot(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (rel: string) => {
-    for (const name of readdirSync(join(dir, rel)).sort()) {
-      const r = rel ? `${rel}/${name}` : name;
-      const p = join(dir, r);
-      const st = lstatSync(p);
-      const mode = (st.mode & 0o7777).toString(8);
-      if (st.isSymbolicLink()) out[r] = `link:${readlinkSync(p)}`;
-      else if (st.isDirectory()) {
-        out[r] = `dir:${mode}`;
-        walk(r);
-      } else out[r] = `file:${mode}:${readFileSync(p, "utf8")}`;
-    }
-  };
-  walk("");
-  return out;
-}
-
-const persisted = (s: PackState): PackState => JSON.parse(JSON.stringify(s)) as PackState;
-const results = (r: { steps: Array<{ result: StepResult }> }) => r.steps.map((s) => s.result);
 const read = (p: string) => readFileSync(p, "utf8");
 
 async function lifecycle(items: ActionItem[], extra: Partial<RunOptions> = {}): Promise<void> {
-  const before = snapshot(root);
-  const dry = await runActions(items, opts({}, { ...extra, dryRun: true }), hooks);
+  const before = modeSnapshot(root);
+  const dry = await runActions(items, opts({}, { ...extra, dryRun: true }), noHooks);
   expect(results(dry)).toEqual(items.map(() => "would_perform_change"));
-  expect(snapshot(root)).toEqual(before);
+  expect(modeSnapshot(root)).toEqual(before);
   let state: PackState = {};
-  const first = await runActions(items, opts(state, extra), hooks);
+  const first = await runActions(items, opts(state, extra), noHooks);
   expect(first.failed).toBeNull();
   expect(results(first)).toEqual(items.map(() => "performed_change"));
-  const applied = snapshot(root);
+  const applied = modeSnapshot(root);
   state = persisted(state);
-  expect(results(await runActions(items, opts(state, extra), hooks))).toEqual(items.map(() => "already_satisfied"));
-  expect(snapshot(root)).toEqual(applied);
-  const td = await teardownActions(items, null, opts(state, extra), hooks);
+  expect(results(await runActions(items, opts(state, extra), noHooks))).toEqual(items.map(() => "already_satisfied"));
+  expect(modeSnapshot(root)).toEqual(applied);
+  const td = await teardownActions(items, null, opts(state, extra), noHooks);
   expect(td.failed).toBeNull();
-  expect(snapshot(root)).toEqual(before);
-  const td2 = await teardownActions(items, null, opts(state, extra), hooks);
+  expect(modeSnapshot(root)).toEqual(before);
+  const td2 = await teardownActions(items, null, opts(state, extra), noHooks);
   expect(results(td2).every((r) => r === "already_satisfied" || r === "noop")).toBe(true);
-  expect(snapshot(root)).toEqual(before);
+  expect(modeSnapshot(root)).toEqual(before);
 }
 
 describe("env scope user", () => {
@@ -99,10 +75,10 @@ describe("env scope user", () => {
     sandbox();
     const items = [{ env: { name: "EDITOR", value: "vim" } }];
     const state: PackState = {};
-    await runActions(items, opts(state), hooks);
+    await runActions(items, opts(state), noHooks);
     expect(read(join(home, ".bashrc"))).toBe("# >>> grex:env:EDITOR >>>\nexport EDITOR='vim'\n# <<< grex:env:EDITOR <<<\n");
     expect(existsSync(join(home, ".zshrc"))).toBe(false); // only if present
-    await teardownActions(items, null, opts(state), hooks);
+    await teardownActions(items, null, opts(state), noHooks);
     expect(existsSync(join(home, ".bashrc"))).toBe(false);
     sandbox();
     await lifecycle(items);
@@ -118,7 +94,7 @@ describe("env scope user", () => {
       { env: { name: "GREX_X", value: "$HOME/bin" } },
     ];
     const state: PackState = {};
-    await runActions(items, opts(state), hooks);
+    await runActions(items, opts(state), noHooks);
     expect(read(join(home, ".bashrc"))).toBe(
       "# mine\nalias ll='ls -l'\n# >>> grex:env:EDITOR >>>\nexport EDITOR='vim'\n# <<< grex:env:EDITOR <<<\n" +
         `# >>> grex:env:GREX_X >>>\nexport GREX_X='${home}/bin'\n# <<< grex:env:GREX_X <<<\n`,
@@ -135,7 +111,7 @@ describe("env scope user", () => {
   test("the exported value survives shell quoting", async () => {
     sandbox();
     const value = `it's "$(touch pwned)" \\ $$HOME; ok`;
-    await runActions([{ env: { name: "TRICKY", value } }], opts({}), hooks);
+    await runActions([{ env: { name: "TRICKY", value } }], opts({}), noHooks);
     const r = Bun.spawnSync(["sh", "-c", '. "$1"; printf %s "$TRICKY"', "sh", join(home, ".bashrc")], { cwd: root, env: { HOME: home, PATH: process.env.PATH ?? "" } });
     expect(r.stdout.toString()).toBe(`it's "$(touch pwned)" \\ $HOME; ok`);
     expect(existsSync(join(root, "pwned"))).toBe(false);
@@ -148,11 +124,11 @@ describe("env scope user", () => {
     const before = read(join(home, ".config/fish/config.fish"));
     const items = [{ env: { name: "EDITOR", value: "it's" } }];
     const state: PackState = {};
-    await runActions(items, opts(state), hooks);
+    await runActions(items, opts(state), noHooks);
     expect(read(join(home, ".config/fish/config.fish"))).toBe(
       `${before}# >>> grex:env:EDITOR >>>\nset -gx EDITOR 'it\\'s'\n# <<< grex:env:EDITOR <<<\n`,
     );
-    await teardownActions(items, null, opts(persisted(state)), hooks);
+    await teardownActions(items, null, opts(persisted(state)), noHooks);
     expect(read(join(home, ".config/fish/config.fish"))).toBe(before);
   });
 
@@ -163,7 +139,7 @@ describe("env scope user", () => {
     symlinkSync(join(root, "dotfiles/bashrc"), join(home, ".bashrc"));
     await lifecycle([{ env: { name: "EDITOR", value: "vim" } }]);
     const state: PackState = {};
-    await runActions([{ env: { name: "EDITOR", value: "vim" } }], opts(state), hooks);
+    await runActions([{ env: { name: "EDITOR", value: "vim" } }], opts(state), noHooks);
     expect(lstatSync(join(home, ".bashrc")).isSymbolicLink()).toBe(true);
     expect(read(join(root, "dotfiles/bashrc"))).toContain("export EDITOR='vim'");
   });
@@ -173,16 +149,16 @@ describe("env scope user", () => {
     const earlier = "a\n# >>> grex:env:EDITOR >>>\nexport EDITOR='nano'\n# <<< grex:env:EDITOR <<<\nb\n";
     writeFileSync(join(home, ".bashrc"), earlier);
     let state: PackState = {};
-    await runActions([{ env: { name: "EDITOR", value: "vim" } }], opts(state), hooks);
+    await runActions([{ env: { name: "EDITOR", value: "vim" } }], opts(state), noHooks);
     expect(read(join(home, ".bashrc"))).toBe(earlier.replace("nano", "vim"));
     state = persisted(state);
-    await runActions([{ env: { name: "EDITOR", value: "emacs" } }], opts(state), hooks); // pack changed its value
+    await runActions([{ env: { name: "EDITOR", value: "emacs" } }], opts(state), noHooks); // pack changed its value
     expect(read(join(home, ".bashrc"))).toBe(earlier.replace("nano", "emacs"));
-    const td = await teardownActions([{ env: { name: "EDITOR", value: "emacs" } }], null, opts(persisted(state)), hooks);
+    const td = await teardownActions([{ env: { name: "EDITOR", value: "emacs" } }], null, opts(persisted(state)), noHooks);
     expect(results(td)).toEqual(["performed_change"]);
     expect(read(join(home, ".bashrc"))).toBe(earlier);
     // The restored block is not grex's value any more: a second teardown leaves it.
-    const td2 = await teardownActions([{ env: { name: "EDITOR", value: "emacs" } }], null, opts({}), hooks);
+    const td2 = await teardownActions([{ env: { name: "EDITOR", value: "emacs" } }], null, opts({}), noHooks);
     expect(results(td2)).toEqual(["already_satisfied"]);
     expect(read(join(home, ".bashrc"))).toBe(earlier);
   });
@@ -190,18 +166,18 @@ describe("env scope user", () => {
   test("an unclosed marker is a clear failure and nothing is written", async () => {
     sandbox();
     writeFileSync(join(home, ".bashrc"), "# >>> grex:env:EDITOR >>>\nexport EDITOR=x\n");
-    const before = snapshot(root);
-    const r = await runActions([{ env: { name: "EDITOR", value: "vim" } }], opts({}), hooks);
+    const before = modeSnapshot(root);
+    const r = await runActions([{ env: { name: "EDITOR", value: "vim" } }], opts({}), noHooks);
     expect(r.failed?.reason).toContain("unclosed '# >>> grex:env:EDITOR >>>' block (line 1)");
-    expect(snapshot(root)).toEqual(before);
+    expect(modeSnapshot(root)).toEqual(before);
   });
 
   test("schema: a bad name or a multi-line value is rejected", async () => {
     sandbox();
-    expect((await runActions([{ env: { name: "1BAD", value: "x" } }], opts({}), hooks)).failed?.reason).toContain(
+    expect((await runActions([{ env: { name: "1BAD", value: "x" } }], opts({}), noHooks)).failed?.reason).toContain(
       "actions[0].env.name must be a variable name",
     );
-    expect((await runActions([{ env: { name: "OK", value: "a\nb" } }], opts({}), hooks)).failed?.reason).toContain(
+    expect((await runActions([{ env: { name: "OK", value: "a\nb" } }], opts({}), noHooks)).failed?.reason).toContain(
       "actions[0].env.value must be a single line",
     );
   });
@@ -213,10 +189,10 @@ describe("env scope machine", () => {
     mkdirSync(join(root, "etc"));
     writeFileSync(join(root, "etc/environment"), 'PATH="/usr/bin:/bin"\n');
     const state: PackState = {};
-    await runActions([{ env: { name: "GREX_M", value: "1", scope: "machine" } }], opts(state), hooks);
+    await runActions([{ env: { name: "GREX_M", value: "1", scope: "machine" } }], opts(state), noHooks);
     expect(read(join(root, "etc/environment"))).toBe('PATH="/usr/bin:/bin"\n# >>> grex:env:GREX_M >>>\nGREX_M="1"\n# <<< grex:env:GREX_M <<<\n');
     expect(existsSync(join(home, ".bashrc"))).toBe(false);
-    await teardownActions([{ env: { name: "GREX_M", value: "1", scope: "machine" } }], null, opts(persisted(state)), hooks);
+    await teardownActions([{ env: { name: "GREX_M", value: "1", scope: "machine" } }], null, opts(persisted(state)), noHooks);
     expect(read(join(root, "etc/environment"))).toBe('PATH="/usr/bin:/bin"\n');
     await lifecycle([{ env: { name: "GREX_M", value: "1", scope: "machine" } }]);
   });
@@ -224,30 +200,30 @@ describe("env scope machine", () => {
   test("a file this user cannot write is a clear error naming it (via option or GREX_MACHINE_ENV_FILE)", async () => {
     sandbox();
     const target = join(root, "no-such-dir", "environment");
-    const before = snapshot(root);
-    const r = await runActions([{ env: { name: "GREX_M", value: "1", scope: "machine" } }], opts({}, { machineEnvFile: target }), hooks);
+    const before = modeSnapshot(root);
+    const r = await runActions([{ env: { name: "GREX_M", value: "1", scope: "machine" } }], opts({}, { machineEnvFile: target }), noHooks);
     expect(r.failed?.reason).toBe(
       `env scope machine writes ${target}, which this user cannot write; run grex as root (sudo) or use scope: user`,
     );
     const viaEnv = await runActions(
       [{ env: { name: "GREX_M", value: "1", scope: "machine" } }],
       { ...opts({}), machineEnvFile: undefined, env: { HOME: home, GREX_MACHINE_ENV_FILE: target } },
-      hooks,
+      noHooks,
     );
     expect(viaEnv.failed?.reason).toContain(`writes ${target}, which this user cannot write`);
-    expect(snapshot(root)).toEqual(before);
+    expect(modeSnapshot(root)).toEqual(before);
   });
 
   test("when not root, the real /etc/environment is refused with that error", async () => {
     sandbox();
     if (process.getuid?.() === 0) return; // root may write it; the test above covers the error path
-    const r = await runActions([{ env: { name: "GREX_M", value: "1", scope: "machine" } }], { ...opts({}), machineEnvFile: undefined }, hooks);
+    const r = await runActions([{ env: { name: "GREX_M", value: "1", scope: "machine" } }], { ...opts({}), machineEnvFile: undefined }, noHooks);
     expect(r.failed?.reason).toContain("/etc/environment, which this user cannot write");
   });
 
   test("a double quote in the value is refused", async () => {
     sandbox();
-    const r = await runActions([{ env: { name: "GREX_M", value: 'a"b', scope: "machine" } }], opts({}), hooks);
+    const r = await runActions([{ env: { name: "GREX_M", value: 'a"b', scope: "machine" } }], opts({}), noHooks);
     expect(r.failed?.reason).toContain("contains a double quote");
   });
 });
@@ -261,19 +237,19 @@ describe("env scope session", () => {
       { env: { name: "GREX_S", value: "after", scope: "session" } },
       { env: { name: "GREX_NEW", value: "$GREX_S-x", scope: "session" } },
     ];
-    const r = await runActions(items, opts({}, { processEnv, env }), hooks);
+    const r = await runActions(items, opts({}, { processEnv, env }), noHooks);
     expect(r.failed).toBeNull();
     expect(processEnv).toEqual({ KEEP: "1", GREX_S: "after", GREX_NEW: "after-x" });
     expect(env.GREX_NEW).toBe("after-x");
-    expect(results(await runActions(items, opts({}, { processEnv, env }), hooks))).toEqual(["already_satisfied", "already_satisfied"]);
-    const td = await teardownActions(items, null, opts({}, { processEnv, env }), hooks);
+    expect(results(await runActions(items, opts({}, { processEnv, env }), noHooks))).toEqual(["already_satisfied", "already_satisfied"]);
+    const td = await teardownActions(items, null, opts({}, { processEnv, env }), noHooks);
     expect(results(td)).toEqual(["performed_change", "performed_change"]);
     expect(processEnv).toEqual({ KEEP: "1", GREX_S: "before" });
     expect("GREX_NEW" in processEnv).toBe(false);
 
     // A later failure rolls the session change back.
     const failing = [items[0] as ActionItem, { mkdir: { path: "/dev/null/x" } }];
-    const f = await runActions(failing, opts({}, { processEnv, env }), hooks);
+    const f = await runActions(failing, opts({}, { processEnv, env }), noHooks);
     expect(f.failed?.idx).toBe(1);
     expect(processEnv.GREX_S).toBe("before");
     expect(env.GREX_S).toBe("before");
@@ -282,7 +258,7 @@ describe("env scope session", () => {
   test("dry run changes nothing", async () => {
     sandbox();
     const processEnv: Record<string, string | undefined> = {};
-    const r = await runActions([{ env: { name: "GREX_S", value: "v", scope: "session" } }], opts({}, { processEnv, dryRun: true }), hooks);
+    const r = await runActions([{ env: { name: "GREX_S", value: "v", scope: "session" } }], opts({}, { processEnv, dryRun: true }), noHooks);
     expect(results(r)).toEqual(["would_perform_change"]);
     expect(processEnv).toEqual({});
   });

@@ -2,13 +2,14 @@
 // cancellation, teardown (explicit list or reverse undo), parsing of action
 // items, and picking the actions of one kind for `grex run`.
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ActionHooks, type RunOptions, runActions, teardownActions } from "../../src/core/actions/executor.ts";
 import { collectNamedActions, parseActionItem } from "../../src/core/actions/index.ts";
 import type { ActionItem, PackState } from "../../src/core/actions/types.ts";
 import { GrexError } from "../../src/core/errors.ts";
+import { modeSnapshot } from "../helpers/actions.ts";
 
 let root: string;
 let home: string;
@@ -47,24 +48,6 @@ function opts(extra: Partial<RunOptions> = {}, state: PackState = {}): RunOption
   };
 }
 
-function snapshot(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (rel: string) => {
-    for (const name of readdirSync(join(dir, rel)).sort()) {
-      const r = rel ? `${rel}/${name}` : name;
-      const p = join(dir, r);
-      const st = lstatSync(p);
-      if (st.isSymbolicLink()) out[r] = `link:${readlinkSync(p)}`;
-      else if (st.isDirectory()) {
-        out[r] = `dir:${(st.mode & 0o7777).toString(8)}`;
-        walk(r);
-      } else out[r] = `file:${readFileSync(p, "utf8")}`;
-    }
-  };
-  walk("");
-  return out;
-}
-
 function thrown(fn: () => unknown): GrexError {
   try {
     fn();
@@ -79,7 +62,7 @@ describe("runActions", () => {
   test("a 3-action list whose third action fails: 1 and 2 are rolled back in reverse, hooks bracket each action", async () => {
     sandbox();
     writeFileSync(join(home, ".bashrc"), "# mine\n");
-    const before = snapshot(root);
+    const before = modeSnapshot(root);
     const h = recorder();
     const state: PackState = {};
     const r = await runActions(
@@ -110,7 +93,7 @@ describe("runActions", () => {
       ["mkdir", 0, "performed_change", true],
     ]);
     expect(r.steps[3]?.details.rollback).toBe(`took GREX_FAILING out of ${join(home, ".bashrc")}`);
-    expect(snapshot(root)).toEqual(before);
+    expect(modeSnapshot(root)).toEqual(before);
     expect(state).toEqual({});
   });
 
@@ -125,7 +108,7 @@ describe("runActions", () => {
 
   test("dry run: no hooks, no state, nothing on disk; later steps plan on earlier ones", async () => {
     sandbox();
-    const before = snapshot(root);
+    const before = modeSnapshot(root);
     const h = recorder();
     const state: PackState = {};
     const r = await runActions(
@@ -142,7 +125,7 @@ describe("runActions", () => {
     expect(r.steps.map((s) => s.result)).toEqual(["would_perform_change", "would_perform_change", "already_satisfied", "would_perform_change"]);
     expect(h.events).toEqual([]);
     expect(state).toEqual({});
-    expect(snapshot(root)).toEqual(before);
+    expect(modeSnapshot(root)).toEqual(before);
   });
 
   test("cancellation between actions stops the run, rolls back and throws", async () => {
@@ -210,7 +193,7 @@ describe("teardownActions", () => {
   test("without a teardown list: reverse undo of every action; state cleared; twice is a no-op", async () => {
     sandbox();
     writeFileSync(join(home, ".bashrc"), "# mine\n");
-    const before = snapshot(root);
+    const before = modeSnapshot(root);
     const items: ActionItem[] = [
       { require: { os: "linux" } },
       { mkdir: { path: "$HOME/.config/app" } },
@@ -233,12 +216,12 @@ describe("teardownActions", () => {
     ]);
     expect(td.steps.every((s) => s.details.teardown === true)).toBe(true);
     expect(h.events).toEqual([]); // reverse undo is not bracketed
-    expect(snapshot(root)).toEqual(before);
+    expect(modeSnapshot(root)).toEqual(before);
     const state2: PackState = { stale: true };
     const td2 = await teardownActions(items, null, opts({ os: "linux" }, state2), recorder());
     expect(td2.steps.every((s) => s.result === "noop" || s.result === "already_satisfied")).toBe(true);
     expect(state2).toEqual({});
-    expect(snapshot(root)).toEqual(before);
+    expect(modeSnapshot(root)).toEqual(before);
   });
 
   test("an explicit teardown list runs instead, bracketed, without rollback", async () => {

@@ -20,7 +20,8 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type RunOptions, runActions, teardownActions } from "../../src/core/actions/executor.ts";
-import type { ActionItem, PackState, StepResult } from "../../src/core/actions/types.ts";
+import type { ActionItem, PackState } from "../../src/core/actions/types.ts";
+import { modeSnapshot, noHooks, persisted, results } from "../helpers/actions.ts";
 
 interface Sandbox {
   root: string;
@@ -43,8 +44,6 @@ function sandbox(): Sandbox {
   return sb;
 }
 
-const hooks = { onStarted: async () => {}, onCompleted: async () => {}, onHalted: async () => {} };
-
 function opts(state: PackState, extra: Partial<RunOptions> = {}): RunOptions {
   return {
     packId: "p",
@@ -60,61 +59,41 @@ function opts(state: PackState, extra: Partial<RunOptions> = {}): RunOptions {
 }
 
 /** Every path under `dir` with its kind, mode and content or link target. */
-function snapshot(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (rel: string) => {
-    for (const name of readdirSync(join(dir, rel)).sort()) {
-      const r = rel ? `${rel}/${name}` : name;
-      const p = join(dir, r);
-      const st = lstatSync(p);
-      const mode = (st.mode & 0o7777).toString(8);
-      if (st.isSymbolicLink()) out[r] = `link:${readlinkSync(p)}`;
-      else if (st.isDirectory()) {
-        out[r] = `dir:${mode}`;
-        walk(r);
-      } else out[r] = `file:${mode}:${readFileSync(p, "utf8")}`;
-    }
-  };
-  walk("");
-  return out;
-}
 
 /** A state record as it would come back from the state file in a later process. */
-const persisted = (s: PackState): PackState => JSON.parse(JSON.stringify(s)) as PackState;
-const results = (r: { steps: Array<{ result: StepResult }> }) => r.steps.map((s) => s.result);
 
 /** The whole contract for a list of actions that should apply and undo cleanly. */
 async function lifecycle(items: ActionItem[]): Promise<PackState> {
-  const before = snapshot(sb.root);
+  const before = modeSnapshot(sb.root);
   const dryState: PackState = {};
-  const dry = await runActions(items, opts(dryState, { dryRun: true }), hooks);
+  const dry = await runActions(items, opts(dryState, { dryRun: true }), noHooks);
   expect(dry.failed).toBeNull();
   expect(results(dry).every((r) => r === "would_perform_change")).toBe(true);
-  expect(snapshot(sb.root)).toEqual(before);
+  expect(modeSnapshot(sb.root)).toEqual(before);
   expect(dryState).toEqual({});
 
   let state: PackState = {};
-  const first = await runActions(items, opts(state), hooks);
+  const first = await runActions(items, opts(state), noHooks);
   expect(first.failed).toBeNull();
   expect(results(first).every((r) => r === "performed_change")).toBe(true);
-  const applied = snapshot(sb.root);
+  const applied = modeSnapshot(sb.root);
   expect(applied).not.toEqual(before);
 
   state = persisted(state);
-  const again = await runActions(items, opts(state), hooks);
+  const again = await runActions(items, opts(state), noHooks);
   expect(results(again).every((r) => r === "already_satisfied")).toBe(true);
-  const dryAgain = await runActions(items, opts(state, { dryRun: true }), hooks);
+  const dryAgain = await runActions(items, opts(state, { dryRun: true }), noHooks);
   expect(results(dryAgain).every((r) => r === "already_satisfied")).toBe(true);
-  expect(snapshot(sb.root)).toEqual(applied);
+  expect(modeSnapshot(sb.root)).toEqual(applied);
 
   const keep = persisted(state);
-  const td = await teardownActions(items, null, opts(state), hooks);
+  const td = await teardownActions(items, null, opts(state), noHooks);
   expect(td.failed).toBeNull();
   expect(results(td)).toContain("performed_change");
-  expect(snapshot(sb.root)).toEqual(before);
-  const td2 = await teardownActions(items, null, opts(state), hooks);
+  expect(modeSnapshot(sb.root)).toEqual(before);
+  const td2 = await teardownActions(items, null, opts(state), noHooks);
   expect(results(td2).every((r) => r === "already_satisfied" || r === "noop")).toBe(true);
-  expect(snapshot(sb.root)).toEqual(before);
+  expect(modeSnapshot(sb.root)).toEqual(before);
   return keep;
 }
 
@@ -132,13 +111,13 @@ describe("symlink", () => {
 
   test("links point at the absolute source; normalize: false keeps src as written", async () => {
     sandbox();
-    await runActions([{ symlink: { src: "files/./dir/../app.conf", dst: "$HOME/a" } }], opts({}), hooks);
+    await runActions([{ symlink: { src: "files/./dir/../app.conf", dst: "$HOME/a" } }], opts({}), noHooks);
     expect(readlinkSync(join(sb.home, "a"))).toBe(join(sb.pack, "files/app.conf"));
-    const r = await runActions([{ symlink: { src: "files/./app.conf", dst: "$HOME/b", normalize: false } }], opts({}), hooks);
+    const r = await runActions([{ symlink: { src: "files/./app.conf", dst: "$HOME/b", normalize: false } }], opts({}), noHooks);
     expect(r.failed).toBeNull();
     expect(readlinkSync(join(sb.home, "b"))).toBe(`${sb.pack}/files/./app.conf`);
     expect(readFileSync(join(sb.home, "b"), "utf8")).toBe("theme = dark\n");
-    const again = await runActions([{ symlink: { src: "files/./app.conf", dst: "$HOME/b", normalize: false } }], opts({}), hooks);
+    const again = await runActions([{ symlink: { src: "files/./app.conf", dst: "$HOME/b", normalize: false } }], opts({}), noHooks);
     expect(results(again)).toEqual(["already_satisfied"]);
   });
 
@@ -147,43 +126,43 @@ describe("symlink", () => {
     writeFileSync(join(sb.root, "secret"), "s\n");
     symlinkSync(join(sb.root, "secret"), join(sb.pack, "files", "sneaky"));
     for (const src of ["../secret", join(sb.root, "secret"), "files/../../secret", "files/sneaky"]) {
-      const before = snapshot(sb.root);
-      const r = await runActions([{ symlink: { src, dst: "$HOME/x" } }], opts({}), hooks);
+      const before = modeSnapshot(sb.root);
+      const r = await runActions([{ symlink: { src, dst: "$HOME/x" } }], opts({}), noHooks);
       expect(r.failed?.reason).toContain("points outside the pack directory");
       expect(r.failed?.reason).toContain("actions[0].symlink.src of pack 'p'");
-      expect(snapshot(sb.root)).toEqual(before);
+      expect(modeSnapshot(sb.root)).toEqual(before);
     }
   });
 
   test("kind auto with a missing src is an error; kind file links a not-yet-existing src", async () => {
     sandbox();
-    const auto = await runActions([{ symlink: { src: "files/missing", dst: "$HOME/m" } }], opts({}), hooks);
+    const auto = await runActions([{ symlink: { src: "files/missing", dst: "$HOME/m" } }], opts({}), noHooks);
     expect(auto.failed?.reason).toContain("does not exist (kind: auto");
     expect(existsSync(join(sb.home, "m"))).toBe(false);
-    const before = snapshot(sb.root);
+    const before = modeSnapshot(sb.root);
     const state: PackState = {};
-    const typed = await runActions([{ symlink: { src: "files/missing", dst: "$HOME/m", kind: "file" } }], opts(state), hooks);
+    const typed = await runActions([{ symlink: { src: "files/missing", dst: "$HOME/m", kind: "file" } }], opts(state), noHooks);
     expect(typed.failed).toBeNull();
     expect(lstatSync(join(sb.home, "m")).isSymbolicLink()).toBe(true);
-    await teardownActions([{ symlink: { src: "files/missing", dst: "$HOME/m", kind: "file" } }], null, opts(state), hooks);
-    expect(snapshot(sb.root)).toEqual(before);
+    await teardownActions([{ symlink: { src: "files/missing", dst: "$HOME/m", kind: "file" } }], null, opts(state), noHooks);
+    expect(modeSnapshot(sb.root)).toEqual(before);
   });
 
   test("kind must match an existing src", async () => {
     sandbox();
-    const r = await runActions([{ symlink: { src: "files/dir", dst: "$HOME/d", kind: "file" } }], opts({}), hooks);
+    const r = await runActions([{ symlink: { src: "files/dir", dst: "$HOME/d", kind: "file" } }], opts({}), noHooks);
     expect(r.failed?.reason).toContain("is a directory but kind is file");
-    const r2 = await runActions([{ symlink: { src: "files/app.conf", dst: "$HOME/d", kind: "directory" } }], opts({}), hooks);
+    const r2 = await runActions([{ symlink: { src: "files/app.conf", dst: "$HOME/d", kind: "directory" } }], opts({}), noHooks);
     expect(r2.failed?.reason).toContain("is not a directory but kind is directory");
   });
 
   test("an existing different dst is an error without backup and is left alone", async () => {
     sandbox();
     writeFileSync(join(sb.home, ".vimrc"), "mine\n");
-    const before = snapshot(sb.root);
-    const r = await runActions([{ symlink: { src: "files/app.conf", dst: "$HOME/.vimrc" } }], opts({}), hooks);
+    const before = modeSnapshot(sb.root);
+    const r = await runActions([{ symlink: { src: "files/app.conf", dst: "$HOME/.vimrc" } }], opts({}), noHooks);
     expect(r.failed?.reason).toContain("already exists (a file); set backup: true");
-    expect(snapshot(sb.root)).toEqual(before);
+    expect(modeSnapshot(sb.root)).toEqual(before);
   });
 
   test("backup: true moves dst aside, teardown restores it byte for byte", async () => {
@@ -200,9 +179,9 @@ describe("symlink", () => {
     writeFileSync(join(sb.home, ".vimrc"), "old\n");
     writeFileSync(join(sb.home, ".vimrc.grex-bak.20200101T000000000Z"), "older backup\n");
     const items = [{ symlink: { src: "files/app.conf", dst: "$HOME/.vimrc", backup: true } }];
-    await runActions(items, opts({}), hooks);
+    await runActions(items, opts({}), noHooks);
     expect(readdirSync(sb.home).filter((n) => n.includes("grex-bak"))).toHaveLength(2);
-    const td = await teardownActions(items, null, opts({}), hooks);
+    const td = await teardownActions(items, null, opts({}), noHooks);
     expect(results(td)).toEqual(["performed_change"]);
     expect(readFileSync(join(sb.home, ".vimrc"), "utf8")).toBe("old\n");
     expect(lstatSync(join(sb.home, ".vimrc")).isSymbolicLink()).toBe(false);
@@ -211,19 +190,19 @@ describe("symlink", () => {
   test("if creating the link fails, the backup is renamed back", async () => {
     sandbox();
     writeFileSync(join(sb.home, ".vimrc"), "mine\n");
-    const before = snapshot(sb.root);
+    const before = modeSnapshot(sb.root);
     // A target longer than PATH_MAX: symlink(2) refuses it after the backup was made.
     const src = `files/${"d/".repeat(2100)}f`;
-    const r = await runActions([{ symlink: { src, dst: "$HOME/.vimrc", backup: true, kind: "file" } }], opts({}), hooks);
+    const r = await runActions([{ symlink: { src, dst: "$HOME/.vimrc", backup: true, kind: "file" } }], opts({}), noHooks);
     expect(r.failed?.reason).toContain("could not create the link");
-    expect(snapshot(sb.root)).toEqual(before);
+    expect(modeSnapshot(sb.root)).toEqual(before);
   });
 
   test("a missing dst directory is an error, unless an earlier mkdir creates it (also in a dry run)", async () => {
     sandbox();
-    const alone = await runActions([{ symlink: { src: "files/app.conf", dst: "$HOME/.config/x/app.conf" } }], opts({}), hooks);
+    const alone = await runActions([{ symlink: { src: "files/app.conf", dst: "$HOME/.config/x/app.conf" } }], opts({}), noHooks);
     expect(alone.failed?.reason).toContain("add a mkdir action for");
-    const dryAlone = await runActions([{ symlink: { src: "files/app.conf", dst: "$HOME/.config/x/app.conf" } }], opts({}, { dryRun: true }), hooks);
+    const dryAlone = await runActions([{ symlink: { src: "files/app.conf", dst: "$HOME/.config/x/app.conf" } }], opts({}, { dryRun: true }), noHooks);
     expect(dryAlone.failed?.reason).toContain("add a mkdir action for");
     await lifecycle([{ mkdir: { path: "$HOME/.config/x" } }, { symlink: { src: "files/app.conf", dst: "$HOME/.config/x/app.conf" } }]);
   });
@@ -231,10 +210,10 @@ describe("symlink", () => {
   test("teardown leaves a dst that is not our link alone", async () => {
     sandbox();
     const items = [{ symlink: { src: "files/app.conf", dst: "$HOME/.conf" } }];
-    await runActions(items, opts({}), hooks);
+    await runActions(items, opts({}), noHooks);
     rmSync(join(sb.home, ".conf"));
     writeFileSync(join(sb.home, ".conf"), "user replaced it\n");
-    const td = await teardownActions(items, null, opts({}), hooks);
+    const td = await teardownActions(items, null, opts({}), noHooks);
     expect(results(td)).toEqual(["already_satisfied"]);
     expect(readFileSync(join(sb.home, ".conf"), "utf8")).toBe("user replaced it\n");
   });
@@ -258,7 +237,7 @@ describe("mkdir", () => {
     await runActions(
       [{ mkdir: { path: "$HOME/private", mode: "700" } }, { mkdir: { path: "$HOME/num", mode: 750 } }, { mkdir: { path: "rel" } }],
       opts({}),
-      hooks,
+      noHooks,
     );
     expect(statSync(join(sb.home, "private")).mode & 0o777).toBe(0o700);
     expect(statSync(join(sb.home, "num")).mode & 0o777).toBe(0o750);
@@ -268,28 +247,28 @@ describe("mkdir", () => {
   test("an existing directory is already satisfied and is never removed by teardown", async () => {
     sandbox();
     mkdirSync(join(sb.home, "mine"));
-    const before = snapshot(sb.root);
+    const before = modeSnapshot(sb.root);
     const state: PackState = {};
-    const r = await runActions([{ mkdir: { path: "$HOME/mine" } }], opts(state), hooks);
+    const r = await runActions([{ mkdir: { path: "$HOME/mine" } }], opts(state), noHooks);
     expect(results(r)).toEqual(["already_satisfied"]);
-    const td = await teardownActions([{ mkdir: { path: "$HOME/mine" } }], null, opts(state), hooks);
+    const td = await teardownActions([{ mkdir: { path: "$HOME/mine" } }], null, opts(state), noHooks);
     expect(results(td)).toEqual(["already_satisfied"]);
-    expect(snapshot(sb.root)).toEqual(before);
+    expect(modeSnapshot(sb.root)).toEqual(before);
   });
 
   test("a file in the way is an error", async () => {
     sandbox();
     writeFileSync(join(sb.home, "f"), "");
-    expect((await runActions([{ mkdir: { path: "$HOME/f" } }], opts({}), hooks)).failed?.reason).toContain("exists and is not a directory");
-    expect((await runActions([{ mkdir: { path: "$HOME/f/sub" } }], opts({}), hooks)).failed?.reason).toContain("is in the way");
+    expect((await runActions([{ mkdir: { path: "$HOME/f" } }], opts({}), noHooks)).failed?.reason).toContain("exists and is not a directory");
+    expect((await runActions([{ mkdir: { path: "$HOME/f/sub" } }], opts({}), noHooks)).failed?.reason).toContain("is in the way");
   });
 
   test("teardown keeps a directory that is no longer empty (and its parents)", async () => {
     sandbox();
     const state: PackState = {};
-    await runActions([{ mkdir: { path: "$HOME/a/b" } }], opts(state), hooks);
+    await runActions([{ mkdir: { path: "$HOME/a/b" } }], opts(state), noHooks);
     writeFileSync(join(sb.home, "a/b/user-file"), "keep\n");
-    const td = await teardownActions([{ mkdir: { path: "$HOME/a/b" } }], null, opts(state), hooks);
+    const td = await teardownActions([{ mkdir: { path: "$HOME/a/b" } }], null, opts(state), noHooks);
     expect(td.failed).toBeNull();
     expect(readFileSync(join(sb.home, "a/b/user-file"), "utf8")).toBe("keep\n");
   });
@@ -298,7 +277,7 @@ describe("mkdir", () => {
 describe("rmdir", () => {
   test("absent is already satisfied", async () => {
     sandbox();
-    const r = await runActions([{ rmdir: { path: "$HOME/nothing" } }], opts({}), hooks);
+    const r = await runActions([{ rmdir: { path: "$HOME/nothing" } }], opts({}), noHooks);
     expect(results(r)).toEqual(["already_satisfied"]);
   });
 
@@ -313,10 +292,10 @@ describe("rmdir", () => {
     sandbox();
     mkdirSync(join(sb.home, "full"));
     writeFileSync(join(sb.home, "full/x"), "x\n");
-    const before = snapshot(sb.root);
-    const r = await runActions([{ rmdir: { path: "$HOME/full" } }], opts({}), hooks);
+    const before = modeSnapshot(sb.root);
+    const r = await runActions([{ rmdir: { path: "$HOME/full" } }], opts({}), noHooks);
     expect(r.failed?.reason).toContain("is not empty; set backup: true");
-    expect(snapshot(sb.root)).toEqual(before);
+    expect(modeSnapshot(sb.root)).toEqual(before);
   });
 
   test("backup moves it aside; teardown puts it back byte for byte", async () => {
@@ -332,10 +311,10 @@ describe("rmdir", () => {
     mkdirSync(join(sb.home, "full"));
     writeFileSync(join(sb.home, "full/x"), "x\n");
     const state: PackState = {};
-    const r = await runActions([{ rmdir: { path: "$HOME/full", force: true } }], opts(state), hooks);
+    const r = await runActions([{ rmdir: { path: "$HOME/full", force: true } }], opts(state), noHooks);
     expect(results(r)).toEqual(["performed_change"]);
     expect(existsSync(join(sb.home, "full"))).toBe(false);
-    const td = await teardownActions([{ rmdir: { path: "$HOME/full", force: true } }], null, opts(state), hooks);
+    const td = await teardownActions([{ rmdir: { path: "$HOME/full", force: true } }], null, opts(state), noHooks);
     expect(results(td)).toEqual(["noop"]);
   });
 
@@ -343,10 +322,10 @@ describe("rmdir", () => {
     sandbox();
     writeFileSync(join(sb.home, "f"), "");
     for (const path of ["$HOME", ".", sb.root]) {
-      const r = await runActions([{ rmdir: { path, force: true } }], opts({}), hooks);
+      const r = await runActions([{ rmdir: { path, force: true } }], opts({}), noHooks);
       expect(r.failed?.reason).toContain("refusing to remove");
     }
-    expect((await runActions([{ rmdir: { path: "$HOME/f" } }], opts({}), hooks)).failed?.reason).toContain("is not a directory");
+    expect((await runActions([{ rmdir: { path: "$HOME/f" } }], opts({}), noHooks)).failed?.reason).toContain("is not a directory");
     expect(existsSync(sb.pack)).toBe(true);
   });
 });
