@@ -141,6 +141,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
   const beforeDashes = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
   const json = beforeDashes.includes("--json");
   const plain = beforeDashes.includes("--plain") || !io.stdoutTTY;
+  const pretty = !json && !plain;
   const verbose = verbosity(argv);
   let verbName = "grex";
   if (beforeDashes.includes("--version")) {
@@ -191,6 +192,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
       debug: (level, m) => {
         if (level <= verbose) io.stderr(`grex: ${m}\n`);
       },
+      live: pretty ? io.stdout : undefined,
     });
     const abort = new AbortController();
     const onSigint = () => abort.abort();
@@ -206,7 +208,10 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     const failure = verb.failure?.(result, params);
     if (verb.ownsStdout && !failure) return 0;
     if (json) io.stdout(`${toJsonDocument(failure ? failureDocument(verb.name, failure, "cli", result) : result)}\n`);
-    else io.stdout(`${renderResult(verb, result, params, { plain })}\n`);
+    else {
+      const text = renderResult(verb, result, params, { plain, streamed: pretty });
+      if (text !== "") io.stdout(`${text}\n`);
+    }
     if (failure) {
       io.stderr(`grex: ${failure.message}\n`);
       return failure.exitCode;

@@ -11,12 +11,14 @@ export interface ContextOptions {
   surface: "cli" | "mcp";
   warn(message: string): void;
   debug(level: number, message: string): void;
+  live?: (text: string) => void;
 }
 
 export function makeContext(opts: ContextOptions): VerbContext {
   let ws: Workspace | undefined;
   return {
     ...opts,
+    live: opts.live,
     workspace() {
       ws ??= findWorkspace(opts.cwd, opts.manifest);
       return ws;

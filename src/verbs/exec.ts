@@ -13,13 +13,25 @@ const MAX_CAPTURE = 1 << 20;
 
 const ResultRow = v.object({ pack: v.string(), stdout: v.string(), stderr: v.string(), exit: v.number() });
 
-async function readCapped(stream: ReadableStream<Uint8Array>): Promise<string> {
+/**
+ * Read a child's stream whole (capped), and when `onLine` is given also hand
+ * over each complete line as it arrives (live output on a terminal).
+ */
+async function readCapped(stream: ReadableStream<Uint8Array>, onLine?: (line: string) => void): Promise<string> {
   const chunks: Uint8Array[] = [];
   let size = 0;
+  const decoder = new TextDecoder();
+  let partial = "";
   for await (const chunk of stream) {
     if (size < MAX_CAPTURE) chunks.push(chunk.subarray(0, MAX_CAPTURE - size));
     size += chunk.length;
+    if (onLine) {
+      const lines = (partial + decoder.decode(chunk, { stream: true })).split("\n");
+      partial = lines.pop() ?? "";
+      for (const line of lines) onLine(line);
+    }
   }
+  if (onLine && partial !== "") onLine(partial);
   const text = Buffer.concat(chunks).toString("utf8");
   return size > MAX_CAPTURE ? `${text}\n[grex: output truncated after ${MAX_CAPTURE} bytes]` : text;
 }
@@ -53,6 +65,7 @@ export const execVerb = defineVerb({
     const keep = parseFilter(p.filter);
     const packs = view.packs.filter((n) => keep(n) && existsSync(n.dir));
     const argv = p.shell ? ["/bin/sh", "-c", p.cmd] : [p.cmd, ...p.args];
+    const live = ctx.live;
     let done = 0;
     const results = await mapBounded(packs, p.parallel ?? 0, signal, (pack) =>
       ctx.scheduler.withPermit(signal, async () => {
@@ -74,8 +87,8 @@ export const execVerb = defineVerb({
         signal.addEventListener("abort", kill, { once: true });
         try {
           const [stdout, stderr, exit] = await Promise.all([
-            readCapped(proc.stdout as ReadableStream<Uint8Array>),
-            readCapped(proc.stderr as ReadableStream<Uint8Array>),
+            readCapped(proc.stdout as ReadableStream<Uint8Array>, live && ((l) => live(`[${pack.id}] ${l}\n`))),
+            readCapped(proc.stderr as ReadableStream<Uint8Array>, live && ((l) => live(`[${pack.id}]! ${l}\n`))),
             proc.exited,
           ]);
           throwIfAborted(signal);
@@ -93,14 +106,18 @@ export const execVerb = defineVerb({
     if (bad.length === 0) return undefined;
     return packOpError(`The command failed in ${bad.length} of ${r.results.length} packs (first: ${bad[0]?.pack}, exit ${bad[0]?.exit}).`);
   },
-  render(r) {
+  render(r, _p, style) {
+    if (r.results.length === 0) return "No packs matched.";
     const out: string[] = [];
     for (const x of r.results) {
-      const prefix = (s: string, tag: string) =>
-        s.replace(/\n$/, "").split("\n").filter((l, i, a) => l !== "" || a.length > 1).map((l) => `[${x.pack}]${tag} ${l}`);
-      out.push(...prefix(x.stdout, ""), ...prefix(x.stderr, " !"));
+      // Live mode already printed every line as it came; only the verdicts remain.
+      if (!style.streamed) {
+        const prefix = (s: string, tag: string) =>
+          s === "" ? [] : s.replace(/\n$/, "").split("\n").map((l) => `[${x.pack}]${tag} ${l}`);
+        out.push(...prefix(x.stdout, ""), ...prefix(x.stderr, "!"));
+      }
       if (x.exit !== 0) out.push(`[${x.pack}] exit ${x.exit}`);
     }
-    return out.length ? out.join("\n") : "No packs matched.";
+    return out.join("\n");
   },
 });

@@ -26,11 +26,19 @@ export interface VerbContext {
   warn(message: string): void;
   /** Diagnostics at -v level `level` (1..3); dropped unless that verbose. */
   debug(level: number, message: string): void;
+  /**
+   * Live output for a person at a terminal (pretty CLI mode only; undefined
+   * with --json/--plain, when stdout is not a TTY, and over MCP). A verb that
+   * streams through it leaves that content out of its rendering.
+   */
+  live: ((text: string) => void) | undefined;
 }
 
 export interface RenderStyle {
   /** No colour, no Unicode. */
   plain: boolean;
+  /** The verb's output already went out live (see VerbContext.live). */
+  streamed: boolean;
 }
 
 export interface CliFlag {

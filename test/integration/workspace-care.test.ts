@@ -2,6 +2,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { runCli } from "../../src/cli/run.ts";
 import { git, TestWorkspace } from "../helpers/workspace.ts";
 
 let t: TestWorkspace;
@@ -148,6 +149,28 @@ describe("exec", () => {
     expect((argv.json.results as Array<{ stdout: string }>)[0]?.stdout).toBe("a;b $(echo x)\n");
     const shell = await t.grex("exec", "--json", "--shell", "echo a; echo $(echo x) | tr x y");
     expect((shell.json.results as Array<{ stdout: string }>)[0]?.stdout).toBe("a\ny\n");
+  });
+  test("on a terminal, output streams live with a [pack] prefix and is not printed twice", async () => {
+    t = new TestWorkspace();
+    await t.grex("init");
+    await t.grex("add", t.repo("one", { "a.txt": "a\n" }));
+    await t.grex("add", t.repo("two", { "b.txt": "b\n" }));
+    let stdout = "";
+    const code = await runCli(["exec", "--shell", "ls; echo oops >&2; exit 3"], {
+      cwd: t.ws,
+      env: t.env,
+      stdout: (s) => {
+        stdout += s;
+      },
+      stderr: () => {},
+      stdoutTTY: true,
+      stderrTTY: false,
+    });
+    expect(code).toBe(4);
+    const lines = stdout.trim().split("\n");
+    for (const want of ["[one] a.txt", "[one]! oops", "[two] b.txt", "[two]! oops", "[one] exit 3", "[two] exit 3"]) {
+      expect(lines.filter((l) => l === want)).toHaveLength(1);
+    }
   });
 });
 
