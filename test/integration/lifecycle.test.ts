@@ -239,3 +239,35 @@ describe("convergence", () => {
     expect(add.stderr.trim().split("\n")).toHaveLength(1);
   });
 });
+
+describe("init on an existing manifest", () => {
+  test("a fresh checkout of grex.jsonl: init --no-clone clones nothing, init clones every missing pack and installs it", async () => {
+    await fresh();
+    t.repo("child-a");
+    t.repo("child-b");
+    expect((await t.grex("add", t.repo("meta-basic"))).code).toBe(0);
+    expect((await t.grex("add", t.repo("notes", { "n.md": "n\n" }))).code).toBe(0);
+    // A teammate's machine: only the committed files, a new HOME.
+    const other = join(t.root, "other");
+    const { mkdirSync, copyFileSync, rmSync } = await import("node:fs");
+    mkdirSync(other);
+    for (const f of ["grex.jsonl", "grex.lock.jsonl", ".gitignore"]) copyFileSync(join(t.ws, f), join(other, f));
+    rmSync(t.home, { recursive: true, force: true });
+    mkdirSync(t.home);
+    const inOther = async (...argv: string[]) => {
+      const { runCli } = await import("../../src/cli/run.ts");
+      let stdout = "";
+      const code = await runCli(argv, { cwd: other, env: t.env, stdout: (s) => void (stdout += s), stderr: () => {}, stdoutTTY: false, stderrTTY: false });
+      return { code, json: JSON.parse(stdout) as Record<string, unknown> };
+    };
+    const none = await inOther("init", "--no-clone", "--json");
+    expect(none.json).toMatchObject({ created: [], cloned: [] });
+    expect(existsSync(join(other, "notes"))).toBe(false);
+    const all = await inOther("init", "--json");
+    expect(all.code).toBe(0);
+    expect((all.json.cloned as string[]).sort()).toEqual(["meta-basic", "meta-basic/child-a", "meta-basic/second", "notes"]);
+    expect(existsSync(join(t.home, ".child-a/a.txt"))).toBe(true);
+    const again = await inOther("init", "--json");
+    expect(again.json.cloned).toEqual([]);
+  });
+});

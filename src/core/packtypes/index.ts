@@ -59,9 +59,11 @@ export function convergeReason(
   previous: LockEntry | undefined,
   hash: string,
   sha: string | null,
+  /** Cloned in this run: its setup never ran on this machine, whatever a shared lockfile says. */
+  freshClone = false,
 ): ConvergeReason {
   if (force) return "forced";
-  if (!previous || previous.installed_at === "") return "never-installed";
+  if (!previous || previous.installed_at === "" || freshClone) return "never-installed";
   if (previous.actions_hash !== hash) return "hash-changed";
   if (mode === "update" && sha !== null && (previous.installed_sha ?? previous.sha) !== sha) return "sha-changed";
   return "none";
@@ -71,7 +73,7 @@ export async function converge(input: ConvergeInput): Promise<ConvergeResult> {
   const { node } = input;
   const type = packTypeFor(input.type);
   const hash = type.hash(node.dir, node.manifest, input.childShas);
-  const reason = convergeReason(input.force, input.mode, input.previous, hash, node.head?.sha ?? null);
+  const reason = convergeReason(input.force, input.mode, input.previous, hash, node.head?.sha ?? null, node.cloned);
   const run: PackRun = {
     ws: input.ws,
     id: node.id,
