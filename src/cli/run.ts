@@ -177,8 +177,14 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
       command.checkRequiredArgs();
       command.checkUnusedArgs();
     } catch (err) {
-      const msg = err instanceof Error ? err.message : String(err);
-      throw usageError(`${msg.replace(/\.$/, "")} for \`grex ${verb.name}\`; see \`grex ${verb.name} --help\`.`);
+      // cac's wording, made into one sentence that names the verb and the way out.
+      const msg = (err instanceof Error ? err.message : String(err)).replace(/\.$/, "");
+      const what = msg.startsWith("missing required args")
+        ? `Missing a required argument: the usage is \`grex ${command.rawName}\``
+        : msg.startsWith("Unused args: ")
+          ? `Unexpected argument${msg.includes(",") ? "s" : ""} ${msg.slice("Unused args: ".length)} for \`grex ${verb.name}\``
+          : `${msg} for \`grex ${verb.name}\``;
+      throw usageError(`${what}; see \`grex ${verb.name} --help\`.`);
     }
     const params = parseParams(verb, collectParams(verb, parsed.args, options, argv), "cli");
     const parallelFlag = typeof options.parallel === "undefined" ? undefined : Number(rawValues(argv, "--parallel").at(-1));
