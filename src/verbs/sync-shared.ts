@@ -1,6 +1,17 @@
 // Schema pieces and rendering shared by `sync`, `update` and `add`.
 import * as v from "valibot";
+import { dryRunParam, filterParam, parallelParam } from "./common.ts";
 import type { RenderStyle } from "./types.ts";
+
+/** Params `sync` and `update` share: which packs, which ref, force, and the universal flags. */
+export const syncSelectionEntries = {
+  ids: v.optional(v.array(v.string()), []),
+  ref: v.optional(v.pipe(v.string(), v.minLength(1))),
+  force: v.optional(v.boolean(), false),
+  dry_run: dryRunParam,
+  filter: filterParam,
+  parallel: parallelParam,
+};
 
 export const StepSchema = v.object({
   pack: v.string(),

@@ -2,8 +2,7 @@
 import * as v from "valibot";
 import { packOpError } from "../core/errors.ts";
 import { runSync, type SyncReport } from "../core/sync/engine.ts";
-import { dryRunParam, filterParam, parallelParam } from "./common.ts";
-import { StepSchema, renderSyncReport, SummarySchema, HaltedSchema } from "./sync-shared.ts";
+import { HaltedSchema, renderSyncReport, StepSchema, SummarySchema, syncSelectionEntries } from "./sync-shared.ts";
 import { defineVerb } from "./types.ts";
 
 const Result = v.object({
@@ -29,15 +28,10 @@ export const syncVerb = defineVerb({
   description:
     "Sync packs recursively: clone missing ones, fetch and fast-forward existing ones to their pinned ref (dirty packs are skipped, never modified), then run each pack's setup when it changed or was never installed. Optional ids limit it to those packs.",
   params: v.strictObject({
-    ids: v.optional(v.array(v.string()), []),
+    ...syncSelectionEntries,
     only: v.optional(v.array(v.string()), []),
-    ref: v.optional(v.pipe(v.string(), v.minLength(1))),
-    force: v.optional(v.boolean(), false),
     fail_fast: v.optional(v.boolean(), false),
     recursive: v.optional(v.boolean(), true),
-    dry_run: dryRunParam,
-    filter: filterParam,
-    parallel: parallelParam,
   }),
   result: Result,
   readOnly: false,

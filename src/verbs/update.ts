@@ -4,7 +4,7 @@ import { packOpError, usageError } from "../core/errors.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { tryAcquireWorkspaceLock } from "../core/locks.ts";
 import { runSync } from "../core/sync/engine.ts";
-import { dryRunParam, filterParam, parallelParam } from "./common.ts";
+import { syncSelectionEntries } from "./sync-shared.ts";
 import { defineVerb } from "./types.ts";
 
 const Result = v.object({
@@ -26,14 +26,7 @@ export const updateVerb = defineVerb({
   name: "update",
   description:
     "Update packs: fetch and move each to its ref (re-pinning it first when ref is given, recorded in the manifest), then reinstall packs whose commit or setup changed (or all with force). Optional ids limit it to those packs.",
-  params: v.strictObject({
-    ids: v.optional(v.array(v.string()), []),
-    ref: v.optional(v.pipe(v.string(), v.minLength(1))),
-    force: v.optional(v.boolean(), false),
-    dry_run: dryRunParam,
-    filter: filterParam,
-    parallel: parallelParam,
-  }),
+  params: v.strictObject(syncSelectionEntries),
   result: Result,
   readOnly: false,
   destructive: false,
