@@ -5,7 +5,9 @@ import { join } from "node:path";
 import * as v from "valibot";
 import { GrexError, toGrexError } from "../core/errors.ts";
 import { isGitRepo, originUrlSync } from "../core/git/backend.ts";
-import { ignoreLinesFor, parseBlocks, repairBlocks, updateIgnoreFile } from "../core/gitignore.ts";
+import { parseBlocks, repairBlocks, updateIgnoreFile } from "../core/gitignore.ts";
+import type { PackManifest } from "../core/pack/schema.ts";
+import { packIgnoreLines } from "../core/pack/x-gitignore.ts";
 import { inspectLocks, removeStaleLocks } from "../core/locks.ts";
 import { readLockfile, writeLockfile, type LockEntry } from "../core/lockfile.ts";
 import { compactManifest, readManifest, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
@@ -89,7 +91,7 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   }
   if (parsed.problems.length === 0) {
     for (const pack of state.values()) {
-      const want = ignoreLinesFor(pack.path);
+      const want = packIgnoreLines(pack.path, await manifestOrNull(join(ws.root, pack.path)));
       const have = parsed.blocks.get(pack.id);
       if (!have) add("gitignore-sync", "warning", pack.id, `.gitignore has no grex block for ${pack.path}`, true);
       else if (have.join("\n") !== want.join("\n")) add("gitignore-sync", "warning", pack.id, `.gitignore block for ${pack.id} was edited by hand`, true);
@@ -166,6 +168,12 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   return { findings, loaded: { events, state, lock } };
 }
 
+/** A pack's manifest for its ignore block; a pack.yaml that does not load is reported by the pack-schema check. */
+async function manifestOrNull(dir: string): Promise<PackManifest | null> {
+  const { loadPackYaml } = await import("../core/pack/load.ts");
+  return loadPackYaml(dir).catch(() => null);
+}
+
 function lintPack(name: string, dir: string, actions: number, add: (c: Check, s: Severity, p: string | null, d: string) => void) {
   if (!existsSync(join(dir, "README.md"))) add("pack-schema", "warning", name, `pack '${name}' has no README.md`);
   if (actions > 50) add("pack-schema", "warning", name, `pack '${name}' declares ${actions} actions; split it into child packs`);
@@ -186,7 +194,9 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
       if (id !== STATE_BLOCK_ID && !loaded.state.has(id)) updateIgnoreFile(gitignore, id, null);
     }
     updateIgnoreFile(gitignore, STATE_BLOCK_ID, ["/.grex/.state/"]);
-    for (const pack of loaded.state.values()) updateIgnoreFile(gitignore, pack.id, ignoreLinesFor(pack.path));
+    for (const pack of loaded.state.values()) {
+      updateIgnoreFile(gitignore, pack.id, packIgnoreLines(pack.path, await manifestOrNull(join(ws.root, pack.path))));
+    }
     fixed.push("gitignore-sync");
   }
   if (fixable.has("stale-locks")) {
