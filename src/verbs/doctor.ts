@@ -1,5 +1,5 @@
 // `grex doctor`: check the workspace's files and packs, report findings, and
-// (with --fix, CLI only) heal what is safe to heal.
+// (with --fix, CLI only) heal what is safe to heal, converting files written by the Rust grex.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
@@ -11,6 +11,7 @@ import { packIgnoreLines } from "../core/pack/x-gitignore.ts";
 import { inspectLocks, removeStaleLocks } from "../core/locks.ts";
 import { readLockfile, writeLockfile, type LockEntry } from "../core/lockfile.ts";
 import { compactManifest, readManifest, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
+import { convertRustWorkspace, describeRustShape, rustShape } from "../core/compat/convert-rust.ts";
 import { atomicWriteFile } from "../core/fsutil.ts";
 import { incompleteActions } from "../core/sync/engine.ts";
 import type { Workspace } from "../core/workspace.ts";
@@ -153,7 +154,9 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   if (existsSync(reposJson)) {
     try {
       const list = JSON.parse(readFileSync(reposJson, "utf8")) as unknown;
-      const paths = Array.isArray(list) ? list.map((e) => (e && typeof e === "object" && "path" in e ? String(e.path) : "")) : [];
+      // Entries without a url are not importable (grex import skips them), so they are not "missing".
+      const importable = (e: unknown) => e !== null && typeof e === "object" && "path" in e && "url" in e && String(e.url).trim() !== "";
+      const paths = Array.isArray(list) ? list.map((e) => (importable(e) ? String((e as { path: unknown }).path) : "")) : [];
       const missing = paths.filter((p) => p !== "" && !state.has(p.replace(/\/+$/, "")));
       if (missing.length > 0) {
         add("legacy-coexistence", "warning", null, `REPOS.json lists ${missing.length} repo(s) not in grex.jsonl (${missing.slice(0, 3).join(", ")}); run grex import --from-repos-json REPOS.json`);
@@ -162,6 +165,8 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
       add("legacy-coexistence", "warning", null, "REPOS.json is not valid JSON");
     }
   }
+  const rust = describeRustShape(rustShape(ws));
+  if (rust) add("legacy-coexistence", "warning", null, rust, true);
   if (existsSync(join(ws.root, ".scripts"))) {
     add("legacy-coexistence", "warning", null, ".scripts/ is still present; move its setup into pack actions and remove it");
   }
@@ -183,6 +188,8 @@ function lintPack(name: string, dir: string, actions: number, add: (c: Check, s:
 async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<string[]> {
   const fixed: string[] = [];
   const fixable = new Set(findings.filter((f) => f.auto_fixable).map((f) => f.check));
+  // First, so the heals below rewrite files already in this grex's format.
+  if (fixable.has("legacy-coexistence") && (await convertRustWorkspace(ws)).length > 0) fixed.push("legacy-coexistence");
   if (fixable.has("gitignore-sync")) {
     const gitignore = join(ws.root, ".gitignore");
     if (existsSync(gitignore)) {
@@ -204,8 +211,9 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
     fixed.push("stale-locks");
   }
   if (fixable.has("orphans")) {
-    const keep = [...loaded.lock.values()].filter((e) => loaded.state.has(e.id.split("/")[0] as string));
-    if (keep.length !== loaded.lock.size) {
+    const current = readLockfile(ws); // read again: the conversion above may have rewritten it
+    const keep = [...current.values()].filter((e) => loaded.state.has(e.id.split("/")[0] as string));
+    if (keep.length !== current.size) {
       await writeLockfile(ws, keep);
       fixed.push("orphans");
     }
