@@ -68,7 +68,9 @@ function valueProblem(key: string, value: unknown, depth = 0): Problem | null {
     default: {
       if (!Array.isArray(value)) return bad("must be a list of conditions");
       if (depth + 1 >= MAX_CONDITION_DEPTH && value.length > 0) {
-        return bad(`nests conditions more than ${MAX_CONDITION_DEPTH} lists deep; flatten it (all_of/any_of/none_of lists may nest at most ${MAX_CONDITION_DEPTH - 1} deep)`);
+        return bad(
+          `nests conditions ${MAX_CONDITION_DEPTH} or more lists deep, over the limit; flatten it (at most ${MAX_CONDITION_DEPTH - 1} nested all_of/any_of/none_of lists)`,
+        );
       }
       for (let i = 0; i < value.length; i++) {
         const p = conditionProblem(value[i], depth + 1);
