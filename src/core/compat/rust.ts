@@ -16,8 +16,8 @@ type Line = Record<string, unknown>;
 
 /** The Rust grex writes schema "1" events, the schema this grex reads; lines that omit it are filled in with it. */
 const RUST_SCHEMA_VERSION = "1";
-/** The ops the Rust grex writes to grex.jsonl. */
-const RUST_OPS = new Set(["add", "update", "rm", "sync", "action_started", "action_completed", "action_halted"]);
+/** The ops the Rust grex writes to grex.jsonl without a schema_version (its `add` carries one). */
+const RUST_OPS = new Set(["update", "rm", "sync", "action_started", "action_completed", "action_halted"]);
 /** `update` fields this grex applies (the Rust grex also has `path`, which is read as a no-op). */
 const UPDATE_FIELDS = new Set(["url", "ref"]);
 /** Pack type recorded for a Rust lock entry (which has none): the default for a pack without pack.yaml. */
