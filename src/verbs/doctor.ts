@@ -257,6 +257,7 @@ export const doctorVerb = defineVerb({
     }
     let compacted = false;
     if (p.compact && loaded && !findings.some((f) => f.severity === "error" && f.check.endsWith("-schema"))) {
+      await convertRustWorkspace(ws); // a Rust-format file gets its backup before compaction rewrites it
       await compactManifest(ws);
       await writeLockfile(ws, readLockfile(ws, { warn: ctx.warn }).values());
       compacted = true;

@@ -53,9 +53,9 @@ export const teardownVerb = defineVerb({
       }
       const { teardownPack } = await import("../core/packtypes/index.ts");
       const type = top?.type ?? child?.type ?? "meta";
-      const r = await withPackLock(ws, dir, signal, () =>
-        teardownPack({ ws, id: p.id, dir, type, env: ctx.env, signal, dryRun: p.dry_run }),
-      );
+      const undo = () => teardownPack({ ws, id: p.id, dir, type, env: ctx.env, signal, dryRun: p.dry_run });
+      // A dry run touches nothing, locks included.
+      const r = p.dry_run ? await undo() : await withPackLock(ws, dir, signal, undo);
       const subtree = [...lockEntries.keys()].filter((id) => id === p.id || id.startsWith(`${p.id}/`));
       if (!p.dry_run) {
         // Even a partial teardown has undone some setup: mark all of it for reinstall.
