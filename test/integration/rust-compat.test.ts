@@ -128,6 +128,40 @@ describe("grex teardown", () => {
     expect(lstatSync(link).isSymbolicLink()).toBe(true);
   });
 
+  test("--dry-run reports the steps and changes nothing (HOME, lockfile)", async () => {
+    await fresh();
+    expect((await addFixture("teardown")).code).toBe(0);
+    const lockBefore = readFileSync(join(t.ws, "grex.lock.jsonl"), "utf8");
+    const r = await t.grex("teardown", "teardown", "--dry-run", "--json");
+    expect(r.code).toBe(0);
+    expect(r.json).toMatchObject({ dry_run: true, reset: [] });
+    expect((r.json.steps as { result: string }[]).every((s) => s.result === "would_perform_change")).toBe(true);
+    expect(lstatSync(join(t.home, ".teardown/rc")).isSymbolicLink()).toBe(true);
+    expect(readFileSync(join(t.ws, "grex.lock.jsonl"), "utf8")).toBe(lockBefore);
+  });
+
+  test("a meta pack: its children's setup is undone and reinstalled too; a child alone by its id", async () => {
+    await fresh();
+    t.repo("child-a");
+    t.repo("child-b");
+    expect((await t.grex("add", t.repo("meta-basic"))).code).toBe(0);
+    expect(existsSync(join(t.home, ".child-a/a.txt"))).toBe(true);
+
+    const child = await t.grex("teardown", "meta-basic/child-a", "--json");
+    expect(child.code).toBe(0);
+    expect(child.json.reset).toEqual(["meta-basic/child-a"]);
+    expect(existsSync(join(t.home, ".child-a"))).toBe(false);
+
+    const all = await t.grex("teardown", "meta-basic", "--json");
+    expect(all.code).toBe(0);
+    expect(all.json.reset).toEqual(["meta-basic", "meta-basic/child-a", "meta-basic/second"]);
+    const lock = readFileSync(join(t.ws, "grex.lock.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    expect(lock.map((e) => e.installed_at)).toEqual(["", "", ""]);
+
+    expect((await t.grex("sync")).code).toBe(0);
+    expect(existsSync(join(t.home, ".child-a/a.txt"))).toBe(true);
+  });
+
   test("an unknown id is a usage error (exit 2)", async () => {
     await fresh();
     const r = await t.grex("teardown", "nope", "--json");
