@@ -4,6 +4,7 @@
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import * as v from "valibot";
+import { fromRustLockEntry } from "./compat/rust.ts";
 import { GrexError, errnoCode, integrityError, usageError } from "./errors.ts";
 import { appendDurable, atomicWriteFile } from "./fsutil.ts";
 import { withManifestLock } from "./locks.ts";
@@ -55,7 +56,7 @@ export function parseLockfile(text: string, file: string): { entries: Map<string
       throw badLine(name, file, lineNo, "is not valid JSON");
     }
     if (typeof obj !== "object" || obj === null || Array.isArray(obj)) throw badLine(name, file, lineNo, "is not a lock entry object");
-    const parsed = v.safeParse(LockEntrySchema, obj);
+    const parsed = v.safeParse(LockEntrySchema, fromRustLockEntry(obj as Record<string, unknown>));
     if (!parsed.success) {
       const issue = parsed.issues[0];
       const field = issue.path?.map((p) => String(p.key)).join(".") ?? "entry";

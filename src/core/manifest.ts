@@ -11,6 +11,7 @@
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync } from "node:fs";
 import { basename } from "node:path";
 import * as v from "valibot";
+import { fromRustEvent } from "./compat/rust.ts";
 import { GrexError, errnoCode, integrityError, usageError } from "./errors.ts";
 import { appendDurable, atomicWriteFile } from "./fsutil.ts";
 import { withManifestLock } from "./locks.ts";
@@ -240,7 +241,7 @@ function scanManifest(text: string, file: string, each: (e: ManifestEvent) => vo
         throw badLine(file, lineNo, "is not valid JSON");
       }
       if (typeof o !== "object" || o === null || Array.isArray(o)) throw badLine(file, lineNo, "is not a JSON object");
-      const e = o as Record<string, unknown>;
+      const e = fromRustEvent(o as Record<string, unknown>);
       if (e.schema_version !== SCHEMA_VERSION) throw badVersion(file, lineNo, e.schema_version);
       const why = checkEvent(e);
       if (why !== null) {

@@ -6,6 +6,7 @@
 import { CancelledError, GrexError } from "../core/errors.ts";
 import type { Scheduler } from "../core/scheduler.ts";
 import type { Progress, VerbDef } from "../verbs/types.ts";
+import { mapRustAliases } from "./aliases.ts";
 
 export const PREFERRED_PROTOCOL_VERSION = "2025-06-18";
 /** The versions the bundled MCP SDK speaks (its SUPPORTED_PROTOCOL_VERSIONS): a client asking for one gets it back. */
@@ -280,7 +281,7 @@ export class McpSession {
     });
     let typed: Record<string, unknown>;
     try {
-      typed = rt.parseParams(verb, params.arguments, "mcp");
+      typed = rt.parseParams(verb, mapRustAliases(verb, params.arguments, ctx.cwd), "mcp");
       rt.confineFileParams(verb, typed, ctx);
     } catch (err) {
       if (err instanceof GrexError && err.kind === "usage") throw invalidParams(err);

@@ -16,7 +16,7 @@ export interface ToolDescription {
   annotations: { title: string; readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean };
 }
 
-/** The tool names, in table order (SPEC §9: exactly 11). */
+/** The tool names, in table order (12). */
 export const MCP_TOOL_NAMES: readonly string[] = MCP_TOOL_VERBS.map((v) => v.name);
 
 /**

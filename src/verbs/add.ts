@@ -4,7 +4,8 @@ import { join, resolve } from "node:path";
 import * as v from "valibot";
 import { GrexError, packOpError, usageError } from "../core/errors.ts";
 import { backendFor, transportOf } from "../core/git/backend.ts";
-import { ignoreLinesFor, updateIgnoreFile } from "../core/gitignore.ts";
+import { updateIgnoreFile } from "../core/gitignore.ts";
+import { packIgnoreLines } from "../core/pack/x-gitignore.ts";
 import { tryAcquireWorkspaceLock, withBackendLock, withPackLock } from "../core/locks.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { isKnownPackType } from "../core/registry.ts";
@@ -97,7 +98,7 @@ export const addVerb = defineVerb({
       const manifest = await loadPackYaml(dir);
       const type = manifest?.type ?? p.type ?? "meta";
       await appendEvents(ws, [makeEvent("add", path, { url: url, path, type, ref: p.ref ?? null })], signal);
-      updateIgnoreFile(join(ws.root, ".gitignore"), path, ignoreLinesFor(path));
+      updateIgnoreFile(join(ws.root, ".gitignore"), path, packIgnoreLines(path, manifest));
       let installed = false;
       if (p.install) {
         const report = await runSync(

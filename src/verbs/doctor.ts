@@ -1,14 +1,17 @@
 // `grex doctor`: check the workspace's files and packs, report findings, and
-// (with --fix, CLI only) heal what is safe to heal.
+// (with --fix, CLI only) heal what is safe to heal, converting files written by the Rust grex.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { GrexError, toGrexError } from "../core/errors.ts";
 import { isGitRepo, originUrlSync } from "../core/git/backend.ts";
-import { ignoreLinesFor, parseBlocks, repairBlocks, updateIgnoreFile } from "../core/gitignore.ts";
+import { parseBlocks, repairBlocks, updateIgnoreFile } from "../core/gitignore.ts";
+import type { PackManifest } from "../core/pack/schema.ts";
+import { packIgnoreLines } from "../core/pack/x-gitignore.ts";
 import { inspectLocks, removeStaleLocks } from "../core/locks.ts";
 import { readLockfile, writeLockfile, type LockEntry } from "../core/lockfile.ts";
 import { compactManifest, readManifest, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
+import { convertRustWorkspace, describeRustShape, rustShape } from "../core/compat/convert-rust.ts";
 import { atomicWriteFile } from "../core/fsutil.ts";
 import { incompleteActions } from "../core/sync/engine.ts";
 import type { Workspace } from "../core/workspace.ts";
@@ -89,7 +92,7 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   }
   if (parsed.problems.length === 0) {
     for (const pack of state.values()) {
-      const want = ignoreLinesFor(pack.path);
+      const want = packIgnoreLines(pack.path, await manifestOrNull(join(ws.root, pack.path)));
       const have = parsed.blocks.get(pack.id);
       if (!have) add("gitignore-sync", "warning", pack.id, `.gitignore has no grex block for ${pack.path}`, true);
       else if (have.join("\n") !== want.join("\n")) add("gitignore-sync", "warning", pack.id, `.gitignore block for ${pack.id} was edited by hand`, true);
@@ -151,7 +154,9 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   if (existsSync(reposJson)) {
     try {
       const list = JSON.parse(readFileSync(reposJson, "utf8")) as unknown;
-      const paths = Array.isArray(list) ? list.map((e) => (e && typeof e === "object" && "path" in e ? String(e.path) : "")) : [];
+      // Entries without a url are not importable (grex import skips them), so they are not "missing".
+      const importable = (e: unknown) => e !== null && typeof e === "object" && "path" in e && "url" in e && String(e.url).trim() !== "";
+      const paths = Array.isArray(list) ? list.map((e) => (importable(e) ? String((e as { path: unknown }).path) : "")) : [];
       const missing = paths.filter((p) => p !== "" && !state.has(p.replace(/\/+$/, "")));
       if (missing.length > 0) {
         add("legacy-coexistence", "warning", null, `REPOS.json lists ${missing.length} repo(s) not in grex.jsonl (${missing.slice(0, 3).join(", ")}); run grex import --from-repos-json REPOS.json`);
@@ -160,10 +165,18 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
       add("legacy-coexistence", "warning", null, "REPOS.json is not valid JSON");
     }
   }
+  const rust = describeRustShape(rustShape(ws));
+  if (rust) add("legacy-coexistence", "warning", null, rust, true);
   if (existsSync(join(ws.root, ".scripts"))) {
     add("legacy-coexistence", "warning", null, ".scripts/ is still present; move its setup into pack actions and remove it");
   }
   return { findings, loaded: { events, state, lock } };
+}
+
+/** A pack's manifest for its ignore block; a pack.yaml that does not load is reported by the pack-schema check. */
+async function manifestOrNull(dir: string): Promise<PackManifest | null> {
+  const { loadPackYaml } = await import("../core/pack/load.ts");
+  return loadPackYaml(dir).catch(() => null);
 }
 
 function lintPack(name: string, dir: string, actions: number, add: (c: Check, s: Severity, p: string | null, d: string) => void) {
@@ -175,6 +188,8 @@ function lintPack(name: string, dir: string, actions: number, add: (c: Check, s:
 async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<string[]> {
   const fixed: string[] = [];
   const fixable = new Set(findings.filter((f) => f.auto_fixable).map((f) => f.check));
+  // First, so the heals below rewrite files already in this grex's format.
+  if (fixable.has("legacy-coexistence") && (await convertRustWorkspace(ws)).length > 0) fixed.push("legacy-coexistence");
   if (fixable.has("gitignore-sync")) {
     const gitignore = join(ws.root, ".gitignore");
     if (existsSync(gitignore)) {
@@ -186,7 +201,9 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
       if (id !== STATE_BLOCK_ID && !loaded.state.has(id)) updateIgnoreFile(gitignore, id, null);
     }
     updateIgnoreFile(gitignore, STATE_BLOCK_ID, ["/.grex/.state/"]);
-    for (const pack of loaded.state.values()) updateIgnoreFile(gitignore, pack.id, ignoreLinesFor(pack.path));
+    for (const pack of loaded.state.values()) {
+      updateIgnoreFile(gitignore, pack.id, packIgnoreLines(pack.path, await manifestOrNull(join(ws.root, pack.path))));
+    }
     fixed.push("gitignore-sync");
   }
   if (fixable.has("stale-locks")) {
@@ -194,8 +211,9 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
     fixed.push("stale-locks");
   }
   if (fixable.has("orphans")) {
-    const keep = [...loaded.lock.values()].filter((e) => loaded.state.has(e.id.split("/")[0] as string));
-    if (keep.length !== loaded.lock.size) {
+    const current = readLockfile(ws); // read again: the conversion above may have rewritten it
+    const keep = [...current.values()].filter((e) => loaded.state.has(e.id.split("/")[0] as string));
+    if (keep.length !== current.size) {
       await writeLockfile(ws, keep);
       fixed.push("orphans");
     }
@@ -239,6 +257,7 @@ export const doctorVerb = defineVerb({
     }
     let compacted = false;
     if (p.compact && loaded && !findings.some((f) => f.severity === "error" && f.check.endsWith("-schema"))) {
+      await convertRustWorkspace(ws); // a Rust-format file gets its backup before compaction rewrites it
       await compactManifest(ws);
       await writeLockfile(ws, readLockfile(ws, { warn: ctx.warn }).values());
       compacted = true;

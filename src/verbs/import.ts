@@ -12,7 +12,8 @@ import { isKnownPackType } from "../core/registry.ts";
 import { PACK_ID_RE, dryRunParam } from "./common.ts";
 import { defineVerb } from "./types.ts";
 
-const ReposJson = v.array(v.object({ url: v.pipe(v.string(), v.minLength(1)), path: v.string() }));
+// An empty url is allowed (the Rust grex's sample has one): such entries are skipped and reported.
+const ReposJson = v.array(v.object({ url: v.string(), path: v.string() }));
 
 interface Candidate {
   path: string;
@@ -27,7 +28,7 @@ const Result = v.object({
   failed: v.array(v.object({ path: v.string(), error: v.string() })),
 });
 
-function readReposJson(file: string): Candidate[] {
+function readReposJson(file: string, skipped: { path: string; reason: string }[]): Candidate[] {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -45,7 +46,13 @@ function readReposJson(file: string): Candidate[] {
     const where = parsed.issues[0].path?.map((p) => String(p.key)).join(".") ?? "top level";
     throw usageError(`${file} does not match [{"url","path"}] at ${where}: ${parsed.issues[0].message}.`);
   }
-  return parsed.output.map((e) => ({ path: e.path.replace(/\/+$/, ""), url: e.url, source: "repos-json" as const }));
+  const out: Candidate[] = [];
+  for (const e of parsed.output) {
+    const path = e.path.replace(/\/+$/, "");
+    if (e.url.trim() === "") skipped.push({ path, reason: "no url (a pack here is a git repository; give it a url to import it)" });
+    else out.push({ path, url: e.url, source: "repos-json" });
+  }
+  return out;
 }
 
 /** Untracked git dirs one level deep that have an `origin` remote. */
@@ -108,7 +115,7 @@ export const importVerb = defineVerb({
     }
     const skipped: { path: string; reason: string }[] = [];
     const candidates: Candidate[] = [];
-    if (params.from_repos_json !== undefined) candidates.push(...readReposJson(resolve(ws.root, params.from_repos_json)));
+    if (params.from_repos_json !== undefined) candidates.push(...readReposJson(resolve(ws.root, params.from_repos_json), skipped));
     if (params.scan) {
       const listed = new Set([...state.keys(), ...candidates.map((c) => c.path)]);
       candidates.push(...scanWorkspace(ws.root, listed, skipped));

@@ -11,6 +11,7 @@ import { serveVerb } from "./serve.ts";
 import { mcpVerb } from "./mcp.ts";
 import { statusVerb } from "./status.ts";
 import { syncVerb } from "./sync.ts";
+import { teardownVerb } from "./teardown.ts";
 import type { VerbDef } from "./types.ts";
 import { updateVerb } from "./update.ts";
 
@@ -27,6 +28,7 @@ export const VERBS: readonly VerbDef[] = [
   importVerb,
   runVerb,
   execVerb,
+  teardownVerb,
   serveVerb,
   mcpVerb,
 ] as unknown as readonly VerbDef[];
@@ -35,5 +37,5 @@ export function findVerb(name: string): VerbDef | undefined {
   return VERBS.find((v) => v.name === name);
 }
 
-/** The verbs exposed as MCP tools (SPEC §9: exactly 11 once every verb exists). */
+/** The verbs exposed as MCP tools (12: every verb but serve and mcp). */
 export const MCP_TOOL_VERBS: readonly VerbDef[] = VERBS.filter((v) => v.mcp);

@@ -90,12 +90,12 @@ describe("against the reference everything server (third party)", () => {
 });
 
 describe("against our own grex serve", () => {
-  test("status lists the 11 grex tools", async () => {
+  test("status lists the 12 grex tools", async () => {
     const r = await tw.grex("mcp", "status", "--json", ...grexServe);
     expect(r.code).toBe(0);
     expect(r.json.server).toEqual({ name: "grex", version: expect.any(String) });
     const tools = r.json.tools as { name: string; read_only: boolean; destructive: boolean }[];
-    expect(tools.map((t) => t.name)).toEqual(["init", "add", "rm", "ls", "status", "sync", "update", "doctor", "import", "run", "exec"]);
+    expect(tools.map((t) => t.name)).toEqual(["init", "add", "rm", "ls", "status", "sync", "update", "doctor", "import", "run", "exec", "teardown"]);
     expect(tools.find((t) => t.name === "ls")?.read_only).toBe(true);
     expect(tools.find((t) => t.name === "rm")?.destructive).toBe(true);
   });

@@ -55,7 +55,7 @@ describe("sessions", () => {
     expect(transport.sessionId).toBeString();
     expect(client.getServerVersion()?.name).toBe("grex");
     const { tools } = await client.listTools();
-    expect(tools).toHaveLength(11);
+    expect(tools).toHaveLength(12);
     const ls = await call(client, "ls");
     expect(ls.isError).toBe(false);
     expect(ls.content[0]?.text).toBe((await tw.grex("ls", "--json")).stdout.trim());
@@ -230,7 +230,7 @@ describe("grex serve --http (process) with grex mcp --url", () => {
       const status = await tw.grex("mcp", "status", "--json", "--url", server.url, "--token", "env-token");
       expect(status.code).toBe(0);
       expect(status.json.transport).toBe("http");
-      expect((status.json.tools as unknown[]).length).toBe(11);
+      expect((status.json.tools as unknown[]).length).toBe(12);
       const ls = await tw.grex("mcp", "call", "ls", "--json", "--url", server.url, "--token", "env-token");
       expect(ls.code).toBe(0);
       expect(JSON.stringify(ls.json.structured_content)).toBe((await tw.grex("ls", "--json")).stdout.trim());

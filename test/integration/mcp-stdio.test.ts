@@ -164,7 +164,7 @@ describe("SDK stdio client", () => {
     try {
       expect(client.getServerVersion()?.name).toBe("grex");
       const { tools } = await client.listTools();
-      expect(tools).toHaveLength(11);
+      expect(tools).toHaveLength(12);
       const r = (await client.callTool({ name: "ls", arguments: {} })) as { content: { text: string }[]; isError: boolean };
       expect(r.isError).toBe(false);
       expect(`${r.content[0]?.text}\n`).toBe((await tw.grex("ls", "--json")).stdout);

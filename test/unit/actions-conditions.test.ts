@@ -1,7 +1,7 @@
 // require and when: predicates, nestable combiners, Windows-only predicates
 // off Windows, on_fail modes, skipped nested actions, teardown of `when`.
 import { afterEach, describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type RunOptions, runActions, teardownActions } from "../../src/core/actions/executor.ts";
@@ -76,13 +76,28 @@ describe("predicates", () => {
     expect(await holds({ os: "linux" })).toBe(true);
     expect(await holds({ os: "macos" })).toBe(false);
     expect(await holds({ os: "windows" }, "windows")).toBe(true);
-    expect(await holds({ symlink_ok: true })).toBe(true); // POSIX can always make symlinks in a temp dir
-    expect(await holds({ symlink_ok: false })).toBe(false);
+  });
+
+  test("symlink_ok {src, dst}: holds when dst is a symlink pointing at src", async () => {
+    sandbox();
+    const cond = { symlink_ok: { src: "files/app.conf", dst: "$HOME/app.conf" } };
+    expect(await holds(cond)).toBe(false); // no link yet
+    writeFileSync(join(home, "app.conf"), "a plain file\n");
+    expect(await holds(cond)).toBe(false); // not a symlink
+    rmSync(join(home, "app.conf"));
+    symlinkSync(join(pack, "files", "other"), join(home, "app.conf"));
+    expect(await holds(cond)).toBe(false); // points elsewhere
+    rmSync(join(home, "app.conf"));
+    symlinkSync(join(pack, "files", "app.conf"), join(home, "app.conf"));
+    expect(await holds(cond)).toBe(true);
+    rmSync(join(home, "app.conf"));
+    symlinkSync(join("..", "pack", "files", "app.conf"), join(home, "app.conf")); // a relative target, same file
+    expect(await holds(cond)).toBe(true);
   });
 
   test("reg_key and psversion off Windows: an error on their own, false inside a combiner", async () => {
     sandbox();
-    for (const cond of [{ reg_key: "HKCU\\Software\\Grex" }, { psversion: "5.1" }]) {
+    for (const cond of [{ reg_key: { path: "HKCU\\Software\\Grex", name: "X" } }, { psversion: ">=5.1" }]) {
       const key = Object.keys(cond)[0] as string;
       for (const on_fail of ["error", "skip", "warn"]) {
         const r = await runActions([{ require: { ...cond, on_fail } }], opts(), noHooks);
@@ -132,6 +147,55 @@ describe("combiners", () => {
     expect(err({ require: { all_of: "linux" } }).message).toContain("actions[0].require.all_of must be a list of conditions");
     expect(err({ when: { actions: [] } }).message).toContain("actions[0].when needs a condition");
     expect(err({ when: { path_exists: "x", actions: [] } }).message).toContain("actions[0].when.path_exists is not a known field");
+  });
+
+  test("the Rust grex's forms: rejected shapes name the accepted one", () => {
+    const msg = (item: ActionItem) => {
+      try {
+        parseActionItem(item, "actions[0]");
+      } catch (e) {
+        if (e instanceof GrexError && e.kind === "integrity") return e.message;
+      }
+      throw new Error("expected an integrity error");
+    };
+    const ok = (item: ActionItem) => expect(() => parseActionItem(item, "actions[0]")).not.toThrow();
+    const any = (cond: Record<string, unknown>): ActionItem => ({ require: { any_of: [cond] } });
+    // reg_key: only {path, name?}
+    ok(any({ reg_key: { path: "HKCU\\Software\\X" } }));
+    ok(any({ reg_key: { path: "HKCU/Software/X", name: "V" } }));
+    ok(any({ reg_key: { path: "HKCU\\Software\\X", name: null } }));
+    expect(msg(any({ reg_key: "HKCU\\Software\\X!V" }))).toContain("actions[0].require.any_of[0].reg_key must be a mapping such as {path:");
+    expect(msg(any({ reg_key: { name: "V" } }))).toContain("reg_key.path must be a non-empty string");
+    expect(msg(any({ reg_key: { path: "HKCU\\X", value: "V" } }))).toContain("reg_key.value is not a known field (allowed: path, name)");
+    // symlink_ok: only {src, dst}
+    ok(any({ symlink_ok: { src: "files/a", dst: "$HOME/a" } }));
+    expect(msg(any({ symlink_ok: true }))).toContain("symlink_ok must be a mapping such as {src:");
+    expect(msg(any({ symlink_ok: { src: "files/a" } }))).toContain("symlink_ok.dst must be a non-empty string");
+    // psversion: a requirement with an optional operator, in require and in when
+    for (const spec of [">=5.1", ">= 7", "7.2", "<7", "<=7.4", ">5", "=7.2", "==7.2.0", 5.1]) ok(any({ psversion: spec }));
+    ok({ when: { os: "windows", all_of: [{ psversion: ">=7.0" }], actions: [] } });
+    for (const spec of ["about 5", ">=", "~7", "5.x", true]) expect(msg(any({ psversion: spec }))).toContain('psversion must be a version requirement such as ">=5.1"');
+  });
+
+  test("conditions may nest up to 31 lists deep (the Rust grex's limit of 32), in require and in when", () => {
+    const nest = (lists: number): Record<string, unknown> => {
+      let cond: Record<string, unknown> = { os: "linux" };
+      for (let i = 1; i < lists; i++) cond = { all_of: [cond] };
+      return cond;
+    };
+    expect(() => parseActionItem({ require: { all_of: [nest(31)] } }, "actions[0]")).not.toThrow();
+    expect(() => parseActionItem({ when: { any_of: [nest(31)], actions: [] } }, "actions[0]")).not.toThrow();
+    for (const item of [{ require: { all_of: [nest(32)] } }, { when: { none_of: [nest(34)], actions: [] } }]) {
+      let message = "";
+      try {
+        parseActionItem(item, "actions[0]");
+      } catch (e) {
+        if (e instanceof GrexError && e.kind === "integrity") message = e.message;
+      }
+      expect(message).toContain("nests conditions 32 or more lists deep, over the limit");
+    }
+    // An empty list that deep holds nothing deeper: accepted, like the Rust grex.
+    expect(() => parseActionItem({ require: { all_of: [{ all_of: [] }] } }, "actions[0]")).not.toThrow();
   });
 });
 

@@ -94,7 +94,7 @@ const bad: Bad[] = [
   { name: "two children in one directory", yaml: `${HEAD}children:\n  - url: https://h/a/x.git\n  - url: https://h/b/X\n`, says: [": children[1].path 'X'", "children[0]"] },
   { name: "depends_on not a list", yaml: `${HEAD}depends_on: base\n`, says: [": depends_on must be a list"] },
   { name: "depends_on item not a string", yaml: `${HEAD}depends_on:\n  - { name: base }\n`, says: [": depends_on[0] must be a string"] },
-  { name: "version not a string", yaml: `${HEAD}version: 1.5\n`, says: [": version must be a string"] },
+  { name: "version neither a string nor a number", yaml: `${HEAD}version: true\n`, says: [": version must be a string or a number"] },
   { name: "non-YAML", yaml: "name: [unclosed\n  type: {\n", says: ["is not valid YAML"] },
   { name: "duplicate key", yaml: `${HEAD}name: again\n`, says: ["line 4 is not valid YAML"] },
   { name: "two YAML documents", yaml: `${HEAD}---\n${HEAD}`, says: ["is not valid YAML"] },

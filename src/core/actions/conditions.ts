@@ -1,17 +1,18 @@
 // Predicates and combiners shared by `require` and `when`:
 //   predicates: path_exists: <path>, cmd_available: <name>, os: linux|macos|windows,
-//               symlink_ok: true|false, reg_key: <HKCU\...>, psversion: <min version>
-//   combiners:  all_of / any_of / none_of: [ {<one condition>}, ... ] (nestable)
+//               symlink_ok: {src, dst}, reg_key: {path, name?}, psversion: ">=5.1"
+//   combiners:  all_of / any_of / none_of: [ {<one condition>}, ... ] (nestable, at most
+//               MAX_CONDITION_DEPTH lists deep, the Rust grex's limit)
 // reg_key and psversion are Windows only: elsewhere they are "not supported",
 // which counts as false inside a combiner and is an error on its own.
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { delimiter, isAbsolute, join, resolve } from "node:path";
+import { accessSync, constants, readlinkSync, statSync } from "node:fs";
+import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import * as v from "valibot";
 import { packOpError } from "../errors.ts";
 import type { OsName } from "../os.ts";
-import { existsOrPlanned, fieldName, targetPath } from "./paths.ts";
+import { existsOrPlanned, fieldName, lstatOrNull, targetPath } from "./paths.ts";
+import { MAX_CONDITION_DEPTH, parseVersionSpec, versionSatisfies } from "./version-spec.ts";
 import type { ActionContext } from "./types.ts";
 
 export const COMBINERS = ["all_of", "any_of", "none_of"] as const;
@@ -32,8 +33,22 @@ interface Problem {
 const isMapping = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === "object" && !Array.isArray(x);
 const nonEmptyString = (x: unknown): x is string => typeof x === "string" && x.length > 0;
 
-/** The first problem with the value of condition `key`, or null. */
-function valueProblem(key: string, value: unknown): Problem | null {
+/** A mapping whose `fields` are strings (`optional` ones may be absent or null) and nothing else. */
+function stringFieldsProblem(value: unknown, fields: string[], optional: string[], example: string): Problem | null {
+  if (!isMapping(value)) return { path: [], message: `must be a mapping such as ${example}` };
+  for (const k of Object.keys(value)) {
+    if (![...fields, ...optional].includes(k)) return { path: [k], message: `is not a known field (allowed: ${[...fields, ...optional].join(", ")})` };
+  }
+  for (const k of fields) if (!nonEmptyString(value[k])) return { path: [k], message: "must be a non-empty string" };
+  for (const k of optional) {
+    const x = value[k];
+    if (x !== undefined && x !== null && typeof x !== "string") return { path: [k], message: "must be a string" };
+  }
+  return null;
+}
+
+/** The first problem with the value of condition `key` found `depth` combiner lists deep, or null. */
+function valueProblem(key: string, value: unknown, depth = 0): Problem | null {
   const bad = (message: string): Problem => ({ path: [], message });
   switch (key) {
     case "path_exists":
@@ -43,17 +58,22 @@ function valueProblem(key: string, value: unknown): Problem | null {
     case "os":
       return typeof value === "string" && OS_NAMES.includes(value) ? null : bad("must be linux, macos or windows");
     case "symlink_ok":
-      return typeof value === "boolean" ? null : bad("must be true or false");
+      return stringFieldsProblem(value, ["src", "dst"], [], "{src: files/x, dst: $HOME/.x} (the link dst must point at src)");
     case "reg_key":
-      return nonEmptyString(value) ? null : bad("must be a registry key such as HKCU\\Software\\Vendor");
+      return stringFieldsProblem(value, ["path"], ["name"], "{path: HKCU\\Software\\Vendor, name: Value}");
     case "psversion":
-      return (typeof value === "string" && /^\d+(\.\d+)*$/.test(value)) || (typeof value === "number" && value >= 0)
+      return (typeof value === "string" || typeof value === "number") && parseVersionSpec(String(value)) !== null
         ? null
-        : bad("must be a minimum version such as 5.1");
+        : bad('must be a version requirement such as ">=5.1" (quote it)');
     default: {
       if (!Array.isArray(value)) return bad("must be a list of conditions");
+      if (depth + 1 >= MAX_CONDITION_DEPTH && value.length > 0) {
+        return bad(
+          `nests conditions ${MAX_CONDITION_DEPTH} or more lists deep, over the limit; flatten it (at most ${MAX_CONDITION_DEPTH - 1} nested all_of/any_of/none_of lists)`,
+        );
+      }
       for (let i = 0; i < value.length; i++) {
-        const p = conditionProblem(value[i]);
+        const p = conditionProblem(value[i], depth + 1);
         if (p) return { path: [i, ...p.path], message: p.message };
       }
       return null;
@@ -61,8 +81,8 @@ function valueProblem(key: string, value: unknown): Problem | null {
   }
 }
 
-/** The first problem with one `{<key>: value}` condition, or null. */
-function conditionProblem(cond: unknown): Problem | null {
+/** The first problem with one `{<key>: value}` condition `depth` lists deep, or null. */
+function conditionProblem(cond: unknown, depth: number): Problem | null {
   if (!isMapping(cond)) return { path: [], message: "must be a mapping with one condition, such as {os: linux}" };
   const keys = Object.keys(cond);
   if (keys.length !== 1) {
@@ -72,7 +92,7 @@ function conditionProblem(cond: unknown): Problem | null {
   if (!CONDITION_KEYS.includes(key)) {
     return { path: [key], message: `is not a known condition (use one of ${CONDITION_KEYS.join(", ")})` };
   }
-  const p = valueProblem(key, cond[key]);
+  const p = valueProblem(key, cond[key], depth);
   return p ? { path: [key, ...p.path], message: p.message } : null;
 }
 
@@ -100,23 +120,15 @@ export function conditionField(key: string) {
 
 // ---------------------------------------------------------------- evaluation
 
-let symlinkProbe: boolean | undefined;
-
-/** Can this process create a symlink? Probed once in a temp dir. */
-export function canSymlink(): boolean {
-  if (symlinkProbe !== undefined) return symlinkProbe;
-  let dir: string | null = null;
+/** symlink_ok: `dst` is a symlink whose target is `src` (both expanded; relative ones against the pack dir). */
+function linkPointsAt(value: { src: string; dst: string }, ctx: ActionContext, where: string): boolean {
+  const dst = targetPath(value.dst, ctx, `${where}.dst`);
+  if (!lstatOrNull(dst)?.isSymbolicLink()) return false;
   try {
-    dir = mkdtempSync(join(tmpdir(), "grex-symlink-probe-"));
-    writeFileSync(join(dir, "target"), "");
-    symlinkSync(join(dir, "target"), join(dir, "link"), "file");
-    symlinkProbe = true;
+    return resolve(dirname(dst), readlinkSync(dst)) === targetPath(value.src, ctx, `${where}.src`);
   } catch {
-    symlinkProbe = false;
-  } finally {
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    return false;
   }
-  return symlinkProbe;
 }
 
 const isExecutableFile = (p: string, os: OsName): boolean => {
@@ -143,24 +155,19 @@ export function findCommand(name: string, env: Record<string, string | undefined
   return null;
 }
 
-function compareVersions(a: string, b: string): number {
-  const pa = a.split(".").map(Number);
-  const pb = b.split(".").map(Number);
-  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
-    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
-}
-
 /** Windows-only checks, through the stock tools (reg.exe, PowerShell). */
 function windowsPredicate(key: string, value: unknown, ctx: ActionContext): boolean {
   const opts = { encoding: "utf8" as const, timeout: 30_000, windowsHide: true, env: ctx.env };
-  if (key === "reg_key") return spawnSync("reg", ["query", String(value)], opts).status === 0;
+  if (key === "reg_key") {
+    const { path, name } = value as { path: string; name?: string | null };
+    const args = ["query", path.replaceAll("/", "\\"), ...(name ? ["/v", name] : [])];
+    return spawnSync("reg", args, opts).status === 0;
+  }
+  const spec = parseVersionSpec(String(value));
   for (const exe of ["pwsh", "powershell"]) {
     const r = spawnSync(exe, ["-NoProfile", "-NonInteractive", "-Command", "$PSVersionTable.PSVersion.ToString()"], opts);
     if (r.status === 0 && typeof r.stdout === "string" && r.stdout.trim() !== "") {
-      return compareVersions(r.stdout.trim(), String(value)) >= 0;
+      return spec !== null && versionSatisfies(r.stdout, spec);
     }
   }
   return false;
@@ -176,7 +183,7 @@ export function evaluate(key: string, value: unknown, ctx: ActionContext, where:
     case "os":
       return ctx.os === value;
     case "symlink_ok":
-      return canSymlink() === value;
+      return linkPointsAt(value as { src: string; dst: string }, ctx, where);
     case "all_of":
     case "any_of":
     case "none_of": {

@@ -4,6 +4,7 @@
 import * as v from "valibot";
 import { GrexError, integrityError, pluginError } from "../errors.ts";
 import { BUILTIN_ACTIONS, isKnownAction, isKnownPackType, knownPackTypes } from "../registry.ts";
+import { checkXGitignore } from "./x-gitignore.ts";
 
 export interface ChildSpec {
   url: string;
@@ -187,7 +188,10 @@ const entries = {
     v.regex(PACK_NAME_RE, (issue) => `'${String(issue.input)}' is not a valid pack name; use lowercase letters, digits and '-', starting with a letter (such as my-pack)`),
   ),
   type: packType,
-  version: v.nullish(v.string(mustBe("a string", 'quote it, such as version: "1.0"'))),
+  // A number is read as its text, as the Rust grex does (version: 1.5 is "1.5").
+  version: v.nullish(
+    v.pipe(v.union([v.string(), v.number()], mustBe("a string or a number", 'write it such as version: "1.0"')), v.transform(String)),
+  ),
   depends_on: v.nullish(
     v.array(
       v.pipe(
@@ -286,6 +290,7 @@ export function validatePack(doc: unknown, file: string): PackManifest {
   const r = v.safeParse(PackYamlSchema, doc, { abortEarly: true });
   if (!r.success) throw issueError(r.issues[0], file);
   const o = r.output;
+  checkXGitignore(o, file);
   return {
     schema_version: "1",
     name: o.name,
@@ -304,6 +309,7 @@ export function validateOverride(doc: unknown, file: string): PackOverride {
   const r = v.safeParse(PackOverrideSchema, doc, { abortEarly: true });
   if (!r.success) throw issueError(r.issues[0], file);
   const o = r.output;
+  checkXGitignore(o, file);
   const out: PackOverride = {
     actions_replace: o.actions_replace ?? false,
     extensions: extensionsOf(o),

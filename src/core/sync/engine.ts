@@ -5,7 +5,8 @@
 import { join } from "node:path";
 import { GrexError, toGrexError, usageError } from "../errors.ts";
 import { parseFilter } from "../filter.ts";
-import { ignoreLinesFor, updateIgnoreFile } from "../gitignore.ts";
+import { updateIgnoreFile } from "../gitignore.ts";
+import { packIgnoreLines } from "../pack/x-gitignore.ts";
 import { type HeldLock, tryAcquireWorkspaceLock } from "../locks.ts";
 import { type LockEntry, readLockfile, writeLockfile } from "../lockfile.ts";
 import { appendEvents, makeEvent, type ManifestEvent, type PackEntry, readManifest } from "../manifest.ts";
@@ -260,8 +261,8 @@ async function recordResults(
   for (const n of nodes) {
     if (n.outcome === "failed" && !n.head) continue;
     try {
-      if (n.parent === null) updateIgnoreFile(join(ws.root, ".gitignore"), n.id, ignoreLinesFor(n.path));
-      else updateIgnoreFile(join(n.parent.dir, ".git", "info", "exclude"), n.id, ignoreLinesFor(n.path.slice(n.parent.path.length + 1)));
+      if (n.parent === null) updateIgnoreFile(join(ws.root, ".gitignore"), n.id, packIgnoreLines(n.path, n.manifest));
+      else updateIgnoreFile(join(n.parent.dir, ".git", "info", "exclude"), n.id, packIgnoreLines(n.path.slice(n.parent.path.length + 1), n.manifest));
     } catch (err) {
       warn(toGrexError(err).message);
     }

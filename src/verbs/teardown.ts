@@ -1,0 +1,91 @@
+// `grex teardown <id>`: undo a pack's setup (its own teardown, then its
+// children's, as `rm` does) but keep it registered and on disk. The lockfile
+// marks the pack and its children as not installed, so the next `grex sync`
+// installs them again.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import * as v from "valibot";
+import { packOpError, usageError } from "../core/errors.ts";
+import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks.ts";
+import { readLockfile, writeLockfile } from "../core/lockfile.ts";
+import { readManifest } from "../core/manifest.ts";
+import { dryRunParam } from "./common.ts";
+import { defineVerb } from "./types.ts";
+
+const Result = v.object({
+  id: v.string(),
+  teardown: v.picklist(["ok", "failed"]),
+  /** The pack and the children whose setup is now marked as not installed. */
+  reset: v.array(v.string()),
+  dry_run: v.boolean(),
+  steps: v.array(v.record(v.string(), v.unknown())),
+  failed: v.nullable(v.object({ idx: v.number(), action: v.string(), reason: v.string() })),
+});
+
+export const teardownVerb = defineVerb({
+  name: "teardown",
+  description:
+    "Undo a pack's setup (its teardown actions or hook, then its children's, children last-first) and keep it registered and on disk; the next sync installs it again.",
+  params: v.strictObject({
+    id: v.pipe(v.string(), v.minLength(1, "is required")),
+    dry_run: dryRunParam,
+  }),
+  result: Result,
+  readOnly: false,
+  destructive: true,
+  mcp: true,
+  cli: { args: "<id>", positionals: ["id"], flags: [] },
+  async run(ctx, p, signal) {
+    const ws = ctx.workspace();
+    const lock = p.dry_run ? null : tryAcquireWorkspaceLock(ws, "teardown");
+    try {
+      const { state } = await readManifest(ws, { warn: ctx.warn });
+      const lockEntries = readLockfile(ws, { warn: ctx.warn });
+      // A top-level pack from the manifest, or a child recorded in the lockfile.
+      const top = state.get(p.id);
+      const child = top ? undefined : lockEntries.get(p.id);
+      if (!top && (!child || !p.id.includes("/"))) {
+        throw usageError(`No pack '${p.id}' is registered in ${ws.manifestPath}; see \`grex ls\`.`, { field: "id" });
+      }
+      const dir = join(ws.root, top ? top.path : p.id);
+      if (!existsSync(dir)) {
+        throw usageError(`Pack '${p.id}' is not on disk (${dir}), so there is no setup to undo; run grex sync to clone it.`, { field: "id" });
+      }
+      const { teardownPack } = await import("../core/packtypes/index.ts");
+      const type = top?.type ?? child?.type ?? "meta";
+      const undo = () => teardownPack({ ws, id: p.id, dir, type, env: ctx.env, signal, dryRun: p.dry_run });
+      // A dry run touches nothing, locks included.
+      const r = p.dry_run ? await undo() : await withPackLock(ws, dir, signal, undo);
+      const subtree = [...lockEntries.keys()].filter((id) => id === p.id || id.startsWith(`${p.id}/`));
+      if (!p.dry_run) {
+        // Even a partial teardown has undone some setup: mark all of it for reinstall.
+        for (const id of subtree) {
+          const e = lockEntries.get(id);
+          if (e) lockEntries.set(id, { ...e, installed_at: "" });
+        }
+        await writeLockfile(ws, lockEntries.values(), signal);
+      }
+      return {
+        id: p.id,
+        teardown: r.failed ? ("failed" as const) : ("ok" as const),
+        reset: p.dry_run ? [] : subtree,
+        dry_run: p.dry_run,
+        steps: r.steps.map((s) => ({ ...s })),
+        failed: r.failed,
+      };
+    } finally {
+      lock?.release();
+    }
+  },
+  failure(r) {
+    if (!r.failed) return undefined;
+    return packOpError(
+      `Teardown of '${r.id}' stopped at ${r.failed.action}[${r.failed.idx}]: ${r.failed.reason.replace(/\.$/, "")}; fix the cause and run grex teardown ${r.id} again (grex sync reinstalls it).`,
+    );
+  },
+  render(r) {
+    if (r.dry_run) return `would tear down ${r.id} (${r.steps.length} step(s))`;
+    const changed = r.steps.filter((s) => s.result === "performed_change").length;
+    return `tore down ${r.id}: ${changed} change(s) undone${r.teardown === "failed" ? ", stopped on a failure" : ""}; it stays registered, grex sync reinstalls it`;
+  },
+});
