@@ -14,6 +14,7 @@
 import { lstatSync, readdirSync, readlinkSync } from "node:fs";
 import { dirname, isAbsolute, join, parse, relative, resolve, sep } from "node:path";
 import { GrexError } from "./errors.ts";
+import { homeOf } from "./vars.ts";
 
 /** Stable names of the rule's refusals (step details `refused`, error data `rule`). */
 export type ConfineRule =
@@ -221,4 +222,15 @@ export function confinementError(refusal: Refusal, where: string, raw: string): 
     path: refusal.real,
     refused: refusal.rule,
   });
+}
+
+/** The rule for actions run inside a workspace: every registered pack (ids are workspace-relative paths) is known. */
+export function workspaceConfinement(
+  root: string,
+  packIds: Iterable<string>,
+  env: Record<string, string | undefined>,
+  allowOutsideHome: boolean,
+): Confinement {
+  const packDirs = [...new Set(packIds)].map((id) => join(root, id));
+  return new Confinement({ home: homeOf(env), workspaceRoot: root, packDirs, allowOutsideHome });
 }
