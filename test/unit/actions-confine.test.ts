@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { type RunOptions, runActions, teardownActions } from "../../src/core/actions/executor.ts";
 import type { PackState } from "../../src/core/actions/types.ts";
 import { Confinement } from "../../src/core/confine.ts";
-import { modeSnapshot, noHooks, results } from "../helpers/actions.ts";
+import { modeSnapshot, noHooks, results, sandboxRunOptions } from "../helpers/actions.ts";
 
 let root: string;
 let home: string;
@@ -24,20 +24,11 @@ function sandbox(): void {
   writeFileSync(join(pack, "files", "a"), "A\n");
 }
 
-function opts(state: PackState, extra: Partial<RunOptions> = {}): RunOptions {
-  return {
-    packId: "p",
-    packDir: pack,
-    dryRun: false,
-    env: { HOME: home, PATH: process.env.PATH },
-    signal: new AbortController().signal,
-    state,
-    processEnv: {},
-    now: () => new Date("2030-01-02T03:04:05.678Z"),
+const opts = (state: PackState, extra: Partial<RunOptions> = {}): RunOptions =>
+  sandboxRunOptions(pack, home, state, {
     confine: new Confinement({ home, workspaceRoot: join(home, "ws"), packDirs: [pack, join(home, "ws", "q")], allowOutsideHome: false }),
     ...extra,
-  };
-}
+  });
 
 describe("actions under the rule", () => {
   test("a refused target is a failed step with the rule, in a real run and a dry run alike; nothing moves", async () => {
