@@ -172,7 +172,7 @@ export class Confinement {
       return no(
         "outside-home",
         `it is outside HOME (${this.home})`,
-        "a pack may only touch paths inside HOME; the user can pass --allow-outside-home on the command line to allow it for one run",
+        "pass --allow-outside-home on the command line to allow paths outside HOME for one run",
       );
     }
     return null;
