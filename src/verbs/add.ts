@@ -11,6 +11,7 @@ import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { isKnownPackType } from "../core/registry.ts";
 import { runSync } from "../core/sync/engine.ts";
 import { PACK_ID_RE, dryRunParam } from "./common.ts";
+import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { defineVerb } from "./types.ts";
 
 /** Default path: the last URL segment without `.git` (works for URLs, scp-style and local paths). */
@@ -42,11 +43,13 @@ export const addVerb = defineVerb({
     ref: v.optional(v.pipe(v.string(), v.minLength(1))),
     install: v.optional(v.boolean(), true),
     dry_run: dryRunParam,
+    ...allowOutsideHomeEntry,
   }),
   result: Result,
   readOnly: false,
   destructive: false,
   mcp: true,
+  cliOnly: [ALLOW_OUTSIDE_HOME],
   cli: {
     args: "<url> [path]",
     positionals: ["url", "path"],
@@ -54,6 +57,7 @@ export const addVerb = defineVerb({
       { flag: "--type <type>", description: "Pack type when the repo has no pack.yaml (meta, declarative, scripted)" },
       { flag: "--ref <ref>", description: "Pin a branch, tag or commit sha (default: the remote HEAD)" },
       { flag: "--no-install", description: "Clone and register only; do not run the pack's setup" },
+      allowOutsideHomeFlag,
     ],
   },
   async run(ctx, p, signal, progress) {
@@ -103,7 +107,7 @@ export const addVerb = defineVerb({
       if (p.install) {
         const report = await runSync(
           ctx,
-          { mode: "sync", ids: [path], only: [], filter: undefined, ref: null, force: false, failFast: false, recursive: true, dryRun: false, lockHeld: true },
+          { mode: "sync", ids: [path], only: [], filter: undefined, ref: null, force: false, failFast: false, recursive: true, dryRun: false, lockHeld: true, allowOutsideHome: allowsOutsideHome(ctx, p) },
           signal,
           progress,
         );

@@ -1,6 +1,7 @@
 // `grex import`: register existing repositories (a REPOS.json index and/or
 // untracked git dirs found by --scan). Registers only; `grex sync` clones.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { ABSENT, readRegularFile } from "../core/read-file.ts";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
 import { usageError } from "../core/errors.ts";
@@ -28,13 +29,18 @@ const Result = v.object({
   failed: v.array(v.object({ path: v.string(), error: v.string() })),
 });
 
+/** REPOS.json is an index of URLs: 4 MiB holds tens of thousands of entries. */
+const MAX_REPOS_JSON_BYTES = 4 * 1024 * 1024;
+
 function readReposJson(file: string, skipped: { path: string; reason: string }[]): Candidate[] {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch {
-    throw usageError(`Cannot read REPOS.json at ${file}; check the --from-repos-json path.`);
-  }
+  const bytes = readRegularFile(file, {
+    inside: null,
+    maxBytes: MAX_REPOS_JSON_BYTES,
+    error: (message) => usageError(message, { field: "from_repos_json" }),
+    tooBig: "is over the 4 MiB limit for REPOS.json; split it into several files",
+  });
+  if (bytes === ABSENT) throw usageError(`Cannot read REPOS.json at ${file}; check the --from-repos-json path.`);
+  const text = bytes.toString("utf8");
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -44,7 +50,9 @@ function readReposJson(file: string, skipped: { path: string; reason: string }[]
   const parsed = v.safeParse(ReposJson, data);
   if (!parsed.success) {
     const where = parsed.issues[0].path?.map((p) => String(p.key)).join(".") ?? "top level";
-    throw usageError(`${file} does not match [{"url","path"}] at ${where}: ${parsed.issues[0].message}.`);
+    // Name the place and the expectation only: the message never echoes the file's content.
+    const expected = parsed.issues[0].expected ?? "a valid value";
+    throw usageError(`${file} does not match [{"url","path"}] at ${where}: expected ${expected}; fix that entry.`);
   }
   const out: Candidate[] = [];
   for (const e of parsed.output) {

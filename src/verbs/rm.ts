@@ -9,6 +9,7 @@ import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks.ts";
 import { readLockfile, writeLockfile } from "../core/lockfile.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { dryRunParam } from "./common.ts";
+import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { defineVerb } from "./types.ts";
 
 const Result = v.object({
@@ -30,11 +31,13 @@ export const rmVerb = defineVerb({
     skip_teardown: v.optional(v.boolean(), false),
     force: v.optional(v.boolean(), false),
     dry_run: dryRunParam,
+    ...allowOutsideHomeEntry,
   }),
   result: Result,
   readOnly: false,
   destructive: true,
   mcp: true,
+  cliOnly: [ALLOW_OUTSIDE_HOME],
   cli: {
     args: "<id>",
     positionals: ["id"],
@@ -42,6 +45,7 @@ export const rmVerb = defineVerb({
       { flag: "--keep-files", description: "Leave the pack's directory on disk" },
       { flag: "--skip-teardown", description: "Do not undo the pack's setup" },
       { flag: "--force", description: "Remove even with uncommitted changes" },
+      allowOutsideHomeFlag,
     ],
   },
   async run(ctx, p, signal) {
@@ -73,7 +77,7 @@ export const rmVerb = defineVerb({
         const { teardownPack } = await import("../core/packtypes/index.ts");
         try {
           const r = await withPackLock(ws, dir, signal, () =>
-            teardownPack({ ws, id: p.id, dir, type: pack.type, env: ctx.env, signal, dryRun: false }),
+            teardownPack({ ws, id: p.id, dir, type: pack.type, env: ctx.env, signal, dryRun: false, allowOutsideHome: allowsOutsideHome(ctx, p) }),
           );
           steps = r.steps.map((s) => ({ ...s }));
           teardown = r.failed ? "failed" : "ok";

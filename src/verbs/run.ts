@@ -4,8 +4,10 @@ import { packOpError, usageError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
 import { isKnownAction } from "../core/registry.ts";
 import { loadWorkspaceView } from "../core/packs.ts";
+import { workspaceConfinement } from "../core/confine.ts";
 import { dryRunParam, filterParam } from "./common.ts";
 import { StepSchema } from "./sync-shared.ts";
+import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { defineVerb } from "./types.ts";
 import { existsSync } from "node:fs";
 
@@ -17,12 +19,14 @@ export const runVerb = defineVerb({
     action: v.pipe(v.string(), v.minLength(1, "is required")),
     filter: filterParam,
     dry_run: dryRunParam,
+    ...allowOutsideHomeEntry,
   }),
   result: v.object({ steps: v.array(v.intersect([StepSchema, v.object({ message: v.string() })])) }),
   readOnly: false,
   destructive: true,
   mcp: true,
-  cli: { args: "<action>", positionals: ["action"], flags: [] },
+  cliOnly: [ALLOW_OUTSIDE_HOME],
+  cli: { args: "<action>", positionals: ["action"], flags: [allowOutsideHomeFlag] },
   async run(ctx, p, signal, progress) {
     if (!isKnownAction(p.action)) {
       throw usageError(`Unknown action '${p.action}'; use one of symlink, env, mkdir, rmdir, require, when, exec.`, { field: "action" });
@@ -31,6 +35,7 @@ export const runVerb = defineVerb({
     const view = await loadWorkspaceView(ws, ctx.warn);
     const keep = parseFilter(p.filter);
     const packs = view.packs.filter((n) => keep(n) && existsSync(n.dir));
+    const confine = workspaceConfinement(ws.root, view.packs.map((n) => n.id), ctx.env, allowsOutsideHome(ctx, p));
     const { loadPackYaml } = await import("../core/pack/load.ts");
     const { runNamedActions } = await import("../core/packtypes/run-actions.ts");
     const steps: Array<v.InferOutput<typeof StepSchema> & { message: string }> = [];
@@ -39,7 +44,7 @@ export const runVerb = defineVerb({
       const manifest = await loadPackYaml(pack.dir);
       if (manifest) {
         const r = await runNamedActions(
-          { ws, id: pack.id, dir: pack.dir, manifest, dryRun: p.dry_run, env: ctx.env, signal },
+          { ws, id: pack.id, dir: pack.dir, manifest, dryRun: p.dry_run, env: ctx.env, signal, confine },
           p.action,
         );
         for (const s of r.steps) {

@@ -1,6 +1,7 @@
 // Schema pieces and rendering shared by `sync`, `update` and `add`.
 import * as v from "valibot";
 import { dryRunParam, filterParam, parallelParam } from "./common.ts";
+import { allowOutsideHomeEntry } from "./confine-param.ts";
 import type { RenderStyle } from "./types.ts";
 
 /** Params `sync` and `update` share: which packs, which ref, force, and the universal flags. */
@@ -11,6 +12,7 @@ export const syncSelectionEntries = {
   dry_run: dryRunParam,
   filter: filterParam,
   parallel: parallelParam,
+  ...allowOutsideHomeEntry,
 };
 
 export const StepSchema = v.object({

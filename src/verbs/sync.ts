@@ -3,6 +3,7 @@ import * as v from "valibot";
 import { packOpError } from "../core/errors.ts";
 import { runSync, type SyncReport } from "../core/sync/engine.ts";
 import { HaltedSchema, renderSyncReport, StepSchema, SummarySchema, syncSelectionEntries } from "./sync-shared.ts";
+import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { defineVerb } from "./types.ts";
 
 const Result = v.object({
@@ -37,6 +38,7 @@ export const syncVerb = defineVerb({
   readOnly: false,
   destructive: false,
   mcp: true,
+  cliOnly: [ALLOW_OUTSIDE_HOME],
   cli: {
     args: "[...ids]",
     positionals: ["...ids"],
@@ -46,6 +48,7 @@ export const syncVerb = defineVerb({
       { flag: "--force", description: "Also move packs with uncommitted changes; reinstall every pack" },
       { flag: "--fail-fast", description: "Stop starting new packs after the first failure" },
       { flag: "--no-recursive", description: "Do not descend into children" },
+      allowOutsideHomeFlag,
     ],
   },
   async run(ctx, p, signal, progress) {
@@ -62,6 +65,7 @@ export const syncVerb = defineVerb({
         recursive: p.recursive,
         dryRun: p.dry_run,
         parallel: p.parallel,
+        allowOutsideHome: allowsOutsideHome(ctx, p),
       },
       signal,
       progress,

@@ -5,6 +5,7 @@ import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { tryAcquireWorkspaceLock } from "../core/locks.ts";
 import { runSync } from "../core/sync/engine.ts";
 import { syncSelectionEntries } from "./sync-shared.ts";
+import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { defineVerb } from "./types.ts";
 
 const Result = v.object({
@@ -31,12 +32,14 @@ export const updateVerb = defineVerb({
   readOnly: false,
   destructive: false,
   mcp: true,
+  cliOnly: [ALLOW_OUTSIDE_HOME],
   cli: {
     args: "[...ids]",
     positionals: ["...ids"],
     flags: [
       { flag: "--ref <ref>", description: "Re-pin the given packs to this branch, tag or sha (recorded)" },
       { flag: "--force", description: "Reinstall every selected pack; also move dirty packs" },
+      allowOutsideHomeFlag,
     ],
   },
   async run(ctx, p, signal, progress) {
@@ -67,6 +70,7 @@ export const updateVerb = defineVerb({
           dryRun: p.dry_run,
           parallel: p.parallel,
           lockHeld: true,
+          allowOutsideHome: allowsOutsideHome(ctx, p),
         },
         signal,
         progress,

@@ -1,6 +1,7 @@
 // The one validation path both adapters use: raw params in, typed params out,
 // or a usage error naming the offending field (CLI exit 2 / MCP -32602).
-import { isAbsolute, relative, resolve } from "node:path";
+import { resolve } from "node:path";
+import { physicalPath, within } from "../core/confine.ts";
 import * as v from "valibot";
 import { usageError } from "../core/errors.ts";
 import type { ParamsSchema, VerbContext, VerbDef } from "./types.ts";
@@ -45,15 +46,15 @@ export function parseParams<P extends ParamsSchema>(
   throw usageError(`Invalid ${label} for '${verb.name}': ${issue.message.replace(/\.$/, "")}.`, { field: key || null });
 }
 
-/** Over MCP, file arguments must stay inside the workspace (agent safety). */
+/** Over MCP, file arguments must stay inside the workspace (agent safety), also after following symlinks. */
 export function confineFileParams(verb: VerbDef, params: Record<string, unknown>, ctx: VerbContext): void {
   if (ctx.surface !== "mcp" || !verb.fileParams) return;
   const root = ctx.workspace().root;
+  const realRoot = physicalPath(root, true);
   for (const key of verb.fileParams) {
     const value = params[key];
     if (typeof value !== "string") continue;
-    const rel = relative(root, resolve(root, value));
-    if (rel.startsWith("..") || isAbsolute(rel)) {
+    if (!within(realRoot, physicalPath(resolve(root, value), true))) {
       throw usageError(`Argument '${key}' (${value}) resolves outside the workspace ${root}; pass a path inside it.`, {
         field: key,
       });

@@ -1,7 +1,7 @@
 // Shared pieces of the action engine's unit tests.
 import { lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
-import type { Brackets } from "../../src/core/actions/executor.ts";
+import type { Brackets, RunOptions } from "../../src/core/actions/executor.ts";
 import type { PackState, StepResult } from "../../src/core/actions/types.ts";
 
 /** Brackets that record nothing (the executor's manifest hooks are tested elsewhere). */
@@ -31,3 +31,18 @@ export function modeSnapshot(dir: string): Record<string, string> {
 export const persisted = (s: PackState): PackState => JSON.parse(JSON.stringify(s)) as PackState;
 
 export const results = (r: { steps: Array<{ result: StepResult }> }): StepResult[] => r.steps.map((s) => s.result);
+
+/** Run options for a sandboxed pack: HOME and the pack dir given, a fixed clock, no process env touched. */
+export function sandboxRunOptions(pack: string, home: string, state: PackState, extra: Partial<RunOptions> = {}): RunOptions {
+  return {
+    packId: "p",
+    packDir: pack,
+    dryRun: false,
+    env: { HOME: home, PATH: process.env.PATH },
+    signal: new AbortController().signal,
+    state,
+    processEnv: {},
+    now: () => new Date("2030-01-02T03:04:05.678Z"),
+    ...extra,
+  };
+}

@@ -25,10 +25,8 @@ async function addFixture(name: string) {
 const errorMessage = (json: Record<string, unknown>) => (json.error as { message: string }).message;
 
 describe("pack.yaml forms of the Rust grex", () => {
-  // Depends on issue 15 (confinement rework: exec.cwd accepts any directory the
-  // confinement rule allows, such as $HOME). Until that lands, exec.cwd must stay
-  // inside the pack and this form exits 4; enable this test when merging 15.
-  test.todo("exec with cwd: $HOME runs in HOME", async () => {
+  // exec.cwd may be any directory the confinement rule allows, such as $HOME.
+  test("exec with cwd: $HOME runs in HOME", async () => {
     await fresh();
     const add = await addFixture("exec-cwd-home");
     expect(add.code).toBe(0);

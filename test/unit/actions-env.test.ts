@@ -184,13 +184,13 @@ describe("env scope user", () => {
 });
 
 describe("env scope machine", () => {
-  test("writes NAME=\"value\" in a managed block; teardown restores the file exactly", async () => {
+  test("writes NAME='value' in a managed block; teardown restores the file exactly", async () => {
     sandbox();
     mkdirSync(join(root, "etc"));
     writeFileSync(join(root, "etc/environment"), 'PATH="/usr/bin:/bin"\n');
     const state: PackState = {};
     await runActions([{ env: { name: "GREX_M", value: "1", scope: "machine" } }], opts(state), noHooks);
-    expect(read(join(root, "etc/environment"))).toBe('PATH="/usr/bin:/bin"\n# >>> grex:env:GREX_M >>>\nGREX_M="1"\n# <<< grex:env:GREX_M <<<\n');
+    expect(read(join(root, "etc/environment"))).toBe('PATH="/usr/bin:/bin"\n# >>> grex:env:GREX_M >>>\nGREX_M=\'1\'\n# <<< grex:env:GREX_M <<<\n');
     expect(existsSync(join(home, ".bashrc"))).toBe(false);
     await teardownActions([{ env: { name: "GREX_M", value: "1", scope: "machine" } }], null, opts(persisted(state)), noHooks);
     expect(read(join(root, "etc/environment"))).toBe('PATH="/usr/bin:/bin"\n');
@@ -221,10 +221,30 @@ describe("env scope machine", () => {
     expect(r.failed?.reason).toContain("/etc/environment, which this user cannot write");
   });
 
-  test("a double quote in the value is refused", async () => {
+  test("a quote character in the value is refused", async () => {
     sandbox();
-    const r = await runActions([{ env: { name: "GREX_M", value: 'a"b', scope: "machine" } }], opts({}), noHooks);
-    expect(r.failed?.reason).toContain("contains a double quote");
+    for (const value of ['a"b', "a'b"]) {
+      const r = await runActions([{ env: { name: "GREX_M", value, scope: "machine" } }], opts({}), noHooks);
+      expect(r.failed?.reason).toContain("contains a quote character");
+    }
+  });
+
+  test("sourcing the machine file or the rc block never runs a command from a value", async () => {
+    sandbox();
+    mkdirSync(join(root, "etc"));
+    const marker = join(root, "ran");
+    const value = `$(touch ${marker})\`touch ${marker}\`;$HOME`;
+    await runActions(
+      [{ env: { name: "GREX_M", value: value.replaceAll("$", () => "$$"), scope: "machine" } }, { env: { name: "GREX_U", value: value.replaceAll("$", () => "$$") } }],
+      opts({}),
+      noHooks,
+    );
+    for (const file of [join(root, "etc/environment"), join(home, ".bashrc")]) {
+      const r = Bun.spawnSync(["sh", "-c", `. "${file}"; printf '%s|%s' "$GREX_M" "$GREX_U"`], { env: { PATH: process.env.PATH ?? "" } });
+      expect(r.exitCode).toBe(0);
+      expect(existsSync(marker)).toBe(false);
+      expect(r.stdout.toString().split("|").filter(Boolean)).toEqual([value]);
+    }
   });
 });
 

@@ -105,12 +105,14 @@ describe("exec", () => {
     expect(both.failed?.reason).toContain("takes exactly one of cmd");
   });
 
-  test("cwd defaults to the pack dir, may be a subdirectory, and may not escape it", async () => {
+  test("cwd defaults to the pack dir, may be a subdirectory or HOME, and nothing the confinement rule refuses", async () => {
     sandbox();
     expect(only(await runActions([{ exec: { cmd: ["pwd"] } }], opts(), recorder())).details.stdout).toBe(`${pack}\n`);
     expect(only(await runActions([{ exec: { cmd: ["pwd"], cwd: "sub" } }], opts(), recorder())).details.stdout).toBe(`${join(pack, "sub")}\n`);
-    const out = await runActions([{ exec: { cmd: ["pwd"], cwd: "$HOME" } }], opts(), recorder());
-    expect(out.failed?.reason).toContain("actions[0].exec.cwd of pack 'p' ('$HOME') points outside the pack directory");
+    expect(only(await runActions([{ exec: { cmd: ["pwd"], cwd: "$HOME" } }], opts(), recorder())).details.stdout).toBe(`${home}\n`);
+    const out = await runActions([{ exec: { cmd: ["pwd"], cwd: ".." } }], opts(), recorder());
+    expect(out.failed?.reason).toContain("refusing actions[0].exec.cwd of pack 'p' ('..', real path");
+    expect(out.steps[0]?.details.refused).toBe("holds-protected"); // the sandbox root holds HOME
     const missing = await runActions([{ exec: { cmd: ["pwd"], cwd: "nope" } }], opts(), recorder());
     expect(missing.failed?.reason).toContain("does not exist");
   });

@@ -20,6 +20,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type RunOptions, runActions, teardownActions } from "../../src/core/actions/executor.ts";
+import { Confinement } from "../../src/core/confine.ts";
 import type { ActionItem, PackState } from "../../src/core/actions/types.ts";
 import { modeSnapshot, noHooks, persisted, results } from "../helpers/actions.ts";
 
@@ -236,7 +237,8 @@ describe("mkdir", () => {
     sandbox();
     await runActions(
       [{ mkdir: { path: "$HOME/private", mode: "700" } }, { mkdir: { path: "$HOME/num", mode: 750 } }, { mkdir: { path: "rel" } }],
-      opts({}),
+      // This sandbox's pack lies outside HOME: writing into it needs the user's opt-in.
+      opts({}, { confine: new Confinement({ home: sb.home, workspaceRoot: null, packDirs: [sb.pack], allowOutsideHome: true }) }),
       noHooks,
     );
     expect(statSync(join(sb.home, "private")).mode & 0o777).toBe(0o700);
@@ -323,7 +325,7 @@ describe("rmdir", () => {
     writeFileSync(join(sb.home, "f"), "");
     for (const path of ["$HOME", ".", sb.root]) {
       const r = await runActions([{ rmdir: { path, force: true } }], opts({}), noHooks);
-      expect(r.failed?.reason).toContain("refusing to remove");
+      expect(r.failed?.reason).toContain("refusing actions[0].rmdir.path of pack 'p'");
     }
     expect((await runActions([{ rmdir: { path: "$HOME/f" } }], opts({}), noHooks)).failed?.reason).toContain("is not a directory");
     expect(existsSync(sb.pack)).toBe(true);

@@ -5,7 +5,9 @@
 //                     # >>> grex:env:NAME >>>
 //                     export NAME='value'          (fish: set -gx NAME 'value')
 //                     # <<< grex:env:NAME <<<
-//   scope machine → the same block in /etc/environment as NAME="value" (needs root);
+//   scope machine → the same block in /etc/environment as NAME='value' (needs root);
+//                   single quotes, so a shell sourcing that file never runs
+//                   `$(...)` or backticks from a value (pam_env strips the quotes);
 //   scope session → this process's environment (and the run's, for later actions).
 // Everything outside the block is kept byte for byte; undo takes out exactly
 // what apply put in (restoring an earlier block body, dropping a line break it
@@ -88,7 +90,7 @@ interface Target {
 }
 
 function lineFor(path: string, scope: Args["scope"], name: string, value: string): string {
-  if (scope === "machine") return `${name}="${value}"`;
+  if (scope === "machine") return `${name}='${value}'`;
   return isFish(path) ? `set -gx ${name} ${fishQuote(value)}` : `export ${name}=${shQuote(value)}`;
 }
 
@@ -195,8 +197,8 @@ export const envAction: ActionDef<Args> = {
     if (ctx.os === "windows") {
       return failed(`env scope ${a.scope} is not supported on Windows yet; use scope: session, or an exec action running setx`);
     }
-    if (a.scope === "machine" && value.includes('"')) {
-      return failed(`the value of ${a.name} contains a double quote, which ${ctx.machineEnvFile} cannot hold; remove it`);
+    if (a.scope === "machine" && /['"]/.test(value)) {
+      return failed(`the value of ${a.name} contains a quote character, which ${ctx.machineEnvFile} cannot hold; remove it`);
     }
     const targets: Target[] = targetFiles(a.scope, ctx).map((path) => ({ path, line: lineFor(path, a.scope, a.name, value) }));
     const pending: Target[] = [];

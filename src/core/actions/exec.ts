@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import * as v from "valibot";
 import { CancelledError } from "../errors.ts";
 import { expandDeep, homeOf } from "../vars.ts";
-import { failed, fieldName, packPath, statOrNull } from "./paths.ts";
+import { failed, fieldName, guardTarget, statOrNull, targetPath } from "./paths.ts";
 import type { ActionContext, ActionDef, ActionOutcome } from "./types.ts";
 
 /** The stderr tail carried by action_halted (SPEC §2.1). */
@@ -145,13 +145,20 @@ function run(cmd: Command, cwd: string, env: Record<string, string>, ctx: Action
   });
 }
 
+/** cwd: the pack dir or any directory the confinement rule allows (HOME itself included: nothing is written to a cwd). */
+function confinedCwd(raw: string, ctx: ActionContext): string {
+  const cwd = targetPath(raw, ctx, "cwd");
+  guardTarget(cwd, ctx, "cwd", raw, { cwd: true });
+  return cwd;
+}
+
 export const execAction: ActionDef<Args> = {
   name: "exec",
   schema: Args,
   async apply(a, ctx): Promise<ActionOutcome> {
     const cmd = commandOf(a, ctx);
     const argv = cmd.argv;
-    const cwd = a.cwd === undefined ? ctx.packDir : packPath(a.cwd, ctx, "cwd");
+    const cwd = a.cwd === undefined ? ctx.packDir : confinedCwd(a.cwd, ctx);
     const env = childEnv(a, ctx);
     const full = a.cmd_shell ?? argv.join(" ");
     const shown = full.length > 200 ? `${full.slice(0, 197)}...` : full;

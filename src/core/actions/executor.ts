@@ -9,8 +9,10 @@
 // never in a dry run. On cancellation onHalted(…, "cancelled", "") is called
 // while the signal is already aborted (append without it). The caller also
 // owns persisting `state` (see ./types.ts).
+import { Confinement } from "../confine.ts";
 import { CancelledError, toGrexError } from "../errors.ts";
 import { currentOs, type OsName } from "../os.ts";
+import { homeOf } from "../vars.ts";
 import { parseActionItem } from "./index.ts";
 import type { ActionContext, ActionItem, ActionOutcome, NestedRun, PackState, Rollback, Step } from "./types.ts";
 
@@ -37,6 +39,11 @@ export interface RunOptions {
   machineEnvFile?: string;
   /** Default: process.env. */
   processEnv?: Record<string, string | undefined>;
+  /**
+   * What the pack may touch. Default: the rule with HOME from `env`, only this
+   * pack known and no workspace (callers inside a workspace pass theirs).
+   */
+  confine?: Confinement;
 }
 
 export interface RunResult {
@@ -53,6 +60,7 @@ interface Runner {
   machineEnvFile: string;
   processEnv: Record<string, string | undefined>;
   planned: Set<string>;
+  confine: Confinement;
 }
 
 interface ListRun extends NestedRun {
@@ -73,6 +81,8 @@ function runner(opts: RunOptions): Runner {
     machineEnvFile: opts.machineEnvFile ?? opts.env.GREX_MACHINE_ENV_FILE ?? "/etc/environment",
     processEnv: opts.processEnv ?? process.env,
     planned: new Set(),
+    confine:
+      opts.confine ?? new Confinement({ home: homeOf(opts.env), workspaceRoot: null, packDirs: [opts.packDir], allowOutsideHome: false }),
   };
 }
 
@@ -88,6 +98,7 @@ function context(r: Runner, where: string, stepIdx: number): ActionContext {
     state: r.opts.state,
     where,
     planned: r.planned,
+    confine: r.confine,
     machineEnvFile: r.machineEnvFile,
     processEnv: r.processEnv,
     runNested: (items, w) => runList(items, r, w, null, stepIdx),
@@ -109,7 +120,8 @@ async function perform(item: unknown, itemWhere: string, ctx: ActionContext, und
     const e = toGrexError(err);
     if (e.kind === "cancelled") throw e;
     const reason = clause(e.message);
-    return { result: "failed", details: { reason }, failure: { reason, stderr: "" } };
+    // The error's data (e.g. a confinement refusal's path and rule) goes into the step.
+    return { result: "failed", details: { ...e.data, reason }, failure: { reason, stderr: "" } };
   }
 }
 

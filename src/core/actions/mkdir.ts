@@ -3,7 +3,7 @@
 import { chmodSync, mkdirSync, readdirSync, rmdirSync } from "node:fs";
 import { dirname } from "node:path";
 import * as v from "valibot";
-import { failed, lstatOrNull, statOrNull, targetPath } from "./paths.ts";
+import { confinedTarget, failed, guardTarget, lstatOrNull, statOrNull } from "./paths.ts";
 import type { ActionContext, ActionDef, ActionOutcome } from "./types.ts";
 
 const Args = v.strictObject({
@@ -14,6 +14,8 @@ const Args = v.strictObject({
       v.union([v.string(), v.number()], "must be an octal mode such as 755"),
       v.transform(String),
       v.regex(/^0?[0-7]{3,4}$/, "must be an octal mode such as 755"),
+      // setuid/setgid hand privileges to whoever runs or creates files there; sticky only limits deletion (docs/cli.md).
+      v.check((m) => (Number.parseInt(m, 8) & 0o6000) === 0, "must not set the setuid or setgid bit (4000, 2000); use a mode such as 755"),
     ),
     "755",
   ),
@@ -57,13 +59,14 @@ export const mkdirAction: ActionDef<Args> = {
   name: "mkdir",
   schema: Args,
   async apply(a, ctx) {
-    const path = targetPath(a.path, ctx, "path");
+    const path = confinedTarget(a.path, ctx, "path");
     const st = statOrNull(path);
     if (st?.isDirectory()) return { result: "already_satisfied", details: { path } };
     if (lstatOrNull(path)) return failed(`${path} exists and is not a directory; remove it or choose another path`, { path });
     // Every missing directory from the top down to `path`, deepest first.
     const missing: string[] = [];
     for (let p = path; !lstatOrNull(p) && dirname(p) !== p; p = dirname(p)) missing.push(p);
+    for (const p of missing) guardTarget(p, ctx, "path", a.path);
     const blocker = dirname(missing.at(-1) ?? path);
     if (!statOrNull(blocker)?.isDirectory()) {
       return failed(`${blocker} is in the way of ${path} (it is not a directory); remove it or choose another path`, { path });
@@ -95,6 +98,6 @@ export const mkdirAction: ActionDef<Args> = {
     };
   },
   async undo(a, ctx) {
-    return removeCreated(targetPath(a.path, ctx, "path"), ctx);
+    return removeCreated(confinedTarget(a.path, ctx, "path"), ctx);
   },
 };

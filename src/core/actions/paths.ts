@@ -15,6 +15,7 @@ import {
   writeSync,
 } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { confinementError } from "../confine.ts";
 import { packOpError } from "../errors.ts";
 import { fsyncDir } from "../fsutil.ts";
 import { expandVars, homeOf } from "../vars.ts";
@@ -42,6 +43,24 @@ const inside = (root: string, p: string): boolean => {
   const rel = relative(root, p);
   return rel === "" || (!isAbsolute(rel) && rel !== ".." && !rel.startsWith(`..${sep}`));
 };
+
+/**
+ * Apply the confinement rule (../confine.ts) to `p`, a path this action will
+ * write, move or delete; throws the refusal (a failed step, exit 4). `tree`:
+ * an existing directory about to be deleted or moved aside, so nothing inside
+ * it may be a git repository either. `cwd`: an exec working directory.
+ */
+export function guardTarget(p: string, ctx: ActionContext, field: string, raw: string, opts: { tree?: boolean; cwd?: boolean } = {}): void {
+  const refusal = opts.tree ? ctx.confine.treeRefusal(p, ctx.packDir) : ctx.confine.refusal(p, ctx.packDir, { cwd: opts.cwd === true });
+  if (refusal) throw confinementError(refusal, fieldName(ctx, field), raw);
+}
+
+/** Resolve a target the action writes, moves or deletes, refusing what the confinement rule forbids. */
+export function confinedTarget(raw: string, ctx: ActionContext, field: string): string {
+  const p = targetPath(raw, ctx, field);
+  guardTarget(p, ctx, field, raw);
+  return p;
+}
 
 /** A path that must stay inside the pack dir (symlink src, exec cwd), also after following symlinks. */
 export function packPath(raw: string, ctx: ActionContext, field: string): string {
@@ -83,12 +102,13 @@ export function existsOrPlanned(p: string, ctx: ActionContext): boolean {
   return lstatOrNull(p) !== null || (ctx.dryRun && ctx.planned.has(p));
 }
 
-/** `<p>.grex-bak.<UTC timestamp>`; names sort oldest to newest. */
+/** `<p>.grex-bak.<UTC timestamp>`; names sort oldest to newest. The backup is a target too: the rule applies. */
 export function backupPath(p: string, ctx: ActionContext): string {
   const stamp = ctx.now().toISOString().replace(/[-:]/g, "").replace(".", "");
   const base = `${p}.grex-bak.${stamp}`;
   let candidate = base;
   for (let n = 1; lstatOrNull(candidate); n++) candidate = `${base}-${n}`;
+  guardTarget(candidate, ctx, "backup", candidate);
   return candidate;
 }
 

@@ -3,10 +3,9 @@
 // puts back) or force (delete it, which nothing can undo). backup wins when
 // both are set.
 import { chmodSync, mkdirSync, readdirSync, renameSync, rmSync, rmdirSync } from "node:fs";
-import { dirname, isAbsolute, relative, sep } from "node:path";
 import * as v from "valibot";
-import { backupPath, failed, home, lstatOrNull, targetPath } from "./paths.ts";
-import type { ActionContext, ActionDef } from "./types.ts";
+import { backupPath, confinedTarget, failed, guardTarget, lstatOrNull } from "./paths.ts";
+import type { ActionDef } from "./types.ts";
 
 const Args = v.strictObject({
   path: v.pipe(v.string(), v.minLength(1, "must not be empty")),
@@ -20,25 +19,16 @@ type Saved = { backup: string } | { emptyMode: number };
 
 const stateKey = (p: string) => `rmdir:${p}`;
 
-/** The filesystem root, HOME, and the pack dir or any directory holding it are never removed. */
-function protectedReason(path: string, ctx: ActionContext): string | null {
-  if (dirname(path) === path) return "it is the filesystem root";
-  if (path === home(ctx)) return "it is the home directory";
-  const rel = relative(path, ctx.packDir);
-  if (rel === "" || (!isAbsolute(rel) && rel !== ".." && !rel.startsWith(`..${sep}`))) return "it holds the pack itself";
-  return null;
-}
-
 export const rmdirAction: ActionDef<Args> = {
   name: "rmdir",
   schema: Args,
   async apply(a, ctx) {
-    const path = targetPath(a.path, ctx, "path");
+    const path = confinedTarget(a.path, ctx, "path");
     const st = lstatOrNull(path);
     if (!st) return { result: "already_satisfied", details: { path } };
     if (!st.isDirectory()) return failed(`${path} is not a directory; remove it by other means or fix the path`, { path });
-    const refused = protectedReason(path, ctx);
-    if (refused) return failed(`refusing to remove ${path}: ${refused}; fix the path`, { path });
+    // Deleted or moved aside, it takes everything in it along: it must not hold a repository.
+    guardTarget(path, ctx, "path", a.path, { tree: true });
     const empty = readdirSync(path).length === 0;
     if (!empty && !a.force && !a.backup) {
       return failed(`${path} is not empty; set backup: true to move it aside or force: true to delete it`, { path });
@@ -78,7 +68,7 @@ export const rmdirAction: ActionDef<Args> = {
   },
   // Undo puts back what this action can: a directory moved aside, or an empty one. A forced deletion is gone.
   async undo(a, ctx) {
-    const path = targetPath(a.path, ctx, "path");
+    const path = confinedTarget(a.path, ctx, "path");
     const saved = ctx.state[stateKey(path)] as Saved | undefined;
     const backup = saved && "backup" in saved && lstatOrNull(saved.backup) ? saved.backup : null;
     const emptyMode = saved && "emptyMode" in saved ? saved.emptyMode : null;

@@ -9,14 +9,15 @@ import * as v from "valibot";
 import {
   backupPath,
   backupsOf,
+  confinedTarget,
   errText,
   existsOrPlanned,
   expandPath,
   failed,
+  guardTarget,
   lstatOrNull,
   packPath,
   statOrNull,
-  targetPath,
 } from "./paths.ts";
 import type { ActionContext, ActionDef, ActionOutcome } from "./types.ts";
 
@@ -40,7 +41,7 @@ function resolveArgs(a: Args, ctx: ActionContext) {
   const src = packPath(a.src, ctx, "src");
   const raw = expandPath(a.src, ctx, "src");
   const target = a.normalize ? src : isAbsolute(raw) ? raw : `${ctx.packDir}/${raw}`;
-  return { src, target, dst: targetPath(a.dst, ctx, "dst") };
+  return { src, target, dst: confinedTarget(a.dst, ctx, "dst") };
 }
 
 /** Where the link at `dst` points (resolved), or null when dst is not a link. */
@@ -91,6 +92,9 @@ export const symlinkAction: ActionDef<Args> = {
     }
     if (srcStat && a.kind === "file" && srcStat.isDirectory()) return failed(`source ${src} is a directory but kind is file; fix kind`, { src });
     if (srcStat && a.kind === "directory" && !srcStat.isDirectory()) return failed(`source ${src} is not a directory but kind is directory; fix kind`, { src });
+    if (srcStat && !srcStat.isFile() && !srcStat.isDirectory()) {
+      return failed(`source ${src} is not a regular file or a directory (a FIFO, device or socket); link a regular file`, { src });
+    }
     if (linkTarget(dst) === src) return { result: "already_satisfied", details: { src, dst } };
     if (!existsOrPlanned(dirname(dst), ctx)) {
       return failed(`the directory of ${dst} does not exist; add a mkdir action for ${dirname(dst)} before this symlink`, { dst });
@@ -99,6 +103,8 @@ export const symlinkAction: ActionDef<Args> = {
     if (existing && !a.backup) {
       return failed(`${dst} already exists (${describeExisting(dst)}); set backup: true to move it aside, or remove it`, { dst });
     }
+    // A directory moved aside takes everything in it along: it must not hold a repository.
+    if (existing?.isDirectory()) guardTarget(dst, ctx, "dst", a.dst, { tree: true });
     if (ctx.dryRun) {
       ctx.planned.add(dst);
       return { result: "would_perform_change", details: { src, dst, ...(existing ? { backup: `${dst}.grex-bak.<timestamp>` } : {}) } };

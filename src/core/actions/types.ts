@@ -18,6 +18,7 @@
 // (a link pointing at our src, a block holding our line), and keeps anything
 // it cannot prove grex made.
 import type * as v from "valibot";
+import type { Confinement } from "../confine.ts";
 import type { OsName } from "../os.ts";
 
 export type StepResult =
@@ -59,6 +60,8 @@ export interface ActionContext {
   state: PackState;
   /** Where this action sits, for messages: `actions[2].symlink`. */
   where: string;
+  /** What this pack may touch (symlink dst, mkdir/rmdir path, backups, exec cwd). */
+  confine: Confinement;
   /** Paths a dry run would have created so far, so later steps can plan against them. */
   planned: Set<string>;
   /** The file `env` scope machine edits (/etc/environment). */

@@ -2,48 +2,27 @@
 // What could hurt is rejected before it is looked at: files over 1 MiB are not
 // parsed, and YAML anchors/aliases are refused on the parsed node tree, before
 // anything is converted to JS values (so an alias bomb is never expanded).
-import { open } from "node:fs/promises";
 import { join, normalize } from "node:path";
-import { errnoCode, integrityError } from "../errors.ts";
+import { integrityError } from "../errors.ts";
+import { ABSENT, readRegularFile } from "../read-file.ts";
 import { currentOs, type OsName } from "../os.ts";
 import { type ActionItem, type PackManifest, type PackOverride, validateOverride, validatePack } from "./schema.ts";
 
 export const MAX_PACK_YAML_BYTES = 1024 * 1024;
 
-const ABSENT = Symbol("absent");
-
-/** Read a file of at most 1 MiB as UTF-8 text; ABSENT when it does not exist. */
-async function readSmallText(file: string): Promise<string | typeof ABSENT> {
-  let fh: Awaited<ReturnType<typeof open>>;
+/** Read pack.yaml (or an override) as UTF-8: a regular file, inside the pack, at most 1 MiB; ABSENT when missing. */
+function readSmallText(file: string, packDir: string): string | typeof ABSENT {
+  const bytes = readRegularFile(file, {
+    inside: packDir,
+    maxBytes: MAX_PACK_YAML_BYTES,
+    error: (message) => integrityError(message, { file }),
+    tooBig: "is over the 1 MiB limit for pack files; keep pack.yaml small and move data into files/",
+  });
+  if (bytes === ABSENT) return ABSENT;
   try {
-    fh = await open(file, "r");
-  } catch (err) {
-    const code = errnoCode(err);
-    if (code === "ENOENT" || code === "ENOTDIR") return ABSENT;
-    throw integrityError(`${file} cannot be read (${code ?? "error"}); check its permissions.`, { file });
-  }
-  try {
-    const st = await fh.stat();
-    if (st.isDirectory()) throw integrityError(`${file} is a directory, not a file; replace it with a YAML file.`, { file });
-    const tooBig = () =>
-      integrityError(`${file} is over the 1 MiB limit for pack files; keep pack.yaml small and move data into files/.`, { file });
-    if (st.size > MAX_PACK_YAML_BYTES) throw tooBig();
-    // Read one byte past the limit in case the file grew since the stat.
-    const buf = Buffer.alloc(MAX_PACK_YAML_BYTES + 1);
-    let len = 0;
-    while (len < buf.length) {
-      const { bytesRead } = await fh.read(buf, len, buf.length - len, len);
-      if (bytesRead === 0) break;
-      len += bytesRead;
-    }
-    if (len > MAX_PACK_YAML_BYTES) throw tooBig();
-    try {
-      return new TextDecoder("utf-8", { fatal: true }).decode(buf.subarray(0, len));
-    } catch {
-      throw integrityError(`${file} is not UTF-8 text; save it as a UTF-8 YAML file.`, { file });
-    }
-  } finally {
-    await fh.close();
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw integrityError(`${file} is not UTF-8 text; save it as a UTF-8 YAML file.`, { file });
   }
 }
 
@@ -81,8 +60,8 @@ export async function parsePackYamlText(text: string, file: string): Promise<unk
   return doc.toJS({ maxAliasCount: 0 });
 }
 
-async function readYaml(file: string): Promise<unknown | typeof ABSENT> {
-  const text = await readSmallText(file);
+async function readYaml(file: string, packDir: string): Promise<unknown | typeof ABSENT> {
+  const text = readSmallText(file, packDir);
   return text === ABSENT ? ABSENT : parsePackYamlText(text, file);
 }
 
@@ -132,14 +111,14 @@ function checkChildPaths(m: PackManifest, baseCount: number, file: string, targe
  */
 export async function loadPackYaml(packDir: string, opts?: { os?: OsName }): Promise<PackManifest | null> {
   const file = join(packDir, ".grex", "pack.yaml");
-  const doc = await readYaml(file);
+  const doc = await readYaml(file, packDir);
   if (doc === ABSENT) return null;
   if (doc === null || doc === undefined) {
     throw integrityError(`${file} is empty; write at least schema_version: "1", name and type.`, { file });
   }
   let manifest = validatePack(doc, file);
   const targetFile = join(packDir, ".grex", "targets", `${opts?.os ?? currentOs()}.yaml`);
-  const over = await readYaml(targetFile);
+  const over = await readYaml(targetFile, packDir);
   const baseChildren = manifest.children.length;
   // An empty override file changes nothing.
   if (over !== ABSENT && over !== null && over !== undefined) {

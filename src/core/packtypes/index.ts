@@ -5,6 +5,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Step } from "../actions/types.ts";
+import { type Confinement, workspaceConfinement } from "../confine.ts";
 import { pluginError } from "../errors.ts";
 import type { LockEntry } from "../lockfile.ts";
 import type { PackManifest } from "../pack/schema.ts";
@@ -44,6 +45,7 @@ export interface ConvergeInput {
   env: Record<string, string | undefined>;
   signal: AbortSignal;
   childShas: string[];
+  confine: Confinement;
 }
 
 export interface ConvergeResult extends PackTypeResult {
@@ -82,6 +84,7 @@ export async function converge(input: ConvergeInput): Promise<ConvergeResult> {
     dryRun: input.dryRun,
     env: input.env,
     signal: input.signal,
+    confine: input.confine,
   };
   if (!existsSync(node.dir)) {
     // Dry run of a pack not cloned yet: nothing to read, report the install it would do.
@@ -106,11 +109,16 @@ export interface TeardownInput {
   env: Record<string, string | undefined>;
   signal: AbortSignal;
   dryRun: boolean;
+  /** The user's --allow-outside-home for this run. */
+  allowOutsideHome?: boolean;
+  /** Set by the first call: the rule for the whole subtree. */
+  confine?: Confinement;
 }
 
 /** Tear a pack down: its own teardown first, then its children in reverse order (SPEC §4). */
 export async function teardownPack(input: TeardownInput): Promise<PackTypeResult> {
   const { loadPackYaml } = await import("../pack/load.ts");
+  const confine = input.confine ?? (await confinementFor(input));
   const manifest = await loadPackYaml(input.dir);
   const type = packTypeFor(manifest?.type ?? input.type);
   const own = await type.teardown({
@@ -121,15 +129,23 @@ export async function teardownPack(input: TeardownInput): Promise<PackTypeResult
     dryRun: input.dryRun,
     env: input.env,
     signal: input.signal,
+    confine,
   });
   const steps: Step[] = [...own.steps];
   let failed = own.failed;
   for (const child of [...(manifest?.children ?? [])].reverse()) {
     const dir = join(input.dir, child.path);
     if (!existsSync(dir)) continue;
-    const r = await teardownPack({ ...input, id: `${input.id}/${child.path}`, dir, type: "meta" });
+    const r = await teardownPack({ ...input, id: `${input.id}/${child.path}`, dir, type: "meta", confine });
     steps.push(...r.steps);
     failed ??= r.failed;
   }
   return { steps, failed, skipped: null };
+}
+
+/** Every registered pack (manifest and lockfile) is protected from a teardown's actions. */
+async function confinementFor(input: TeardownInput): Promise<Confinement> {
+  const { loadWorkspaceView } = await import("../packs.ts");
+  const view = await loadWorkspaceView(input.ws, () => {});
+  return workspaceConfinement(input.ws.root, [input.id, ...view.packs.map((p) => p.id)], input.env, input.allowOutsideHome === true);
 }

@@ -57,6 +57,7 @@ const opts = (run: PackRun, state: PackState) => ({
   env: run.env,
   signal: run.signal,
   state,
+  confine: run.confine,
 });
 
 export function runPackActions(run: PackRun, items: ActionItem[]): Promise<PackTypeResult> {

@@ -1,5 +1,6 @@
 // What a pack type implements (SPEC §4). Registered in ./index.ts.
 import type { Step } from "../actions/types.ts";
+import type { Confinement } from "../confine.ts";
 import type { PackManifest } from "../pack/schema.ts";
 import type { Workspace } from "../workspace.ts";
 
@@ -11,6 +12,8 @@ export interface PackRun {
   dryRun: boolean;
   env: Record<string, string | undefined>;
   signal: AbortSignal;
+  /** What the pack's actions may touch (../confine.ts). */
+  confine: Confinement;
 }
 
 export interface PackTypeResult {

@@ -11,6 +11,7 @@ import { type HeldLock, tryAcquireWorkspaceLock } from "../locks.ts";
 import { type LockEntry, readLockfile, writeLockfile } from "../lockfile.ts";
 import { appendEvents, makeEvent, type ManifestEvent, type PackEntry, readManifest } from "../manifest.ts";
 import { capScheduler } from "../scheduler.ts";
+import { workspaceConfinement } from "../confine.ts";
 import { converge, type ConvergeReason } from "../packtypes/index.ts";
 import type { Step } from "../actions/types.ts";
 import type { Workspace } from "../workspace.ts";
@@ -35,6 +36,8 @@ export interface SyncOptions {
   parallel?: number | undefined;
   /** Caller already holds the workspace lock (`add`). */
   lockHeld?: boolean;
+  /** The user's --allow-outside-home (CLI only): actions may touch paths outside HOME this run. */
+  allowOutsideHome?: boolean;
 }
 
 export interface PackReport {
@@ -159,6 +162,12 @@ async function syncLocked(
   planChecks(nodes.filter((n) => n.outcome === "ok"), known);
 
   // Install phase, children and dependencies first.
+  const confine = workspaceConfinement(
+    ws.root,
+    [...state.keys(), ...previous.keys(), ...nodes.map((n) => n.id)],
+    ctx.env,
+    opts.allowOutsideHome === true,
+  );
   const steps: Step[] = [];
   let halted: SyncReport["halted"] = null;
   const reasons = new Map<string, { reinstalled: boolean; reason: ConvergeReason; hash: string | null }>();
@@ -181,6 +190,7 @@ async function syncLocked(
         env: ctx.env,
         signal,
         childShas: node.children.map((c) => c.head?.sha ?? previous.get(c.id)?.sha ?? ""),
+        confine,
       });
       steps.push(...r.steps);
       reasons.set(node.id, { reinstalled: r.ran, reason: r.reason, hash: r.actionsHash });
