@@ -11,6 +11,7 @@
 // owns persisting `state` (see ./types.ts).
 import { CancelledError, toGrexError } from "../errors.ts";
 import { currentOs, type OsName } from "../os.ts";
+import { recordExpectation } from "./drift.ts";
 import { parseActionItem } from "./index.ts";
 import type { ActionContext, ActionItem, ActionOutcome, NestedRun, PackState, Rollback, Step } from "./types.ts";
 
@@ -53,6 +54,8 @@ interface Runner {
   machineEnvFile: string;
   processEnv: Record<string, string | undefined>;
   planned: Set<string>;
+  /** Expectation keys recorded by this run (dropped again when it rolls back). */
+  recorded: string[];
 }
 
 interface ListRun extends NestedRun {
@@ -73,6 +76,7 @@ function runner(opts: RunOptions): Runner {
     machineEnvFile: opts.machineEnvFile ?? opts.env.GREX_MACHINE_ENV_FILE ?? "/etc/environment",
     processEnv: opts.processEnv ?? process.env,
     planned: new Set(),
+    recorded: [],
   };
 }
 
@@ -101,10 +105,16 @@ const nameOf = (item: unknown): string =>
 const clause = (msg: string) => msg.replace(/\.$/, "");
 
 /** Parse and run one item; anything thrown except cancellation becomes a failed outcome. */
-async function perform(item: unknown, itemWhere: string, ctx: ActionContext, undo: boolean): Promise<ActionOutcome> {
+async function perform(item: unknown, itemWhere: string, ctx: ActionContext, undo: boolean, recorded?: string[]): Promise<ActionOutcome> {
   try {
     const parsed = parseActionItem(item, itemWhere);
-    return undo ? await parsed.def.undo(parsed.args, ctx) : await parsed.def.apply(parsed.args, ctx);
+    if (undo) return await parsed.def.undo(parsed.args, ctx);
+    const outcome = await parsed.def.apply(parsed.args, ctx);
+    if (outcome.result === "performed_change" || outcome.result === "already_satisfied") {
+      const key = recordExpectation(parsed.def, parsed.args, item, itemWhere, ctx);
+      if (key) recorded?.push(key);
+    }
+    return outcome;
   } catch (err) {
     const e = toGrexError(err);
     if (e.kind === "cancelled") throw e;
@@ -151,7 +161,7 @@ async function runList(
       const stepIdx = parentIdx ?? idx;
       current = { idx, name };
       await live.onStarted(idx, name);
-      const outcome = await perform(item, `${list}[${idx}]`, context(r, `${list}[${idx}].${name}`, stepIdx), false);
+      const outcome = await perform(item, `${list}[${idx}]`, context(r, `${list}[${idx}].${name}`, stepIdx), false, r.recorded);
       const details = parentIdx === null ? outcome.details : { ...outcome.details, nested: `${list}[${idx}]` };
       steps.push({ pack: opts.packId, action: name, idx: stepIdx, result: outcome.result, details });
       if (outcome.nested) steps.push(...outcome.nested);
@@ -208,9 +218,11 @@ export async function runActions(
   list = "actions",
   idxs?: readonly number[],
 ): Promise<RunResult> {
-  const r = await runList(items, runner(opts), list, hooks, null, idxs);
+  const run = runner(opts);
+  const r = await runList(items, run, list, hooks, null, idxs);
   if (!r.failedAt) return { steps: r.steps, failed: null, skipped: r.skipRest };
   const undone = await rollBack(r.rollbacks, opts.packId);
+  for (const k of run.recorded) delete opts.state[k];
   return { steps: [...r.steps, ...undone], failed: publicFailure(r.failedAt), skipped: false };
 }
 

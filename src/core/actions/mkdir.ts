@@ -97,4 +97,11 @@ export const mkdirAction: ActionDef<Args> = {
   async undo(a, ctx) {
     return removeCreated(targetPath(a.path, ctx, "path"), ctx);
   },
+  expect(a, ctx) {
+    return { path: targetPath(a.path, ctx, "path") };
+  },
+  verify(fact) {
+    if (statOrNull(fact.path)?.isDirectory()) return null;
+    return lstatOrNull(fact.path) ? "exists but is not a directory" : "directory is missing";
+  },
 };

@@ -1,0 +1,23 @@
+// Whether a pack's setup is installed, as the lockfile records it: a failed or
+// interrupted install leaves the entry not-installed (empty installed_at, with
+// install_error) so every later sync retries it and status/doctor say why.
+import type { ManifestEvent } from "../manifest.ts";
+import type { LockEntry } from "../lockfile.ts";
+
+/** Packs with an `action_started` that never closed: their install was cut short. */
+export function interruptedPacks(events: readonly ManifestEvent[]): Set<string> {
+  const open = new Map<string, string>();
+  for (const e of events) {
+    const key = `${e.id}\0${"idx" in e ? String(e.idx) : ""}`;
+    if (e.op === "action_started") open.set(key, e.id);
+    else if (e.op === "action_completed" || e.op === "action_halted") open.delete(key);
+  }
+  return new Set(open.values());
+}
+
+/** The lock entry of a pack whose setup is not (or no longer) installed. */
+export function notInstalled(entry: Omit<LockEntry, "installed_at" | "actions_hash" | "installed_sha" | "install_error">, error: string): LockEntry {
+  return { ...entry, installed_at: "", actions_hash: "", install_error: error };
+}
+
+export const isInstalled = (e: LockEntry | undefined): boolean => e !== undefined && e.installed_at !== "" && e.install_error === undefined;
