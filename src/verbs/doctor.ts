@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { GrexError, toGrexError } from "../core/errors.ts";
-import { isGitRepo, originUrlSync } from "../core/git/backend.ts";
+import { isGitRepo, originUrlSync, readHeadSync } from "../core/git/backend.ts";
 import { ignoreLinesFor, parseBlocks, repairBlocks, updateIgnoreFile } from "../core/gitignore.ts";
 import { inspectLocks, removeStaleLocks } from "../core/locks.ts";
 import { readLockfile, writeLockfile, type LockEntry } from "../core/lockfile.ts";
@@ -25,6 +25,9 @@ export const DOCTOR_CHECKS = [
   "incomplete-actions",
   "orphans",
   "legacy-coexistence",
+  "install-state",
+  "setup-drift",
+  "off-branch",
 ] as const;
 type Check = (typeof DOCTOR_CHECKS)[number];
 type Severity = "ok" | "warning" | "error";
@@ -124,6 +127,19 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
         add("pack-schema", "error", pack.id, toGrexError(err).message);
       }
     }
+  }
+
+  // install-state, setup-drift, off-branch: the same reading `status` does.
+  const { loadWorkspaceView } = await import("../core/packs.ts");
+  const { inspectPack } = await import("../core/pack-status.ts");
+  const view = await loadWorkspaceView(ws, warn).catch(() => null);
+  for (const node of view?.packs ?? []) {
+    if (!existsSync(node.dir) || !isGitRepo(node.dir)) continue;
+    const childShas = (view?.packs ?? []).filter((c) => c.parent === node.id).map((c) => readHeadSync(c.dir)?.sha ?? "");
+    const st = await inspectPack(ws, node, childShas, null);
+    if (st.drift === "not-installed") add("install-state", "warning", node.id, `setup not installed: ${st.install_error}; grex sync retries it`);
+    for (const d of st.setup_drift) add("setup-drift", "warning", node.id, `${d.where} ${d.action} ${d.path}: ${d.differs}; grex sync re-applies it`);
+    if (st.off_branch) add("off-branch", "warning", node.id, `${st.off_branch}; sync leaves it alone (switch back, or grex update ${node.id} --ref <branch>)`);
   }
 
   // stale-locks.

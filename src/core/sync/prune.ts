@@ -82,10 +82,12 @@ export async function pruneChild(id: string, parent: TreeNode, o: PruneOptions):
     }
   }
   let message = "removed upstream: setup torn down, directory deleted";
+  let kept = false;
   if (existsSync(dir)) {
     const local: string[] = [];
     for (const sid of subtree) if (await hasLocalWork(join(o.ws.root, sid))) local.push(sid);
     if (local.length > 0) {
+      kept = true;
       message = `removed upstream: setup torn down; kept ${dir} because it holds local work (${local.join(", ")})`;
       o.warn(`'${id}' was removed upstream but ${dir} holds local work; it is no longer managed, delete it yourself when done`);
     } else {
@@ -94,10 +96,13 @@ export async function pruneChild(id: string, parent: TreeNode, o: PruneOptions):
   } else {
     message = "removed upstream: setup torn down (its directory was already gone)";
   }
-  try {
-    updateIgnoreFile(join(parent.dir, ".git", "info", "exclude"), id, null);
-  } catch (err) {
-    o.warn(toGrexError(err).message);
+  // A kept directory stays excluded, so the parent neither turns dirty nor offers to commit it.
+  if (!kept) {
+    try {
+      updateIgnoreFile(join(parent.dir, ".git", "info", "exclude"), id, null);
+    } catch (err) {
+      o.warn(toGrexError(err).message);
+    }
   }
   return { id, ok: true, message, dropped: subtree, steps };
 }
