@@ -57,7 +57,17 @@ export interface PackStatus {
   off_branch: string | null;
 }
 
-export async function inspectPack(ws: Workspace, p: PackNode, childShas: string[], staleMs: number | null): Promise<PackStatus> {
+/**
+ * `interrupted`: an install of this pack was cut short (an action bracket never
+ * closed), whatever the lockfile says; sync reinstalls it.
+ */
+export async function inspectPack(
+  ws: Workspace,
+  p: PackNode,
+  childShas: string[],
+  staleMs: number | null,
+  interrupted = false,
+): Promise<PackStatus> {
   const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null };
   const base = { id: p.id, path: p.path, depth: p.depth };
   if (!existsSync(p.dir) || !isGitRepo(p.dir)) {
@@ -66,8 +76,14 @@ export async function inspectPack(ws: Workspace, p: PackNode, childShas: string[
   const dirty = await backendFor(p.url || p.dir).isDirty(p.dir);
   const head = readHeadSync(p.dir);
   const lock = p.lock;
-  const installed = lock !== undefined && lock.installed_at !== "" && lock.install_error === undefined;
-  const installError = lock === undefined ? "never installed on this machine" : installed ? null : (lock.install_error ?? "never installed");
+  const installed = lock !== undefined && lock.installed_at !== "" && lock.install_error === undefined && !interrupted;
+  const installError = installed
+    ? null
+    : interrupted
+      ? "the last install was interrupted"
+      : lock === undefined
+        ? "never installed on this machine"
+        : (lock.install_error ?? "never installed");
   const shaMatch = lock !== undefined && head !== null && head.sha === lock.sha;
   let hashMatch = false;
   let setupDrift: SetupDrift[] = [];

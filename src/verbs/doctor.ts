@@ -11,6 +11,7 @@ import { readLockfile, writeLockfile, type LockEntry } from "../core/lockfile.ts
 import { compactManifest, readManifest, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
 import { atomicWriteFile } from "../core/fsutil.ts";
 import { incompleteActions } from "../core/sync/engine.ts";
+import { interruptedPacks } from "../core/sync/install-state.ts";
 import type { Workspace } from "../core/workspace.ts";
 import { STATE_BLOCK_ID } from "./init.ts";
 import { defineVerb } from "./types.ts";
@@ -133,10 +134,11 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   const { loadWorkspaceView } = await import("../core/packs.ts");
   const { inspectPack } = await import("../core/pack-status.ts");
   const view = await loadWorkspaceView(ws, warn).catch(() => null);
+  const interrupted = interruptedPacks(events);
   for (const node of view?.packs ?? []) {
     if (!existsSync(node.dir) || !isGitRepo(node.dir)) continue;
     const childShas = (view?.packs ?? []).filter((c) => c.parent === node.id).map((c) => readHeadSync(c.dir)?.sha ?? "");
-    const st = await inspectPack(ws, node, childShas, null);
+    const st = await inspectPack(ws, node, childShas, null, interrupted.has(node.id));
     if (st.drift === "not-installed") add("install-state", "warning", node.id, `setup not installed: ${st.install_error}; grex sync retries it`);
     for (const d of st.setup_drift) add("setup-drift", "warning", node.id, `${d.where} ${d.action} ${d.path}: ${d.differs}; grex sync re-applies it`);
     if (st.off_branch) add("off-branch", "warning", node.id, `${st.off_branch}; sync leaves it alone (switch back, or grex update ${node.id} --ref <branch>)`);

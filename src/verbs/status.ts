@@ -97,10 +97,12 @@ export const statusVerb = defineVerb({
     const keep = parseFilter(p.filter);
     const picked = view.packs.filter((n) => keep(n));
     if (p.fetch) await fetchAll(ctx, picked, p.parallel, signal);
+    const { interruptedPacks } = await import("../core/sync/install-state.ts");
+    const interrupted = interruptedPacks(view.events());
     const rows = await Promise.all(
       picked.map((n) => {
         const childShas = view.packs.filter((c) => c.parent === n.id).map((c) => readHeadSync(c.dir)?.sha ?? "");
-        return inspectPack(view.ws, n, childShas, staleMs);
+        return inspectPack(view.ws, n, childShas, staleMs, interrupted.has(n.id));
       }),
     );
     return { packs: rows };

@@ -11,7 +11,7 @@ import { currentBranch, git, gitAsync, headSha, tempDir } from "../helpers/git-f
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import { SessionTransport, serverOptions } from "../helpers/mcp.ts";
 import { buildPackTree, makeUpstream, packYaml, type TreeHost, type Transport } from "../helpers/pack-tree.ts";
-import { TestWorkspace } from "../helpers/workspace.ts";
+import { GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
 
 let server: GitHttpServer;
 let serveRoot: { path: string; cleanup: () => void };
@@ -199,6 +199,82 @@ for (const transport of ["local", "http"] as const) {
       const healed = await status(b);
       expect(healed.code).toBe(0);
       expect(healed.rows.get("theme")).toMatchObject({ drift: "clean", install_error: null });
+    });
+
+    test("every other drift kind exits 7 and 0 once healed: missing, setup-changed, dirty", async () => {
+      const w = await workspace();
+      const yaml = (dirs: string[]) => `${packYaml("dirs", "declarative", [])}actions:\n${dirs.map((d) => `  - mkdir: { path: $HOME/${d} }\n`).join("")}`;
+      const up = makeUpstream(hostFor(transport, w), "dirs", { ".grex/pack.yaml": yaml(["one"]) });
+      expect((await w.grex("add", up.url)).code).toBe(0);
+      const dir = join(w.ws, "dirs");
+      const kinds: Array<{ state: string; make: () => Promise<void>; heal: () => Promise<void> }> = [
+        {
+          state: "missing",
+          make: async () => rmSync(dir, { recursive: true }),
+          heal: async () => void expect((await w.grex("sync")).code).toBe(0),
+        },
+        {
+          // HEAD moved outside grex (a manual pull) onto a changed pack.yaml.
+          state: "setup-changed",
+          make: async () => {
+            up.commit({ ".grex/pack.yaml": yaml(["one", "two"]) }, "one more dir");
+            await gitAsync(dir, "pull", "-q", "--ff-only");
+          },
+          heal: async () => {
+            expect((await w.grex("sync")).code).toBe(0);
+            expect(existsSync(join(w.home, "two"))).toBe(true);
+          },
+        },
+        {
+          state: "dirty",
+          make: async () => writeFileSync(join(dir, "scratch.txt"), "x\n"),
+          heal: async () => rmSync(join(dir, "scratch.txt")),
+        },
+      ];
+      for (const k of kinds) {
+        await k.make();
+        const st = await status(w);
+        expect(st.rows.get("dirs")?.drift, k.state).toBe(k.state);
+        expect(st.code, k.state).toBe(7);
+        await k.heal();
+        const healed = await status(w);
+        expect(healed.rows.get("dirs")?.drift, k.state).toBe("clean");
+        expect(healed.code, k.state).toBe(0);
+      }
+    });
+
+    test("an install killed mid-action (SIGKILL) is not-installed, and the next sync installs it in full", async () => {
+      const a = await workspace();
+      const crashYaml = `${packYaml("crashy", "declarative", [])}actions:
+  - mkdir: { path: $HOME/.crashy }
+  - exec: { cmd: [sh, -c, 'test -z "$\${GREX_TEST_CRASH:-}" || kill -9 $$PPID'] }
+  - symlink: { src: files/c.conf, dst: $HOME/.crashy/c.conf }
+`;
+      const up = makeUpstream(hostFor(transport, a), "crashy", { ".grex/pack.yaml": crashYaml, "files/c.conf": "c\n" });
+      expect((await a.grex("add", up.url)).code).toBe(0);
+      // Machine B, from the committed files; its first sync dies inside the exec action.
+      const b = new TestWorkspace("grex-conv-crash-");
+      open.push(b);
+      for (const f of ["grex.jsonl", "grex.lock.jsonl"]) copyFileSync(join(a.ws, f), join(b.ws, f));
+      const proc = Bun.spawn([process.execPath, GREX_MAIN, "sync"], {
+        cwd: b.ws,
+        env: { ...b.env, GREX_TEST_CRASH: "1" },
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      await proc.exited;
+      expect(proc.signalCode).toBe("SIGKILL");
+      expect(existsSync(join(b.home, ".crashy"))).toBe(true);
+      expect(existsSync(join(b.home, ".crashy/c.conf"))).toBe(false);
+
+      const st = await status(b);
+      expect(st.code).toBe(7);
+      expect(st.rows.get("crashy")).toMatchObject({ drift: "not-installed", install_error: expect.stringMatching(/interrupted/) });
+      const sync = await b.grex("sync", "--json");
+      expect(sync.code).toBe(0);
+      expect(lstatSync(join(b.home, ".crashy/c.conf")).isSymbolicLink()).toBe(true);
+      expect((await status(b)).code).toBe(0);
     });
 
     test("3. a child dropped upstream is torn down, deleted and forgotten; one with local work is kept with a warning", async () => {
