@@ -139,7 +139,9 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
     if (!existsSync(node.dir) || !isGitRepo(node.dir)) continue;
     const childShas = (view?.packs ?? []).filter((c) => c.parent === node.id).map((c) => readHeadSync(c.dir)?.sha ?? "");
     const st = await inspectPack(ws, node, childShas, null, interrupted.has(node.id));
-    if (st.drift === "not-installed") add("install-state", "warning", node.id, `setup not installed: ${st.install_error}; grex sync retries it`);
+    // A pack never synced here is just new; a failed or interrupted install is a finding.
+    const failedInstall = node.lock?.install_error !== undefined || interrupted.has(node.id);
+    if (failedInstall) add("install-state", "warning", node.id, `setup not installed: ${st.install_error}; grex sync retries it`);
     for (const d of st.setup_drift) add("setup-drift", "warning", node.id, `${d.where} ${d.action} ${d.path}: ${d.differs}; grex sync re-applies it`);
     if (st.off_branch) add("off-branch", "warning", node.id, `${st.off_branch}; sync leaves it alone (switch back, or grex update ${node.id} --ref <branch>)`);
   }

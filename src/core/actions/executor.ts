@@ -219,10 +219,20 @@ export async function runActions(
   idxs?: readonly number[],
 ): Promise<RunResult> {
   const run = runner(opts);
-  const r = await runList(items, run, list, hooks, null, idxs);
+  // What is rolled back (a failure, or cancellation) leaves nothing to expect.
+  const forget = () => {
+    for (const k of run.recorded) delete opts.state[k];
+  };
+  let r: ListRun;
+  try {
+    r = await runList(items, run, list, hooks, null, idxs);
+  } catch (err) {
+    forget();
+    throw err;
+  }
   if (!r.failedAt) return { steps: r.steps, failed: null, skipped: r.skipRest };
   const undone = await rollBack(r.rollbacks, opts.packId);
-  for (const k of run.recorded) delete opts.state[k];
+  forget();
   return { steps: [...r.steps, ...undone], failed: publicFailure(r.failedAt), skipped: false };
 }
 
