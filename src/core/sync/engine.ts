@@ -17,7 +17,7 @@ import type { Progress, VerbContext } from "../../verbs/types.ts";
 import { installOrder, planChecks } from "./plan.ts";
 import { effectiveType, fetchTree, flatten, newNode, type PackOutcome, type TreeNode } from "./tree.ts";
 import { globMatch } from "../filter.ts";
-import { interruptedPacks, notInstalled } from "./install-state.ts";
+import { interruptedPacks, notInstalled, openBrackets } from "./install-state.ts";
 import { offBranch } from "./off-branch.ts";
 import { type Pruned, pruneChild, removedChildren } from "./prune.ts";
 
@@ -60,13 +60,7 @@ export interface SyncReport {
 
 /** Report `action_started` brackets that never closed (a crash mid-action). */
 export function incompleteActions(events: readonly ManifestEvent[]): string[] {
-  const open = new Map<string, ManifestEvent>();
-  for (const e of events) {
-    const key = `${e.id}\0${"idx" in e ? String(e.idx) : ""}`;
-    if (e.op === "action_started") open.set(key, e);
-    else if (e.op === "action_completed" || e.op === "action_halted") open.delete(key);
-  }
-  return [...open.values()].map(
+  return openBrackets(events).map(
     (e) => `pack '${e.id}' was interrupted during action ${"idx" in e ? String(e.idx) : "?"} (${"action" in e ? String(e.action) : "?"}) at ${e.ts}; this sync re-runs it`,
   );
 }

@@ -4,16 +4,19 @@
 import type { ManifestEvent } from "../manifest.ts";
 import type { LockEntry } from "../lockfile.ts";
 
-/** Packs with an `action_started` that never closed: their install was cut short. */
-export function interruptedPacks(events: readonly ManifestEvent[]): Set<string> {
-  const open = new Map<string, string>();
+/** `action_started` events never closed by a completion or halt: actions cut short by a crash. */
+export function openBrackets(events: readonly ManifestEvent[]): ManifestEvent[] {
+  const open = new Map<string, ManifestEvent>();
   for (const e of events) {
     const key = `${e.id}\0${"idx" in e ? String(e.idx) : ""}`;
-    if (e.op === "action_started") open.set(key, e.id);
+    if (e.op === "action_started") open.set(key, e);
     else if (e.op === "action_completed" || e.op === "action_halted") open.delete(key);
   }
-  return new Set(open.values());
+  return [...open.values()];
 }
+
+/** Packs whose install was cut short. */
+export const interruptedPacks = (events: readonly ManifestEvent[]): Set<string> => new Set(openBrackets(events).map((e) => e.id));
 
 /** The lock entry of a pack whose setup is not (or no longer) installed. */
 export function notInstalled(entry: Omit<LockEntry, "installed_at" | "actions_hash" | "installed_sha" | "install_error">, error: string): LockEntry {
