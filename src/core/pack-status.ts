@@ -57,17 +57,25 @@ export interface PackStatus {
   off_branch: string | null;
 }
 
-/**
- * `interrupted`: an install of this pack was cut short (an action bracket never
- * closed), whatever the lockfile says; sync reinstalls it.
- */
-export async function inspectPack(
-  ws: Workspace,
-  p: PackNode,
-  childShas: string[],
-  staleMs: number | null,
-  interrupted = false,
-): Promise<PackStatus> {
+export interface InspectOptions {
+  /** The children's HEAD shas (a meta pack's surface includes them). */
+  childShas: string[];
+  /** Every child is still at the commit its lock entry records. */
+  childrenUnmoved: boolean;
+  staleMs: number | null;
+  /** An install of this pack was cut short (an action bracket never closed), whatever the lockfile says. */
+  interrupted: boolean;
+}
+
+/** What `inspectPack` needs to know about `p`'s children, read from their refs. */
+export function childFacts(packs: readonly PackNode[], p: PackNode): Pick<InspectOptions, "childShas" | "childrenUnmoved"> {
+  const children = packs.filter((c) => c.parent === p.id);
+  const childShas = children.map((c) => readHeadSync(c.dir)?.sha ?? "");
+  return { childShas, childrenUnmoved: children.every((c, i) => c.lock?.sha === childShas[i]) };
+}
+
+export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions): Promise<PackStatus> {
+  const { interrupted, staleMs } = o;
   const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null };
   const base = { id: p.id, path: p.path, depth: p.depth };
   if (!existsSync(p.dir) || !isGitRepo(p.dir)) {
@@ -88,11 +96,16 @@ export async function inspectPack(
   let hashMatch = false;
   let setupDrift: SetupDrift[] = [];
   if (installed) {
-    const { computeActionsHash } = await import("./packtypes/index.ts");
+    // Clean, at the commit sync recorded, children too: the surface is the one
+    // sync hashed, so pack.yaml need not be parsed again (the costly part).
+    if (!dirty && shaMatch && o.childrenUnmoved) hashMatch = lock.actions_hash !== "";
+    else {
+      const { computeActionsHash } = await import("./packtypes/index.ts");
+      const { loadPackYaml } = await import("./pack/load.ts");
+      const manifest = await loadPackYaml(p.dir).catch(() => null);
+      hashMatch = computeActionsHash(manifest?.type ?? p.type, p.dir, manifest, o.childShas) === lock.actions_hash;
+    }
     const { packSetupDrift } = await import("./packtypes/run-actions.ts");
-    const { loadPackYaml } = await import("./pack/load.ts");
-    const manifest = await loadPackYaml(p.dir).catch(() => null);
-    hashMatch = computeActionsHash(manifest?.type ?? p.type, p.dir, manifest, childShas) === lock.actions_hash;
     setupDrift = packSetupDrift(ws, p.id);
   }
   const tracking = head ? await aheadBehind(p.dir, head.branch, head.sha) : null;

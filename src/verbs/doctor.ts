@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { GrexError, toGrexError } from "../core/errors.ts";
-import { isGitRepo, originUrlSync, readHeadSync } from "../core/git/backend.ts";
+import { isGitRepo, originUrlSync } from "../core/git/backend.ts";
 import { ignoreLinesFor, parseBlocks, repairBlocks, updateIgnoreFile } from "../core/gitignore.ts";
 import { inspectLocks, removeStaleLocks } from "../core/locks.ts";
 import { readLockfile, writeLockfile, type LockEntry } from "../core/lockfile.ts";
@@ -132,13 +132,12 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
 
   // install-state, setup-drift, off-branch: the same reading `status` does.
   const { loadWorkspaceView } = await import("../core/packs.ts");
-  const { inspectPack } = await import("../core/pack-status.ts");
+  const { childFacts, inspectPack } = await import("../core/pack-status.ts");
   const view = await loadWorkspaceView(ws, warn).catch(() => null);
   const interrupted = interruptedPacks(events);
   for (const node of view?.packs ?? []) {
     if (!existsSync(node.dir) || !isGitRepo(node.dir)) continue;
-    const childShas = (view?.packs ?? []).filter((c) => c.parent === node.id).map((c) => readHeadSync(c.dir)?.sha ?? "");
-    const st = await inspectPack(ws, node, childShas, null, interrupted.has(node.id));
+    const st = await inspectPack(ws, node, { ...childFacts(view?.packs ?? [], node), staleMs: null, interrupted: interrupted.has(node.id) });
     // A pack never synced here is just new; a failed or interrupted install is a finding.
     const failedInstall = node.lock?.install_error !== undefined || interrupted.has(node.id);
     if (failedInstall) add("install-state", "warning", node.id, `setup not installed: ${st.install_error}; grex sync retries it`);

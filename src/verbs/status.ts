@@ -1,11 +1,12 @@
 // `grex status`: each pack's state (children included) — on disk, installed,
 // dirty, on its branch, setup unchanged and in place, level with its remote.
 // `fetch` first refreshes every pack's remote-tracking refs, in parallel.
+import { readFileSync } from "node:fs";
 import * as v from "valibot";
 import { GrexError, toGrexError, usageError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
-import { isGitRepo, readHeadSync } from "../core/git/backend.ts";
-import { inspectPack, PACK_STATES, type PackStatus } from "../core/pack-status.ts";
+import { isGitRepo } from "../core/git/backend.ts";
+import { childFacts, inspectPack, PACK_STATES, type PackStatus } from "../core/pack-status.ts";
 import { loadWorkspaceView, type PackNode } from "../core/packs.ts";
 import { capScheduler } from "../core/scheduler.ts";
 import { filterParam, parallelParam } from "./common.ts";
@@ -97,13 +98,10 @@ export const statusVerb = defineVerb({
     const keep = parseFilter(p.filter);
     const picked = view.packs.filter((n) => keep(n));
     if (p.fetch) await fetchAll(ctx, picked, p.parallel, signal);
-    const { interruptedPacks } = await import("../core/sync/install-state.ts");
-    const interrupted = interruptedPacks(view.events());
+    const { interruptedPacksInText } = await import("../core/sync/install-state.ts");
+    const interrupted = interruptedPacksInText(readFileSync(view.ws.manifestPath, "utf8"));
     const rows = await Promise.all(
-      picked.map((n) => {
-        const childShas = view.packs.filter((c) => c.parent === n.id).map((c) => readHeadSync(c.dir)?.sha ?? "");
-        return inspectPack(view.ws, n, childShas, staleMs, interrupted.has(n.id));
-      }),
+      picked.map((n) => inspectPack(view.ws, n, { ...childFacts(view.packs, n), staleMs, interrupted: interrupted.has(n.id) })),
     );
     return { packs: rows };
   },

@@ -292,6 +292,9 @@ export const envAction: ActionDef<Args> = {
     for (const [file, line] of Object.entries(fact.files as Record<string, string>)) {
       const text = read(file);
       if (text === null) return `${file} is missing (it held the ${name} block)`;
+      // The common case in one search: the whole block, exactly as apply writes it.
+      const block = [openMarker(name), line, closeMarker(name)];
+      if (text.includes(block.join("\n")) || text.includes(block.join("\r\n"))) continue;
       let body: string[] | null;
       try {
         body = blockBody(text, name);

@@ -18,6 +18,23 @@ export function openBrackets(events: readonly ManifestEvent[]): ManifestEvent[] 
 /** Packs whose install was cut short. */
 export const interruptedPacks = (events: readonly ManifestEvent[]): Set<string> => new Set(openBrackets(events).map((e) => e.id));
 
+/**
+ * The same from the manifest text that was already validated by the fold:
+ * only bracket lines are parsed, so `status` does not pay for a second full parse.
+ */
+export function interruptedPacksInText(text: string): Set<string> {
+  const brackets: ManifestEvent[] = [];
+  for (const line of text.split("\n")) {
+    if (!line.includes("action_")) continue; // cheap filter; openBrackets checks op itself
+    try {
+      brackets.push(JSON.parse(line) as ManifestEvent);
+    } catch {
+      // a torn tail: the fold already warned about it
+    }
+  }
+  return interruptedPacks(brackets);
+}
+
 /** The lock entry of a pack whose setup is not (or no longer) installed. */
 export function notInstalled(entry: Omit<LockEntry, "installed_at" | "actions_hash" | "installed_sha" | "install_error">, error: string): LockEntry {
   return { ...entry, installed_at: "", actions_hash: "", install_error: error };
