@@ -2,7 +2,7 @@
 // `hyperfine -N`:
 //   1. `grex status --json` on N installed declarative packs (mkdir + symlink +
 //      env each) beside a compiled hello-world written with Bun.stdout (the
-//      floor); goal: within 6× of it.
+//      floor); goal: within 6× of it. `grex ls --json` is shown for reference.
 //   2. `grex status --fetch --json` on the same N packs, cloned over loopback
 //      smart HTTP, beside `xargs -P 8 git fetch` over git clones of the same
 //      repositories; goal: faster.
@@ -106,18 +106,19 @@ try {
   };
 
   log("bench/status: status --json vs the floor");
-  const [floor, status] = await hyperfine(ws, [join(root, "hello"), `${grex} status --json`]);
+  const [floor, status, ls] = await hyperfine(ws, [join(root, "hello"), `${grex} status --json`, `${grex} ls --json`]);
   log("bench/status: status --fetch vs xargs -P 8 git fetch");
   const [fetch, xargs] = await hyperfine(ws, [
     `${grex} status --fetch --json`,
     `sh -c "xargs -P ${PAR} -n 1 sh -c 'git -C ${clones}/\\$0 fetch -q' < ${clones}/list"`,
   ]);
-  if (!floor || !status || !fetch || !xargs) throw new Error("hyperfine returned too few results");
+  if (!floor || !status || !ls || !fetch || !xargs) throw new Error("hyperfine returned too few results");
 
   const ms = (s: number) => `${(s * 1000).toFixed(1)} ms`;
   console.log(`\nStatus benchmark: ${N} installed declarative packs, ${availableParallelism()} CPUs, bun ${Bun.version}, hyperfine -N, median of ${RUNS}\n`);
   console.log(`compiled hello-world (Bun.stdout)          ${ms(floor.median)}`);
   console.log(`compiled grex status --json                ${ms(status.median)}  (${(status.median / floor.median).toFixed(2)}× floor; goal ≤ 6×: ${status.median <= 6 * floor.median ? "yes" : "NO"})`);
+  console.log(`compiled grex ls --json (reference)         ${ms(ls.median)}  (${(ls.median / floor.median).toFixed(2)}× floor)`);
   console.log(`compiled grex status --fetch --json (HTTP) ${ms(fetch.median)}`);
   console.log(`xargs -P ${PAR} git fetch (HTTP)                ${ms(xargs.median)}  (grex ${(fetch.median / xargs.median).toFixed(2)}×; goal < 1: ${fetch.median < xargs.median ? "yes" : "NO"})`);
 } finally {

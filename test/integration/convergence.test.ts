@@ -129,13 +129,24 @@ describe("1. setup undone by hand is setup-drift; sync re-applies exactly that",
       const row = drifted.rows.get("theme");
       expect(row?.drift, k.name).toBe("setup-drift");
       expect(row?.setup_drift.some((d) => d.action === k.action && k.differs.test(d.differs)), k.name).toBe(true);
-      // MCP returns the same document.
+      // MCP returns the same document, and with fail_on_drift it is an error result.
       const viaMcp = await mcpStatus(w, { fail_on_drift: false });
       expect(viaMcp.text).toBe((await w.grex("status", "--json")).stdout.trim());
+      expect((await mcpStatus(w, { fail_on_drift: true })).isError).toBe(true);
+      // The text line names the state and what differs.
+      expect((await w.grex("status", "--plain")).stdout).toMatch(new RegExp(`^setup-drift  theme  \\(main \\+0/-0; ${k.action} `, "m"));
       // doctor lists it.
       const doctor = await w.grex("doctor", "--json");
       const findings = doctor.json.findings as Array<{ check: string; pack: string; detail: string }>;
       expect(findings.some((f) => f.check === "setup-drift" && f.pack === "theme"), k.name).toBe(true);
+      // A dry run says what it would re-apply and changes nothing.
+      const before = readFileSync(bashrc, "utf8");
+      const dry = await w.grex("sync", "--dry-run", "--json");
+      expect(dry.code, k.name).toBe(k.blocked ? 4 : 0); // someone else's link: the dry run already says it would fail
+      const planned = k.blocked ? "failed" : "would_perform_change";
+      expect((dry.json.steps as Array<{ action: string; result: string }>).some((s) => s.action === k.action && s.result === planned), k.name).toBe(true);
+      expect(readFileSync(bashrc, "utf8")).toBe(before);
+      expect((await status(w)).rows.get("theme")?.drift).toBe("setup-drift");
       if (k.blocked) {
         const refused = await w.grex("sync", "--json");
         expect(refused.code, k.name).toBe(4);
