@@ -9,7 +9,7 @@ import { isGitRepo } from "../core/git/backend.ts";
 import { childFacts, inspectPack, PACK_STATES, type PackStatus } from "../core/pack-status.ts";
 import { loadWorkspaceView, type PackNode } from "../core/packs.ts";
 import { capScheduler } from "../core/scheduler.ts";
-import { filterParam, parallelParam } from "./common.ts";
+import { dryRunParam, filterParam, parallelParam } from "./common.ts";
 import { defineVerb, type VerbContext } from "./types.ts";
 
 const UNITS: Record<string, number> = { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3, w: 7 * 86400e3 };
@@ -78,6 +78,7 @@ export const statusVerb = defineVerb({
     fetch: v.optional(v.boolean(), false),
     filter: filterParam,
     parallel: parallelParam,
+    dry_run: dryRunParam,
   }),
   result: v.object({ packs: v.array(Row) }),
   readOnly: true,
@@ -97,7 +98,9 @@ export const statusVerb = defineVerb({
     const view = await loadWorkspaceView(ctx.workspace(), ctx.warn);
     const keep = parseFilter(p.filter);
     const picked = view.packs.filter((n) => keep(n));
-    if (p.fetch) await fetchAll(ctx, picked, p.parallel, signal);
+    // A fetch writes remote-tracking refs: a dry run only says it would.
+    if (p.fetch && p.dry_run) ctx.warn(`dry run: would fetch ${picked.length} pack(s) first; ahead/behind are as of the last fetch`);
+    else if (p.fetch) await fetchAll(ctx, picked, p.parallel, signal);
     const { interruptedPacksInText } = await import("../core/sync/install-state.ts");
     const interrupted = interruptedPacksInText(readFileSync(view.ws.manifestPath, "utf8"));
     const rows = await Promise.all(

@@ -343,6 +343,10 @@ for (const transport of ["local", "http"] as const) {
       expect((await status(w)).rows.get("tool")).toMatchObject({ drift: "clean", branch: "main", ahead: 0, behind: 0 });
 
       up.commit({ "a.txt": "2\n" }, "upstream moves");
+      const refsBefore = await gitAsync(dir, "for-each-ref");
+      const dry = await status(w, "--fetch", "--dry-run");
+      expect(dry.rows.get("tool")).toMatchObject({ drift: "clean", behind: 0 }); // a dry run fetches nothing
+      expect(await gitAsync(dir, "for-each-ref")).toBe(refsBefore);
       const fetched = await status(w, "--fetch");
       expect(fetched.code).toBe(7);
       expect(fetched.rows.get("tool")).toMatchObject({ drift: "behind", branch: "main", ahead: 0, behind: 1 });
