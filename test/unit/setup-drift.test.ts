@@ -130,5 +130,8 @@ describe("interrupted installs", () => {
     const done = (id: string, idx: number) => makeEvent("action_completed", id, { action: "mkdir", idx, changed: true });
     expect([...interruptedPacks([started("a", 0), done("a", 0), started("b", 1)])]).toEqual(["b"]);
     expect([...interruptedPacks([started("b", 1), started("b", 1), done("b", 1)])]).toEqual([]);
+    // A successful sync of the pack afterwards closes what no longer exists in its pack.yaml.
+    expect([...interruptedPacks([started("b", 7), makeEvent("sync", "a", {})])]).toEqual(["b"]);
+    expect([...interruptedPacks([started("b", 7), makeEvent("sync", "b", {})])]).toEqual([]);
   });
 });

@@ -4,13 +4,19 @@
 import type { ManifestEvent } from "../manifest.ts";
 import type { LockEntry } from "../lockfile.ts";
 
-/** `action_started` events never closed by a completion or halt: actions cut short by a crash. */
+/**
+ * `action_started` events never closed by a completion or halt: actions cut
+ * short by a crash. A later `sync` marker for the pack closes them too: sync
+ * reinstalls an interrupted pack, and writes the marker only once that worked
+ * (the action that was cut short may no longer exist in its pack.yaml).
+ */
 export function openBrackets(events: readonly ManifestEvent[]): ManifestEvent[] {
   const open = new Map<string, ManifestEvent>();
   for (const e of events) {
     const key = `${e.id}\0${"idx" in e ? String(e.idx) : ""}`;
     if (e.op === "action_started") open.set(key, e);
     else if (e.op === "action_completed" || e.op === "action_halted") open.delete(key);
+    else if (e.op === "sync") for (const [k, v] of open) if (v.id === e.id) open.delete(k);
   }
   return [...open.values()];
 }
@@ -25,7 +31,7 @@ export const interruptedPacks = (events: readonly ManifestEvent[]): Set<string> 
 export function interruptedPacksInText(text: string): Set<string> {
   const brackets: ManifestEvent[] = [];
   for (const line of text.split("\n")) {
-    if (!line.includes("action_")) continue; // cheap filter; openBrackets checks op itself
+    if (!line.includes("action_") && !line.includes('"sync"')) continue; // cheap filter; openBrackets checks op itself
     try {
       brackets.push(JSON.parse(line) as ManifestEvent);
     } catch {
