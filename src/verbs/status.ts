@@ -5,7 +5,8 @@ import { readFileSync } from "node:fs";
 import * as v from "valibot";
 import { GrexError, toGrexError, usageError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
-import { isGitRepo } from "../core/git/backend.ts";
+import { backendFor, isGitRepo } from "../core/git/backend.ts";
+import { withBackendLock } from "../core/locks.ts";
 import { childFacts, inspectPack, PACK_STATES, type PackStatus } from "../core/pack-status.ts";
 import { loadWorkspaceView, type PackNode } from "../core/packs.ts";
 import { capScheduler } from "../core/scheduler.ts";
@@ -40,8 +41,6 @@ const Row = v.object({
 
 /** Refresh origin's tracking refs of every pack on disk, in parallel under the scheduler; failures become warnings. */
 async function fetchAll(ctx: VerbContext, packs: PackNode[], parallel: number | undefined, signal: AbortSignal): Promise<void> {
-  const { backendFor } = await import("../core/git/backend.ts");
-  const { withBackendLock } = await import("../core/locks.ts");
   const scheduler = capScheduler(ctx.scheduler, parallel);
   const ws = ctx.workspace();
   await Promise.all(
