@@ -30,6 +30,8 @@ export const LockEntrySchema = v.object({
   /** Children only: where they come from, so `ls` needs no pack.yaml. */
   url: v.optional(v.string()),
   ref: v.optional(v.nullable(v.string())),
+  /** Set when the last install failed or was interrupted (installed_at is then empty); sync retries it. */
+  install_error: v.optional(v.string()),
 });
 
 export type LockEntry = v.InferOutput<typeof LockEntrySchema>;

@@ -4,7 +4,7 @@
 import { join } from "node:path";
 import type { LockEntry } from "./lockfile.ts";
 import { readLockfile } from "./lockfile.ts";
-import type { PackEntry } from "./manifest.ts";
+import type { ManifestEvent, PackEntry } from "./manifest.ts";
 import { readManifest } from "./manifest.ts";
 import type { Workspace } from "./workspace.ts";
 
@@ -26,10 +26,13 @@ export interface WorkspaceView {
   manifest: Map<string, PackEntry>;
   lock: Map<string, LockEntry>;
   packs: PackNode[];
+  /** The manifest's events, parsed on first call. */
+  events(): readonly ManifestEvent[];
 }
 
 export async function loadWorkspaceView(ws: Workspace, warn: (m: string) => void): Promise<WorkspaceView> {
-  const { state } = await readManifest(ws, { warn });
+  const folded = await readManifest(ws, { warn });
+  const { state } = folded;
   const lock = readLockfile(ws, { warn });
   const childrenOf = new Map<string, LockEntry[]>();
   for (const entry of lock.values()) {
@@ -71,5 +74,5 @@ export async function loadWorkspaceView(ws: Workspace, warn: (m: string) => void
     });
     visitChildren(pack.id, 1);
   }
-  return { ws, manifest: state, lock, packs };
+  return { ws, manifest: state, lock, packs, events: () => folded.events };
 }

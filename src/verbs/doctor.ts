@@ -14,6 +14,7 @@ import { compactManifest, readManifest, type ManifestEvent, type PackEntry } fro
 import { convertRustWorkspace, describeRustShape, rustShape } from "../core/compat/convert-rust.ts";
 import { atomicWriteFile } from "../core/fsutil.ts";
 import { incompleteActions } from "../core/sync/engine.ts";
+import { interruptedPacks } from "../core/sync/install-state.ts";
 import type { Workspace } from "../core/workspace.ts";
 import { STATE_BLOCK_ID } from "./init.ts";
 import { defineVerb } from "./types.ts";
@@ -28,6 +29,9 @@ export const DOCTOR_CHECKS = [
   "incomplete-actions",
   "orphans",
   "legacy-coexistence",
+  "install-state",
+  "setup-drift",
+  "off-branch",
 ] as const;
 type Check = (typeof DOCTOR_CHECKS)[number];
 type Severity = "ok" | "warning" | "error";
@@ -127,6 +131,21 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
         add("pack-schema", "error", pack.id, toGrexError(err).message);
       }
     }
+  }
+
+  // install-state, setup-drift, off-branch: the same reading `status` does.
+  const { loadWorkspaceView } = await import("../core/packs.ts");
+  const { childFacts, inspectPack } = await import("../core/pack-status.ts");
+  const view = await loadWorkspaceView(ws, warn).catch(() => null);
+  const interrupted = interruptedPacks(events);
+  for (const node of view?.packs ?? []) {
+    if (!existsSync(node.dir) || !isGitRepo(node.dir)) continue;
+    const st = await inspectPack(ws, node, { ...childFacts(view?.packs ?? [], node), staleMs: null, interrupted: interrupted.has(node.id) });
+    // A pack never synced here is just new; a failed or interrupted install is a finding.
+    const failedInstall = node.lock?.install_error !== undefined || interrupted.has(node.id);
+    if (failedInstall) add("install-state", "warning", node.id, `setup not installed: ${st.install_error}; grex sync retries it`);
+    for (const d of st.setup_drift) add("setup-drift", "warning", node.id, `${d.where} ${d.action} ${d.path}: ${d.differs}; grex sync re-applies it`);
+    if (st.off_branch) add("off-branch", "warning", node.id, `${st.off_branch}; sync leaves it alone (switch back, or grex update ${node.id} --ref <branch>)`);
   }
 
   // stale-locks.

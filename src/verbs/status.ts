@@ -1,14 +1,17 @@
-// `grex status`: compare every pack on disk with what the lockfile says was installed.
-import { existsSync } from "node:fs";
+// `grex status`: each pack's state (children included) — on disk, installed,
+// dirty, on its branch, setup unchanged and in place, level with its remote.
+// `fetch` first refreshes every pack's remote-tracking refs, in parallel.
+import { readFileSync } from "node:fs";
 import * as v from "valibot";
-import { GrexError, usageError } from "../core/errors.ts";
+import { GrexError, toGrexError, usageError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
-import { backendFor, isGitRepo, readHeadSync } from "../core/git/backend.ts";
+import { backendFor, isGitRepo } from "../core/git/backend.ts";
+import { withBackendLock } from "../core/locks.ts";
+import { childFacts, inspectPack, PACK_STATES, type PackStatus } from "../core/pack-status.ts";
 import { loadWorkspaceView, type PackNode } from "../core/packs.ts";
-import { filterParam } from "./common.ts";
-import { defineVerb } from "./types.ts";
-
-const Drift = v.picklist(["clean", "dirty", "missing", "untracked", "stale"]);
+import { capScheduler } from "../core/scheduler.ts";
+import { dryRunParam, filterParam, parallelParam } from "./common.ts";
+import { defineVerb, type VerbContext } from "./types.ts";
 
 const UNITS: Record<string, number> = { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3, w: 7 * 86400e3 };
 
@@ -27,45 +30,54 @@ const Row = v.object({
   dirty: v.boolean(),
   sha_match: v.boolean(),
   actions_hash_match: v.boolean(),
-  drift: Drift,
+  drift: v.picklist(PACK_STATES),
+  branch: v.nullable(v.string()),
+  ahead: v.nullable(v.number()),
+  behind: v.nullable(v.number()),
+  setup_drift: v.array(v.object({ action: v.string(), idx: v.number(), where: v.string(), path: v.string(), differs: v.string() })),
+  install_error: v.nullable(v.string()),
+  off_branch: v.nullable(v.string()),
 });
-type Row = v.InferOutput<typeof Row>;
 
-async function inspect(p: PackNode, childShas: string[], staleMs: number | null): Promise<Row> {
-  const base = { id: p.id, path: p.path, depth: p.depth };
-  if (!existsSync(p.dir) || !isGitRepo(p.dir)) {
-    return { ...base, on_disk: existsSync(p.dir), dirty: false, sha_match: false, actions_hash_match: false, drift: "missing" };
-  }
-  const dirty = await backendFor(p.url || p.dir).isDirty(p.dir);
-  const head = readHeadSync(p.dir);
-  const lock = p.lock;
-  const shaMatch = lock !== undefined && head !== null && head.sha === lock.sha;
-  let hashMatch = false;
-  if (lock) {
-    const { computeActionsHash } = await import("../core/packtypes/index.ts");
-    const { loadPackYaml } = await import("../core/pack/load.ts");
-    const manifest = await loadPackYaml(p.dir).catch(() => null);
-    hashMatch = computeActionsHash(manifest?.type ?? p.type, p.dir, manifest, childShas) === lock.actions_hash;
-  }
-  const old = lock !== undefined && staleMs !== null && Date.now() - Date.parse(lock.installed_at) > staleMs;
-  const drift: Row["drift"] = dirty
-    ? "dirty"
-    : lock === undefined
-      ? "untracked"
-      : !shaMatch || !hashMatch || old
-        ? "stale"
-        : "clean";
-  return { ...base, on_disk: true, dirty, sha_match: shaMatch, actions_hash_match: hashMatch, drift };
+/** Refresh origin's tracking refs of every pack on disk, in parallel under the scheduler; failures become warnings. */
+async function fetchAll(ctx: VerbContext, packs: PackNode[], parallel: number | undefined, signal: AbortSignal): Promise<void> {
+  const scheduler = capScheduler(ctx.scheduler, parallel);
+  const ws = ctx.workspace();
+  await Promise.all(
+    packs
+      .filter((n) => n.url !== "" && isGitRepo(n.dir))
+      .map((n) =>
+        scheduler
+          .withPermit(signal, () => withBackendLock(ws, n.dir, signal, () => backendFor(n.url).fetch(n.dir, n.url, { signal })))
+          .catch((err: unknown) => {
+            const e = toGrexError(err);
+            if (e.kind === "cancelled") throw e;
+            ctx.warn(`could not fetch '${n.id}' (${e.message}); its ahead/behind are as of the last fetch`);
+          }),
+      ),
+  );
+}
+
+function describe(x: PackStatus): string {
+  const parts: string[] = [];
+  if (x.branch !== null) parts.push(x.ahead === null ? x.branch : `${x.branch} +${x.ahead}/-${x.behind}`);
+  if (x.drift === "not-installed" && x.install_error) parts.push(x.install_error);
+  if (x.drift === "off-branch" && x.off_branch) parts.push(x.off_branch);
+  for (const d of x.setup_drift) parts.push(`${d.action} ${d.path}: ${d.differs}`);
+  return parts.join("; ");
 }
 
 export const statusVerb = defineVerb({
   name: "status",
   description:
-    "Report drift for every pack (children included): whether it is on disk, has uncommitted changes, is at the installed commit and has the installed setup; drift is clean, dirty, missing, untracked (never synced) or stale. Read-only.",
+    "Report every pack's state (children included): clean, dirty, missing, not-installed (with install_error), setup-changed, setup-drift (with setup_drift: action, path, what differs), behind, ahead, diverged or off-branch, plus branch and ahead/behind against origin. fetch: refresh remote-tracking refs first. Changes no pack.",
   params: v.strictObject({
     stale_after: v.optional(v.string()),
     fail_on_drift: v.optional(v.boolean(), false),
+    fetch: v.optional(v.boolean(), false),
     filter: filterParam,
+    parallel: parallelParam,
+    dry_run: dryRunParam,
   }),
   result: v.object({ packs: v.array(Row) }),
   readOnly: true,
@@ -75,23 +87,23 @@ export const statusVerb = defineVerb({
     args: "",
     positionals: [],
     flags: [
-      { flag: "--stale-after <dur>", description: "Also call packs installed longer ago than this stale (e.g. 7d)" },
+      { flag: "--stale-after <dur>", description: "Also call packs installed longer ago than this setup-changed (e.g. 7d)" },
       { flag: "--fail-on-drift", description: "Exit 7 when any pack is not clean" },
+      { flag: "--fetch", description: "Fetch every pack first (in parallel) so behind/ahead are current" },
     ],
   },
-  async run(ctx, p) {
+  async run(ctx, p, signal) {
     const staleMs = p.stale_after === undefined ? null : parseDuration(p.stale_after);
     const view = await loadWorkspaceView(ctx.workspace(), ctx.warn);
     const keep = parseFilter(p.filter);
+    const picked = view.packs.filter((n) => keep(n));
+    // A fetch writes remote-tracking refs: a dry run only says it would.
+    if (p.fetch && p.dry_run) ctx.warn(`dry run: would fetch ${picked.length} pack(s) first; ahead/behind are as of the last fetch`);
+    else if (p.fetch) await fetchAll(ctx, picked, p.parallel, signal);
+    const { interruptedPacksInText } = await import("../core/sync/install-state.ts");
+    const interrupted = interruptedPacksInText(readFileSync(view.ws.manifestPath, "utf8"));
     const rows = await Promise.all(
-      view.packs
-        .filter((n) => keep(n))
-        .map((n) => {
-          const childShas = view.packs
-            .filter((c) => c.parent === n.id)
-            .map((c) => readHeadSync(c.dir)?.sha ?? "");
-          return inspect(n, childShas, staleMs);
-        }),
+      picked.map((n) => inspectPack(view.ws, n, { ...childFacts(view.packs, n), staleMs, interrupted: interrupted.has(n.id) })),
     );
     return { packs: rows };
   },
@@ -99,12 +111,16 @@ export const statusVerb = defineVerb({
     if (!p.fail_on_drift) return undefined;
     const drifted = r.packs.filter((x) => x.drift !== "clean");
     if (drifted.length === 0) return undefined;
-    return new GrexError("drift", `${drifted.length} pack(s) drifted (first: ${drifted[0]?.id} is ${drifted[0]?.drift}); run grex sync.`);
+    return new GrexError("drift", `${drifted.length} pack(s) drifted (first: ${drifted[0]?.id} is ${drifted[0]?.drift}); see grex status for what to run.`);
   },
   render(r, _p, style) {
     if (r.packs.length === 0) return "No packs registered.";
     return r.packs
-      .map((x) => `${"  ".repeat(x.depth)}${x.drift === "clean" ? (style.plain ? "clean" : "✓") : x.drift}  ${x.id}`)
+      .map((x) => {
+        const state = x.drift === "clean" && !style.plain ? "✓" : x.drift;
+        const extra = describe(x);
+        return `${"  ".repeat(x.depth)}${state}  ${x.id}${extra ? `  (${extra})` : ""}`;
+      })
       .join("\n");
   },
 });

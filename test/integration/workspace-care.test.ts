@@ -45,6 +45,9 @@ describe("doctor", () => {
       "incomplete-actions",
       "orphans",
       "legacy-coexistence",
+      "install-state",
+      "setup-drift",
+      "off-branch",
     ]);
   });
 

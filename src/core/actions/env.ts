@@ -282,4 +282,30 @@ export const envAction: ActionDef<Args> = {
     delete ctx.state[stateKey(a)];
     return { result: "performed_change", details: { ...details, files: todo.map((t) => t.path) } };
   },
+  // Session scope lives in one process: nothing to check later.
+  expect(a, ctx) {
+    if (a.scope === "session" || ctx.os === "windows") return null;
+    const value = expandField(a.value, ctx, "value");
+    const files = Object.fromEntries(targetFiles(a.scope, ctx).map((f) => [f, lineFor(f, a.scope, a.name, value)]));
+    return { path: Object.keys(files)[0] ?? "", name: a.name, files };
+  },
+  verify(fact) {
+    const name = String(fact.name);
+    for (const [file, line] of Object.entries(fact.files as Record<string, string>)) {
+      const text = read(file);
+      if (text === null) return `${file} is missing (it held the ${name} block)`;
+      // The common case in one search: the whole block, exactly as apply writes it.
+      const block = [openMarker(name), line, closeMarker(name)];
+      if (text.includes(block.join("\n")) || text.includes(block.join("\r\n"))) continue;
+      let body: string[] | null;
+      try {
+        body = blockBody(text, name);
+      } catch {
+        return `${file} has an unclosed ${name} block`;
+      }
+      if (body === null) return `${file} has no ${name} block`;
+      if (body.length !== 1 || body[0] !== line) return `${file} sets ${name} differently (${body.join(" ")})`;
+    }
+    return null;
+  },
 };

@@ -13,6 +13,7 @@ import { Confinement } from "../confine.ts";
 import { CancelledError, toGrexError } from "../errors.ts";
 import { currentOs, type OsName } from "../os.ts";
 import { homeOf } from "../vars.ts";
+import { recordExpectation } from "./drift.ts";
 import { parseActionItem } from "./index.ts";
 import type { ActionContext, ActionItem, ActionOutcome, NestedRun, PackState, Rollback, Step } from "./types.ts";
 
@@ -61,6 +62,8 @@ interface Runner {
   processEnv: Record<string, string | undefined>;
   planned: Set<string>;
   confine: Confinement;
+  /** Expectation keys recorded by this run (dropped again when it rolls back). */
+  recorded: string[];
 }
 
 interface ListRun extends NestedRun {
@@ -83,6 +86,7 @@ function runner(opts: RunOptions): Runner {
     planned: new Set(),
     confine:
       opts.confine ?? new Confinement({ home: homeOf(opts.env), workspaceRoot: null, packDirs: [opts.packDir], allowOutsideHome: false }),
+    recorded: [],
   };
 }
 
@@ -112,10 +116,16 @@ const nameOf = (item: unknown): string =>
 const clause = (msg: string) => msg.replace(/\.$/, "");
 
 /** Parse and run one item; anything thrown except cancellation becomes a failed outcome. */
-async function perform(item: unknown, itemWhere: string, ctx: ActionContext, undo: boolean): Promise<ActionOutcome> {
+async function perform(item: unknown, itemWhere: string, ctx: ActionContext, undo: boolean, recorded?: string[]): Promise<ActionOutcome> {
   try {
     const parsed = parseActionItem(item, itemWhere);
-    return undo ? await parsed.def.undo(parsed.args, ctx) : await parsed.def.apply(parsed.args, ctx);
+    if (undo) return await parsed.def.undo(parsed.args, ctx);
+    const outcome = await parsed.def.apply(parsed.args, ctx);
+    if (outcome.result === "performed_change" || outcome.result === "already_satisfied") {
+      const key = recordExpectation(parsed.def, parsed.args, item, itemWhere, ctx);
+      if (key) recorded?.push(key);
+    }
+    return outcome;
   } catch (err) {
     const e = toGrexError(err);
     if (e.kind === "cancelled") throw e;
@@ -163,7 +173,7 @@ async function runList(
       const stepIdx = parentIdx ?? idx;
       current = { idx, name };
       await live.onStarted(idx, name);
-      const outcome = await perform(item, `${list}[${idx}]`, context(r, `${list}[${idx}].${name}`, stepIdx), false);
+      const outcome = await perform(item, `${list}[${idx}]`, context(r, `${list}[${idx}].${name}`, stepIdx), false, r.recorded);
       const details = parentIdx === null ? outcome.details : { ...outcome.details, nested: `${list}[${idx}]` };
       steps.push({ pack: opts.packId, action: name, idx: stepIdx, result: outcome.result, details });
       if (outcome.nested) steps.push(...outcome.nested);
@@ -220,9 +230,21 @@ export async function runActions(
   list = "actions",
   idxs?: readonly number[],
 ): Promise<RunResult> {
-  const r = await runList(items, runner(opts), list, hooks, null, idxs);
+  const run = runner(opts);
+  // What is rolled back (a failure, or cancellation) leaves nothing to expect.
+  const forget = () => {
+    for (const k of run.recorded) delete opts.state[k];
+  };
+  let r: ListRun;
+  try {
+    r = await runList(items, run, list, hooks, null, idxs);
+  } catch (err) {
+    forget();
+    throw err;
+  }
   if (!r.failedAt) return { steps: r.steps, failed: null, skipped: r.skipRest };
   const undone = await rollBack(r.rollbacks, opts.packId);
+  forget();
   return { steps: [...r.steps, ...undone], failed: publicFailure(r.failedAt), skipped: false };
 }
 

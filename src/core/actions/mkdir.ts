@@ -3,7 +3,7 @@
 import { chmodSync, mkdirSync, readdirSync, rmdirSync } from "node:fs";
 import { dirname } from "node:path";
 import * as v from "valibot";
-import { confinedTarget, failed, guardTarget, lstatOrNull, statOrNull } from "./paths.ts";
+import { confinedTarget, failed, guardTarget, lstatOrNull, statOrNull, targetPath } from "./paths.ts";
 import type { ActionContext, ActionDef, ActionOutcome } from "./types.ts";
 
 const Args = v.strictObject({
@@ -99,5 +99,12 @@ export const mkdirAction: ActionDef<Args> = {
   },
   async undo(a, ctx) {
     return removeCreated(confinedTarget(a.path, ctx, "path"), ctx);
+  },
+  expect(a, ctx) {
+    return { path: targetPath(a.path, ctx, "path") };
+  },
+  verify(fact) {
+    if (statOrNull(fact.path)?.isDirectory()) return null;
+    return lstatOrNull(fact.path) ? "exists but is not a directory" : "directory is missing";
   },
 };

@@ -136,4 +136,15 @@ export const symlinkAction: ActionDef<Args> = {
     const { src, dst } = resolveArgs(a, ctx);
     return removeLink(src, dst, ctx);
   },
+  expect(a, ctx) {
+    const { src, dst } = resolveArgs(a, ctx);
+    return { path: dst, src };
+  },
+  verify(fact) {
+    const src = String(fact.src);
+    const points = linkTarget(fact.path);
+    if (points === src) return null;
+    if (points !== null) return `links to ${points} instead of ${src}`;
+    return lstatOrNull(fact.path) ? `is ${describeExisting(fact.path)}, not a link to ${src}` : `link to ${src} is missing`;
+  },
 };

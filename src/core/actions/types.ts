@@ -14,6 +14,8 @@
 //   symlink:<abs dst>    → { target, backup: string | null }
 //   rmdir:<abs path>     → { backup: string }   where backup: true moved it
 //   env:<scope>:<NAME>   → { line, files: { <abs file>: { created, addedEol, previous } } }
+//   expect:<where>       → what the action at <where> left behind, for the
+//                          setup-drift check (see ./drift.ts)
 // Losing the file is safe: undo then falls back to what it can see on disk
 // (a link pointing at our src, a block holding our line), and keeps anything
 // it cannot prove grex made.
@@ -110,4 +112,14 @@ export interface ActionDef<A = unknown> {
   apply(args: A, ctx: ActionContext): Promise<ActionOutcome>;
   /** Teardown without an explicit list: undo what apply did. Idempotent: a second undo is a no-op. */
   undo(args: A, ctx: ActionContext): Promise<ActionOutcome>;
+  /** After a successful apply: what must still hold later (resolved paths), or null when nothing can be checked. */
+  expect?(args: A, ctx: ActionContext): Expectation | null;
+  /** A cheap postcondition check of a recorded expectation (never re-runs the action): what differs, or null. */
+  verify?(fact: Expectation): string | null;
+}
+
+/** What an applied action left behind: `path` names it for people; the rest is the action's own. */
+export interface Expectation {
+  path: string;
+  [key: string]: unknown;
 }

@@ -27,6 +27,8 @@ export interface GitBackend {
    * gives a detached HEAD; null = the remote's HEAD branch.
    */
   update(dir: string, url: string, opts: { ref: string | null; signal: AbortSignal }): Promise<{ before: HeadInfo; after: HeadInfo }>;
+  /** Fetch only: refresh origin's remote-tracking refs; HEAD and the work tree stay as they are. */
+  fetch(dir: string, url: string, opts: { signal: AbortSignal }): Promise<void>;
   head(dir: string): Promise<HeadInfo>;
   /** Uncommitted changes to tracked files, or untracked files git would not ignore. */
   isDirty(dir: string): Promise<boolean>;
@@ -44,6 +46,7 @@ function lazy(load: Impl): GitBackend {
   return {
     clone: async (...a) => (await load()).clone(...a),
     update: async (...a) => (await load()).update(...a),
+    fetch: async (...a) => (await load()).fetch(...a),
     head: async (...a) => (await load()).head(...a),
     isDirty: async (...a) => (await load()).isDirty(...a),
     remoteUrl: async (...a) => (await load()).remoteUrl(...a),

@@ -35,6 +35,11 @@ export const inProcess: GitBackend = {
     return { before, after };
   },
 
+  async fetch(dir, url, { signal }) {
+    throwIfAborted(signal);
+    await fetchInto(requireGitdir(dir), url, signal);
+  },
+
   head,
   isDirty,
   remoteUrl,

@@ -72,23 +72,33 @@ export const systemGit: GitBackend = {
   async update(dir, url, { ref, signal }) {
     const gitdir = requireGitdir(dir);
     const before = await head(dir);
-    const remote = parseLsRemote(await runGit(["ls-remote", "--symref", "--", url], url, signal, dir));
-    const plan = planRefs(gitdir, remote);
-    if (plan.writes.length > 0) {
-      // Branches forced into origin/*, only the tags we lack (no clobbering, as planned).
-      const specs = plan.writes.map(([dst]) =>
-        dst.startsWith("refs/tags/") ? `${dst}:${dst}` : `+refs/heads/${dst.slice(`refs/remotes/${REMOTE}/`.length)}:${dst}`,
-      );
-      await runGit(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", url, ...specs], url, signal, dir);
-    }
-    for (const r of plan.prunes) deleteRefSync(gitdir, r);
-    writeOriginHead(gitdir, remote.defaultBranch);
+    const remote = await fetchRemote(dir, gitdir, url, signal);
     throwIfAborted(signal);
     const after = await moveTo({ dir, gitdir, url, ref, defaultBranch: remote.defaultBranch });
     return { before, after };
+  },
+
+  async fetch(dir, url, { signal }) {
+    await fetchRemote(dir, requireGitdir(dir), url, signal);
   },
 
   head,
   isDirty,
   remoteUrl,
 };
+
+/** Bring origin's branches (forced into origin/*) and missing tags in; prune gone branches. */
+async function fetchRemote(dir: string, gitdir: string, url: string, signal: AbortSignal) {
+  const remote = parseLsRemote(await runGit(["ls-remote", "--symref", "--", url], url, signal, dir));
+  const plan = planRefs(gitdir, remote);
+  if (plan.writes.length > 0) {
+    // Branches forced into origin/*, only the tags we lack (no clobbering, as planned).
+    const specs = plan.writes.map(([dst]) =>
+      dst.startsWith("refs/tags/") ? `${dst}:${dst}` : `+refs/heads/${dst.slice(`refs/remotes/${REMOTE}/`.length)}:${dst}`,
+    );
+    await runGit(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", url, ...specs], url, signal, dir);
+  }
+  for (const r of plan.prunes) deleteRefSync(gitdir, r);
+  writeOriginHead(gitdir, remote.defaultBranch);
+  return remote;
+}

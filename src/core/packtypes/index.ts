@@ -14,6 +14,7 @@ import type { Workspace } from "../workspace.ts";
 import { declarativeType } from "./declarative.ts";
 import { metaType } from "./meta.ts";
 import { scriptedType } from "./scripted.ts";
+import { healSetupDrift } from "./run-actions.ts";
 import type { PackRun, PackType, PackTypeResult } from "./types.ts";
 
 export type ConvergeReason = "sha-changed" | "hash-changed" | "forced" | "none" | "never-installed";
@@ -97,8 +98,12 @@ export async function converge(input: ConvergeInput): Promise<ConvergeResult> {
       skipped: null,
     };
   }
-  const r = reason === "none" ? await type.sync(run) : await type.install(run);
-  return { ...r, ran: reason !== "none", reason, actionsHash: hash };
+  if (reason !== "none") return { ...(await type.install(run)), ran: true, reason, actionsHash: hash };
+  const r = await type.sync(run);
+  if (r.failed || r.skipped) return { ...r, ran: false, reason, actionsHash: hash };
+  // Setup unchanged: put back exactly what was undone by hand since (a deleted link, an edited block).
+  const healed = await healSetupDrift(run);
+  return { steps: [...r.steps, ...healed.steps], failed: healed.failed, skipped: null, ran: false, reason, actionsHash: hash };
 }
 
 export interface TeardownInput {

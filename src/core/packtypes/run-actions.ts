@@ -2,22 +2,29 @@
 // (under the manifest lock) and the per-pack state file teardown relies on.
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { clearExpectations, driftedItems, type SetupDrift, setupDrift } from "../actions/drift.ts";
 import { collectNamedActions } from "../actions/index.ts";
 import { type Brackets, runActions, teardownActions } from "../actions/executor.ts";
 import type { PackState } from "../actions/types.ts";
 import { atomicWriteFile } from "../fsutil.ts";
 import { appendEvents, makeEvent } from "../manifest.ts";
 import type { ActionItem } from "../pack/schema.ts";
+import type { Workspace } from "../workspace.ts";
 import type { PackRun, PackTypeResult } from "./types.ts";
 
-const statePath = (run: PackRun) => join(run.ws.stateDir, "packs", `${encodeURIComponent(run.id)}.json`);
+const statePath = (run: { ws: Workspace; id: string }) => join(run.ws.stateDir, "packs", `${encodeURIComponent(run.id)}.json`);
 
-function loadState(run: PackRun): PackState {
+function loadState(run: { ws: Workspace; id: string }): PackState {
   try {
     return JSON.parse(readFileSync(statePath(run), "utf8")) as PackState;
   } catch {
     return {};
   }
+}
+
+/** The pack's setup drift: every recorded postcondition that no longer holds (cheap checks, nothing re-run). */
+export function packSetupDrift(ws: Workspace, id: string): SetupDrift[] {
+  return setupDrift(loadState({ ws, id }));
 }
 
 function saveState(run: PackRun, state: PackState): void {
@@ -29,6 +36,8 @@ function saveState(run: PackRun, state: PackState): void {
   }
   atomicWriteFile(path, `${JSON.stringify(state)}\n`);
 }
+
+const NO_BRACKETS: Brackets = { onStarted: async () => {}, onCompleted: async () => {}, onHalted: async () => {} };
 
 function brackets(run: PackRun): Brackets {
   return {
@@ -63,8 +72,41 @@ const opts = (run: PackRun, state: PackState) => ({
 export function runPackActions(run: PackRun, items: ActionItem[]): Promise<PackTypeResult> {
   if (items.length === 0) return Promise.resolve({ steps: [], failed: null, skipped: null });
   return withState(run, async (state) => {
+    if (!run.dryRun) clearExpectations(state); // this run records them afresh
     const r = await runActions(items, opts(run, state), brackets(run));
     return { steps: r.steps, failed: r.failed, skipped: r.skipped ? "a requirement was not met (on_fail: skip)" : null };
+  });
+}
+
+/**
+ * Re-apply exactly the actions whose recorded postcondition no longer holds
+ * (a deleted link, a removed directory, an edited env block). Each list's items
+ * run together, so a failure rolls back what this heal applied.
+ */
+export function healSetupDrift(run: PackRun): Promise<PackTypeResult> {
+  const state = loadState(run);
+  const drift = setupDrift(state);
+  if (drift.length === 0) return Promise.resolve({ steps: [], failed: null, skipped: null });
+  return withState(run, async (live) => {
+    const groups = new Map<string, Array<{ idx: number; item: ActionItem }>>();
+    for (const d of driftedItems(live, drift)) {
+      const g = groups.get(d.list) ?? [];
+      g.push({ idx: d.idx, item: d.item as ActionItem });
+      groups.set(d.list, g);
+    }
+    const steps: PackTypeResult["steps"] = [];
+    for (const [list, items] of groups) {
+      const r = await runActions(
+        items.map((i) => i.item),
+        opts(run, live),
+        list === "actions" ? brackets(run) : NO_BRACKETS, // brackets name top-level items only
+        list,
+        items.map((i) => i.idx),
+      );
+      steps.push(...r.steps);
+      if (r.failed) return { steps, failed: r.failed, skipped: null };
+    }
+    return { steps, failed: null, skipped: null };
   });
 }
 

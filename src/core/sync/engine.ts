@@ -19,6 +19,9 @@ import type { Progress, VerbContext } from "../../verbs/types.ts";
 import { installOrder, planChecks } from "./plan.ts";
 import { effectiveType, fetchTree, flatten, newNode, type PackOutcome, type TreeNode } from "./tree.ts";
 import { globMatch } from "../filter.ts";
+import { interruptedPacks, notInstalled, openBrackets } from "./install-state.ts";
+import { offBranch } from "./off-branch.ts";
+import { type Pruned, pruneChild, removedChildren } from "./prune.ts";
 
 export interface SyncOptions {
   mode: "sync" | "update";
@@ -61,13 +64,7 @@ export interface SyncReport {
 
 /** Report `action_started` brackets that never closed (a crash mid-action). */
 export function incompleteActions(events: readonly ManifestEvent[]): string[] {
-  const open = new Map<string, ManifestEvent>();
-  for (const e of events) {
-    const key = `${e.id}\0${"idx" in e ? String(e.idx) : ""}`;
-    if (e.op === "action_started") open.set(key, e);
-    else if (e.op === "action_completed" || e.op === "action_halted") open.delete(key);
-  }
-  return [...open.values()].map(
+  return openBrackets(events).map(
     (e) => `pack '${e.id}' was interrupted during action ${"idx" in e ? String(e.idx) : "?"} (${"action" in e ? String(e.action) : "?"}) at ${e.ts}; this sync re-runs it`,
   );
 }
@@ -128,6 +125,7 @@ async function syncLocked(
   const { events, state } = await readManifest(ws, { warn, keepEvents: true });
   for (const w of incompleteActions(events)) warn(w);
   const previous = readLockfile(ws, { warn });
+  const interrupted = interruptedPacks(events);
   const roots = selectRoots(ws, state, opts);
 
   const { loadPackYaml } = await import("../pack/load.ts");
@@ -143,6 +141,12 @@ async function syncLocked(
     updateExisting: !opts.cloneOnly,
     failFast: opts.failFast,
     loadPack: (dir) => loadPackYaml(dir),
+    // A new pin given for this run (update --ref) is the user's say-so to move it.
+    leaveAlone: (n) => {
+      if (opts.ref !== null && n.depth === 0) return null;
+      const why = offBranch(n.head, previous.get(n.id));
+      return why && `off-branch: ${why}; left as is (switch back, pass --force, or re-pin with grex update ${n.id} --ref <ref>)`;
+    },
     onDiscovered: (n) => {
       total += n;
     },
@@ -171,11 +175,14 @@ async function syncLocked(
   const steps: Step[] = [];
   let halted: SyncReport["halted"] = null;
   const reasons = new Map<string, { reinstalled: boolean; reason: ConvergeReason; hash: string | null }>();
+  /** Packs whose install failed (or never ran after a clone): recorded not-installed. */
+  const installErrors = new Map<string, string>();
   for (const node of installOrder(nodes)) {
     if (node.outcome !== "ok" || (node.head === null && !opts.dryRun)) continue;
     if (halted && opts.failFast) {
       node.outcome = "skipped";
       node.message = "not installed: an earlier pack failed (--fail-fast)";
+      if (node.cloned) installErrors.set(node.id, node.message);
       continue;
     }
     try {
@@ -183,7 +190,8 @@ async function syncLocked(
         ws,
         node,
         type: effectiveType(node),
-        previous: previous.get(node.id),
+        // An install cut short (open action bracket) counts as never installed.
+        previous: interrupted.has(node.id) ? undefined : previous.get(node.id),
         mode: opts.mode,
         force: opts.force,
         dryRun: opts.dryRun,
@@ -197,6 +205,7 @@ async function syncLocked(
       if (r.failed) {
         node.outcome = "failed";
         node.message = `action ${r.failed.idx} (${r.failed.action}) failed: ${r.failed.reason}`;
+        if (r.ran) installErrors.set(node.id, node.message);
         halted ??= { pack: node.id, action: r.failed.action, idx: r.failed.idx, reason: r.failed.reason };
       } else if (r.skipped) {
         node.outcome = "skipped";
@@ -207,11 +216,22 @@ async function syncLocked(
       if (e.kind === "cancelled") throw e;
       node.outcome = "failed";
       node.message = e.message;
+      installErrors.set(node.id, e.message);
       halted ??= { pack: node.id, action: "", idx: -1, reason: e.message };
     }
   }
 
-  if (!opts.dryRun) await recordResults(ws, nodes, previous, reasons, warn, signal);
+  // Children their parent no longer lists (only when the tree was walked).
+  const pruned: Pruned[] = [];
+  if (opts.recursive && !opts.cloneOnly) {
+    for (const { id, parent } of removedChildren(nodes, previous)) {
+      const r = await pruneChild(id, parent, { ws, previous, env: ctx.env, signal, dryRun: opts.dryRun, confine, warn });
+      steps.push(...r.steps);
+      pruned.push(r);
+    }
+  }
+
+  if (!opts.dryRun) await recordResults(ws, nodes, previous, reasons, warn, signal, installErrors, pruned);
 
   const packs: PackReport[] = nodes.map((n) => ({
     id: n.id,
@@ -222,6 +242,10 @@ async function syncLocked(
     reinstalled: reasons.get(n.id)?.reinstalled ?? false,
     reason: reasons.get(n.id)?.reason ?? "none",
   }));
+  for (const p of pruned) {
+    const sha = previous.get(p.id)?.sha ?? null;
+    packs.push({ id: p.id, result: p.ok ? "ok" : "failed", sha_before: sha, sha_after: null, message: p.message, reinstalled: false, reason: "none" });
+  }
   const count = (o: PackOutcome) => packs.filter((p) => p.result === o).length;
   return {
     packs,
@@ -240,11 +264,20 @@ async function recordResults(
   reasons: Map<string, { reinstalled: boolean; reason: ConvergeReason; hash: string | null }>,
   warn: (m: string) => void,
   signal: AbortSignal,
+  installErrors: ReadonlyMap<string, string>,
+  pruned: readonly Pruned[],
 ): Promise<void> {
   const events: ManifestEvent[] = [];
   const lock = new Map(previous);
+  for (const p of pruned) for (const id of p.dropped) lock.delete(id);
   const now = new Date().toISOString();
   for (const n of nodes) {
+    const error = installErrors.get(n.id);
+    if (error !== undefined && n.head !== null) {
+      const origin = n.depth > 0 ? { url: n.url, ref: n.ref } : {};
+      lock.set(n.id, notInstalled({ id: n.id, sha: n.head.sha, branch: n.head.branch, type: effectiveType(n), ...origin }, error));
+      continue;
+    }
     if (n.outcome !== "ok" || n.head === null) continue;
     events.push(makeEvent("sync", n.id, {}));
     const type = effectiveType(n);

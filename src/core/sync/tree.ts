@@ -46,6 +46,8 @@ export interface FetchOptions {
   /** Stop scheduling new packs after the first failure. */
   failFast: boolean;
   loadPack(dir: string): Promise<PackManifest | null>;
+  /** Why an existing pack must be left as it is (e.g. off its branch), or null. Not asked with --force. */
+  leaveAlone?(node: TreeNode): string | null;
   onDone(node: TreeNode): void;
   onDiscovered(count: number): void;
 }
@@ -175,6 +177,12 @@ async function bringUp(node: TreeNode, opts: FetchOptions): Promise<void> {
 }
 
 async function updateExisting(node: TreeNode, opts: FetchOptions, backend: ReturnType<typeof backendFor>) {
+  const why = opts.force ? null : (opts.leaveAlone?.(node) ?? null);
+  if (why) {
+    node.outcome = "skipped";
+    node.message = why;
+    return;
+  }
   if (!opts.force && (await backend.isDirty(node.dir))) {
     node.outcome = "dirty";
     node.message = "has uncommitted changes; left as is (commit or stash them, or pass --force)";

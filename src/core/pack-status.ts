@@ -1,0 +1,149 @@
+// One pack's state, as `status` and `doctor` report it: on disk, installed,
+// dirty, on its branch, setup unchanged and still in place, level with its
+// remote-tracking ref. Cheap reads only (refs, HEAD, index stat data, the
+// per-pack state file); commits are walked only when HEAD and origin differ.
+import { existsSync } from "node:fs";
+import type { SetupDrift } from "./actions/drift.ts";
+import { aheadBehind } from "./git/ahead-behind.ts";
+import { backendFor, isGitRepo, readHeadSync } from "./git/backend.ts";
+import type { PackNode } from "./packs.ts";
+import { offBranch } from "./sync/off-branch.ts";
+import type { Workspace } from "./workspace.ts";
+
+/** Every state, in the order they win when several hold. */
+export const PACK_STATES = [
+  "missing",
+  "not-installed",
+  "dirty",
+  "off-branch",
+  "setup-changed",
+  "setup-drift",
+  "diverged",
+  "behind",
+  "ahead",
+  "clean",
+] as const;
+export type PackStateName = (typeof PACK_STATES)[number];
+
+/** What to run for each state (docs/cli.md carries the same table). */
+export const NEXT_STEP: Record<PackStateName, string> = {
+  missing: "grex sync",
+  "not-installed": "fix the install_error, then grex sync",
+  dirty: "commit or stash, then grex sync",
+  "off-branch": "switch back, or grex update <id> --ref <branch>",
+  "setup-changed": "grex sync",
+  "setup-drift": "grex sync",
+  diverged: "merge or rebase by hand",
+  behind: "grex sync",
+  ahead: "git push",
+  clean: "nothing",
+};
+
+export interface PackStatus {
+  id: string;
+  path: string;
+  depth: number;
+  on_disk: boolean;
+  dirty: boolean;
+  sha_match: boolean;
+  actions_hash_match: boolean;
+  drift: PackStateName;
+  branch: string | null;
+  ahead: number | null;
+  behind: number | null;
+  setup_drift: SetupDrift[];
+  install_error: string | null;
+  /** Why the pack is off-branch, or null. */
+  off_branch: string | null;
+}
+
+export interface InspectOptions {
+  /** The children's HEAD shas (a meta pack's surface includes them). */
+  childShas: string[];
+  /** Every child is still at the commit its lock entry records. */
+  childrenUnmoved: boolean;
+  staleMs: number | null;
+  /** An install of this pack was cut short (an action bracket never closed), whatever the lockfile says. */
+  interrupted: boolean;
+}
+
+/** What `inspectPack` needs to know about `p`'s children, read from their refs. */
+export function childFacts(packs: readonly PackNode[], p: PackNode): Pick<InspectOptions, "childShas" | "childrenUnmoved"> {
+  const children = packs.filter((c) => c.parent === p.id);
+  const childShas = children.map((c) => readHeadSync(c.dir)?.sha ?? "");
+  return { childShas, childrenUnmoved: children.every((c, i) => c.lock?.sha === childShas[i]) };
+}
+
+export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions): Promise<PackStatus> {
+  const { interrupted, staleMs } = o;
+  const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null };
+  const base = { id: p.id, path: p.path, depth: p.depth };
+  if (!existsSync(p.dir) || !isGitRepo(p.dir)) {
+    return { ...base, on_disk: existsSync(p.dir), dirty: false, sha_match: false, actions_hash_match: false, drift: "missing", ...none };
+  }
+  const dirty = await backendFor(p.url || p.dir).isDirty(p.dir);
+  const head = readHeadSync(p.dir);
+  const lock = p.lock;
+  const installed = lock !== undefined && lock.installed_at !== "" && lock.install_error === undefined && !interrupted;
+  const installError = installed
+    ? null
+    : interrupted
+      ? "the last install was interrupted"
+      : lock === undefined
+        ? "never installed on this machine"
+        : (lock.install_error ?? "never installed");
+  const shaMatch = lock !== undefined && head !== null && head.sha === lock.sha;
+  let hashMatch = false;
+  let setupDrift: SetupDrift[] = [];
+  if (installed) {
+    // Clean, at the commit sync recorded, children too: the surface is the one
+    // sync hashed, so pack.yaml need not be parsed again (the costly part).
+    if (!dirty && shaMatch && o.childrenUnmoved) hashMatch = lock.actions_hash !== "";
+    else {
+      const { computeActionsHash } = await import("./packtypes/index.ts");
+      const { loadPackYaml } = await import("./pack/load.ts");
+      const manifest = await loadPackYaml(p.dir).catch(() => null);
+      hashMatch = computeActionsHash(manifest?.type ?? p.type, p.dir, manifest, o.childShas) === lock.actions_hash;
+    }
+    const { packSetupDrift } = await import("./packtypes/run-actions.ts");
+    setupDrift = packSetupDrift(ws, p.id);
+  }
+  const tracking = head ? await aheadBehind(p.dir, head.branch, head.sha) : null;
+  const ahead = tracking?.ahead ?? 0;
+  const behind = tracking?.behind ?? 0;
+  const off = offBranch(head, lock);
+  const old = installed && staleMs !== null && Date.now() - Date.parse(lock.installed_at) > staleMs;
+  // A HEAD moved by local commits is "ahead"; moved any other way, the lockfile is behind the work tree.
+  const setupChanged = !hashMatch || old || (!shaMatch && ahead === 0 && behind === 0);
+  const drift: PackStateName = !installed
+    ? "not-installed"
+    : dirty
+      ? "dirty"
+      : off
+        ? "off-branch"
+        : setupChanged
+          ? "setup-changed"
+          : setupDrift.length > 0
+            ? "setup-drift"
+            : ahead > 0 && behind > 0
+              ? "diverged"
+              : behind > 0
+                ? "behind"
+                : ahead > 0
+                  ? "ahead"
+                  : "clean";
+  return {
+    ...base,
+    on_disk: true,
+    dirty,
+    sha_match: shaMatch,
+    actions_hash_match: hashMatch,
+    drift,
+    branch: head?.branch ?? null,
+    ahead: tracking?.ahead ?? null,
+    behind: tracking?.behind ?? null,
+    setup_drift: setupDrift,
+    install_error: installError,
+    off_branch: off,
+  };
+}
