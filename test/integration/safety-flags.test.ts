@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { git, snapshot, TestWorkspace } from "../helpers/workspace.ts";
+import { git, TestWorkspace, userSnapshot } from "../helpers/workspace.ts";
 
 let t: TestWorkspace;
 let toolsUp: string;
@@ -21,20 +21,20 @@ beforeEach(async () => {
 afterEach(() => t.cleanup());
 
 test("sync --dry-run tools: a dry run of tools only; nothing moves", async () => {
-  const before = snapshot(t.ws);
+  const before = userSnapshot(t.ws);
   const r = await t.grex("sync", "--dry-run", "tools", "--json");
   expect(r.code).toBe(0);
   expect(r.json.dry_run).toBe(true);
   expect((r.json.packs as Array<{ id: string }>).map((p) => p.id)).toEqual(["tools"]);
-  expect(snapshot(t.ws)).toEqual(before);
+  expect(userSnapshot(t.ws)).toEqual(before);
 });
 
 test("update --dry-run tools and sync --fail-fast tools keep the positional", async () => {
-  const before = snapshot(t.ws);
+  const before = userSnapshot(t.ws);
   const u = await t.grex("update", "--dry-run", "tools", "--json");
   expect(u.code).toBe(0);
   expect((u.json.packs as Array<{ id: string }>).map((p) => p.id)).toEqual(["tools"]);
-  expect(snapshot(t.ws)).toEqual(before);
+  expect(userSnapshot(t.ws)).toEqual(before);
 
   const s = await t.grex("sync", "--fail-fast", "tools", "--json");
   expect(s.code).toBe(0);
@@ -46,11 +46,11 @@ test("update --dry-run tools and sync --fail-fast tools keep the positional", as
 
 test("rm --keep-files tools keeps the files; add --dry-run <url> x adds nothing", async () => {
   const third = t.repo("third", { "README.md": "3\n" });
-  const before = snapshot(t.ws);
+  const before = userSnapshot(t.ws);
   const a = await t.grex("add", "--dry-run", third, "x", "--json");
   expect(a.code).toBe(0);
   expect(a.json).toMatchObject({ id: "x", dry_run: true });
-  expect(snapshot(t.ws)).toEqual(before);
+  expect(userSnapshot(t.ws)).toEqual(before);
 
   const r = await t.grex("rm", "--keep-files", "tools", "--json");
   expect(r.code).toBe(0);
