@@ -214,7 +214,7 @@ async function syncLocked(
     id: n.id,
     result: n.outcome,
     sha_before: n.shaBefore,
-    sha_after: n.head?.sha ?? null,
+    sha_after: n.wouldMoveTo ?? n.head?.sha ?? null,
     message: n.message,
     reinstalled: reasons.get(n.id)?.reinstalled ?? false,
     reason: reasons.get(n.id)?.reason ?? "none",

@@ -1,0 +1,20 @@
+// Dry-run sync/update: where a pack would move, from the remote's ref list
+// alone (no objects fetched, nothing on disk touched).
+import { listRemoteRefs, remoteTarget } from "../git/ls-remote.ts";
+import type { TreeNode } from "./tree.ts";
+
+const short = (sha: string | null) => (sha === null ? "nothing" : sha.slice(0, 7));
+
+export async function previewMove(node: TreeNode, signal: AbortSignal): Promise<void> {
+  const refs = await listRemoteRefs(node.url, signal);
+  const target = remoteTarget(refs, node.ref);
+  const wanted = node.ref ?? refs.defaultBranch ?? "the remote HEAD";
+  if (target === null) {
+    node.outcome = "failed";
+    node.message = `would fail: ref '${wanted}' not found in ${node.url}`;
+    return;
+  }
+  node.wouldMoveTo = target;
+  const from = node.head?.sha ?? null;
+  node.message = from === target ? `up to date at ${short(target)} (${wanted})` : `would move ${short(from)} -> ${short(target)} (${wanted})`;
+}
