@@ -7,6 +7,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { prng } from "../helpers/prng.ts";
 import { snapshot, TestWorkspace } from "../helpers/workspace.ts";
 
 const TRIALS = Number(process.env.RMCRASH_TRIALS ?? 20);
@@ -19,18 +20,6 @@ afterAll(() => {
   for (const p of spawned) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
   t.cleanup();
 });
-
-/** Seeded PRNG so a failing trial can be replayed. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function bigPack(): string {
   const files: Record<string, string> = {};
