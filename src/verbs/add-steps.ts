@@ -10,9 +10,10 @@ import { GrexError, packOpError, toGrexError } from "../core/errors.ts";
 import { backendFor, type HeadInfo } from "../core/git/backend.ts";
 import { ignoreLinesFor, updateIgnoreFile } from "../core/gitignore.ts";
 import { withBackendLock, withPackLock } from "../core/locks.ts";
-import { appendEvents, makeEvent } from "../core/manifest.ts";
+import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { manifestMark, rollbackManifest } from "../core/manifest-rollback.ts";
 import { runSync, type SyncOptions, type SyncReport } from "../core/sync/engine.ts";
+import { planChecks } from "../core/sync/plan.ts";
 import { fetchTree, flatten, newNode } from "../core/sync/tree.ts";
 import type { Workspace } from "../core/workspace.ts";
 import type { Progress, VerbContext } from "./types.ts";
@@ -53,11 +54,20 @@ async function entryFor(spec: AddSpec, dir: string) {
   const { loadPackYaml } = await import("../core/pack/load.ts");
   const manifest = await loadPackYaml(dir);
   const type = manifest?.type ?? spec.type ?? "meta";
-  return { id: spec.id, url: spec.url, path: spec.id, type, ref: spec.ref };
+  return { entry: { id: spec.id, url: spec.url, path: spec.id, type, ref: spec.ref }, manifest };
+}
+
+/** --no-install: the pack's own plan checks (actions, depends_on) without running anything, not even a dry-run hook. */
+async function checkAlone(ctx: VerbContext, spec: AddSpec, found: Awaited<ReturnType<typeof entryFor>>, dir: string): Promise<void> {
+  const { state } = await readManifest(spec.ws, { warn: ctx.warn });
+  const node = newNode({ id: spec.id, path: spec.id, dir, url: spec.url, ref: spec.ref, recordedType: found.entry.type, depth: 0, parent: null });
+  node.manifest = found.manifest;
+  const known = [...state.values()].map((p) => ({ id: p.id, url: p.url, name: null }));
+  planChecks([node], [...known, { id: spec.id, url: spec.url, name: found.manifest?.name ?? null }]);
 }
 
 /** The engine run for the pack being added: it alone, children cloned, nothing recorded. */
-function addRun(spec: AddSpec, entry: Awaited<ReturnType<typeof entryFor>>, dir: string, dryRun: boolean): SyncOptions {
+function addRun(spec: AddSpec, entry: Awaited<ReturnType<typeof entryFor>>["entry"], dir: string, dryRun: boolean): SyncOptions {
   return {
     mode: "sync",
     ids: [spec.id],
@@ -102,23 +112,25 @@ export async function addAllOrNothing(
     const head = spec.adopted
       ? (await backendFor(spec.url).update(dir, spec.url, { ref: spec.ref, signal })).after
       : await cloneInto(ctx, spec, dir, signal);
-    const entry = await entryFor(spec, dir);
-    installing = spec.install;
-    // Without install: still every plan check (pack.yaml, actions, depends_on), as a dry run.
-    const report = await runSync(ctx, addRun(spec, entry, dir, !spec.install), signal, progress);
-    const failure = firstFailure(report);
-    if (failure) throw failure;
+    const found = await entryFor(spec, dir);
+    const { entry } = found;
+    let report: SyncReport | null = null;
+    if (spec.install) {
+      installing = true;
+      report = await runSync(ctx, addRun(spec, entry, dir, false), signal, progress);
+      const failure = firstFailure(report);
+      if (failure) throw failure;
+    } else await checkAlone(ctx, spec, found, dir);
     await appendEvents(ws, [makeEvent("add", spec.id, { url: spec.url, path: spec.id, type: entry.type, ref: spec.ref })], signal);
-    if (spec.install) await report.record?.();
+    if (report) await report.record?.();
     else updateIgnoreFile(join(ws.root, ".gitignore"), spec.id, ignoreLinesFor(spec.id));
-    const nodes = report.packs;
     return {
       ...entry,
       sha: head.sha,
       installed: spec.install,
       dry_run: false,
-      children: nodes.filter((n) => n.id !== spec.id).map((n) => n.id),
-      steps: report.steps,
+      children: (report?.packs ?? []).filter((n) => n.id !== spec.id).map((n) => n.id),
+      steps: report?.steps ?? [],
     };
   } catch (raw) {
     const err = toGrexError(raw);
@@ -154,7 +166,7 @@ export async function planAdd(ctx: VerbContext, spec: AddSpec, signal: AbortSign
   try {
     progress(0, 1, `cloning ${spec.url} into a temporary directory`);
     const head = await cloneInto(ctx, spec, dir, signal);
-    const entry = await entryFor(spec, dir);
+    const { entry } = await entryFor(spec, dir);
     // Children too, so their pack.yaml files are validated as well.
     const { loadPackYaml } = await import("../core/pack/load.ts");
     const root = newNode({ id: spec.id, path: spec.id, dir, url: spec.url, ref: spec.ref, recordedType: entry.type, depth: 0, parent: null });

@@ -99,6 +99,17 @@ describe("a failed add leaves nothing behind; the retry after the fix works", ()
     await expectAdded(p.url, "needy");
   });
 
+  test("--no-install: the pack's own plan checks still run before registering", async () => {
+    const p = brokenPack("needy2", yaml(["name: needy2", "type: declarative", "depends_on: [nosuch]"]), yaml(["name: needy2", "type: declarative"]));
+    const before = state();
+    const r = await t.grex("add", "--no-install", p.url);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain("nosuch");
+    expect(state()).toEqual(before);
+    p.fix();
+    expect((await t.grex("add", "--no-install", p.url)).code).toBe(0);
+  });
+
   test("depends_on forms a cycle between two children", async () => {
     t.repo("cyc-a", { ".grex/pack.yaml": yaml(["name: cyc-a", "type: declarative", "depends_on: [cyc-b]"]) });
     const b = t.repo("cyc-b", { ".grex/pack.yaml": yaml(["name: cyc-b", "type: declarative", "depends_on: [cyc-a]"]) });
