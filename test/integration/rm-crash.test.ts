@@ -37,9 +37,10 @@ function bigPack(): string {
 async function holdsLock(proc: Bun.Subprocess): Promise<void> {
   const path = join(t.ws, ".grex/.state/locks/workspace.lock");
   const mine = new RegExp(`"pid":${proc.pid}\\b`);
-  for (let i = 0; i < 40_000; i++) {
+  const deadline = Date.now() + 60_000; // a loaded machine can take seconds to start a process
+  while (Date.now() < deadline) {
     if (proc.exitCode !== null || (existsSync(path) && mine.test(readFileSync(path, "utf8")))) return;
-    await Bun.sleep(0.25);
+    await Bun.sleep(1);
   }
   throw new Error(`pid ${proc.pid} never took the workspace lock (lock file: ${existsSync(path) ? readFileSync(path, "utf8") : "absent"})`);
 }
