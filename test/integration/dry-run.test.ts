@@ -175,3 +175,36 @@ describe("dry runs say concretely what would happen", () => {
     expect((r.json.packs as Array<{ message: string }>)[0]?.message).toContain("would fail: ref 'nosuch' not found");
   });
 });
+
+describe("over http, a dry-run sync reads the remote's ref list only", () => {
+  test("one GET of info/refs per pack, no upload-pack POST; the clone's .git is untouched", async () => {
+    const { startGitHttpServer } = await import("../helpers/git-http-server.ts");
+    const w = new TestWorkspace("grex-dryrun-http-");
+    const seen: string[] = [];
+    const server = await startGitHttpServer(join(w.root, "served"), { onRequest: (req) => seen.push(`${req.method} ${new URL(req.url).pathname}`) });
+    try {
+      expect((await w.grex("init")).code).toBe(0);
+      const work = w.repo("remote-tools", { "README.md": "v1\n" });
+      mkdirSync(join(w.root, "served"), { recursive: true });
+      git(join(w.root, "served"), "clone", "-q", "--bare", work, "tools.git");
+      const url = `${server.url}/tools.git`;
+      expect((await w.grex("add", url)).code).toBe(0);
+      const from = git(join(w.ws, "tools"), "rev-parse", "HEAD");
+      const to = w.commit(work, { "README.md": "v2\n" });
+      git(work, "push", "-q", join(w.root, "served", "tools.git"), "main");
+      const before = userSnapshot(w.ws);
+      seen.length = 0;
+      const r = await w.grex("sync", "--dry-run", "--json");
+      expect(r.code).toBe(0);
+      expect((r.json.packs as Array<{ message: string; sha_after: string }>)[0]).toMatchObject({
+        message: `would move ${from.slice(0, 7)} -> ${to.slice(0, 7)} (main)`,
+        sha_after: to,
+      });
+      expect(seen).toEqual(["GET /tools.git/info/refs"]);
+      expect(userSnapshot(w.ws)).toEqual(before);
+    } finally {
+      await server.stop();
+      w.cleanup();
+    }
+  });
+});
