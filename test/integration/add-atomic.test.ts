@@ -178,3 +178,30 @@ describe("add --dry-run validates in a temporary clone", () => {
     expect(state()).toEqual(before);
   });
 });
+
+describe("over MCP the same all-or-nothing add", () => {
+  test("an install failure is an isError result and leaves everything as before; the retry after the fix works", async () => {
+    const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+    const { SessionTransport, serverOptions } = await import("../helpers/mcp.ts");
+    const p = brokenPack(
+      "mcp-bad",
+      yaml(["name: mcp-bad", "type: declarative", "actions:", "  - mkdir: { path: $HOME/.mcp-bad }", "  - exec: { cmd: [sh, -c, 'exit 5'] }"]),
+      yaml(["name: mcp-bad", "type: declarative", "actions:", "  - mkdir: { path: $HOME/.mcp-bad }"]),
+    );
+    const client = new Client({ name: "grex-test", version: "1" });
+    await client.connect(new SessionTransport(serverOptions(t.ws, t.env)));
+    try {
+      const before = state();
+      const r = (await client.callTool({ name: "add", arguments: { url: p.url } })) as { isError?: boolean; structuredContent?: Record<string, unknown> };
+      expect(r.isError).toBe(true);
+      expect(JSON.stringify(r.structuredContent)).toContain("nothing was added");
+      expect(state()).toEqual(before);
+      p.fix();
+      const ok = (await client.callTool({ name: "add", arguments: { url: p.url } })) as { isError?: boolean };
+      expect(ok.isError).toBe(false);
+      expect(existsSync(join(t.home, ".mcp-bad"))).toBe(true);
+    } finally {
+      await client.close();
+    }
+  });
+});

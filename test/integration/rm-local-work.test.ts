@@ -130,3 +130,27 @@ describe("rm of a meta pack checks each child", () => {
     });
   }
 });
+
+describe("over MCP the same guard holds", () => {
+  test("rm of a pack with an unpushed commit is an isError result; force: true removes", async () => {
+    const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+    const { SessionTransport, serverOptions } = await import("../helpers/mcp.ts");
+    const dir = await addTools();
+    KINDS[3]?.make(dir);
+    const client = new Client({ name: "grex-test", version: "1" });
+    await client.connect(new SessionTransport(serverOptions(t.ws, t.env)));
+    try {
+      type R = { isError?: boolean; structuredContent?: Record<string, unknown> };
+      const refused = (await client.callTool({ name: "rm", arguments: { id: "tools" } })) as R;
+      expect(refused.isError).toBe(true);
+      expect(refused.structuredContent).toMatchObject({ verb: "rm", error: { kind: "pack_op" } });
+      expect(JSON.stringify(refused.structuredContent)).toContain("on no remote-tracking branch");
+      expect(existsSync(dir)).toBe(true);
+      const forced = (await client.callTool({ name: "rm", arguments: { id: "tools", force: true } })) as R;
+      expect(forced.isError).toBe(false);
+      expect(existsSync(dir)).toBe(false);
+    } finally {
+      await client.close();
+    }
+  });
+});
