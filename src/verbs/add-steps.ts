@@ -41,10 +41,16 @@ export interface AddOutcome {
   steps: Step[];
 }
 
-async function cloneInto(ctx: VerbContext, spec: AddSpec, dir: string, signal: AbortSignal): Promise<HeadInfo> {
+/** Clone `spec.url` into `dir`, or (adopt) bring the clone already there to the ref, under the repository's locks. */
+async function cloneInto(ctx: VerbContext, spec: AddSpec, dir: string, signal: AbortSignal, adopt = false): Promise<HeadInfo> {
+  const backend = backendFor(spec.url);
   return ctx.scheduler.withPermit(signal, () =>
     withPackLock(spec.ws, dir, signal, () =>
-      withBackendLock(spec.ws, dir, signal, () => backendFor(spec.url).clone(spec.url, dir, { ref: spec.ref, signal })),
+      withBackendLock(spec.ws, dir, signal, async () =>
+        adopt
+          ? (await backend.update(dir, spec.url, { ref: spec.ref, signal })).after
+          : backend.clone(spec.url, dir, { ref: spec.ref, signal }),
+      ),
     ),
   );
 }
@@ -109,9 +115,7 @@ export async function addAllOrNothing(
   let installing = false;
   try {
     progress(0, 1, spec.adopted ? `taking over ${dir}` : `cloning ${spec.url}`);
-    const head = spec.adopted
-      ? (await backendFor(spec.url).update(dir, spec.url, { ref: spec.ref, signal })).after
-      : await cloneInto(ctx, spec, dir, signal);
+    const head = await cloneInto(ctx, spec, dir, signal, spec.adopted);
     const found = await entryFor(spec, dir);
     const { entry } = found;
     let report: SyncReport | null = null;
