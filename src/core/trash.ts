@@ -14,7 +14,8 @@ export const trashDir = (ws: Workspace): string => join(ws.stateDir, "trash");
 export function moveToTrash(ws: Workspace, dir: string, id: string): string {
   const trash = trashDir(ws);
   mkdirSync(trash, { recursive: true });
-  const dest = join(trash, `${id.replaceAll("/", "__")}.${Date.now()}.${process.pid}.${Math.random().toString(36).slice(2, 8)}`);
+  // `+` never occurs in a pack id, so the id can be read back from the name.
+  const dest = join(trash, `${id.replaceAll("/", "__")}+${Date.now()}+${process.pid}+${Math.random().toString(36).slice(2, 8)}`);
   renameSync(dir, dest);
   fsyncDir(trash);
   return dest;
@@ -35,3 +36,6 @@ export function sweepTrash(ws: Workspace): string[] {
   for (const name of left) rmSync(join(trashDir(ws), name), { recursive: true, force: true });
   return left;
 }
+
+/** The pack id a trash entry was made for. */
+export const trashedId = (name: string): string => (name.split("+")[0] as string).replaceAll("__", "/");

@@ -8,7 +8,7 @@ import { updateIgnoreFile } from "../core/gitignore.ts";
 import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks.ts";
 import { readLockfile, writeLockfile } from "../core/lockfile.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
-import { moveToTrash, sweepTrash } from "../core/trash.ts";
+import { moveToTrash, sweepTrash, trashDir, trashedId } from "../core/trash.ts";
 import { dryRunParam } from "./common.ts";
 import { defineVerb } from "./types.ts";
 
@@ -56,9 +56,16 @@ export const rmVerb = defineVerb({
     const lock = p.dry_run ? null : tryAcquireWorkspaceLock(ws, "rm");
     try {
       // What an interrupted rm left behind goes first: it was already unregistered or checked.
-      if (!p.dry_run) for (const left of sweepTrash(ws)) ctx.debug(1, `swept ${left} from an interrupted rm`);
+      const swept = p.dry_run ? [] : sweepTrash(ws);
+      for (const left of swept) ctx.debug(1, `swept ${left} from an interrupted rm`);
       const { state } = await readManifest(ws, { warn: ctx.warn });
       const pack = state.get(p.id);
+      const finished = swept.filter((name) => trashedId(name) === p.id);
+      if (!pack && finished.length > 0) {
+        // The same rm, interrupted after its record: only the deletion was left, and is now done.
+        const deleted = finished.map((name) => join(trashDir(ws), name));
+        return { id: p.id, removed: true, files_deleted: true, teardown: "skipped" as const, dry_run: false, steps: [], children: [], deleted, discarded: [] };
+      }
       if (!pack) throw usageError(`No pack '${p.id}' is registered in ${ws.manifestPath}; see \`grex ls\`.`, { field: "id" });
       const dir = join(ws.root, pack.path);
       const lockEntries = readLockfile(ws, { warn: ctx.warn });

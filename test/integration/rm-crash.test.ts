@@ -5,7 +5,7 @@
 // unregistered, its directory, lockfile line, .gitignore block and trash
 // leftovers are gone, and HOME is as it was before the add.
 import { afterAll, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { prng } from "../helpers/prng.ts";
 import { snapshot, TestWorkspace } from "../helpers/workspace.ts";
@@ -102,10 +102,11 @@ test(`SIGKILL at a random moment of rm (${TRIALS} trials, seed ${SEED.toString(1
     phases.set(phase, (phases.get(phase) ?? 0) + 1);
 
     const again = await run(["rm", "big"]);
-    // Killed after the rm event: the pack is already unregistered, which the re-run says.
+    // Killed after the trash was emptied: the pack is already unregistered, which the re-run says.
     if (again.code !== 0) {
       expect(again.code).toBe(2);
       expect(again.stderr).toContain("No pack 'big' is registered");
+      expect(c.trash).toEqual([]);
     }
     expect({ trial, ...converged() }).toEqual({ trial, registered: false, dir: false, lockLine: false, ignoreBlock: false, trash: [] });
     expect(homeSnapshot()).toEqual(home);
@@ -114,3 +115,23 @@ test(`SIGKILL at a random moment of rm (${TRIALS} trials, seed ${SEED.toString(1
   // The seed must actually interrupt most runs, or the test proves nothing.
   expect(outcomes.killed).toBeGreaterThanOrEqual(TRIALS / 2);
 }, 600_000);
+
+test("killed after its record, before the deletion: the re-run deletes the leftover and reports the pack removed", async () => {
+  const w = new TestWorkspace("grex-rmcrash-finish-");
+  try {
+    expect((await w.grex("init")).code).toBe(0);
+    expect((await w.grex("add", w.repo("tools", { "README.md": "t\n" }))).code).toBe(0);
+    // The state such a kill leaves: unregistered, the directory in the trash.
+    expect((await w.grex("rm", "tools", "--keep-files")).code).toBe(0);
+    mkdirSync(join(w.ws, ".grex/.state/trash"), { recursive: true });
+    renameSync(join(w.ws, "tools"), join(w.ws, ".grex/.state/trash/tools+1+1+abcdef"));
+    expect((await w.grex("doctor", "--json")).json.exit_code).toBe(7);
+    const r = await w.grex("rm", "tools", "--json");
+    expect(r.code).toBe(0);
+    expect(r.json).toMatchObject({ id: "tools", removed: true, files_deleted: true });
+    expect(readdirSync(join(w.ws, ".grex/.state/trash"))).toEqual([]);
+    expect((await w.grex("rm", "tools")).code).toBe(2);
+  } finally {
+    w.cleanup();
+  }
+});
