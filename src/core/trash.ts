@@ -5,18 +5,27 @@
 // plain `doctor` reports it).
 import { mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { errnoCode } from "./errors.ts";
 import { fsyncDir } from "./fsutil.ts";
 import type { Workspace } from "./workspace.ts";
 
 export const trashDir = (ws: Workspace): string => join(ws.stateDir, "trash");
 
-/** Move `dir` into the trash in one rename; returns where it went. */
-export function moveToTrash(ws: Workspace, dir: string, id: string): string {
+/**
+ * Move `dir` into the trash in one rename; returns where it went, or null when
+ * the trash is on another filesystem (the caller then deletes `dir` in place).
+ */
+export function moveToTrash(ws: Workspace, dir: string, id: string): string | null {
   const trash = trashDir(ws);
   mkdirSync(trash, { recursive: true });
   // `+` never occurs in a pack id, so the id can be read back from the name.
   const dest = join(trash, `${id.replaceAll("/", "__")}+${Date.now()}+${process.pid}+${Math.random().toString(36).slice(2, 8)}`);
-  renameSync(dir, dest);
+  try {
+    renameSync(dir, dest);
+  } catch (err) {
+    if (errnoCode(err) === "EXDEV") return null;
+    throw err;
+  }
   fsyncDir(trash);
   return dest;
 }

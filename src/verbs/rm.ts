@@ -114,8 +114,8 @@ export const rmVerb = defineVerb({
       await writeLockfile(ws, lockEntries.values());
       updateIgnoreFile(join(ws.root, ".gitignore"), p.id, null);
       await appendEvents(ws, [makeEvent("rm", p.id, {})], signal);
-      if (trashed) rmSync(trashed, { recursive: true, force: true });
-      return { ...base, removed: true, files_deleted: trashed !== null, teardown, dry_run: false, steps };
+      if (deleted.length > 0) rmSync(trashed ?? dir, { recursive: true, force: true });
+      return { ...base, removed: true, files_deleted: deleted.length > 0, teardown, dry_run: false, steps };
     } finally {
       lock?.release();
     }

@@ -171,6 +171,18 @@ describe("dry runs say concretely what would happen", () => {
       expect(row?.message).toBe(`would move ${before.slice(0, 7)} -> ${target.slice(0, 7)} (main)`);
       if (verb === "sync") expect(row).toMatchObject({ sha_before: before, sha_after: target });
     }
+    // A pack pinned to an annotated tag that did not move upstream stays where it is.
+    git(upstream.tools as string, "tag", "-a", "v1", "-m", "v1");
+    const tw = new TestWorkspace("grex-dryrun-tag-");
+    try {
+      expect((await tw.grex("init")).code).toBe(0);
+      expect((await tw.grex("add", "--ref", "v1", upstream.tools as string)).code).toBe(0);
+      const at = git(join(tw.ws, "tools"), "rev-parse", "HEAD");
+      const tagged = await tw.grex("sync", "--dry-run", "--json");
+      expect((tagged.json.packs as Array<{ message: string }>)[0]?.message).toBe(`up to date at ${at.slice(0, 7)} (v1)`);
+    } finally {
+      tw.cleanup();
+    }
     const r = await t.grex("sync", "--dry-run", "--ref", "nosuch", "declarative-basic", "--json");
     expect((r.json.packs as Array<{ message: string }>)[0]?.message).toContain("would fail: ref 'nosuch' not found");
   });
