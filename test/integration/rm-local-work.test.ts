@@ -53,6 +53,21 @@ describe("localWork() names each kind", () => {
     writeFileSync(join(dir, "debug.log"), "ignored\n");
     expect(await localWork(dir)).toEqual([]);
   });
+  test("a pack pinned to a tag or a sha (detached HEAD) has none; a repository with no remote has everything", async () => {
+    const up = t.repo("pinned", { "README.md": "p\n" });
+    git(up, "tag", "-a", "v1", "-m", "v1");
+    const first = git(up, "rev-parse", "HEAD");
+    t.commit(up, { "later.txt": "l\n" });
+    expect((await t.grex("add", "--ref", "v1", up)).code).toBe(0);
+    expect((await t.grex("add", "--ref", first, up, "by-sha")).code).toBe(0);
+    expect(await localWork(join(t.ws, "pinned"))).toEqual([]);
+    expect(await localWork(join(t.ws, "by-sha"))).toEqual([]);
+    const lone = t.repo("lone", { "x.txt": "x\n" });
+    const lost = (await localWork(lone)).join("\n");
+    expect(lost).toContain("commits on branch 'main'");
+    expect(lost).toContain("without an upstream: main");
+  });
+
   for (const k of KINDS) {
     test(k.kind, async () => {
       const dir = await addTools();
