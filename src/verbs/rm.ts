@@ -48,7 +48,7 @@ export const rmVerb = defineVerb({
     flags: [
       { flag: "--keep-files", description: "Leave the pack's directory on disk" },
       { flag: "--skip-teardown", description: "Do not undo the pack's setup" },
-      { flag: "--force", description: "Remove even when local-only work (changes, unpushed commits, stashes) would be lost" },
+      { flag: "--force", description: "Remove even when local-only work (changes, unpushed commits, stashes) would be lost, or teardown failed" },
     ],
   },
   async run(ctx, p, signal) {
