@@ -43,9 +43,10 @@ const GLOBAL_FLAGS: CliFlag[] = [
 
 /** `--no-clone` → `clone`, `--from-repos-json <file>` → `from_repos_json`. */
 export function flagParam(flag: CliFlag): string {
-  const long = flag.flag.split(/[ ,]+/).find((p) => p.startsWith("--")) ?? flag.flag;
-  return long.replace(/^--(no-)?/, "").replaceAll("-", "_");
+  return flagKey(flag.flag.split(/[ ,]+/).find((p) => p.startsWith("--")) ?? flag.flag);
 }
+
+const flagKey = (long: string) => long.replace(/^--(no-)?/, "").replaceAll("-", "_");
 
 const takesValue = (flag: CliFlag) => /[<[]/.test(flag.flag);
 
@@ -78,7 +79,7 @@ function verbosity(argv: string[]): number {
   return n;
 }
 
-function buildCli(): CAC {
+export function buildCli(): CAC {
   const cli = cac("grex");
   for (const f of GLOBAL_FLAGS) cli.option(f.flag, f.description);
   cli.help();
@@ -90,7 +91,7 @@ function buildCli(): CAC {
 }
 
 /** Map cac's parse into the verb's params object (snake_case keys, raw strings). */
-function collectParams(verb: VerbDef, args: readonly string[], options: Record<string, unknown>, argv: string[]) {
+export function collectParams(verb: VerbDef, args: readonly string[], options: Record<string, unknown>, argv: string[]) {
   const keys = new Set(Object.keys(verb.params.entries));
   const params: Record<string, unknown> = {};
   const rest = Array.isArray(options["--"]) ? (options["--"] as string[]) : [];
@@ -107,7 +108,9 @@ function collectParams(verb: VerbDef, args: readonly string[], options: Record<s
     const value = options[camel];
     if (value === undefined) continue;
     if (!takesValue(flag)) {
-      if (typeof value === "boolean") params[key] = value;
+      // normaliseSwitches lets only true/false through; mri leaves dashed names' values as strings.
+      const last = Array.isArray(value) ? value.at(-1) : value;
+      params[key] = last === true || last === "true";
       continue;
     }
     const long = flag.flag.split(/[ ,]+/).find((p) => p.startsWith("--")) as string;
@@ -135,6 +138,38 @@ function collectParams(verb: VerbDef, args: readonly string[], options: Record<s
   return params;
 }
 
+/** Long names of the switches (flags without a value) of every verb and the universal ones. */
+function booleanFlagNames(): Set<string> {
+  const names = new Set<string>();
+  const valued = new Set<string>();
+  for (const f of [...GLOBAL_FLAGS, ...VERBS.flatMap((v) => v.cli.flags)]) {
+    const long = f.flag.split(/[ ,]+/).find((p) => p.startsWith("--"));
+    if (long === undefined || long.startsWith("--no-")) continue;
+    (takesValue(f) ? valued : names).add(long);
+  }
+  for (const n of valued) names.delete(n);
+  return names;
+}
+
+/**
+ * `--dry-run` → `--dry-run=true` before cac sees it: cac hands mri camelCased
+ * boolean names while mri matches the dashed ones, so a dashed switch would
+ * otherwise take the next word as its value (`sync --dry-run tools` syncing all).
+ */
+export function normaliseSwitches(argv: string[]): string[] {
+  const switches = booleanFlagNames();
+  const end = argv.includes("--") ? argv.indexOf("--") : argv.length;
+  return argv.map((a, i) => {
+    if (i >= end) return a;
+    if (switches.has(a)) return `${a}=true`;
+    const eq = a.indexOf("=");
+    if (a.startsWith("--") && eq > 0 && switches.has(a.slice(0, eq)) && !["true", "false"].includes(a.slice(eq + 1))) {
+      throw usageError(`Flag ${a.slice(0, eq)} is true or false, got '${a.slice(eq + 1)}'.`, { field: flagKey(a.slice(0, eq)) });
+    }
+    return a;
+  });
+}
+
 export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promise<number> {
   const io = { ...defaultIO(), ...ioOverride };
   // Only grex's own flags count: what follows `--` belongs to a child command.
@@ -155,7 +190,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     console.info = (...parts: unknown[]) => io.stdout(`${parts.join(" ")}\n`);
     let parsed: ReturnType<CAC["parse"]>;
     try {
-      parsed = cli.parse(["grex", "grex", ...argv], { run: false });
+      parsed = cli.parse(["grex", "grex", ...normaliseSwitches(argv)], { run: false });
     } finally {
       console.info = info;
     }

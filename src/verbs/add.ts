@@ -2,16 +2,15 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
-import { GrexError, packOpError, usageError } from "../core/errors.ts";
-import { backendFor, transportOf } from "../core/git/backend.ts";
-import { updateIgnoreFile } from "../core/gitignore.ts";
-import { packIgnoreLines } from "../core/pack/x-gitignore.ts";
-import { tryAcquireWorkspaceLock, withBackendLock, withPackLock } from "../core/locks.ts";
-import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
+import { GrexError, usageError } from "../core/errors.ts";
+import { isGitRepo, originUrlSync, transportOf } from "../core/git/backend.ts";
+import { tryAcquireWorkspaceLock } from "../core/locks.ts";
+import { readManifest } from "../core/manifest.ts";
 import { isKnownPackType } from "../core/registry.ts";
-import { runSync } from "../core/sync/engine.ts";
+import { addAllOrNothing, planAdd } from "./add-steps.ts";
 import { PACK_ID_RE, dryRunParam } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
+import { StepSchema } from "./sync-shared.ts";
 import { defineVerb } from "./types.ts";
 
 /** Default path: the last URL segment without `.git` (works for URLs, scp-style and local paths). */
@@ -30,12 +29,18 @@ const Result = v.object({
   sha: v.nullable(v.string()),
   installed: v.boolean(),
   dry_run: v.boolean(),
+  /** Child packs (ids) the pack brought (or, in a dry run, would bring). */
+  children: v.array(v.string()),
+  /** The setup steps run (or, in a dry run, planned). */
+  steps: v.array(StepSchema),
+  /** An existing clone of the same URL (left by an interrupted add) was taken over instead of cloning. */
+  adopted: v.boolean(),
 });
 
 export const addVerb = defineVerb({
   name: "add",
   description:
-    "Register and clone a pack: clones the git repository at url into the workspace (path defaults to the last URL segment), records it in grex.jsonl, ignores it in .gitignore, then installs it (children and setup) unless install is false.",
+    "Register and clone a pack: clones the git repository at url into the workspace (path defaults to the last URL segment), validates its pack.yaml and children, installs it (children and setup) unless install is false, and only then records it in grex.jsonl and .gitignore. All or nothing: on any failure the clone is removed and its setup undone. A dry run clones into a temporary place, validates and plans, then removes it.",
   params: v.strictObject({
     url: v.pipe(v.string(), v.minLength(1, "is required")),
     path: v.optional(v.string()),
@@ -83,49 +88,40 @@ export const addVerb = defineVerb({
         });
       }
       const dir = join(ws.root, path);
-      if (existsSync(dir)) {
-        throw usageError(`${dir} already exists; register an existing clone with \`grex import --scan\` or pick another path.`, {
-          field: "path",
-        });
-      }
-      if (p.dry_run) {
-        return { id: path, type: p.type ?? "meta", path, url: url, ref: p.ref ?? null, sha: null, installed: false, dry_run: true };
-      }
-      progress(0, 1, `cloning ${url}`);
-      const backend = backendFor(url);
-      const head = await ctx.scheduler.withPermit(signal, () =>
-        withPackLock(ws, dir, signal, () =>
-          withBackendLock(ws, dir, signal, () => backend.clone(url, dir, { ref: p.ref ?? null, signal })),
-        ),
-      );
-      const { loadPackYaml } = await import("../core/pack/load.ts");
-      const manifest = await loadPackYaml(dir);
-      const type = manifest?.type ?? p.type ?? "meta";
-      await appendEvents(ws, [makeEvent("add", path, { url: url, path, type, ref: p.ref ?? null })], signal);
-      updateIgnoreFile(join(ws.root, ".gitignore"), path, packIgnoreLines(path, manifest));
-      let installed = false;
-      if (p.install) {
-        const report = await runSync(
-          ctx,
-          { mode: "sync", ids: [path], only: [], filter: undefined, ref: null, force: false, failFast: false, recursive: true, dryRun: false, lockHeld: true, allowOutsideHome: allowsOutsideHome(ctx, p) },
-          signal,
-          progress,
+      const adopted = existsSync(dir) && (await adoptable(dir, url));
+      if (existsSync(dir) && !adopted) {
+        throw usageError(
+          `${dir} already exists and is not a clean clone of ${url}; register an existing clone with \`grex import --scan\` or pick another path.`,
+          { field: "path" },
         );
-        const failed = report.packs.find((r) => r.result === "failed");
-        if (failed) {
-          throw packOpError(
-            `Pack '${path}' was cloned and registered, but installing ${failed.id} failed: ${failed.message.replace(/\.$/, "")}; fix it and run grex sync ${path}.`,
-          );
-        }
-        installed = true;
       }
-      return { id: path, type, path, url: url, ref: p.ref ?? null, sha: head.sha, installed, dry_run: false };
+      const spec = { ws, id: path, url, ref: p.ref ?? null, type: p.type, install: p.install, allowOutsideHome: allowsOutsideHome(ctx, p) };
+      if (p.dry_run) return { ...(await planAdd(ctx, spec, signal, progress)), adopted };
+      return { ...(await addAllOrNothing(ctx, { ...spec, dir, adopted }, signal, progress)), adopted };
     } finally {
       lock?.release();
     }
   },
   render(r) {
-    if (r.dry_run) return `would add ${r.id} from ${r.url}`;
-    return `added ${r.id} [${r.type}] at ${r.sha?.slice(0, 12)}${r.installed ? ", installed" : ""}`;
+    const lines = [
+      r.dry_run
+        ? `would add ${r.id} [${r.type}] from ${r.url} at ${r.sha?.slice(0, 12)}`
+        : `added ${r.id} [${r.type}] at ${r.sha?.slice(0, 12)}${r.installed ? ", installed" : ""}${r.adopted ? " (took over the existing clone)" : ""}`,
+    ];
+    if (r.children.length > 0) lines.push(`  children: ${r.children.join(", ")}`);
+    for (const s of r.steps) {
+      if (s.result === "would_perform_change" || s.result === "performed_change") lines.push(`  ${s.pack}: ${s.action}[${s.idx}] ${s.result}`);
+    }
+    return lines.join("\n");
   },
 });
+
+/** An existing directory is taken over when it is a clone of the same URL holding no local-only work. */
+async function adoptable(dir: string, url: string): Promise<boolean> {
+  if (!isGitRepo(dir)) return false;
+  const origin = originUrlSync(dir);
+  const key = (u: string) => u.replace(/\/+$/, "").replace(/\.git$/, "");
+  if (origin === null || key(origin) !== key(url)) return false;
+  const { localWork } = await import("../core/git/local-work.ts");
+  return (await localWork(dir)).length === 0;
+}

@@ -17,6 +17,9 @@ import { incompleteActions } from "../core/sync/engine.ts";
 import { interruptedPacks } from "../core/sync/install-state.ts";
 import type { Workspace } from "../core/workspace.ts";
 import { STATE_BLOCK_ID } from "./init.ts";
+import { trashDir, trashLeftovers, sweepTrash } from "../core/trash.ts";
+import { dryRunParam } from "./common.ts";
+import { graphProblems } from "./doctor-graph.ts";
 import { defineVerb } from "./types.ts";
 
 export const DOCTOR_CHECKS = [
@@ -58,6 +61,13 @@ const Result = v.object({
   ),
   fixed: v.array(v.string()),
   compacted: v.boolean(),
+  dry_run: v.boolean(),
+  /** Dry run with --fix: each repair that would be made. */
+  would_fix: v.array(v.string()),
+  /** With --compact: line counts before and after (in a dry run, what they would be). */
+  compaction: v.nullable(
+    v.object({ manifest_lines: v.tuple([v.number(), v.number()]), lockfile_lines: v.tuple([v.number(), v.number()]) }),
+  ),
 });
 
 interface Loaded {
@@ -161,6 +171,10 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
     const top = id.split("/")[0] as string;
     if (!state.has(top)) add("orphans", "warning", id, `lockfile entry '${id}' has no registered pack`, true);
   }
+  for (const left of trashLeftovers(ws)) {
+    add("orphans", "warning", null, `${join(trashDir(ws), left)} was left by an interrupted grex rm; grex doctor --fix (or the next rm) deletes it`, true);
+  }
+  for (const d of await graphProblems(ws, state, lock)) add("pack-schema", "error", d.pack, d.detail);
   for (const entry of readdirSync(ws.root, { withFileTypes: true })) {
     if (!entry.isDirectory() || entry.name.startsWith(".") || state.has(entry.name)) continue;
     if (isGitRepo(join(ws.root, entry.name))) {
@@ -203,6 +217,20 @@ function lintPack(name: string, dir: string, actions: number, add: (c: Check, s:
   if (actions > 50) add("pack-schema", "warning", name, `pack '${name}' declares ${actions} actions; split it into child packs`);
 }
 
+/** What fix() would do for these findings, one line per repair. */
+function plannedFixes(findings: Finding[]): string[] {
+  return findings
+    .filter((f) => f.auto_fixable)
+    .map((f) => {
+      const what = f.check === "gitignore-sync" ? "rewrite the .gitignore block" : f.check === "stale-locks" ? "remove the stale lock" : "remove the leftover";
+      return `${f.check}${f.pack ? ` [${f.pack}]` : ""}: ${what} (${f.detail})`;
+    });
+}
+
+function lineCount(path: string): number {
+  return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0;
+}
+
 /** Heal what is safe: ignore blocks, stale locks, orphan lock entries. */
 async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<string[]> {
   const fixed: string[] = [];
@@ -229,6 +257,7 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
     removeStaleLocks(ws);
     fixed.push("stale-locks");
   }
+  if (fixable.has("orphans") && sweepTrash(ws).length > 0) fixed.push("trash");
   if (fixable.has("orphans")) {
     const current = readLockfile(ws); // read again: the conversion above may have rewritten it
     const keep = [...current.values()].filter((e) => loaded.state.has(e.id.split("/")[0] as string));
@@ -251,6 +280,7 @@ export const doctorVerb = defineVerb({
     fix: v.optional(v.boolean(), false),
     compact: v.optional(v.boolean(), false),
     lint_config: v.optional(v.boolean(), false),
+    dry_run: dryRunParam,
   }),
   result: Result,
   readOnly: true,
@@ -270,16 +300,26 @@ export const doctorVerb = defineVerb({
     const ws = ctx.workspace();
     let { findings, loaded } = await diagnose(ws, p.lint_config, ctx.warn);
     const fixed: string[] = [];
-    if (p.fix && loaded) {
+    const wouldFix = p.fix && loaded && p.dry_run ? plannedFixes(findings) : [];
+    if (p.fix && loaded && !p.dry_run) {
       fixed.push(...(await fix(ws, findings, loaded)));
       ({ findings, loaded } = await diagnose(ws, p.lint_config, ctx.warn));
     }
     let compacted = false;
+    let compaction: { manifest_lines: [number, number]; lockfile_lines: [number, number] } | null = null;
     if (p.compact && loaded && !findings.some((f) => f.severity === "error" && f.check.endsWith("-schema"))) {
-      await convertRustWorkspace(ws); // a Rust-format file gets its backup before compaction rewrites it
-      await compactManifest(ws);
-      await writeLockfile(ws, readLockfile(ws, { warn: ctx.warn }).values());
-      compacted = true;
+      if (p.dry_run) {
+        const lock = readLockfile(ws, { warn: ctx.warn });
+        compaction = { manifest_lines: [loaded.events.length, loaded.state.size], lockfile_lines: [lineCount(ws.lockPath), lock.size] };
+      } else {
+        await convertRustWorkspace(ws); // a Rust-format file gets its backup before compaction rewrites it
+        const lock = readLockfile(ws, { warn: ctx.warn });
+        const lockLines = [lineCount(ws.lockPath), lock.size] as [number, number];
+        const m = await compactManifest(ws);
+        await writeLockfile(ws, lock.values());
+        compaction = { manifest_lines: [m.linesBefore, m.linesAfter], lockfile_lines: lockLines };
+        compacted = true;
+      }
     }
     // Every check appears: the ones with nothing to say as `ok`.
     for (const check of DOCTOR_CHECKS) {
@@ -288,7 +328,16 @@ export const doctorVerb = defineVerb({
     findings.sort((a, b) => DOCTOR_CHECKS.indexOf(a.check) - DOCTOR_CHECKS.indexOf(b.check));
     const sev = worst(findings);
     const integrity = findings.some((f) => f.severity === "error" && (f.check === "manifest-schema" || f.check === "lockfile-schema"));
-    return { exit_code: integrity ? 3 : sev === "ok" ? 0 : 7, worst_severity: sev, findings, fixed, compacted };
+    return {
+      exit_code: integrity ? 3 : sev === "ok" ? 0 : 7,
+      worst_severity: sev,
+      findings,
+      fixed,
+      compacted,
+      dry_run: p.dry_run,
+      would_fix: wouldFix,
+      compaction,
+    };
   },
   failure(r) {
     if (r.exit_code === 0) return undefined;
@@ -300,7 +349,12 @@ export const doctorVerb = defineVerb({
     const icon = (s: Severity) => (style.plain ? s.padEnd(7) : s === "ok" ? "✓" : s === "warning" ? "!" : "✗");
     const lines = r.findings.map((f) => `${icon(f.severity)} ${f.check}${f.pack ? ` [${f.pack}]` : ""}${f.severity === "ok" ? "" : `: ${f.detail}`}${f.auto_fixable ? " (fixable)" : ""}`);
     if (r.fixed.length) lines.push(`fixed: ${r.fixed.join(", ")}`);
-    if (r.compacted) lines.push("compacted grex.jsonl and grex.lock.jsonl");
+    for (const f of r.would_fix) lines.push(`would fix: ${f}`);
+    if (r.compaction) {
+      const [m0, m1] = r.compaction.manifest_lines;
+      const [l0, l1] = r.compaction.lockfile_lines;
+      lines.push(`${r.compacted ? "compacted" : "would compact"} grex.jsonl ${m0} → ${m1} lines, grex.lock.jsonl ${l0} → ${l1} lines`);
+    }
     return lines.join("\n");
   },
 });

@@ -5,7 +5,7 @@ import { packOpError, throwIfAborted, usageError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
 import { loadWorkspaceView } from "../core/packs.ts";
 import { mapBounded } from "../core/scheduler.ts";
-import { filterParam, parallelParam } from "./common.ts";
+import { dryRunParam, filterParam, parallelParam } from "./common.ts";
 import { defineVerb } from "./types.ts";
 
 /** Captured output per stream is capped so one chatty pack cannot exhaust memory. */
@@ -44,10 +44,15 @@ export const execVerb = defineVerb({
     cmd: v.pipe(v.string(), v.minLength(1, "is required")),
     args: v.optional(v.array(v.string()), []),
     shell: v.optional(v.boolean(), false),
+    dry_run: dryRunParam,
     filter: filterParam,
     parallel: parallelParam,
   }),
-  result: v.object({ results: v.array(ResultRow) }),
+  result: v.object({
+    results: v.array(ResultRow),
+    /** Dry run: the command each pack would run (argv and directory); nothing is run. */
+    planned: v.optional(v.array(v.object({ pack: v.string(), dir: v.string(), argv: v.array(v.string()) }))),
+  }),
   readOnly: false,
   destructive: true,
   mcp: true,
@@ -65,6 +70,7 @@ export const execVerb = defineVerb({
     const keep = parseFilter(p.filter);
     const packs = view.packs.filter((n) => keep(n) && existsSync(n.dir));
     const argv = p.shell ? ["/bin/sh", "-c", p.cmd] : [p.cmd, ...p.args];
+    if (p.dry_run) return { results: [], planned: packs.map((pack) => ({ pack: pack.id, dir: pack.dir, argv })) };
     const live = ctx.live;
     let done = 0;
     const results = await mapBounded(packs, p.parallel ?? 0, signal, (pack) =>
@@ -107,6 +113,10 @@ export const execVerb = defineVerb({
     return packOpError(`The command failed in ${bad.length} of ${r.results.length} packs (first: ${bad[0]?.pack}, exit ${bad[0]?.exit}).`);
   },
   render(r, _p, style) {
+    if (r.planned) {
+      if (r.planned.length === 0) return "No packs matched.";
+      return r.planned.map((x) => `[${x.pack}] would run ${x.argv.map((a) => JSON.stringify(a)).join(" ")} in ${x.dir}`).join("\n");
+    }
     if (r.results.length === 0) return "No packs matched.";
     const out: string[] = [];
     for (const x of r.results) {

@@ -53,7 +53,12 @@ export const initVerb = defineVerb({
       : updateIgnoreFile(gitignore, STATE_BLOCK_ID, STATE_IGNORE_LINES);
     if (needsBlock) created.push(".gitignore");
     let cloned: string[] = [];
-    if (params.clone && !params.dry_run && created.length < 2) {
+    if (params.clone && params.dry_run && created.length < 2) {
+      // What a real run would clone: registered top-level packs missing on disk.
+      const { readManifest } = await import("../core/manifest.ts");
+      const { state } = await readManifest(ws, { warn: ctx.warn });
+      cloned = [...state.values()].filter((p) => !existsSync(join(root, p.path))).map((p) => p.id);
+    } else if (params.clone && created.length < 2) {
       // Pre-existing manifest: bring missing packs onto disk like `grex sync` would.
       const { cloneMissing } = await import("../core/sync/engine.ts");
       cloned = await cloneMissing(ctx, ws, signal, progress);
@@ -62,8 +67,8 @@ export const initVerb = defineVerb({
   },
   render(r) {
     const lines = [`Workspace ${r.workspace}${r.dry_run ? " (dry run)" : ""}`];
-    lines.push(r.created.length ? `created: ${r.created.join(", ")}` : "already initialised");
-    if (r.cloned.length) lines.push(`cloned: ${r.cloned.join(", ")}`);
+    lines.push(r.created.length ? `${r.dry_run ? "would create" : "created"}: ${r.created.join(", ")}` : "already initialised");
+    if (r.cloned.length) lines.push(`${r.dry_run ? "would clone" : "cloned"}: ${r.cloned.join(", ")}`);
     return lines.join("\n");
   },
 });

@@ -3,11 +3,12 @@ import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { packOpError, toGrexError, usageError } from "../core/errors.ts";
-import { backendFor, isGitRepo } from "../core/git/backend.ts";
+import { describeLocalWork, findLocalWork } from "../core/git/local-work.ts";
 import { updateIgnoreFile } from "../core/gitignore.ts";
 import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks.ts";
 import { readLockfile, writeLockfile } from "../core/lockfile.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
+import { moveToTrash, sweepTrash, trashDir, trashedId } from "../core/trash.ts";
 import { dryRunParam } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { defineVerb } from "./types.ts";
@@ -19,12 +20,18 @@ const Result = v.object({
   teardown: v.picklist(["ok", "skipped", "failed"]),
   dry_run: v.boolean(),
   steps: v.array(v.record(v.string(), v.unknown())),
+  /** Child packs removed with it (ids). */
+  children: v.array(v.string()),
+  /** Directories deleted (or, in a dry run, that would be). */
+  deleted: v.array(v.string()),
+  /** Local-only work deleted because of --force, one entry per repository. */
+  discarded: v.array(v.string()),
 });
 
 export const rmVerb = defineVerb({
   name: "rm",
   description:
-    "Unregister a pack: runs its teardown (children first, unless skip_teardown), records the removal in grex.jsonl, drops its .gitignore block and deletes its directory (unless keep_files). Refuses a pack with uncommitted changes unless force.",
+    "Unregister a pack: runs its teardown (children first, unless skip_teardown), records the removal in grex.jsonl, drops its .gitignore block and deletes its directory (unless keep_files). Refuses when the pack or a child holds work that exists only here (uncommitted or untracked files, unpushed commits, stashes, branches without upstream) unless force.",
   params: v.strictObject({
     id: v.pipe(v.string(), v.minLength(1, "is required")),
     keep_files: v.optional(v.boolean(), false),
@@ -44,7 +51,7 @@ export const rmVerb = defineVerb({
     flags: [
       { flag: "--keep-files", description: "Leave the pack's directory on disk" },
       { flag: "--skip-teardown", description: "Do not undo the pack's setup" },
-      { flag: "--force", description: "Remove even with uncommitted changes" },
+      { flag: "--force", description: "Remove even when local-only work (changes, unpushed commits, stashes) would be lost, or teardown failed" },
       allowOutsideHomeFlag,
     ],
   },
@@ -52,32 +59,43 @@ export const rmVerb = defineVerb({
     const ws = ctx.workspace();
     const lock = p.dry_run ? null : tryAcquireWorkspaceLock(ws, "rm");
     try {
+      // What an interrupted rm left behind goes first: it was already unregistered or checked.
+      const swept = p.dry_run ? [] : sweepTrash(ws);
+      for (const left of swept) ctx.debug(1, `swept ${left} from an interrupted rm`);
       const { state } = await readManifest(ws, { warn: ctx.warn });
       const pack = state.get(p.id);
+      const finished = swept.filter((name) => trashedId(name) === p.id);
+      if (!pack && finished.length > 0) {
+        // The same rm, interrupted after its record: only the deletion was left, and is now done.
+        const deleted = finished.map((name) => join(trashDir(ws), name));
+        return { id: p.id, removed: true, files_deleted: true, teardown: "skipped" as const, dry_run: false, steps: [], children: [], deleted, discarded: [] };
+      }
       if (!pack) throw usageError(`No pack '${p.id}' is registered in ${ws.manifestPath}; see \`grex ls\`.`, { field: "id" });
       const dir = join(ws.root, pack.path);
       const lockEntries = readLockfile(ws, { warn: ctx.warn });
-      const subtree = [...lockEntries.keys()].filter((id) => id === p.id || id.startsWith(`${p.id}/`));
       const onDisk = existsSync(dir);
-      if (onDisk && !p.force && !p.keep_files) {
-        // Deleting files is what loses work: check the pack and every child repo in it.
-        for (const id of [p.id, ...subtree.filter((id) => id !== p.id)]) {
-          const d = join(ws.root, id);
-          if (isGitRepo(d) && (await backendFor(pack.url).isDirty(d))) {
-            throw packOpError(`Pack '${id}' has uncommitted changes in ${d}; commit or stash them, or pass --force to delete anyway.`);
-          }
+      const children = await childrenOf(p.id, dir, lockEntries.keys());
+      let discarded: string[] = [];
+      if (onDisk && !p.keep_files) {
+        // Deleting files is what loses work: check the pack and every child repository in it.
+        const found = await findLocalWork([{ id: p.id, dir }, ...children.filter((c) => existsSync(c.dir))]);
+        if (found.length > 0 && !p.force) {
+          throw packOpError(
+            `Refusing to delete work that exists only here: ${describeLocalWork(found)}; push or stash-and-push it, pass --keep-files to unregister only, or --force to delete it anyway.`,
+          );
         }
+        discarded = found.map((f) => `${f.id}: ${f.lost.join("; ")}`);
+        if (found.length > 0) ctx.warn(`--force: deleting work that exists only here: ${describeLocalWork(found)}`);
       }
-      if (p.dry_run) {
-        return { id: p.id, removed: false, files_deleted: false, teardown: p.skip_teardown || !onDisk ? "skipped" as const : "ok" as const, dry_run: true, steps: [] };
-      }
+      const deleted = onDisk && !p.keep_files ? [dir] : [];
+      const base = { id: p.id, children: children.map((c) => c.id), deleted, discarded };
       let teardown: "ok" | "skipped" | "failed" = "skipped";
       let steps: Record<string, unknown>[] = [];
       if (!p.skip_teardown && onDisk) {
         const { teardownPack } = await import("../core/packtypes/index.ts");
         try {
           const r = await withPackLock(ws, dir, signal, () =>
-            teardownPack({ ws, id: p.id, dir, type: pack.type, env: ctx.env, signal, dryRun: false, allowOutsideHome: allowsOutsideHome(ctx, p) }),
+            teardownPack({ ws, id: p.id, dir, type: pack.type, env: ctx.env, signal, dryRun: p.dry_run, allowOutsideHome: allowsOutsideHome(ctx, p) }),
           );
           steps = r.steps.map((s) => ({ ...s }));
           teardown = r.failed ? "failed" : "ok";
@@ -87,26 +105,70 @@ export const rmVerb = defineVerb({
           ctx.warn(`teardown of '${p.id}' failed: ${e.message}`);
           teardown = "failed";
         }
-        if (teardown === "failed" && !p.force) {
+        if (teardown === "failed" && !p.force && !p.dry_run) {
           throw packOpError(`Teardown of '${p.id}' failed, so it stays registered; fix the cause or pass --force (or --skip-teardown).`);
         }
       }
-      await appendEvents(ws, [makeEvent("rm", p.id, {})], signal);
-      for (const id of subtree) lockEntries.delete(id);
+      if (p.dry_run) return { ...base, removed: false, files_deleted: false, teardown, dry_run: true, steps };
+      // Crash-safe order: the directory leaves in one rename, then the records,
+      // and the rm event last (the commit point); a re-run finishes any of it.
+      const trashed = deleted.length > 0 ? moveToTrash(ws, dir, p.id) : null;
+      for (const c of children) lockEntries.delete(c.id);
+      lockEntries.delete(p.id);
       await writeLockfile(ws, lockEntries.values());
       updateIgnoreFile(join(ws.root, ".gitignore"), p.id, null);
-      let filesDeleted = false;
-      if (onDisk && !p.keep_files) {
-        rmSync(dir, { recursive: true, force: true });
-        filesDeleted = true;
-      }
-      return { id: p.id, removed: true, files_deleted: filesDeleted, teardown, dry_run: false, steps };
+      await appendEvents(ws, [makeEvent("rm", p.id, {})], signal);
+      if (deleted.length > 0) rmSync(trashed ?? dir, { recursive: true, force: true });
+      return { ...base, removed: true, files_deleted: deleted.length > 0, teardown, dry_run: false, steps };
     } finally {
       lock?.release();
     }
   },
   render(r) {
-    if (r.dry_run) return `would remove ${r.id}`;
-    return `removed ${r.id} (teardown ${r.teardown}${r.files_deleted ? ", files deleted" : ", files kept"})`;
+    const lines = [
+      r.dry_run
+        ? `would remove ${r.id}`
+        : `removed ${r.id} (teardown ${r.teardown}${r.files_deleted ? ", files deleted" : ", files kept"})`,
+    ];
+    for (const s of r.steps) {
+      if (s.result !== "would_perform_change" && s.result !== "performed_change") continue;
+      lines.push(`  ${r.dry_run ? "would undo" : "undid"} ${String(s.pack)}: ${String(s.action)}[${String(s.idx)}] ${describeDetails(s.details)}`);
+    }
+    if (r.children.length > 0) lines.push(`  children: ${r.children.join(", ")}`);
+    for (const d of r.deleted) lines.push(`  ${r.dry_run ? "would delete" : "deleted"} ${d}`);
+    for (const d of r.discarded) lines.push(`  discarded (--force) ${d}`);
+    return lines.join("\n");
   },
 });
+
+function describeDetails(details: unknown): string {
+  if (typeof details !== "object" || details === null) return "";
+  return Object.entries(details)
+    .filter(([k]) => k !== "teardown")
+    .map(([k, val]) => `${k}=${typeof val === "string" ? val : JSON.stringify(val)}`)
+    .join(" ");
+}
+
+/** Child packs inside `dir`: those recorded in the lockfile, and those its pack.yaml files declare. */
+async function childrenOf(id: string, dir: string, recorded: Iterable<string>): Promise<Array<{ id: string; dir: string }>> {
+  const out = new Map<string, string>();
+  for (const r of recorded) if (r.startsWith(`${id}/`)) out.set(r, join(dir, r.slice(id.length + 1)));
+  const { loadPackYaml } = await import("../core/pack/load.ts");
+  const walk = async (pid: string, pdir: string, depth: number) => {
+    if (depth > 32) return;
+    let children: Array<{ path: string }> = [];
+    try {
+      children = (await loadPackYaml(pdir))?.children ?? [];
+    } catch {
+      return; // an unreadable pack.yaml: the lockfile's record is what is known
+    }
+    for (const c of children) {
+      const cid = `${pid}/${c.path}`;
+      const cdir = join(pdir, c.path);
+      out.set(cid, cdir);
+      if (existsSync(cdir)) await walk(cid, cdir, depth + 1);
+    }
+  };
+  if (existsSync(dir)) await walk(id, dir, 0);
+  return [...out].map(([cid, cdir]) => ({ id: cid, dir: cdir })).sort((a, b) => a.id.localeCompare(b.id));
+}

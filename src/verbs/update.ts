@@ -49,12 +49,11 @@ export const updateVerb = defineVerb({
     }
     const lock = p.dry_run ? null : tryAcquireWorkspaceLock(ws, "update");
     try {
-      if (p.ref !== undefined && !p.dry_run) {
+      if (p.ref !== undefined) {
         const { state } = await readManifest(ws, { warn: ctx.warn });
         for (const id of p.ids) {
           if (!state.has(id)) throw usageError(`No pack '${id}' is registered; see \`grex ls\`.`, { field: "ids" });
         }
-        await appendEvents(ws, p.ids.map((id) => makeEvent("update", id, { ref: p.ref ?? null })), signal);
       }
       const report = await runSync(
         ctx,
@@ -75,6 +74,11 @@ export const updateVerb = defineVerb({
         signal,
         progress,
       );
+      // The new pin is recorded only for packs that reached it; the others keep their old pin.
+      const pinned = p.ref === undefined || p.dry_run ? [] : report.packs.filter((r) => p.ids.includes(r.id) && r.result === "ok");
+      if (pinned.length > 0) await appendEvents(ws, pinned.map((r) => makeEvent("update", r.id, { ref: p.ref ?? null })), signal);
+      const unpinned = (r: { id: string; result: string }) =>
+        p.ref !== undefined && !p.dry_run && p.ids.includes(r.id) && r.result !== "ok";
       return {
         verb: "update" as const,
         dry_run: p.dry_run,
@@ -84,7 +88,7 @@ export const updateVerb = defineVerb({
           reinstalled: r.reinstalled,
           reason: r.reason === "never-installed" ? ("hash-changed" as const) : r.reason,
           result: r.result,
-          message: r.message,
+          message: unpinned(r) ? `${r.message.replace(/\.$/, "")}; the pin to '${p.ref}' was not recorded` : r.message,
         })),
       };
     } finally {

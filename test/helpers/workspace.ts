@@ -133,3 +133,8 @@ export function snapshot(dir: string): Record<string, string> {
   walk("");
   return out;
 }
+
+/** snapshot() without grex's runtime state (.grex/.state: locks, caches), which a dry run may change. */
+export function userSnapshot(dir: string): Record<string, string> {
+  return Object.fromEntries(Object.entries(snapshot(dir)).filter(([p]) => p !== ".grex/.state" && !p.startsWith(".grex/.state/")));
+}

@@ -143,16 +143,21 @@ describe("failure and rollback", () => {
     await fresh();
     expect((await t.grex("add", t.repo("declarative-basic"))).code).toBe(0);
     const healthy = snapshot(t.home);
-    const add = await t.grex("add", t.repo("failing-third"), "--json");
+    const failing = t.repo("failing-third");
+    const add = await t.grex("add", failing, "--json");
     expect(add.code).toBe(4);
     expect(existsSync(join(t.home, ".failing"))).toBe(false);
     expect(snapshot(t.home)).toEqual(healthy); // .bashrc back to declarative-basic's block only
+    // A failed add adds nothing; registered without install, the failure shows in sync.
+    expect(existsSync(join(t.ws, "failing-third"))).toBe(false);
+    expect((await t.grex("add", failing, "--no-install")).code).toBe(0);
+    const sync = await t.grex("sync", "--json");
+    expect(snapshot(t.home)).toEqual(healthy);
     const log = readFileSync(join(t.ws, "grex.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
     const halted = log.find((e) => e.op === "action_halted" && e.id === "failing-third");
     expect(halted).toMatchObject({ action: "exec", idx: 2 });
     expect(halted.reason).toContain("exited 3");
     expect(halted.stderr).toContain("boom");
-    const sync = await t.grex("sync", "--json");
     expect(sync.code).toBe(4);
     const results = Object.fromEntries((sync.json.packs as Array<{ id: string; result: string }>).map((p) => [p.id, p.result]));
     expect(results).toEqual({ "declarative-basic": "ok", "failing-third": "failed" });

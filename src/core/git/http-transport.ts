@@ -8,18 +8,18 @@ import { loadGit, loadHttp } from "./iso.ts";
 import { deleteRefSync } from "./refs.ts";
 import { type FetchResult, pickDefaultBranch, planRefs, REMOTE, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
 
-export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal): Promise<FetchResult> {
+/** The refs an http(s) remote advertises: one GET, no objects. */
+export async function listHttpRefs(url: string, signal: AbortSignal): Promise<{ remote: RemoteRefs; hasHead: boolean }> {
   throwIfAborted(signal);
   const git = await loadGit();
   const http = await loadHttp(signal);
-  let remote: RemoteRefs;
-  let hasHead = false;
   try {
     const refs = await git.listServerRefs({ http, url, protocolVersion: 1, symrefs: true });
     const branches = new Map<string, string>();
     const tags = new Map<string, string>();
     let headTarget: string | null = null;
     let headOid: string | null = null;
+    let hasHead = false;
     for (const r of refs) {
       if (r.ref === "HEAD") {
         hasHead = true;
@@ -28,10 +28,17 @@ export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal
       } else if (r.ref.startsWith("refs/heads/")) branches.set(r.ref.slice(11), r.oid);
       else if (r.ref.startsWith("refs/tags/") && !r.ref.endsWith("^{}")) tags.set(r.ref.slice(10), r.oid);
     }
-    remote = { branches, tags, defaultBranch: pickDefaultBranch(branches, headTarget, headOid) };
+    return { remote: { branches, tags, defaultBranch: pickDefaultBranch(branches, headTarget, headOid) }, hasHead };
   } catch (err) {
     throw transportError(url, err);
   }
+}
+
+export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal): Promise<FetchResult> {
+  throwIfAborted(signal);
+  const git = await loadGit();
+  const http = await loadHttp(signal);
+  const { remote, hasHead } = await listHttpRefs(url, signal);
   throwIfAborted(signal);
   const plan = planRefs(gitdir, remote);
   if (plan.writes.length === 0 && plan.prunes.length === 0) {

@@ -10,7 +10,7 @@ import { deleteRefSync, readSymref } from "./refs.ts";
 import { pickDefaultBranch, planRefs, REMOTE, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
 import { join } from "node:path";
 
-async function runGit(args: string[], url: string, signal: AbortSignal, cwd?: string): Promise<string> {
+export async function runGit(args: string[], url: string, signal: AbortSignal, cwd?: string): Promise<string> {
   throwIfAborted(signal);
   const exe = Bun.which("git", { PATH: process.env.PATH ?? "" });
   if (!exe) {

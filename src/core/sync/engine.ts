@@ -41,6 +41,10 @@ export interface SyncOptions {
   lockHeld?: boolean;
   /** The user's --allow-outside-home (CLI only): actions may touch paths outside HOME this run. */
   allowOutsideHome?: boolean;
+  /** A pack being added: part of this run as if registered, its clone at `dir` (`add`). */
+  pending?: { entry: PackEntry; dir: string };
+  /** Leave the records (events, lockfile, ignore blocks) to the caller: report.record() (`add`, after it registered). */
+  deferRecord?: boolean;
 }
 
 export interface PackReport {
@@ -60,6 +64,8 @@ export interface SyncReport {
   halted: { pack: string; action: string; idx: number; reason: string } | null;
   warnings: string[];
   summary: { total: number; ok: number; skipped: number; dirty: number; failed: number };
+  /** With deferRecord: writes what this run did. */
+  record?: () => Promise<void>;
 }
 
 /** Report `action_started` brackets that never closed (a crash mid-action). */
@@ -83,7 +89,7 @@ function selectRoots(ws: Workspace, state: Map<string, PackEntry>, opts: SyncOpt
       newNode({
         id: p.id,
         path: p.path,
-        dir: join(ws.root, p.path),
+        dir: opts.pending?.entry.id === p.id ? opts.pending.dir : join(ws.root, p.path),
         url: p.url,
         ref: opts.ref ?? p.ref,
         recordedType: p.type,
@@ -122,7 +128,8 @@ async function syncLocked(
     warnings.push(m);
     ctx.warn(m);
   };
-  const { events, state } = await readManifest(ws, { warn, keepEvents: true });
+  const { events, state: registered } = await readManifest(ws, { warn, keepEvents: true });
+  const state = opts.pending ? new Map([...registered, [opts.pending.entry.id, opts.pending.entry]]) : registered;
   for (const w of incompleteActions(events)) warn(w);
   const previous = readLockfile(ws, { warn });
   const interrupted = interruptedPacks(events);
@@ -231,13 +238,14 @@ async function syncLocked(
     }
   }
 
-  if (!opts.dryRun) await recordResults(ws, nodes, previous, reasons, warn, signal, installErrors, pruned);
+  const record = () => recordResults(ws, nodes, previous, reasons, warn, signal, installErrors, pruned);
+  if (!opts.dryRun && !opts.deferRecord) await record();
 
   const packs: PackReport[] = nodes.map((n) => ({
     id: n.id,
     result: n.outcome,
     sha_before: n.shaBefore,
-    sha_after: n.head?.sha ?? null,
+    sha_after: n.wouldMoveTo ?? n.head?.sha ?? null,
     message: n.message,
     reinstalled: reasons.get(n.id)?.reinstalled ?? false,
     reason: reasons.get(n.id)?.reason ?? "none",
@@ -253,6 +261,7 @@ async function syncLocked(
     halted,
     warnings,
     summary: { total: packs.length, ok: count("ok"), skipped: count("skipped"), dirty: count("dirty"), failed: count("failed") },
+    ...(opts.deferRecord ? { record } : {}),
   };
 }
 

@@ -3,6 +3,7 @@
 // work that exists only locally (then keep it and warn), and forget them: lock
 // entries and the parent's exclude block go, so `status` and `ls` stop listing them.
 import type { Confinement } from "../confine.ts";
+import { localWork } from "../git/local-work.ts";
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Step } from "../actions/types.ts";
@@ -15,11 +16,11 @@ import type { Workspace } from "../workspace.ts";
 import type { TreeNode } from "./tree.ts";
 
 /**
- * Whether `dir` holds work that deleting it would lose. The one place prune
- * asks; today it is the dirty check (uncommitted or untracked files).
+ * Whether `dir` holds work that deleting it would lose (the same guard as
+ * `grex rm`: changes, unpushed commits, stashes, branches without upstream).
  */
 export async function hasLocalWork(dir: string): Promise<boolean> {
-  return isGitRepo(dir) && (await backendFor(dir).isDirty(dir));
+  return (await localWork(dir)).length > 0;
 }
 
 export interface Pruned {

@@ -31,6 +31,8 @@ export interface TreeNode {
   head: HeadInfo | null;
   /** The clone happened in this run. */
   cloned: boolean;
+  /** Dry run: the commit (or tag object) the remote would move this pack to. */
+  wouldMoveTo?: string;
   children: TreeNode[];
 }
 
@@ -189,7 +191,7 @@ async function updateExisting(node: TreeNode, opts: FetchOptions, backend: Retur
     return;
   }
   if (opts.dryRun) {
-    node.message = `would fetch and move to ${node.ref ?? "the remote HEAD"}`;
+    await (await import("./preview.ts")).previewMove(node, opts.signal);
     return;
   }
   await withBackendLock(opts.ws, node.dir, opts.signal, async () => {
