@@ -9,7 +9,10 @@ import { VERBS } from "../verbs/index.ts";
 import { failureDocument, toJsonDocument } from "../verbs/serialize.ts";
 import type { CliFlag, VerbDef } from "../verbs/types.ts";
 import { parseParams } from "../verbs/validate.ts";
+import { runBuiltin } from "./builtins.ts";
+import { unknownVerb } from "./help.ts";
 import { makeProgress, renderResult } from "./output.ts";
+import { explainUnknownOption, moveCommandAfterDashes } from "./suggest.ts";
 
 export interface CliIO {
   stdout(text: string): void;
@@ -144,11 +147,13 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
   const pretty = !json && !plain;
   const verbose = verbosity(argv);
   let verbName = "grex";
-  if (beforeDashes.includes("--version")) {
+  if (beforeDashes.includes("--version") || beforeDashes.includes("-V")) {
     io.stdout(`grex ${pkg.version}\n`);
     return 0;
   }
   try {
+    const builtin = await runBuiltin(argv, io, GLOBAL_FLAGS);
+    if (builtin !== undefined) return builtin;
     const cli = buildCli();
     // cac prints help and version with console.info; route them through our stdout.
     const info = console.info;
@@ -156,6 +161,9 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     let parsed: ReturnType<CAC["parse"]>;
     try {
       parsed = cli.parse(["grex", "grex", ...argv], { run: false });
+      // `grex exec -- git log -1` means `grex exec git -- log -1`.
+      const moved = moveCommandAfterDashes(argv, parsed.args, cli.matchedCommand?.name, VERBS);
+      if (moved) parsed = cli.parse(["grex", "grex", ...(argv = moved)], { run: false });
     } finally {
       console.info = info;
     }
@@ -164,11 +172,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     const command = cli.matchedCommand;
     if (!command) {
       const first = parsed.args[0];
-      throw usageError(
-        first === undefined
-          ? "No verb given; run `grex --help` to see the verbs."
-          : `Unknown verb '${first}'; run \`grex --help\` to see the verbs.`,
-      );
+      throw first === undefined ? usageError("No verb given; run `grex help` to see the verbs.") : unknownVerb(String(first));
     }
     verbName = command.name;
     const verb = VERBS.find((v) => v.name === command.name) as VerbDef;
@@ -179,6 +183,8 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     } catch (err) {
       // cac's wording, made into one sentence that names the verb and the way out.
       const msg = (err instanceof Error ? err.message : String(err)).replace(/\.$/, "");
+      const unknown = explainUnknownOption(msg, argv, verb, GLOBAL_FLAGS);
+      if (unknown) throw unknown;
       const what = msg.startsWith("missing required args")
         ? `Missing a required argument: the usage is \`grex ${command.rawName}\``
         : msg.startsWith("Unused args: ")

@@ -46,6 +46,11 @@ export const addVerb = defineVerb({
   readOnly: false,
   destructive: false,
   mcp: true,
+  examples: [
+    "grex add https://github.com/you/dotfiles",
+    "grex add git@github.com:you/tools.git tools/mine --ref v1.2.0",
+    "grex add ../local-repo vendor/local --no-install",
+  ],
   cli: {
     args: "<url> [path]",
     positionals: ["url", "path"],

@@ -220,6 +220,7 @@ export const doctorVerb = defineVerb({
   destructive: false,
   mcp: true,
   cliOnly: ["fix", "compact"],
+  examples: ["grex doctor", "grex doctor --fix", "grex doctor --compact"],
   cli: {
     args: "",
     positionals: [],

@@ -79,6 +79,11 @@ export const importVerb = defineVerb({
   destructive: false,
   mcp: true,
   fileParams: ["from_repos_json"],
+  examples: [
+    "grex import --scan",
+    "grex import --from-repos-json REPOS.json",
+    "grex import --scan --default-type declarative",
+  ],
   cli: {
     args: "",
     positionals: [],

@@ -31,6 +31,7 @@ export const lsVerb = defineVerb({
   readOnly: true,
   destructive: false,
   mcp: true,
+  examples: ["grex ls", "grex ls --tree", "grex ls --long --filter 'tools/*'"],
   cli: {
     args: "",
     positionals: [],

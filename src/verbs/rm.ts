@@ -35,6 +35,7 @@ export const rmVerb = defineVerb({
   readOnly: false,
   destructive: true,
   mcp: true,
+  examples: ["grex rm dotfiles", "grex rm tools/mine --keep-files", "grex rm scratch --force --skip-teardown"],
   cli: {
     args: "<id>",
     positionals: ["id"],

@@ -22,6 +22,7 @@ export const runVerb = defineVerb({
   readOnly: false,
   destructive: true,
   mcp: true,
+  examples: ["grex run symlink", "grex run exec --filter dotfiles"],
   cli: { args: "<action>", positionals: ["action"], flags: [] },
   async run(ctx, p, signal, progress) {
     if (!isKnownAction(p.action)) {

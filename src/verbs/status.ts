@@ -71,6 +71,7 @@ export const statusVerb = defineVerb({
   readOnly: true,
   destructive: false,
   mcp: true,
+  examples: ["grex status", "grex status --stale-after 7d", "grex status --fail-on-drift --json"],
   cli: {
     args: "",
     positionals: [],

@@ -37,6 +37,7 @@ export const syncVerb = defineVerb({
   readOnly: false,
   destructive: false,
   mcp: true,
+  examples: ["grex sync", "grex sync dotfiles tools/mine", "grex sync --filter 'depth<=1' --parallel 4"],
   cli: {
     args: "[...ids]",
     positionals: ["...ids"],

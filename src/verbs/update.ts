@@ -31,6 +31,7 @@ export const updateVerb = defineVerb({
   readOnly: false,
   destructive: false,
   mcp: true,
+  examples: ["grex update", "grex update tools/mine --ref v2.0.0", "grex update --force"],
   cli: {
     args: "[...ids]",
     positionals: ["...ids"],
