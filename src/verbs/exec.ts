@@ -53,7 +53,7 @@ export const execVerb = defineVerb({
   mcp: true,
   cliOnly: ["shell"],
   examples: [
-    "grex exec git status --short",
+    "grex exec git -- status --short",
     "grex exec -- git log -1 --oneline",
     "grex exec --shell 'git stash list | wc -l'",
   ],
