@@ -12,6 +12,7 @@ import { parseParams } from "../verbs/validate.ts";
 import { runBuiltin } from "./builtins.ts";
 import { unknownVerb } from "./help.ts";
 import { makeProgress, renderResult } from "./output.ts";
+import { writeStdout } from "./stdout.ts";
 import { explainUnknownOption, moveCommandAfterDashes } from "./suggest.ts";
 
 export interface CliIO {
@@ -25,7 +26,7 @@ export interface CliIO {
 }
 
 const defaultIO = (): CliIO => ({
-  stdout: (t) => process.stdout.write(t),
+  stdout: writeStdout,
   stderr: (t) => process.stderr.write(t),
   cwd: process.cwd(),
   env: process.env,
