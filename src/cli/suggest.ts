@@ -1,42 +1,8 @@
 // "Did you mean …?" for mistyped verbs and flags: the closest known word by
 // edit distance (a swap of two neighbours counts as one edit, as in `snyc`).
+import { closest } from "../core/closest.ts";
 import { type GrexError, usageError } from "../core/errors.ts";
 import type { CliFlag, VerbDef } from "../verbs/types.ts";
-
-/** Optimal string alignment distance: insert, delete, substitute, swap neighbours. */
-export function editDistance(a: string, b: string): number {
-  const rows = a.length + 1;
-  const cols = b.length + 1;
-  const d: number[][] = Array.from({ length: rows }, (_, i) => Array.from({ length: cols }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
-  for (let i = 1; i < rows; i++) {
-    for (let j = 1; j < cols; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      const row = d[i] as number[];
-      const up = d[i - 1] as number[];
-      let best = Math.min((up[j] as number) + 1, (row[j - 1] as number) + 1, (up[j - 1] as number) + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
-        best = Math.min(best, ((d[i - 2] as number[])[j - 2] as number) + 1);
-      }
-      row[j] = best;
-    }
-  }
-  return (d[a.length] as number[])[b.length] as number;
-}
-
-/** The closest candidate, if it is close enough to be what was meant. */
-export function closest(word: string, candidates: readonly string[]): string | undefined {
-  const limit = word.replace(/^-+/, "").length <= 4 ? 1 : 2;
-  let best: string | undefined;
-  let bestDistance = limit + 1;
-  for (const c of candidates) {
-    const dist = editDistance(word.toLowerCase(), c.toLowerCase());
-    if (dist < bestDistance) {
-      best = c;
-      bestDistance = dist;
-    }
-  }
-  return best;
-}
 
 /** ` Did you mean 'x'?` or nothing. */
 export function didYouMean(word: string, candidates: readonly string[]): string {
