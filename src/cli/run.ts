@@ -11,8 +11,9 @@ import type { CliFlag, VerbDef } from "../verbs/types.ts";
 import { parseParams } from "../verbs/validate.ts";
 import { runBuiltin } from "./builtins.ts";
 import { unknownVerb } from "./help.ts";
-import { makeProgress, renderResult } from "./output.ts";
+import { type CliProgress, cancelledMessage, makeProgress, renderResult } from "./output.ts";
 import { writeStdout } from "./stdout.ts";
+import { colorWanted } from "./style.ts";
 import { explainUnknownOption, moveCommandAfterDashes } from "./suggest.ts";
 
 export interface CliIO {
@@ -148,6 +149,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
   const pretty = !json && !plain;
   const verbose = verbosity(argv);
   let verbName = "grex";
+  let progress: CliProgress | undefined;
   if (beforeDashes.includes("--version") || beforeDashes.includes("-V")) {
     io.stdout(`grex ${pkg.version}\n`);
     return 0;
@@ -211,18 +213,18 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     const onSigint = () => abort.abort();
     process.once("SIGINT", onSigint);
     let result: object;
+    progress = makeProgress(!json && !beforeDashes.includes("--plain") && io.stderrTTY, io.stderr, verb.name);
     try {
-      const progress = makeProgress(!json && !beforeDashes.includes("--plain") && io.stderrTTY, io.stderr, verb.name);
       result = await verb.run(ctx, params, abort.signal, progress);
-      progress.done();
     } finally {
+      progress.done();
       process.off("SIGINT", onSigint);
     }
     const failure = verb.failure?.(result, params);
     if (verb.ownsStdout && !failure) return 0;
     if (json) io.stdout(`${toJsonDocument(failure ? failureDocument(verb.name, failure, "cli", result) : result)}\n`);
     else {
-      const text = renderResult(verb, result, params, { plain, streamed: pretty });
+      const text = renderResult(verb, result, params, { plain, streamed: pretty, color: colorWanted(pretty, io.env), home: io.env.HOME, cwd: io.cwd });
       if (text !== "") io.stdout(`${text}\n`);
     }
     if (failure) {
@@ -231,7 +233,8 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     }
     return 0;
   } catch (raw) {
-    const err = toGrexError(raw);
+    const thrown = toGrexError(raw);
+    const err = thrown.kind === "cancelled" && progress !== undefined ? new CancelledError(cancelledMessage(verbName, progress)) : thrown;
     if (verbose >= 1 && !(raw instanceof GrexError) && raw instanceof Error && raw.stack) io.stderr(`${raw.stack}\n`);
     io.stderr(`grex: ${err.message}\n`);
     if (json) io.stdout(`${toJsonDocument(failureDocument(verbName, err, "cli"))}\n`);

@@ -126,6 +126,8 @@ export const addVerb = defineVerb({
   },
   render(r) {
     if (r.dry_run) return `would add ${r.id} from ${r.url}`;
-    return `added ${r.id} [${r.type}] at ${r.sha?.slice(0, 12)}${r.installed ? ", installed" : ""}`;
+    // A plain repository (type meta, no pack.yaml needed) gets no type label: it would explain nothing.
+    const type = r.type === "meta" ? "" : ` (${r.type})`;
+    return `added ${r.id}${type} at ${r.sha?.slice(0, 12)}${r.installed ? ", installed" : ", not installed (run grex sync to install)"}`;
   },
 });

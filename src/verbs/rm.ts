@@ -2,6 +2,7 @@
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
+import { stepLines, type StepLike } from "../cli/steps.ts";
 import { packOpError, toGrexError, usageError } from "../core/errors.ts";
 import { backendFor, isGitRepo } from "../core/git/backend.ts";
 import { updateIgnoreFile } from "../core/gitignore.ts";
@@ -102,8 +103,9 @@ export const rmVerb = defineVerb({
       lock?.release();
     }
   },
-  render(r) {
+  render(r, _p, style) {
     if (r.dry_run) return `would remove ${r.id}`;
-    return `removed ${r.id} (teardown ${r.teardown}${r.files_deleted ? ", files deleted" : ", files kept"})`;
+    const lines = stepLines(r.steps as unknown as StepLike[], style);
+    return [...lines, `removed ${r.id} (teardown ${r.teardown}${r.files_deleted ? ", files deleted" : ", files kept"})`].join("\n");
   },
 });

@@ -6,6 +6,8 @@ import { parseFilter } from "../core/filter.ts";
 import { backendFor, isGitRepo, readHeadSync } from "../core/git/backend.ts";
 import { loadWorkspaceView, type PackNode } from "../core/packs.ts";
 import { filterParam } from "./common.ts";
+import { paint } from "../cli/style.ts";
+import { table } from "../cli/table.ts";
 import { defineVerb } from "./types.ts";
 
 const Drift = v.picklist(["clean", "dirty", "missing", "untracked", "stale"]);
@@ -102,10 +104,14 @@ export const statusVerb = defineVerb({
     if (drifted.length === 0) return undefined;
     return new GrexError("drift", `${drifted.length} pack(s) drifted (first: ${drifted[0]?.id} is ${drifted[0]?.drift}); run grex sync.`);
   },
-  render(r, _p, style) {
-    if (r.packs.length === 0) return "No packs registered.";
-    return r.packs
-      .map((x) => `${"  ".repeat(x.depth)}${x.drift === "clean" ? (style.plain ? "clean" : "✓") : x.drift}  ${x.id}`)
-      .join("\n");
+  render(r, p, style) {
+    if (r.packs.length === 0) {
+      return p.filter !== undefined
+        ? "No registered pack matches the filter; run `grex status` without it to see them all."
+        : "No packs registered; add one with `grex add <url>`.";
+    }
+    const c = paint(style.color);
+    const colour = (state: string) => (state === "clean" ? c.green : state === "missing" ? c.red : c.yellow)(state);
+    return table(r.packs.map((x) => [`${"  ".repeat(x.depth)}${c.bold(x.id)}`, colour(String(x.drift))]));
   },
 });

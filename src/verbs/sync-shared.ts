@@ -1,6 +1,9 @@
 // Schema pieces and rendering shared by `sync`, `update` and `add`.
 import * as v from "valibot";
 import { dryRunParam, filterParam, parallelParam } from "./common.ts";
+import { stepLines, type StepLike } from "../cli/steps.ts";
+import { paint } from "../cli/style.ts";
+import { table } from "../cli/table.ts";
 import type { RenderStyle } from "./types.ts";
 
 /** Params `sync` and `update` share: which packs, which ref, force, and the universal flags. */
@@ -36,19 +39,18 @@ export const SummarySchema = v.object({
 interface Reportish {
   dry_run: boolean;
   packs: Array<{ id: string; result: string; message: string }>;
-  steps: Array<{ pack: string; action: string; idx: number; result: string }>;
+  steps: StepLike[];
   summary: { total: number; ok: number; skipped: number; dirty: number; failed: number };
 }
 
 export function renderSyncReport(r: Reportish, style: RenderStyle): string {
-  const mark = (res: string) =>
-    style.plain ? res.padEnd(7) : ({ ok: "✓", skipped: "–", dirty: "!", failed: "✗" }[res] ?? res);
-  const lines = r.packs.map((p) => `${mark(p.result)} ${p.id}${p.message ? `  ${p.message}` : ""}`);
-  const changed = r.steps.filter((s) => s.result === "performed_change" || s.result === "would_perform_change");
-  for (const s of changed) lines.push(`  ${s.pack}: ${s.action}[${s.idx}] ${s.result}`);
+  const c = paint(style.color);
+  const colour = (res: string) => (res === "ok" ? c.green : res === "failed" ? c.red : c.yellow);
+  const mark = (res: string) => colour(res)(style.plain ? res : ({ ok: "✓", skipped: "–", dirty: "!", failed: "✗" }[res] ?? res));
+  const lines = [table(r.packs.map((p) => [mark(p.result), c.bold(p.id), p.message]))];
+  lines.push(...stepLines(r.steps, style));
   const s = r.summary;
-  lines.push(
-    `${r.dry_run ? "dry run: " : ""}${s.total} packs: ${s.ok} ok, ${s.skipped} skipped, ${s.dirty} dirty, ${s.failed} failed`,
-  );
-  return lines.join("\n");
+  const parts = [`${s.ok} ok`, `${s.skipped} skipped`, `${s.dirty} dirty`, `${s.failed} failed`];
+  lines.push(`${r.dry_run ? "dry run: " : ""}${s.total} pack${s.total === 1 ? "" : "s"}: ${parts.join(", ")}`);
+  return lines.filter((l) => l !== "").join("\n");
 }

@@ -41,6 +41,9 @@ export interface RenderStyle {
   streamed: boolean;
   /** ANSI colour allowed: a terminal, no --plain/--json, NO_COLOR unset. */
   color?: boolean;
+  /** For naming paths the way people read them: `~/…` under home, relative under cwd. */
+  home?: string;
+  cwd?: string;
 }
 
 export interface CliFlag {
