@@ -73,7 +73,7 @@ describe.skipIf(!hasScript)("on a terminal", () => {
     const lines = out.replace(SGR, "").replace(/^[^\n]*\r\x1b\[2K/gm, "").split("\n").filter((l) => l !== "");
     const rows = lines.filter((l) => l.startsWith("✓"));
     expect(rows).toHaveLength(4);
-    expect(new Set(rows.map((l) => l.indexOf("  ", 2))).size).toBe(1);
+    expect(new Set(rows.map((l) => l.indexOf("up to date"))).size).toBe(1);
     expect(lines.at(-1)).toBe("4 packs: 4 ok, 0 skipped, 0 dirty, 0 failed");
   });
 
