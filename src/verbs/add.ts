@@ -66,10 +66,13 @@ export const addVerb = defineVerb({
     const url = transportOf(p.url) === "local" && !p.url.startsWith("file://") ? resolve(ctx.cwd, p.url) : p.url;
     const path = p.path ?? defaultPathFor(url);
     if (!PACK_ID_RE.test(path) || path === "." || path === "..") {
-      throw usageError(
-        `Pack path '${path}' must be a bare directory name (letters, digits, '.', '_', '-'); pass a path argument.`,
-        { field: "path" },
-      );
+      // Packs live directly in the workspace under a bare name: say which name would do.
+      const name = path.split(/[/\\]/).filter((s) => PACK_ID_RE.test(s) && s !== "." && s !== "..").pop();
+      const way =
+        p.path === undefined
+          ? `the URL does not end in one, so name it: \`grex add ${p.url} <name>\``
+          : `packs live directly in the workspace, so use a name${name ? ` such as '${name}'` : ""}`;
+      throw usageError(`Pack path '${path}' must be a bare directory name (letters, digits, '.', '_', '-'); ${way}.`, { field: "path" });
     }
     if (p.type !== undefined && !isKnownPackType(p.type)) {
       throw new GrexError("plugin", `Unknown pack type '${p.type}'; use meta, declarative or scripted.`, { field: "type" });

@@ -253,10 +253,17 @@ export const doctorVerb = defineVerb({
     const integrity = findings.some((f) => f.severity === "error" && (f.check === "manifest-schema" || f.check === "lockfile-schema"));
     return { exit_code: integrity ? 3 : sev === "ok" ? 0 : 7, worst_severity: sev, findings, fixed, compacted };
   },
-  failure(r) {
+  failure(r, p) {
     if (r.exit_code === 0) return undefined;
-    const first = r.findings.find((f) => f.severity !== "ok");
-    const msg = `grex doctor found ${r.findings.filter((f) => f.severity !== "ok").length} problem(s) (first: ${first?.check}: ${first?.detail}); grex doctor --fix heals the fixable ones.`;
+    const problems = r.findings.filter((f) => f.severity !== "ok");
+    const first = problems[0];
+    // Suggest --fix only when it would help: never after a --fix run, never when nothing left is fixable.
+    const fixable = problems.filter((f) => f.auto_fixable).length;
+    const way =
+      fixable > 0 && !p.fix
+        ? `\`grex doctor --fix\` heals ${fixable === problems.length ? "them" : `${fixable} of them`}; the rest need a hand (each line above says what is wrong)`
+        : `${p.fix ? "--fix cannot heal what is left; " : ""}fix ${problems.length === 1 ? "it" : "them"} by hand (each line above says what is wrong) and run \`grex doctor\` again`;
+    const msg = `grex doctor found ${problems.length} problem${problems.length === 1 ? "" : "s"} (first: ${first?.check}: ${first?.detail.replace(/\.$/, "")}); ${way}.`;
     return new GrexError(r.exit_code === 3 ? "integrity" : "drift", msg);
   },
   render(r, _p, style) {

@@ -9,6 +9,7 @@ import { updateIgnoreFile } from "../core/gitignore.ts";
 import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks.ts";
 import { readLockfile, writeLockfile } from "../core/lockfile.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
+import { closest } from "../core/closest.ts";
 import { dryRunParam } from "./common.ts";
 import { defineVerb } from "./types.ts";
 
@@ -52,7 +53,7 @@ export const rmVerb = defineVerb({
     try {
       const { state } = await readManifest(ws, { warn: ctx.warn });
       const pack = state.get(p.id);
-      if (!pack) throw usageError(`No pack '${p.id}' is registered in ${ws.manifestPath}; see \`grex ls\`.`, { field: "id" });
+      if (!pack) throw notRegistered(p.id, [...state.keys()], ws.manifestPath);
       const dir = join(ws.root, pack.path);
       const lockEntries = readLockfile(ws, { warn: ctx.warn });
       const subtree = [...lockEntries.keys()].filter((id) => id === p.id || id.startsWith(`${p.id}/`));
@@ -71,6 +72,7 @@ export const rmVerb = defineVerb({
       }
       let teardown: "ok" | "skipped" | "failed" = "skipped";
       let steps: Record<string, unknown>[] = [];
+      let cause = "";
       if (!p.skip_teardown && onDisk) {
         const { teardownPack } = await import("../core/packtypes/index.ts");
         try {
@@ -79,15 +81,19 @@ export const rmVerb = defineVerb({
           );
           steps = r.steps.map((s) => ({ ...s }));
           teardown = r.failed ? "failed" : "ok";
+          if (r.failed) cause = `action ${r.failed.idx} (${r.failed.action}) failed: ${r.failed.reason.replace(/\.$/, "")}`;
         } catch (err) {
           const e = toGrexError(err);
           if (e.kind === "cancelled") throw e;
-          ctx.warn(`teardown of '${p.id}' failed: ${e.message}`);
+          cause = e.message.replace(/\.$/, "");
           teardown = "failed";
         }
         if (teardown === "failed" && !p.force) {
-          throw packOpError(`Teardown of '${p.id}' failed, so it stays registered; fix the cause or pass --force (or --skip-teardown).`);
+          throw packOpError(
+            `Teardown of '${p.id}' failed (${cause}), so it stays registered; fix that and run \`grex rm ${p.id}\` again, or pass --force to remove it anyway (--skip-teardown leaves its setup in place).`,
+          );
         }
+        if (teardown === "failed") ctx.warn(`teardown of '${p.id}' failed (${cause}); removed anyway (--force).`);
       }
       await appendEvents(ws, [makeEvent("rm", p.id, {})], signal);
       for (const id of subtree) lockEntries.delete(id);
@@ -109,3 +115,16 @@ export const rmVerb = defineVerb({
     return [...lines, `removed ${r.id} (teardown ${r.teardown}${r.files_deleted ? ", files deleted" : ", files kept"})`].join("\n");
   },
 });
+
+/** Why `id` cannot be removed: a child of a registered pack, a near miss, or simply unknown. */
+function notRegistered(id: string, registered: string[], manifestPath: string) {
+  const parent = registered.filter((r) => id.startsWith(`${r}/`)).sort((a, b) => b.length - a.length)[0];
+  if (parent !== undefined) {
+    return usageError(
+      `'${id}' is a child of '${parent}' (listed under children: in its .grex/pack.yaml), so it cannot be removed on its own; drop it from that list and run \`grex sync\`, or remove '${parent}'.`,
+      { field: "id" },
+    );
+  }
+  const hint = closest(id, registered);
+  return usageError(`No pack '${id}' is registered in ${manifestPath}.${hint ? ` Did you mean '${hint}'?` : ""} See \`grex ls\`.`, { field: "id" });
+}
