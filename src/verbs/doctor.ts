@@ -261,7 +261,7 @@ export const doctorVerb = defineVerb({
     const fixable = problems.filter((f) => f.auto_fixable).length;
     const way =
       fixable > 0 && !p.fix
-        ? `\`grex doctor --fix\` heals ${fixable === problems.length ? "them" : `${fixable} of them`}; the rest need a hand (each line above says what is wrong)`
+        ? `\`grex doctor --fix\` heals ${fixable === problems.length ? (fixable === 1 ? "it" : "them") : `${fixable} of them; the rest need a hand (each line above says what is wrong)`}`
         : `${p.fix ? "--fix cannot heal what is left; " : ""}fix ${problems.length === 1 ? "it" : "them"} by hand (each line above says what is wrong) and run \`grex doctor\` again`;
     const msg = `grex doctor found ${problems.length} problem${problems.length === 1 ? "" : "s"} (first: ${first?.check}: ${first?.detail.replace(/\.$/, "")}); ${way}.`;
     return new GrexError(r.exit_code === 3 ? "integrity" : "drift", msg);

@@ -53,7 +53,11 @@ export const rmVerb = defineVerb({
     try {
       const { state } = await readManifest(ws, { warn: ctx.warn });
       const pack = state.get(p.id);
-      if (!pack) throw notRegistered(p.id, [...state.keys()], ws.manifestPath);
+      if (!pack) {
+        const { loadWorkspaceView } = await import("../core/packs.ts");
+        const children = (await loadWorkspaceView(ws, () => {})).packs.filter((n) => n.parent !== null).map((n) => n.id);
+        throw notRegistered(p.id, [...state.keys()], children, ws.manifestPath);
+      }
       const dir = join(ws.root, pack.path);
       const lockEntries = readLockfile(ws, { warn: ctx.warn });
       const subtree = [...lockEntries.keys()].filter((id) => id === p.id || id.startsWith(`${p.id}/`));
@@ -117,14 +121,14 @@ export const rmVerb = defineVerb({
 });
 
 /** Why `id` cannot be removed: a child of a registered pack, a near miss, or simply unknown. */
-function notRegistered(id: string, registered: string[], manifestPath: string) {
+function notRegistered(id: string, registered: string[], children: string[], manifestPath: string) {
   const parent = registered.filter((r) => id.startsWith(`${r}/`)).sort((a, b) => b.length - a.length)[0];
-  if (parent !== undefined) {
+  if (parent !== undefined && children.includes(id)) {
     return usageError(
       `'${id}' is a child of '${parent}' (listed under children: in its .grex/pack.yaml), so it cannot be removed on its own; drop it from that list and run \`grex sync\`, or remove '${parent}'.`,
       { field: "id" },
     );
   }
-  const hint = closest(id, registered);
+  const hint = closest(id, [...registered, ...children]);
   return usageError(`No pack '${id}' is registered in ${manifestPath}.${hint ? ` Did you mean '${hint}'?` : ""} See \`grex ls\`.`, { field: "id" });
 }
