@@ -1,9 +1,12 @@
 // A reader that goes away (`grex ls --json | head -c 200`) ends grex quietly,
 // as git does: no EPIPE error object, no stack, the workspace untouched.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
+
+// Real processes on a shared machine: give them room.
+setDefaultTimeout(60_000);
 
 let t: TestWorkspace;
 beforeAll(async () => {

@@ -1,10 +1,13 @@
 // `grex completion bash|zsh|fish` loaded into the real shells: each script
 // completes a verb, a verb's flags and the workspace's pack ids. A shell that
 // is not installed is skipped (with its name in the test title).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
+
+// Real processes on a shared machine: give them room.
+setDefaultTimeout(60_000);
 
 let t: TestWorkspace;
 let bin: string;

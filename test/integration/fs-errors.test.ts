@@ -2,10 +2,13 @@
 // the way out, with exit 3 (integrity) — never a raw EISDIR/EACCES text with
 // exit 1, never "lock contention" (5), never a hang on a FIFO. Permission cases
 // run grex as an unprivileged user (setpriv), since root ignores file modes.
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
+
+// Real processes on a shared machine: give them room.
+setDefaultTimeout(60_000);
 
 let t: TestWorkspace;
 beforeEach(async () => {

@@ -1,8 +1,11 @@
 // Messages that used to mislead: each now names the cause and the way out.
-import { afterEach, beforeEach, expect, test } from "bun:test";
+import { afterEach, beforeEach, expect, setDefaultTimeout, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TestWorkspace } from "../helpers/workspace.ts";
+
+// Real processes on a shared machine: give them room.
+setDefaultTimeout(60_000);
 
 let t: TestWorkspace;
 beforeEach(async () => {

@@ -3,11 +3,14 @@
 // with no checkout around it (only bun on PATH, as the README asks); and
 // `bun x` of the same tarball. The install works from npm's cache (--offline)
 // and falls back to the registry; with neither, the tests are skipped and say why.
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdirSync, readlinkSync, symlinkSync } from "node:fs";
 import { join, resolve } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { TestWorkspace } from "../helpers/workspace.ts";
+
+// Real processes on a shared machine: give them room.
+setDefaultTimeout(60_000);
 
 const ROOT = resolve(import.meta.dir, "..", "..");
 const t = new TestWorkspace("grex-package-");
@@ -68,7 +71,7 @@ describe(`npm package ${pkg.name}${skip ? ` (skipped: ${skip})` : ""}`, () => {
     const status = grex("status", "--json", "--fail-on-drift");
     expect(status.code).toBe(0);
     expect((JSON.parse(status.stdout) as { packs: unknown[] }).packs).toHaveLength(3);
-  }, 60_000);
+  });
 
   test.skipIf(skip !== "")(
     "`bun x` of the tarball runs grex",

@@ -2,10 +2,13 @@
 // (`script`), so stdout and stderr are TTYs. Columns line up, states are
 // coloured, NO_COLOR=1 and --plain take the colour away, and Ctrl-C during a
 // sync ends with one clean line (not glued to the progress bar) and exit 130.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
+
+// Real processes on a shared machine: give them room.
+setDefaultTimeout(60_000);
 
 const hasScript = Bun.which("script") !== null;
 const SGR = /\x1b\[[0-9;]*m/g;

@@ -1,10 +1,13 @@
 // Help that teaches (`grex help [verb]`, `<verb> --help`), "did you mean" for
 // verbs and flags, `-V`, `exec -- <cmd>`, and the flag-value errors.
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import pkg from "../../package.json" with { type: "json" };
 import { closest, editDistance } from "../../src/core/closest.ts";
 import { VERBS } from "../../src/verbs/index.ts";
 import { TestWorkspace } from "../helpers/workspace.ts";
+
+// Real processes on a shared machine: give them room.
+setDefaultTimeout(60_000);
 
 const UNIVERSAL = "--json --plain --dry-run --parallel --filter --manifest --verbose";
 
