@@ -43,11 +43,16 @@ interface Reportish {
   summary: { total: number; ok: number; skipped: number; dirty: number; failed: number };
 }
 
-export function renderSyncReport(r: Reportish, style: RenderStyle): string {
+/** One aligned row per pack: a coloured mark (the word with --plain), the id, what happened. */
+export function renderPackTable(packs: ReadonlyArray<{ id: string; result: string; message: string }>, style: RenderStyle): string {
   const c = paint(style.color);
   const colour = (res: string) => (res === "ok" ? c.green : res === "failed" ? c.red : c.yellow);
   const mark = (res: string) => colour(res)(style.plain ? res : ({ ok: "✓", skipped: "–", dirty: "!", failed: "✗" }[res] ?? res));
-  const lines = [table(r.packs.map((p) => [mark(p.result), c.bold(p.id), p.message]))];
+  return table(packs.map((p) => [mark(p.result), c.bold(p.id), p.message]));
+}
+
+export function renderSyncReport(r: Reportish, style: RenderStyle): string {
+  const lines = [renderPackTable(r.packs, style)];
   lines.push(...stepLines(r.steps, style));
   const s = r.summary;
   const parts = [`${s.ok} ok`, `${s.skipped} skipped`, `${s.dirty} dirty`, `${s.failed} failed`];

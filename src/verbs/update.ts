@@ -4,7 +4,7 @@ import { packOpError, usageError } from "../core/errors.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { tryAcquireWorkspaceLock } from "../core/locks.ts";
 import { runSync } from "../core/sync/engine.ts";
-import { syncSelectionEntries } from "./sync-shared.ts";
+import { renderPackTable, syncSelectionEntries } from "./sync-shared.ts";
 import { defineVerb } from "./types.ts";
 
 const Result = v.object({
@@ -93,9 +93,8 @@ export const updateVerb = defineVerb({
     if (failed.length === 0) return undefined;
     return packOpError(`${failed.length} pack(s) failed to update (first: ${failed[0]?.id}: ${failed[0]?.message}).`);
   },
-  render(r) {
-    return r.packs
-      .map((p) => `${p.result.padEnd(7)} ${p.id}  ${p.reinstalled ? `reinstalled (${p.reason})` : "no reinstall"}  ${p.message}`)
-      .join("\n");
+  render(r, _p, style) {
+    const rows = r.packs.map((p) => ({ ...p, message: [p.message, p.reinstalled ? `reinstalled (${p.reason})` : ""].filter((m) => m !== "").join("; ") }));
+    return renderPackTable(rows, style);
   },
 });
