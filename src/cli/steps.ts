@@ -1,6 +1,6 @@
 // One line per action step that a person can read: what happened to which
 // path ("linked ~/.vimrc → dotfiles/files/vimrc", "backed up ~/.bashrc to …"),
-// and the output of exec actions, prefixed with the pack id as `grex exec` does.
+// and the output of exec actions and hooks, prefixed with the pack id as `grex exec` does.
 import { isAbsolute, relative, sep } from "node:path";
 import type { RenderStyle } from "../verbs/types.ts";
 import { paint } from "./style.ts";
@@ -85,10 +85,11 @@ export function stepLines(steps: readonly StepLike[], style: RenderStyle): strin
       const text = what(s, style);
       if (text) lines.push(`  ${c.dim(`${s.pack}:`)} ${text}`);
     } else continue;
-    for (const stream of ["stdout", "stderr"] as const) {
+    // Tagged as `grex exec` tags them: `[pack]` for stdout, `[pack]!` for stderr.
+    for (const [stream, tag] of [["stdout", ""], ["stderr", "!"]] as const) {
       const out = str(s.details[stream]);
       if (!out) continue;
-      for (const line of out.replace(/\n$/, "").split("\n")) lines.push(`    ${c.cyan(`[${s.pack}]`)} ${line}`);
+      for (const line of out.replace(/\n$/, "").split("\n")) lines.push(`    ${c.cyan(`[${s.pack}]${tag}`)} ${line}`);
     }
   }
   return lines;

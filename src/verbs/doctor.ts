@@ -13,6 +13,8 @@ import { atomicWriteFile } from "../core/fsutil.ts";
 import { incompleteActions } from "../core/sync/engine.ts";
 import type { Workspace } from "../core/workspace.ts";
 import { STATE_BLOCK_ID } from "./init.ts";
+import { paint } from "../cli/style.ts";
+import { table } from "../cli/table.ts";
 import { defineVerb } from "./types.ts";
 
 export const DOCTOR_CHECKS = [
@@ -267,8 +269,15 @@ export const doctorVerb = defineVerb({
     return new GrexError(r.exit_code === 3 ? "integrity" : "drift", msg);
   },
   render(r, _p, style) {
-    const icon = (s: Severity) => (style.plain ? s.padEnd(7) : s === "ok" ? "✓" : s === "warning" ? "!" : "✗");
-    const lines = r.findings.map((f) => `${icon(f.severity)} ${f.check}${f.pack ? ` [${f.pack}]` : ""}${f.severity === "ok" ? "" : `: ${f.detail}`}${f.auto_fixable ? " (fixable)" : ""}`);
+    const c = paint(style.color);
+    const colour = (s: Severity) => (s === "ok" ? c.green : s === "warning" ? c.yellow : c.red);
+    const icon = (s: Severity) => colour(s)(style.plain ? s : s === "ok" ? "✓" : s === "warning" ? "!" : "✗");
+    const rows = r.findings.map((f) => [
+      icon(f.severity),
+      `${f.check}${f.pack ? ` [${f.pack}]` : ""}`,
+      `${f.severity === "ok" ? "" : f.detail}${f.auto_fixable ? c.dim(" (fixable)") : ""}`,
+    ]);
+    const lines = [table(rows)];
     if (r.fixed.length) lines.push(`fixed: ${r.fixed.join(", ")}`);
     if (r.compacted) lines.push("compacted grex.jsonl and grex.lock.jsonl");
     return lines.join("\n");
