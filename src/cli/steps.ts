@@ -47,9 +47,9 @@ function what(s: StepLike, style: RenderStyle): string | undefined {
       return `${verb("linked", "link")} ${at("dst")} → ${at("src")}${backup}`;
     }
     case "mkdir": {
-      if (d.removed !== undefined || d.remove !== undefined) return `${verb("removed", "remove")} ${at("path")}`;
-      const made = list(d.created ?? d.create);
-      return `${verb("created", "create")} ${made.length > 1 ? `${at("path")} (and ${made.length - 1} parent${made.length > 2 ? "s" : ""})` : at("path")}`;
+      const andParents = (dirs: string[]) => (dirs.length > 1 ? ` (and ${dirs.length - 1} parent${dirs.length > 2 ? "s" : ""})` : "");
+      if (d.removed !== undefined || d.remove !== undefined) return `${verb("removed", "remove")} ${at("path")}${andParents(list(d.removed ?? d.remove))}`;
+      return `${verb("created", "create")} ${at("path")}${andParents(list(d.created ?? d.create))}`;
     }
     case "rmdir":
       if (str(d.restored) || str(d.restore)) return `${verb("put back", "put back")} ${at("path")} from ${showPath(d.restored ?? d.restore, style)}`;
@@ -58,6 +58,10 @@ function what(s: StepLike, style: RenderStyle): string | undefined {
       return `${verb("deleted", "delete")} ${at("path")}`;
     case "env": {
       const files = list(d.files).map((f) => showPath(f, style));
+      if (d.teardown === true) {
+        const from = d.scope === "session" ? "for this run" : files.length > 0 ? `from ${files.join(", ")}` : `(${String(d.scope)})`;
+        return `${verb("removed", "remove")} ${String(d.name)} ${from}`;
+      }
       const where = d.scope === "session" ? "for this run" : files.length > 0 ? `in ${files.join(", ")}` : `(${String(d.scope)})`;
       return `${verb("set", "set")} ${String(d.name)} ${where}`;
     }
