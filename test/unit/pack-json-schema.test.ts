@@ -33,7 +33,7 @@ function yamlBlocks(file: string): string[] {
 }
 
 describe("pack.yaml JSON Schema", () => {
-  test(`${PACK_SCHEMA_PATH} is what the code generates (run \`bun scripts/pack-schema.ts\` after a schema change)`, () => {
+  test(`${PACK_SCHEMA_PATH} is what the code generates (run \`npm run pack-schema\` after a schema change)`, () => {
     expect(committed).toBe(packJsonSchemaText());
   });
 
