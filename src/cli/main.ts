@@ -5,7 +5,7 @@
 import pkg from "../../package.json" with { type: "json" };
 
 const argv = process.argv.slice(2);
-if (argv.length === 1 && argv[0] === "--version") {
+if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
   process.stdout.write(`grex ${pkg.version}\n`);
 } else {
   const served = argv[0] === "serve" ? await (await import("../verbs/serve.ts")).serveFromArgv(argv) : undefined;

@@ -7,18 +7,32 @@ export function renderResult(verb: VerbDef, result: object, params: object, styl
   return JSON.stringify(result, null, 2);
 }
 
-export type CliProgress = Progress & { done(): void };
+export type CliProgress = Progress & {
+  done(): void;
+  /** The last count reported, for the summary of a cancelled run. */
+  last: { done: number; total: number } | undefined;
+};
 
 export function makeProgress(enabled: boolean, write: (s: string) => void, label: string): CliProgress {
   let shown = false;
   const progress = ((done: number, total: number, message?: string) => {
+    progress.last = { done, total };
     if (!enabled) return;
     shown = true;
     const msg = message ? ` ${message}` : "";
     write(`\r\x1b[2K${label} [${done}/${total}]${msg}`);
   }) as CliProgress;
+  progress.last = undefined;
   progress.done = () => {
     if (shown) write("\r\x1b[2K");
+    shown = false;
   };
   return progress;
+}
+
+/** The one line after Ctrl-C: how far the verb got and the way on. */
+export function cancelledMessage(verb: string, progress: CliProgress | undefined): string {
+  const last = progress?.last;
+  const got = last ? ` after ${last.done} of ${last.total} packs` : "";
+  return `${verb} was cancelled${got}; what finished is recorded, nothing is half-written. Run \`grex ${verb}\` again to finish.`;
 }

@@ -9,7 +9,12 @@ import { VERBS } from "../verbs/index.ts";
 import { failureDocument, toJsonDocument } from "../verbs/serialize.ts";
 import type { CliFlag, VerbDef } from "../verbs/types.ts";
 import { parseParams } from "../verbs/validate.ts";
-import { makeProgress, renderResult } from "./output.ts";
+import { runBuiltin } from "./builtins.ts";
+import { unknownVerb } from "./help.ts";
+import { type CliProgress, cancelledMessage, makeProgress, renderResult } from "./output.ts";
+import { writeStdout } from "./stdout.ts";
+import { colorWanted } from "./style.ts";
+import { explainUnknownOption, moveCommandAfterDashes } from "./suggest.ts";
 
 export interface CliIO {
   stdout(text: string): void;
@@ -22,7 +27,7 @@ export interface CliIO {
 }
 
 const defaultIO = (): CliIO => ({
-  stdout: (t) => process.stdout.write(t),
+  stdout: writeStdout,
   stderr: (t) => process.stderr.write(t),
   cwd: process.cwd(),
   env: process.env,
@@ -179,11 +184,14 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
   const pretty = !json && !plain;
   const verbose = verbosity(argv);
   let verbName = "grex";
-  if (beforeDashes.includes("--version")) {
+  let progress: CliProgress | undefined;
+  if (beforeDashes.includes("--version") || beforeDashes.includes("-V")) {
     io.stdout(`grex ${pkg.version}\n`);
     return 0;
   }
   try {
+    const builtin = await runBuiltin(argv, io, GLOBAL_FLAGS);
+    if (builtin !== undefined) return builtin;
     const cli = buildCli();
     // cac prints help and version with console.info; route them through our stdout.
     const info = console.info;
@@ -191,6 +199,9 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     let parsed: ReturnType<CAC["parse"]>;
     try {
       parsed = cli.parse(["grex", "grex", ...normaliseSwitches(argv)], { run: false });
+      // `grex exec -- git log -1` means `grex exec git -- log -1`.
+      const moved = moveCommandAfterDashes(argv, parsed.args, cli.matchedCommand?.name, VERBS);
+      if (moved) parsed = cli.parse(["grex", "grex", ...normaliseSwitches((argv = moved))], { run: false });
     } finally {
       console.info = info;
     }
@@ -199,11 +210,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     const command = cli.matchedCommand;
     if (!command) {
       const first = parsed.args[0];
-      throw usageError(
-        first === undefined
-          ? "No verb given; run `grex --help` to see the verbs."
-          : `Unknown verb '${first}'; run \`grex --help\` to see the verbs.`,
-      );
+      throw first === undefined ? usageError("No verb given; run `grex help` to see the verbs.") : unknownVerb(String(first));
     }
     verbName = command.name;
     const verb = VERBS.find((v) => v.name === command.name) as VerbDef;
@@ -214,6 +221,8 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     } catch (err) {
       // cac's wording, made into one sentence that names the verb and the way out.
       const msg = (err instanceof Error ? err.message : String(err)).replace(/\.$/, "");
+      const unknown = explainUnknownOption(msg, argv, verb, GLOBAL_FLAGS);
+      if (unknown) throw unknown;
       const what = msg.startsWith("missing required args")
         ? `Missing a required argument: the usage is \`grex ${command.rawName}\``
         : msg.startsWith("Unused args: ")
@@ -239,18 +248,18 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     const onSigint = () => abort.abort();
     process.once("SIGINT", onSigint);
     let result: object;
+    progress = makeProgress(!json && !beforeDashes.includes("--plain") && io.stderrTTY, io.stderr, verb.name);
     try {
-      const progress = makeProgress(!json && !beforeDashes.includes("--plain") && io.stderrTTY, io.stderr, verb.name);
       result = await verb.run(ctx, params, abort.signal, progress);
-      progress.done();
     } finally {
+      progress.done();
       process.off("SIGINT", onSigint);
     }
     const failure = verb.failure?.(result, params);
     if (verb.ownsStdout && !failure) return 0;
     if (json) io.stdout(`${toJsonDocument(failure ? failureDocument(verb.name, failure, "cli", result) : result)}\n`);
     else {
-      const text = renderResult(verb, result, params, { plain, streamed: pretty });
+      const text = renderResult(verb, result, params, { plain, streamed: pretty, color: colorWanted(pretty, io.env), home: io.env.HOME, cwd: io.cwd });
       if (text !== "") io.stdout(`${text}\n`);
     }
     if (failure) {
@@ -259,7 +268,8 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     }
     return 0;
   } catch (raw) {
-    const err = toGrexError(raw);
+    const thrown = toGrexError(raw);
+    const err = thrown.kind === "cancelled" && progress !== undefined ? new CancelledError(cancelledMessage(verbName, progress)) : thrown;
     if (verbose >= 1 && !(raw instanceof GrexError) && raw instanceof Error && raw.stack) io.stderr(`${raw.stack}\n`);
     io.stderr(`grex: ${err.message}\n`);
     if (json) io.stdout(`${toJsonDocument(failureDocument(verbName, err, "cli"))}\n`);

@@ -2,6 +2,8 @@
 // how it looks; core code only throws these. Each kind maps to one exit code
 // (SPEC §8) and one MCP code (SPEC §9) in the tables below.
 
+import { fsError } from "./fs-errors.ts";
+
 export type ErrorKind =
   | "generic"
   | "usage"
@@ -77,6 +79,9 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
 export function toGrexError(err: unknown): GrexError {
   if (err instanceof GrexError) return err;
   if (err instanceof Error && err.name === "AbortError") return new CancelledError();
+  // EACCES, EISDIR, ESPIPE…: one sentence naming the file and the way out (used at call time only).
+  const fs = fsError(err);
+  if (fs) return fs;
   const msg = err instanceof Error ? err.message : String(err);
   return new GrexError("generic", msg.endsWith(".") ? msg : `${msg}.`);
 }

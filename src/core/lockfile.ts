@@ -6,6 +6,7 @@ import { basename } from "node:path";
 import * as v from "valibot";
 import { fromRustLockEntry } from "./compat/rust.ts";
 import { GrexError, errnoCode, integrityError, usageError } from "./errors.ts";
+import { assertPlainFile, fsError } from "./fs-errors.ts";
 import { appendDurable, atomicWriteFile } from "./fsutil.ts";
 import { withManifestLock } from "./locks.ts";
 import { PACK_PATH_RE, TS_RE, type WarnSink, prepareJsonlAppend } from "./manifest.ts";
@@ -80,11 +81,12 @@ function badLine(name: string, file: string, line: number, what: string): GrexEr
  */
 export function readLockfile(ws: Workspace, opts?: WarnSink): Map<string, LockEntry> {
   let text: string;
+  assertPlainFile(ws.lockPath);
   try {
     text = readFileSync(ws.lockPath, "utf8");
   } catch (err) {
     if (errnoCode(err) === "ENOENT") return new Map();
-    throw new GrexError("generic", `Could not read ${ws.lockPath} (${errnoCode(err) ?? String(err)}); check that the file is readable.`);
+    throw fsError(err, ws.lockPath) ?? new GrexError("integrity", `Could not read ${ws.lockPath} (${errnoCode(err) ?? String(err)}); check that the file is readable.`);
   }
   const { entries, tornTail } = parseLockfile(text, ws.lockPath);
   if (tornTail) {

@@ -23,6 +23,7 @@ import {
 } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { CancelledError, GrexError, errnoCode, lockError, throwIfAborted } from "./errors.ts";
+import { fsError } from "./fs-errors.ts";
 import type { Workspace } from "./workspace.ts";
 
 // ---------------------------------------------------------------------------
@@ -240,8 +241,9 @@ function openLockFile(path: string): number {
   }
 }
 
+/** Not contention: the lock file cannot be opened at all (permissions, a file where a directory should be). */
 function lockFileError(path: string, err: unknown): GrexError {
-  return lockError(`Could not open lock file ${path} (${errnoCode(err) ?? String(err)}); check that the workspace's .grex/.state directory is writable.`);
+  return fsError(err, path) ?? lockError(`Could not open lock file ${path} (${errnoCode(err) ?? String(err)}); check that the workspace's .grex/.state directory is writable.`);
 }
 
 /** One non-blocking attempt; null when someone else holds the lock. */

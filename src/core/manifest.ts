@@ -13,6 +13,7 @@ import { basename } from "node:path";
 import * as v from "valibot";
 import { fromRustEvent } from "./compat/rust.ts";
 import { GrexError, errnoCode, integrityError, usageError } from "./errors.ts";
+import { assertPlainFile, fsError } from "./fs-errors.ts";
 import { appendDurable, atomicWriteFile } from "./fsutil.ts";
 import { withManifestLock } from "./locks.ts";
 import type { Workspace } from "./workspace.ts";
@@ -308,6 +309,7 @@ export interface WarnSink {
 }
 
 function readBytes(path: string): Buffer {
+  assertPlainFile(path);
   try {
     return readFileSync(path);
   } catch (err) {
@@ -318,7 +320,7 @@ function readBytes(path: string): Buffer {
 function manifestOpenError(path: string, err: unknown): GrexError {
   const code = errnoCode(err);
   if (code === "ENOENT") return usageError(`No manifest at ${path}; run \`grex init\` first.`);
-  return new GrexError("generic", `Could not read ${path} (${code ?? String(err)}); check that the file is readable.`);
+  return fsError(err, path) ?? new GrexError("integrity", `Could not read ${path} (${code ?? String(err)}); check that the file is readable.`);
 }
 
 export interface ManifestState {
@@ -378,6 +380,7 @@ export function readManifestLocked(ws: Workspace, opts: ReadOptions): ManifestSt
 /** Read and fold grex.jsonl. Lock-free unless a torn tail has to be repaired (re-checked under the lock). */
 export async function readManifest(ws: Workspace, opts: ReadOptions): Promise<ManifestState> {
   let text: string;
+  assertPlainFile(ws.manifestPath);
   try {
     text = readFileSync(ws.manifestPath, "utf8");
   } catch (err) {

@@ -34,6 +34,9 @@ export function workspaceAt(root: string): Workspace {
  */
 export function findWorkspace(cwd: string, manifest?: string): Workspace {
   if (manifest !== undefined) {
+    if (manifest.trim() === "") {
+      throw usageError("--manifest is empty; pass the path of a grex.jsonl (or of its directory), or leave the flag out.", { field: "manifest" });
+    }
     const path = resolve(cwd, manifest);
     const isDir = existsSync(path) && statSync(path).isDirectory();
     const file = isDir ? join(path, MANIFEST_FILE) : path;

@@ -11,6 +11,7 @@ import { addAllOrNothing, planAdd } from "./add-steps.ts";
 import { PACK_ID_RE, dryRunParam } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { StepSchema } from "./sync-shared.ts";
+import { stepLines, type StepLike } from "../cli/steps.ts";
 import { defineVerb } from "./types.ts";
 
 /** Default path: the last URL segment without `.git` (works for URLs, scp-style and local paths). */
@@ -55,6 +56,11 @@ export const addVerb = defineVerb({
   destructive: false,
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],
+  examples: [
+    "grex add https://github.com/you/dotfiles",
+    "grex add git@github.com:you/tools.git tools/mine --ref v1.2.0",
+    "grex add ../local-repo vendor/local --no-install",
+  ],
   cli: {
     args: "<url> [path]",
     positionals: ["url", "path"],
@@ -71,10 +77,13 @@ export const addVerb = defineVerb({
     const url = transportOf(p.url) === "local" && !p.url.startsWith("file://") ? resolve(ctx.cwd, p.url) : p.url;
     const path = p.path ?? defaultPathFor(url);
     if (!PACK_ID_RE.test(path) || path === "." || path === "..") {
-      throw usageError(
-        `Pack path '${path}' must be a bare directory name (letters, digits, '.', '_', '-'); pass a path argument.`,
-        { field: "path" },
-      );
+      // Packs live directly in the workspace under a bare name: say which name would do.
+      const name = path.split(/[/\\]/).filter((s) => PACK_ID_RE.test(s) && s !== "." && s !== "..").pop();
+      const way =
+        p.path === undefined
+          ? `the URL does not end in one, so name it: \`grex add ${p.url} <name>\``
+          : `packs live directly in the workspace, so use a name${name ? ` such as '${name}'` : ""}`;
+      throw usageError(`Pack path '${path}' must be a bare directory name (letters, digits, '.', '_', '-'); ${way}.`, { field: "path" });
     }
     if (p.type !== undefined && !isKnownPackType(p.type)) {
       throw new GrexError("plugin", `Unknown pack type '${p.type}'; use meta, declarative or scripted.`, { field: "type" });
@@ -102,16 +111,16 @@ export const addVerb = defineVerb({
       lock?.release();
     }
   },
-  render(r) {
-    const lines = [
+  render(r, _p, style) {
+    // A plain repository (type meta, no pack.yaml needed) gets no type label: it would explain nothing.
+    const type = r.type === "meta" ? "" : ` (${r.type})`;
+    const lines = stepLines(r.steps as unknown as StepLike[], style);
+    lines.push(
       r.dry_run
-        ? `would add ${r.id} [${r.type}] from ${r.url} at ${r.sha?.slice(0, 12)}`
-        : `added ${r.id} [${r.type}] at ${r.sha?.slice(0, 12)}${r.installed ? ", installed" : ""}${r.adopted ? " (took over the existing clone)" : ""}`,
-    ];
+        ? `would add ${r.id}${type} from ${r.url} at ${r.sha?.slice(0, 12)}`
+        : `added ${r.id}${type} at ${r.sha?.slice(0, 12)}${r.installed ? ", installed" : ", not installed (run grex sync to install)"}${r.adopted ? " (took over the existing clone)" : ""}`,
+    );
     if (r.children.length > 0) lines.push(`  children: ${r.children.join(", ")}`);
-    for (const s of r.steps) {
-      if (s.result === "would_perform_change" || s.result === "performed_change") lines.push(`  ${s.pack}: ${s.action}[${s.idx}] ${s.result}`);
-    }
     return lines.join("\n");
   },
 });

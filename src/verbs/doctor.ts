@@ -20,6 +20,8 @@ import { STATE_BLOCK_ID } from "./init.ts";
 import { trashDir, trashLeftovers, sweepTrash } from "../core/trash.ts";
 import { dryRunParam } from "./common.ts";
 import { graphProblems } from "./doctor-graph.ts";
+import { paint } from "../cli/style.ts";
+import { table } from "../cli/table.ts";
 import { defineVerb } from "./types.ts";
 
 export const DOCTOR_CHECKS = [
@@ -287,6 +289,7 @@ export const doctorVerb = defineVerb({
   destructive: false,
   mcp: true,
   cliOnly: ["fix", "compact"],
+  examples: ["grex doctor", "grex doctor --fix", "grex doctor --compact"],
   cli: {
     args: "",
     positionals: [],
@@ -339,15 +342,29 @@ export const doctorVerb = defineVerb({
       compaction,
     };
   },
-  failure(r) {
+  failure(r, p) {
     if (r.exit_code === 0) return undefined;
-    const first = r.findings.find((f) => f.severity !== "ok");
-    const msg = `grex doctor found ${r.findings.filter((f) => f.severity !== "ok").length} problem(s) (first: ${first?.check}: ${first?.detail}); grex doctor --fix heals the fixable ones.`;
+    const problems = r.findings.filter((f) => f.severity !== "ok");
+    const first = problems[0];
+    // Suggest --fix only when it would help: never after a --fix run, never when nothing left is fixable.
+    const fixable = problems.filter((f) => f.auto_fixable).length;
+    const way =
+      fixable > 0 && !p.fix
+        ? `\`grex doctor --fix\` heals ${fixable === problems.length ? (fixable === 1 ? "it" : "them") : `${fixable} of them; the rest need a hand (each line above says what is wrong)`}`
+        : `${p.fix ? "--fix cannot heal what is left; " : ""}fix ${problems.length === 1 ? "it" : "them"} by hand (each line above says what is wrong) and run \`grex doctor\` again`;
+    const msg = `grex doctor found ${problems.length} problem${problems.length === 1 ? "" : "s"} (first: ${first?.check}: ${first?.detail.replace(/\.$/, "")}); ${way}.`;
     return new GrexError(r.exit_code === 3 ? "integrity" : "drift", msg);
   },
   render(r, _p, style) {
-    const icon = (s: Severity) => (style.plain ? s.padEnd(7) : s === "ok" ? "✓" : s === "warning" ? "!" : "✗");
-    const lines = r.findings.map((f) => `${icon(f.severity)} ${f.check}${f.pack ? ` [${f.pack}]` : ""}${f.severity === "ok" ? "" : `: ${f.detail}`}${f.auto_fixable ? " (fixable)" : ""}`);
+    const c = paint(style.color);
+    const colour = (s: Severity) => (s === "ok" ? c.green : s === "warning" ? c.yellow : c.red);
+    const icon = (s: Severity) => colour(s)(style.plain ? s : s === "ok" ? "✓" : s === "warning" ? "!" : "✗");
+    const rows = r.findings.map((f) => [
+      icon(f.severity),
+      `${f.check}${f.pack ? ` [${f.pack}]` : ""}`,
+      `${f.severity === "ok" ? "" : f.detail}${f.auto_fixable ? c.dim(" (fixable)") : ""}`,
+    ]);
+    const lines = [table(rows)];
     if (r.fixed.length) lines.push(`fixed: ${r.fixed.join(", ")}`);
     for (const f of r.would_fix) lines.push(`would fix: ${f}`);
     if (r.compaction) {

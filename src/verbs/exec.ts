@@ -57,6 +57,11 @@ export const execVerb = defineVerb({
   destructive: true,
   mcp: true,
   cliOnly: ["shell"],
+  examples: [
+    "grex exec git -- status --short",
+    "grex exec -- git log -1 --oneline",
+    "grex exec --shell 'git stash list | wc -l'",
+  ],
   cli: {
     args: "<cmd> [...args]",
     positionals: ["cmd", "...args"],

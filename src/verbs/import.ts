@@ -94,6 +94,11 @@ export const importVerb = defineVerb({
   destructive: false,
   mcp: true,
   fileParams: ["from_repos_json"],
+  examples: [
+    "grex import --scan",
+    "grex import --from-repos-json REPOS.json",
+    "grex import --scan --default-type declarative",
+  ],
   cli: {
     args: "",
     positionals: [],
@@ -138,7 +143,7 @@ export const importVerb = defineVerb({
     for (const c of candidates) {
       progress(done++, candidates.length, c.path);
       if (!PACK_ID_RE.test(c.path) || c.path === "." || c.path === "..") {
-        failed.push({ path: c.path, error: "path must be a bare directory name in the workspace" });
+        failed.push({ path: c.path, error: "path must be a bare directory name (letters, digits, '.', '_', '-'; no '/' or '..')" });
         continue;
       }
       const prevInRun = seen.get(c.path);
@@ -191,10 +196,14 @@ export const importVerb = defineVerb({
     }
     return { dry_run: params.dry_run, imported, skipped, failed };
   },
-  failure(r) {
+  failure(r, params) {
     if (r.failed.length === 0) return undefined;
+    // --force re-points registered paths; it is no way out for a bad entry.
+    const forceable = r.failed.every((f) => f.error.includes("--force"));
+    const source = params.from_repos_json ?? "the list";
+    const way = forceable ? "pass --force to re-point them" : `correct ${r.failed.length === 1 ? "that entry" : "those entries"} in ${source} and run grex import again`;
     return usageError(
-      `${r.failed.length} of ${r.failed.length + r.imported.length + r.skipped.length} entries could not be imported (first: ${r.failed[0]?.path}: ${r.failed[0]?.error}); fix them or pass --force.`,
+      `${r.failed.length} of ${r.failed.length + r.imported.length + r.skipped.length} entries could not be imported (first: ${r.failed[0]?.path}: ${r.failed[0]?.error}); ${way}.`,
     );
   },
   render(r) {

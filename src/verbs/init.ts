@@ -29,6 +29,7 @@ export const initVerb = defineVerb({
   readOnly: false,
   destructive: false,
   mcp: true,
+  examples: ["grex init", "grex init --no-clone"],
   cli: {
     args: "",
     positionals: [],

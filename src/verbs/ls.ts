@@ -3,6 +3,8 @@ import * as v from "valibot";
 import { parseFilter } from "../core/filter.ts";
 import { loadWorkspaceView } from "../core/packs.ts";
 import { filterParam } from "./common.ts";
+import { paint } from "../cli/style.ts";
+import { table } from "../cli/table.ts";
 import { defineVerb } from "./types.ts";
 
 const PackRow = v.object({
@@ -31,6 +33,7 @@ export const lsVerb = defineVerb({
   readOnly: true,
   destructive: false,
   mcp: true,
+  examples: ["grex ls", "grex ls --tree", "grex ls --long --filter 'tools/*'"],
   cli: {
     args: "",
     positionals: [],
@@ -59,16 +62,24 @@ export const lsVerb = defineVerb({
     return { packs };
   },
   render(r, params, style) {
-    if (r.packs.length === 0) return "No packs registered; add one with `grex add <url>`.";
-    return r.packs
-      .map((p) => {
-        const indent = params.tree ? "  ".repeat(p.depth) : "";
-        const branch = params.tree && p.depth > 0 ? (style.plain ? "- " : "└ ") : "";
-        const base = `${indent}${branch}${p.id}  [${p.type}]`;
-        if (!params.long) return base;
-        const sha = p.sha ? p.sha.slice(0, 12) : "-";
-        return `${base}  ${p.url}  ref=${p.ref ?? "HEAD"}  sha=${sha}  installed=${p.installed_at ?? "never"}`;
-      })
-      .join("\n");
+    if (r.packs.length === 0) {
+      return params.filter !== undefined || params.type !== undefined
+        ? "No registered pack matches the filter; run `grex ls` without it to see them all."
+        : "No packs registered; add one with `grex add <url>`.";
+    }
+    const c = paint(style.color);
+    const parents = new Set(r.packs.map((p) => p.parent));
+    // A childless meta pack is just a repository grex clones and syncs: its type tells nothing.
+    const type = (p: (typeof r.packs)[number]) => (p.type === "meta" && !parents.has(p.id) && !params.long ? "" : c.dim(p.type));
+    const rows = r.packs.map((p) => {
+      const indent = params.tree ? "  ".repeat(p.depth) : "";
+      const branch = params.tree && p.depth > 0 ? (style.plain ? "- " : "└ ") : "";
+      const id = `${indent}${branch}${c.bold(p.id)}`;
+      if (!params.long) return [id, type(p)];
+      const sha = p.sha ? p.sha.slice(0, 12) : "-";
+      return [id, type(p), p.url, p.ref ?? "HEAD", sha, p.installed_at ?? "never"];
+    });
+    const header = params.long ? [["ID", "TYPE", "URL", "REF", "SHA", "INSTALLED"].map(c.dim)] : [];
+    return table([...header, ...rows]);
   },
 });

@@ -104,6 +104,11 @@ export const mcpVerb = defineVerb({
   readOnly: false,
   destructive: false,
   mcp: false,
+  examples: [
+    "grex mcp status -- npx @modelcontextprotocol/server-everything",
+    "grex mcp call echo --args '{\"message\":\"hi\"}' -- npx @modelcontextprotocol/server-everything",
+    "grex mcp status --url http://127.0.0.1:7421/mcp --token \"$TOKEN\"",
+  ],
   cli: {
     args: "<subcommand> [tool] [...command]",
     positionals: ["subcommand", "tool", "...command"],

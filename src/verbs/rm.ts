@@ -2,6 +2,7 @@
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
+import { stepLines, type StepLike } from "../cli/steps.ts";
 import { packOpError, toGrexError, usageError } from "../core/errors.ts";
 import { describeLocalWork, findLocalWork } from "../core/git/local-work.ts";
 import { updateIgnoreFile } from "../core/gitignore.ts";
@@ -9,6 +10,7 @@ import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks.ts";
 import { readLockfile, writeLockfile } from "../core/lockfile.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { moveToTrash, sweepTrash, trashDir, trashedId } from "../core/trash.ts";
+import { closest } from "../core/closest.ts";
 import { dryRunParam } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { defineVerb } from "./types.ts";
@@ -45,6 +47,7 @@ export const rmVerb = defineVerb({
   destructive: true,
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],
+  examples: ["grex rm dotfiles", "grex rm tools/mine --keep-files", "grex rm scratch --force --skip-teardown"],
   cli: {
     args: "<id>",
     positionals: ["id"],
@@ -70,7 +73,11 @@ export const rmVerb = defineVerb({
         const deleted = finished.map((name) => join(trashDir(ws), name));
         return { id: p.id, removed: true, files_deleted: true, teardown: "skipped" as const, dry_run: false, steps: [], children: [], deleted, discarded: [] };
       }
-      if (!pack) throw usageError(`No pack '${p.id}' is registered in ${ws.manifestPath}; see \`grex ls\`.`, { field: "id" });
+      if (!pack) {
+        const { loadWorkspaceView } = await import("../core/packs.ts");
+        const children = (await loadWorkspaceView(ws, () => {})).packs.filter((n) => n.parent !== null).map((n) => n.id);
+        throw notRegistered(p.id, [...state.keys()], children, ws.manifestPath);
+      }
       const dir = join(ws.root, pack.path);
       const lockEntries = readLockfile(ws, { warn: ctx.warn });
       const onDisk = existsSync(dir);
@@ -91,6 +98,7 @@ export const rmVerb = defineVerb({
       const base = { id: p.id, children: children.map((c) => c.id), deleted, discarded };
       let teardown: "ok" | "skipped" | "failed" = "skipped";
       let steps: Record<string, unknown>[] = [];
+      let cause = "";
       if (!p.skip_teardown && onDisk) {
         const { teardownPack } = await import("../core/packtypes/index.ts");
         try {
@@ -99,15 +107,19 @@ export const rmVerb = defineVerb({
           );
           steps = r.steps.map((s) => ({ ...s }));
           teardown = r.failed ? "failed" : "ok";
+          if (r.failed) cause = `action ${r.failed.idx} (${r.failed.action}) failed: ${r.failed.reason.replace(/\.$/, "")}`;
         } catch (err) {
           const e = toGrexError(err);
           if (e.kind === "cancelled") throw e;
-          ctx.warn(`teardown of '${p.id}' failed: ${e.message}`);
+          cause = e.message.replace(/\.$/, "");
           teardown = "failed";
         }
         if (teardown === "failed" && !p.force && !p.dry_run) {
-          throw packOpError(`Teardown of '${p.id}' failed, so it stays registered; fix the cause or pass --force (or --skip-teardown).`);
+          throw packOpError(
+            `Teardown of '${p.id}' failed (${cause}), so it stays registered; fix that and run \`grex rm ${p.id}\` again, or pass --force to remove it anyway (--skip-teardown leaves its setup in place).`,
+          );
         }
+        if (teardown === "failed") ctx.warn(`teardown of '${p.id}' failed (${cause}); removed anyway (--force).`);
       }
       if (p.dry_run) return { ...base, removed: false, files_deleted: false, teardown, dry_run: true, steps };
       // Crash-safe order: the directory leaves in one rename, then the records,
@@ -124,30 +136,15 @@ export const rmVerb = defineVerb({
       lock?.release();
     }
   },
-  render(r) {
-    const lines = [
-      r.dry_run
-        ? `would remove ${r.id}`
-        : `removed ${r.id} (teardown ${r.teardown}${r.files_deleted ? ", files deleted" : ", files kept"})`,
-    ];
-    for (const s of r.steps) {
-      if (s.result !== "would_perform_change" && s.result !== "performed_change") continue;
-      lines.push(`  ${r.dry_run ? "would undo" : "undid"} ${String(s.pack)}: ${String(s.action)}[${String(s.idx)}] ${describeDetails(s.details)}`);
-    }
+  render(r, _p, style) {
+    const lines = stepLines(r.steps as unknown as StepLike[], style);
     if (r.children.length > 0) lines.push(`  children: ${r.children.join(", ")}`);
     for (const d of r.deleted) lines.push(`  ${r.dry_run ? "would delete" : "deleted"} ${d}`);
     for (const d of r.discarded) lines.push(`  discarded (--force) ${d}`);
+    lines.push(r.dry_run ? `would remove ${r.id}` : `removed ${r.id} (teardown ${r.teardown}${r.files_deleted ? ", files deleted" : ", files kept"})`);
     return lines.join("\n");
   },
 });
-
-function describeDetails(details: unknown): string {
-  if (typeof details !== "object" || details === null) return "";
-  return Object.entries(details)
-    .filter(([k]) => k !== "teardown")
-    .map(([k, val]) => `${k}=${typeof val === "string" ? val : JSON.stringify(val)}`)
-    .join(" ");
-}
 
 /** Child packs inside `dir`: those recorded in the lockfile, and those its pack.yaml files declare. */
 async function childrenOf(id: string, dir: string, recorded: Iterable<string>): Promise<Array<{ id: string; dir: string }>> {
@@ -171,4 +168,17 @@ async function childrenOf(id: string, dir: string, recorded: Iterable<string>): 
   };
   if (existsSync(dir)) await walk(id, dir, 0);
   return [...out].map(([cid, cdir]) => ({ id: cid, dir: cdir })).sort((a, b) => a.id.localeCompare(b.id));
+}
+
+/** Why `id` cannot be removed: a child of a registered pack, a near miss, or simply unknown. */
+function notRegistered(id: string, registered: string[], children: string[], manifestPath: string) {
+  const parent = registered.filter((r) => id.startsWith(`${r}/`)).sort((a, b) => b.length - a.length)[0];
+  if (parent !== undefined && children.includes(id)) {
+    return usageError(
+      `'${id}' is a child of '${parent}' (listed under children: in its .grex/pack.yaml), so it cannot be removed on its own; drop it from that list and run \`grex sync\`, or remove '${parent}'.`,
+      { field: "id" },
+    );
+  }
+  const hint = closest(id, [...registered, ...children]);
+  return usageError(`No pack '${id}' is registered in ${manifestPath}.${hint ? ` Did you mean '${hint}'?` : ""} See \`grex ls\`.`, { field: "id" });
 }

@@ -1,5 +1,6 @@
 // `grex run <action>`: run the declared actions of one kind (e.g. `symlink`) in every matched pack.
 import * as v from "valibot";
+import { stepLines } from "../cli/steps.ts";
 import { packOpError, usageError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
 import { isKnownAction } from "../core/registry.ts";
@@ -26,6 +27,7 @@ export const runVerb = defineVerb({
   destructive: true,
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],
+  examples: ["grex run symlink", "grex run exec --filter dotfiles"],
   cli: { args: "<action>", positionals: ["action"], flags: [allowOutsideHomeFlag] },
   async run(ctx, p, signal, progress) {
     if (!isKnownAction(p.action)) {
@@ -61,8 +63,10 @@ export const runVerb = defineVerb({
     if (bad.length === 0) return undefined;
     return packOpError(`${bad.length} action(s) failed (first: ${bad[0]?.pack} ${bad[0]?.action}[${bad[0]?.idx}]: ${bad[0]?.message}).`);
   },
-  render(r) {
+  render(r, _p, style) {
     if (r.steps.length === 0) return "No matching actions declared.";
-    return r.steps.map((s) => `${s.pack}: ${s.action}[${s.idx}] ${s.result}${s.message ? `  ${s.message}` : ""}`).join("\n");
+    const changed = stepLines(r.steps, style);
+    const unchanged = r.steps.length - r.steps.filter((s) => s.result === "performed_change" || s.result === "would_perform_change" || s.result === "failed").length;
+    return [...changed, `${r.steps.length} action${r.steps.length === 1 ? "" : "s"}: ${r.steps.length - unchanged} changed or failed, ${unchanged} already in place`].join("\n");
   },
 });

@@ -23,6 +23,7 @@ export const serveVerb = defineVerb({
   destructive: false,
   mcp: false,
   ownsStdout: true,
+  examples: ["grex serve", "grex serve --http 127.0.0.1:7421 --token \"$TOKEN\""],
   cli: {
     args: "",
     positionals: [],

@@ -11,6 +11,8 @@ import { childFacts, inspectPack, PACK_STATES, type PackStatus } from "../core/p
 import { loadWorkspaceView, type PackNode } from "../core/packs.ts";
 import { capScheduler } from "../core/scheduler.ts";
 import { dryRunParam, filterParam, parallelParam } from "./common.ts";
+import { paint } from "../cli/style.ts";
+import { table } from "../cli/table.ts";
 import { defineVerb, type VerbContext } from "./types.ts";
 
 const UNITS: Record<string, number> = { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3, w: 7 * 86400e3 };
@@ -83,6 +85,7 @@ export const statusVerb = defineVerb({
   readOnly: true,
   destructive: false,
   mcp: true,
+  examples: ["grex status", "grex status --stale-after 7d", "grex status --fail-on-drift --json"],
   cli: {
     args: "",
     positionals: [],
@@ -113,14 +116,19 @@ export const statusVerb = defineVerb({
     if (drifted.length === 0) return undefined;
     return new GrexError("drift", `${drifted.length} pack(s) drifted (first: ${drifted[0]?.id} is ${drifted[0]?.drift}); see grex status for what to run.`);
   },
-  render(r, _p, style) {
-    if (r.packs.length === 0) return "No packs registered.";
-    return r.packs
-      .map((x) => {
-        const state = x.drift === "clean" && !style.plain ? "✓" : x.drift;
+  render(r, p, style) {
+    if (r.packs.length === 0) {
+      return p.filter !== undefined
+        ? "No registered pack matches the filter; run `grex status` without it to see them all."
+        : "No packs registered; add one with `grex add <url>`.";
+    }
+    const c = paint(style.color);
+    const colour = (state: string) => (state === "clean" ? c.green : state === "missing" || state === "diverged" ? c.red : c.yellow)(state);
+    return table(
+      r.packs.map((x) => {
         const extra = describe(x);
-        return `${"  ".repeat(x.depth)}${state}  ${x.id}${extra ? `  (${extra})` : ""}`;
-      })
-      .join("\n");
+        return [`${"  ".repeat(x.depth)}${c.bold(x.id)}`, colour(String(x.drift)), ...(extra ? [c.dim(extra)] : [])];
+      }),
+    );
   },
 });

@@ -2,6 +2,9 @@
 import * as v from "valibot";
 import { dryRunParam, filterParam, parallelParam } from "./common.ts";
 import { allowOutsideHomeEntry } from "./confine-param.ts";
+import { stepLines, type StepLike } from "../cli/steps.ts";
+import { paint } from "../cli/style.ts";
+import { table } from "../cli/table.ts";
 import type { RenderStyle } from "./types.ts";
 
 /** Params `sync` and `update` share: which packs, which ref, force, and the universal flags. */
@@ -38,19 +41,23 @@ export const SummarySchema = v.object({
 interface Reportish {
   dry_run: boolean;
   packs: Array<{ id: string; result: string; message: string }>;
-  steps: Array<{ pack: string; action: string; idx: number; result: string }>;
+  steps: StepLike[];
   summary: { total: number; ok: number; skipped: number; dirty: number; failed: number };
 }
 
+/** One aligned row per pack: a coloured mark (the word with --plain), the id, what happened. */
+export function renderPackTable(packs: ReadonlyArray<{ id: string; result: string; message: string }>, style: RenderStyle): string {
+  const c = paint(style.color);
+  const colour = (res: string) => (res === "ok" ? c.green : res === "failed" ? c.red : c.yellow);
+  const mark = (res: string) => colour(res)(style.plain ? res : ({ ok: "✓", skipped: "–", dirty: "!", failed: "✗" }[res] ?? res));
+  return table(packs.map((p) => [mark(p.result), c.bold(p.id), p.message]));
+}
+
 export function renderSyncReport(r: Reportish, style: RenderStyle): string {
-  const mark = (res: string) =>
-    style.plain ? res.padEnd(7) : ({ ok: "✓", skipped: "–", dirty: "!", failed: "✗" }[res] ?? res);
-  const lines = r.packs.map((p) => `${mark(p.result)} ${p.id}${p.message ? `  ${p.message}` : ""}`);
-  const changed = r.steps.filter((s) => s.result === "performed_change" || s.result === "would_perform_change");
-  for (const s of changed) lines.push(`  ${s.pack}: ${s.action}[${s.idx}] ${s.result}`);
+  const lines = [renderPackTable(r.packs, style)];
+  lines.push(...stepLines(r.steps, style));
   const s = r.summary;
-  lines.push(
-    `${r.dry_run ? "dry run: " : ""}${s.total} packs: ${s.ok} ok, ${s.skipped} skipped, ${s.dirty} dirty, ${s.failed} failed`,
-  );
-  return lines.join("\n");
+  const parts = [`${s.ok} ok`, `${s.skipped} skipped`, `${s.dirty} dirty`, `${s.failed} failed`];
+  lines.push(`${r.dry_run ? "dry run: " : ""}${s.total} pack${s.total === 1 ? "" : "s"}: ${parts.join(", ")}`);
+  return lines.filter((l) => l !== "").join("\n");
 }

@@ -39,6 +39,7 @@ export const syncVerb = defineVerb({
   destructive: false,
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],
+  examples: ["grex sync", "grex sync dotfiles tools/mine", "grex sync --filter 'depth<=1' --parallel 4"],
   cli: {
     args: "[...ids]",
     positionals: ["...ids"],

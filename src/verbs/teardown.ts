@@ -9,7 +9,9 @@ import { packOpError, usageError } from "../core/errors.ts";
 import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks.ts";
 import { readLockfile, writeLockfile } from "../core/lockfile.ts";
 import { readManifest } from "../core/manifest.ts";
+import { stepLines, type StepLike } from "../cli/steps.ts";
 import { dryRunParam } from "./common.ts";
+import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { defineVerb } from "./types.ts";
 
 const Result = v.object({
@@ -29,12 +31,15 @@ export const teardownVerb = defineVerb({
   params: v.strictObject({
     id: v.pipe(v.string(), v.minLength(1, "is required")),
     dry_run: dryRunParam,
+    ...allowOutsideHomeEntry,
   }),
   result: Result,
   readOnly: false,
   destructive: true,
   mcp: true,
-  cli: { args: "<id>", positionals: ["id"], flags: [] },
+  cliOnly: [ALLOW_OUTSIDE_HOME],
+  examples: ["grex teardown dotfiles", "grex teardown dev-env/themes --dry-run"],
+  cli: { args: "<id>", positionals: ["id"], flags: [allowOutsideHomeFlag] },
   async run(ctx, p, signal) {
     const ws = ctx.workspace();
     const lock = p.dry_run ? null : tryAcquireWorkspaceLock(ws, "teardown");
@@ -53,7 +58,7 @@ export const teardownVerb = defineVerb({
       }
       const { teardownPack } = await import("../core/packtypes/index.ts");
       const type = top?.type ?? child?.type ?? "meta";
-      const undo = () => teardownPack({ ws, id: p.id, dir, type, env: ctx.env, signal, dryRun: p.dry_run });
+      const undo = () => teardownPack({ ws, id: p.id, dir, type, env: ctx.env, signal, dryRun: p.dry_run, allowOutsideHome: allowsOutsideHome(ctx, p) });
       // A dry run touches nothing, locks included.
       const r = p.dry_run ? await undo() : await withPackLock(ws, dir, signal, undo);
       const subtree = [...lockEntries.keys()].filter((id) => id === p.id || id.startsWith(`${p.id}/`));
@@ -83,9 +88,10 @@ export const teardownVerb = defineVerb({
       `Teardown of '${r.id}' stopped at ${r.failed.action}[${r.failed.idx}]: ${r.failed.reason.replace(/\.$/, "")}; fix the cause and run grex teardown ${r.id} again (grex sync reinstalls it).`,
     );
   },
-  render(r) {
-    if (r.dry_run) return `would tear down ${r.id} (${r.steps.length} step(s))`;
+  render(r, _p, style) {
+    const lines = stepLines(r.steps as unknown as StepLike[], style);
+    if (r.dry_run) return [...lines, `would tear down ${r.id} (${r.steps.length} step(s))`].join("\n");
     const changed = r.steps.filter((s) => s.result === "performed_change").length;
-    return `tore down ${r.id}: ${changed} change(s) undone${r.teardown === "failed" ? ", stopped on a failure" : ""}; it stays registered, grex sync reinstalls it`;
+    return [...lines, `tore down ${r.id}: ${changed} change(s) undone${r.teardown === "failed" ? ", stopped on a failure" : ""}; it stays registered, grex sync reinstalls it`].join("\n");
   },
 });

@@ -39,6 +39,11 @@ export interface RenderStyle {
   plain: boolean;
   /** The verb's output already went out live (see VerbContext.live). */
   streamed: boolean;
+  /** ANSI colour allowed: a terminal, no --plain/--json, NO_COLOR unset. */
+  color?: boolean;
+  /** For naming paths the way people read them: `~/…` under home, relative under cwd. */
+  home?: string;
+  cwd?: string;
 }
 
 export interface CliFlag {
@@ -79,6 +84,8 @@ export interface VerbDef<P extends ParamsSchema = ParamsSchema, R extends object
   /** Params that name files: over MCP they must resolve inside the workspace. */
   fileParams?: readonly string[];
   cli: CliSpec;
+  /** 1–3 command lines shown under "Examples" in `grex <verb> --help`. */
+  examples?: readonly string[];
   run(ctx: VerbContext, params: InferOutput<P>, signal: AbortSignal, progress: Progress): Promise<R>;
   /** Human rendering for TTY/plain output; without it the result is shown as indented JSON. */
   render?(result: R, params: InferOutput<P>, style: RenderStyle): string;

@@ -4,8 +4,8 @@ import { packOpError, usageError } from "../core/errors.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { tryAcquireWorkspaceLock } from "../core/locks.ts";
 import { runSync } from "../core/sync/engine.ts";
-import { syncSelectionEntries } from "./sync-shared.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
+import { renderPackTable, syncSelectionEntries } from "./sync-shared.ts";
 import { defineVerb } from "./types.ts";
 
 const Result = v.object({
@@ -33,6 +33,7 @@ export const updateVerb = defineVerb({
   destructive: false,
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],
+  examples: ["grex update", "grex update tools/mine --ref v2.0.0", "grex update --force"],
   cli: {
     args: "[...ids]",
     positionals: ["...ids"],
@@ -100,9 +101,8 @@ export const updateVerb = defineVerb({
     if (failed.length === 0) return undefined;
     return packOpError(`${failed.length} pack(s) failed to update (first: ${failed[0]?.id}: ${failed[0]?.message}).`);
   },
-  render(r) {
-    return r.packs
-      .map((p) => `${p.result.padEnd(7)} ${p.id}  ${p.reinstalled ? `reinstalled (${p.reason})` : "no reinstall"}  ${p.message}`)
-      .join("\n");
+  render(r, _p, style) {
+    const rows = r.packs.map((p) => ({ ...p, message: [p.message, p.reinstalled ? `reinstalled (${p.reason})` : ""].filter((m) => m !== "").join("; ") }));
+    return renderPackTable(rows, style);
   },
 });

@@ -161,7 +161,7 @@ describe("dry runs say concretely what would happen", () => {
     const steps = r.json.steps as Array<{ pack: string; action: string; result: string; details: { dst?: string } }>;
     expect(steps.some((s) => s.pack === "meta-basic/child-a" && s.action === "symlink" && s.result === "would_perform_change" && s.details.dst === join(t.home, ".child-a", "a.txt"))).toBe(true);
     const text = await t.grex("rm", "--dry-run", "meta-basic");
-    expect(text.stdout).toContain("would undo meta-basic/child-a: symlink[1]");
+    expect(text.stdout).toContain("meta-basic/child-a: would unlink ~/.child-a/a.txt");
     expect(text.stdout).toContain(`would delete ${join(t.ws, "meta-basic")}`);
   });
 

@@ -318,6 +318,6 @@ describe("ls --json", () => {
       { id: "a", type: "declarative", path: "a", url: "https://example.invalid/a.git", ref: null, sha: null, installed_at: null, depth: 0, parent: null },
     ]);
     expect((await t.grex("ls", "--json", "--filter", "a")).json).toEqual({ packs: [packs[1]] });
-    expect((await t.grex("ls", "--plain")).stdout).toBe("b  [declarative]\na  [declarative]\n");
+    expect((await t.grex("ls", "--plain")).stdout).toBe("b  declarative\na  declarative\n");
   });
 });

@@ -11,11 +11,12 @@ export interface VersionSpec {
   version: number[];
 }
 
-const SPEC_RE = /^\s*(>=|<=|==|>|<|=)?\s*v?(\d+(?:\.\d+)*)\s*$/;
+/** A requirement: an optional comparison, then a dotted version (also the pack.yaml JSON Schema's pattern). */
+export const VERSION_SPEC_RE = /^\s*(>=|<=|==|>|<|=)?\s*v?(\d+(?:\.\d+)*)\s*$/;
 
 /** Parse a requirement; null when it is not one (the caller reports it at parse time). */
 export function parseVersionSpec(spec: string): VersionSpec | null {
-  const m = SPEC_RE.exec(spec);
+  const m = VERSION_SPEC_RE.exec(spec);
   if (!m) return null;
   const op = (m[1] === "==" ? "=" : (m[1] ?? ">=")) as VersionOp;
   return { op, version: (m[2] as string).split(".").map(Number) };

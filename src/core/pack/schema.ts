@@ -2,6 +2,7 @@
 // written here as "<reason>; <what to do>" so the loader can turn the first
 // issue into one sentence: "<file>: <field path> <reason>; <what to do>."
 import * as v from "valibot";
+import { closest } from "../closest.ts";
 import { GrexError, integrityError, pluginError } from "../errors.ts";
 import { BUILTIN_ACTIONS, isKnownAction, isKnownPackType, knownPackTypes } from "../registry.ts";
 import { checkXGitignore } from "./x-gitignore.ts";
@@ -78,28 +79,6 @@ const mappingMsg =
     return `is missing; ${missing[key] ?? "add it"}`;
   };
 
-function closest(word: string, candidates: readonly string[]): string | undefined {
-  let best: string | undefined;
-  let bestD = 3; // suggest only close typos
-  for (const c of candidates) {
-    const d = editDistance(word.toLowerCase(), c);
-    if (d < bestD) [best, bestD] = [c, d];
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) {
-      cur[j] = Math.min((prev[j] ?? 0) + 1, (cur[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    prev = cur;
-  }
-  return prev[b.length] ?? 0;
-}
-
 const keyPath = (input: Record<string, unknown>, key: string) =>
   [{ type: "object" as const, origin: "key" as const, input, key, value: input[key] }] as [v.ObjectPathItem];
 
@@ -122,7 +101,7 @@ const actionItem = v.pipe(
     }
     const name = keys[0] as string;
     if (!isKnownAction(name)) {
-      const hint = closest(name, BUILTIN_ACTIONS);
+      const hint = closest(name, BUILTIN_ACTIONS, 2);
       addIssue({
         expected: PLUGIN_EXPECTED,
         path: keyPath(item, name),
@@ -218,7 +197,7 @@ const topKeys = (allowed: string[], override: boolean) =>
     if (!dataset.typed) return;
     for (const key of Object.keys(dataset.value)) {
       if (key.startsWith("x-") || allowed.includes(key)) continue;
-      const hint = closest(key, allowed);
+      const hint = closest(key, allowed, 2);
       addIssue({
         path: keyPath(dataset.value, key),
         message:

@@ -1,0 +1,85 @@
+// Help that teaches: `grex --help`, `grex help [verb]`, `grex <verb> --help`.
+// Everything comes from the verb table: description, usage, the verb's own
+// flags, then the universal ones, then examples.
+import pkg from "../../package.json" with { type: "json" };
+import { usageError } from "../core/errors.ts";
+import { VERBS } from "../verbs/index.ts";
+import type { CliFlag, VerbDef } from "../verbs/types.ts";
+import { didYouMean } from "./suggest.ts";
+
+/** Commands the CLI answers itself (not verbs: no MCP tool, no params schema). */
+export const BUILTINS: ReadonlyArray<{ name: string; usage: string; description: string; examples: string[] }> = [
+  { name: "help", usage: "[verb]", description: "Show the verbs, or one verb's flags and examples.", examples: ["grex help sync"] },
+  {
+    name: "completion",
+    usage: "<bash|zsh|fish>",
+    description: "Print a shell completion script (verbs, flags and the workspace's pack ids).",
+    examples: ["source <(grex completion bash)", "grex completion fish > ~/.config/fish/completions/grex.fish"],
+  },
+];
+
+/** The first clause of a verb's description, for one-line listings. */
+export function summary(description: string): string {
+  const end = description.search(/[.:;](\s|$)| \(/);
+  let text = end === -1 ? description : description.slice(0, end);
+  while (text.length > 60 && text.includes(", ")) text = text.slice(0, text.lastIndexOf(", "));
+  return text;
+}
+
+function flagTable(flags: readonly CliFlag[]): string[] {
+  const width = Math.max(...flags.map((f) => f.flag.length));
+  return flags.map((f) => `  ${f.flag.padEnd(width)}  ${f.description}`);
+}
+
+export function verbHelp(verb: VerbDef, universal: readonly CliFlag[]): string {
+  const lines = [`grex ${verb.name}: ${verb.description}`, "", `Usage: grex ${`${verb.name} ${verb.cli.args}`.trim()} [flags]`];
+  if (verb.cli.flags.length > 0) lines.push("", "Flags:", ...flagTable(verb.cli.flags));
+  lines.push("", "Universal flags:", ...flagTable(universal));
+  const examples = verb.examples ?? [];
+  if (examples.length > 0) lines.push("", "Examples:", ...examples.map((e) => `  ${e}`));
+  return `${lines.join("\n")}\n`;
+}
+
+export function rootHelp(universal: readonly CliFlag[]): string {
+  const names = [...VERBS.map((v) => v.name), ...BUILTINS.map((b) => b.name)];
+  const width = Math.max(...names.map((n) => n.length));
+  const lines = [
+    `grex ${pkg.version}: a tree of git repositories (packs) kept as one graph, synced in parallel.`,
+    "",
+    "Usage: grex <verb> [args] [flags]",
+    "",
+    "Verbs:",
+    ...VERBS.map((v) => `  ${v.name.padEnd(width)}  ${summary(v.description)}`),
+    ...BUILTINS.map((b) => `  ${b.name.padEnd(width)}  ${summary(b.description)}`),
+    "",
+    "Universal flags:",
+    ...flagTable([...universal, { flag: "-V, --version", description: "Print grex's version" }, { flag: "-h, --help", description: "Show help" }]),
+    "",
+    "Examples:",
+    "  grex init",
+    "  grex add https://github.com/you/dotfiles",
+    "  grex sync --parallel 4",
+    "",
+    "Run `grex help <verb>` for a verb's flags and examples.",
+  ];
+  return `${lines.join("\n")}\n`;
+}
+
+function builtinHelp(b: (typeof BUILTINS)[number]): string {
+  return `grex ${b.name}: ${b.description}\n\nUsage: grex ${b.name} ${b.usage}\n\nExamples:\n${b.examples.map((e) => `  ${e}`).join("\n")}\n`;
+}
+
+/** Help for `name` (a verb or builtin); unknown names are a usage error with a suggestion. */
+export function helpFor(name: string | undefined, universal: readonly CliFlag[]): string {
+  if (name === undefined) return rootHelp(universal);
+  const verb = VERBS.find((v) => v.name === name);
+  if (verb) return verbHelp(verb, universal);
+  const builtin = BUILTINS.find((b) => b.name === name);
+  if (builtin) return builtinHelp(builtin);
+  throw unknownVerb(name);
+}
+
+export function unknownVerb(name: string) {
+  const hint = didYouMean(name, [...VERBS.map((v) => v.name), ...BUILTINS.map((b) => b.name)]);
+  return usageError(`Unknown verb '${name}'.${hint} Run \`grex help\` to see the verbs.`);
+}
