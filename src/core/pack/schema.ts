@@ -4,6 +4,7 @@
 import * as v from "valibot";
 import { GrexError, integrityError, pluginError } from "../errors.ts";
 import { BUILTIN_ACTIONS, isKnownAction, isKnownPackType, knownPackTypes } from "../registry.ts";
+import { McpSectionSchema, type McpServerDecl } from "./mcp-servers.ts";
 
 export interface ChildSpec {
   url: string;
@@ -25,6 +26,8 @@ export interface PackManifest {
   teardown: ActionItem[] | null;
   /** `x-` prefixed top-level keys, kept for tools that read them. */
   extensions: Record<string, unknown>;
+  /** `mcp.servers`, present only when the pack declares some (see mcp-servers.ts). */
+  mcp_servers?: McpServerDecl[];
 }
 
 export const PACK_NAME_RE = /^[a-z][a-z0-9-]*$/;
@@ -40,7 +43,7 @@ export const defaultChildPath = (url: string): string =>
 // Issues carrying this `expected` value are "unknown action / pack type" (exit 8), not integrity (exit 3).
 const PLUGIN_EXPECTED = "a registered name";
 
-const BASE_KEYS = ["schema_version", "name", "type", "version", "depends_on", "children", "actions", "teardown"];
+const BASE_KEYS = ["schema_version", "name", "type", "version", "depends_on", "children", "actions", "teardown", "mcp"];
 const OVERRIDE_KEYS = [...BASE_KEYS, "actions_replace"];
 
 type Issue = v.BaseIssue<unknown>;
@@ -200,6 +203,7 @@ const entries = {
   children: v.nullish(v.array(child, mustBe("a list", "write each child as a '- url: ...' list item"))),
   actions: actionList,
   teardown: actionList,
+  mcp: v.nullish(McpSectionSchema),
 };
 
 const MISSING_HINTS: Record<string, string> = {
@@ -296,6 +300,7 @@ export function validatePack(doc: unknown, file: string): PackManifest {
     actions: o.actions ?? [],
     teardown: o.teardown ?? null,
     extensions: extensionsOf(o),
+    ...(o.mcp && o.mcp.length > 0 ? { mcp_servers: o.mcp } : {}),
   };
 }
 
@@ -316,5 +321,6 @@ export function validateOverride(doc: unknown, file: string): PackOverride {
   if (o.children) out.children = o.children;
   if (o.actions) out.actions = o.actions;
   if (o.teardown) out.teardown = o.teardown;
+  if (o.mcp && o.mcp.length > 0) out.mcp_servers = o.mcp;
   return out;
 }

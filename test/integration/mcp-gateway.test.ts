@@ -1,0 +1,381 @@
+// The gateway: MCP servers declared in pack.yaml served behind `grex serve`.
+// Real child processes (a fixture server that misbehaves on demand, and the
+// official server-everything), an SDK Client over an in-process duplex and
+// against a spawned `grex serve`, and a streamable-http child on loopback.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ElicitRequestSchema, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { Gateway } from "../../src/mcp/gateway/gateway.ts";
+import { DEFAULT_CHILD_IDLE_MS, type GatewayOptions } from "../../src/mcp/gateway/types.ts";
+import { serveHttp, type HttpServer } from "../../src/mcp/http.ts";
+import { SessionTransport, serverOptions } from "../helpers/mcp.ts";
+import { GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
+
+const FIXTURE_SERVER = join(import.meta.dir, "..", "helpers", "mcp-fixture-server.ts");
+const EVERYTHING = join(import.meta.dir, "..", "..", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js");
+
+type ToolResult = { content: { type: string; text: string }[]; structuredContent?: Record<string, unknown>; isError?: boolean };
+
+let tw: TestWorkspace;
+let logFile: string;
+const gateways: Gateway[] = [];
+const clients: Client[] = [];
+
+function fixtureServer(id: string, extra = ""): string {
+  return [
+    `    - id: ${id}`,
+    "      transport: stdio",
+    `      command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(FIXTURE_SERVER)}]`,
+    `      env: { FIXTURE_NAME: ${id}, FIXTURE_LOG: ${JSON.stringify(logFile)}, FROM_GREX: "$GATEWAY_TEST_VALUE" }`,
+    ...(extra ? [extra] : []),
+  ].join("\n");
+}
+
+function packYaml(name: string, servers: string[]): string {
+  return [`schema_version: "1"`, `name: ${name}`, "type: declarative", "mcp:", "  servers:", ...servers, ""].join("\n");
+}
+
+beforeAll(async () => {
+  tw = new TestWorkspace("grex-mcp-gateway-");
+  logFile = join(tw.root, "fixture.log");
+  const tools = tw.repo("tools-pack", {
+    ".grex/pack.yaml": packYaml("tools-pack", [
+      fixtureServer("fix-a", "      approval: [write]"),
+      fixtureServer("fix-b"),
+      fixtureServer("fix-c"),
+      [
+        "    - id: everything",
+        "      transport: stdio",
+        `      command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(EVERYTHING)}, stdio]`,
+        "      tools: [echo, get-sum, trigger-long-running-operation]",
+      ].join("\n"),
+    ]),
+  });
+  expect((await tw.grex("init")).code).toBe(0);
+  const added = await tw.grex("add", tools);
+  expect(added.stderr).toBe("");
+  expect(added.code).toBe(0);
+});
+
+afterAll(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close().catch(() => {})));
+  await Promise.all(gateways.splice(0).map((g) => g.close()));
+  tw.cleanup();
+});
+
+function gateway(over: Partial<GatewayOptions> = {}, logs: string[] = []): Gateway {
+  const g = new Gateway({
+    cwd: tw.ws,
+    manifest: undefined,
+    env: { ...tw.env, GATEWAY_TEST_VALUE: "expanded", REMOTE_TOKEN: "remote-secret" },
+    version: "test",
+    maxChildren: 16,
+    idleMs: DEFAULT_CHILD_IDLE_MS,
+    approve: [],
+    log: (m) => logs.push(m),
+    childStderr: (server, line) => logs.push(`[${server}] ${line}`),
+    ...over,
+  });
+  gateways.push(g);
+  return g;
+}
+
+async function connect(g: Gateway, opts: { elicit?: "accept" | "decline" | "cancel"; readOnly?: boolean } = {}): Promise<Client> {
+  const transport = new SessionTransport({ ...serverOptions(tw.ws, tw.env), gateway: g, readOnly: opts.readOnly === true });
+  const client = new Client({ name: "gateway-test", version: "1" }, { capabilities: opts.elicit ? { elicitation: {} } : {} });
+  if (opts.elicit) {
+    const action = opts.elicit;
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+      expect(req.params.message).toContain("fix-a");
+      return action === "accept" ? { action, content: { approve: true } } : { action };
+    });
+  }
+  await client.connect(transport);
+  clients.push(client);
+  return client;
+}
+
+const call = (client: Client, name: string, args: Record<string, unknown> = {}, options?: Parameters<Client["callTool"]>[2]) =>
+  client.callTool({ name, arguments: args }, undefined, options) as Promise<ToolResult>;
+const textOf = (r: ToolResult) => r.content.map((c) => c.text).join("\n");
+const fixtureLog = () => (existsSync(logFile) ? readFileSync(logFile, "utf8") : "");
+
+/** Poll `cond` until it holds (a guard against hangs, not a timing assertion). */
+async function until(cond: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(20);
+  }
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe("tools/list", () => {
+  test("grex's tools plus each declared server's allow-listed tools as server__tool, schemas and annotations passed through", async () => {
+    const client = await connect(gateway());
+    expect(client.getServerCapabilities()?.tools).toEqual({ listChanged: true });
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name);
+    expect(names.slice(0, 11)).toEqual(["init", "add", "rm", "ls", "status", "sync", "update", "doctor", "import", "run", "exec"]);
+    for (const id of ["fix-a", "fix-b", "fix-c"]) expect(names).toContain(`${id}__echo`);
+    expect(names.filter((n) => n.startsWith("everything__")).sort()).toEqual(["everything__echo", "everything__get-sum", "everything__trigger-long-running-operation"]);
+    for (const n of names) expect(n).toMatch(/^[A-Za-z0-9_-]+$/);
+    const echo = tools.find((t) => t.name === "fix-a__echo");
+    expect(echo?.inputSchema).toEqual({ type: "object", properties: { text: { type: "string" } }, required: ["text"] });
+    expect(echo?.annotations).toEqual({ readOnlyHint: true });
+    expect(echo?.description).toContain("'fix-a'");
+    expect(echo?.description).toContain("tools-pack");
+    const sum = tools.find((t) => t.name === "everything__get-sum");
+    expect(sum?.annotations?.readOnlyHint).toBe(true);
+    expect(sum?.inputSchema.properties).toHaveProperty("a");
+  });
+
+  test("the tool lists are cached under .grex/.state: a new gateway lists them without spawning anything", async () => {
+    const cacheDir = join(tw.ws, ".grex", ".state", "mcp-tools");
+    expect(readdirSync(cacheDir).sort()).toEqual(["everything.json", "fix-a.json", "fix-b.json", "fix-c.json"]);
+    const before = fixtureLog().split("\n").filter((l) => l.includes("started")).length;
+    const g = gateway();
+    const tools = await g.listTools(false);
+    expect(tools.map((t) => t.name)).toContain("fix-b__echo");
+    expect(g.liveCount()).toBe(0);
+    expect(fixtureLog().split("\n").filter((l) => l.includes("started")).length).toBe(before);
+  });
+
+  test("--read-only lists and allows only read-only tools, grex's and the children's", async () => {
+    const client = await connect(gateway(), { readOnly: true });
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names).toContain("ls");
+    expect(names).toContain("fix-a__echo");
+    expect(names).not.toContain("sync");
+    expect(names).not.toContain("fix-a__write");
+    const refused = await call(client, "fix-a__write", { text: "x" }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(McpError);
+    expect((refused as McpError).message).toContain("--read-only");
+    const sync = await call(client, "sync").catch((e: unknown) => e);
+    expect((sync as McpError).message).toContain("--read-only");
+  });
+});
+
+describe("tools/call", () => {
+  test("calls are routed to the right child, under server__tool and server:tool; notifications before replies are skipped", async () => {
+    const client = await connect(gateway());
+    const r = await call(client, "fix-b__echo", { text: "hello" });
+    expect(r.isError).toBeUndefined();
+    expect(textOf(r)).toBe("hello");
+    expect(textOf(await call(client, "fix-c:echo", { text: "colon" }))).toBe("colon");
+    expect(textOf(await call(client, "everything__get-sum", { a: 2, b: 3 }))).toContain("5");
+    expect(fixtureLog()).toContain('fix-b call echo {"text":"hello"}');
+    expect(fixtureLog()).toContain('fix-c call echo {"text":"colon"}');
+  });
+
+  test("the child gets only its declared env (expanded) plus PATH, HOME and LANG", async () => {
+    const client = await connect(gateway());
+    expect(textOf(await call(client, "fix-b__env", { name: "FROM_GREX" }))).toBe("expanded");
+    expect(textOf(await call(client, "fix-b__env", { name: "GATEWAY_TEST_VALUE" }))).toBe("(unset)");
+    expect(textOf(await call(client, "fix-b__env", { name: "HOME" }))).toBe(tw.home);
+  });
+
+  test("a tool outside the allow-list or unknown is -32601", async () => {
+    const client = await connect(gateway());
+    const err = await call(client, "everything__get-env").catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(McpError);
+    expect((err as McpError).code).toBe(-32601);
+  });
+
+  test("a crash mid-call is an isError naming the server, exit status and stderr; the next call respawns", async () => {
+    const g = gateway();
+    const client = await connect(g);
+    const firstPid = Number(textOf(await call(client, "fix-a__pid")));
+    const crashed = await call(client, "fix-a__crash", { code: 7 });
+    expect(crashed.isError).toBe(true);
+    expect(textOf(crashed)).toContain("'fix-a'");
+    expect(textOf(crashed)).toContain("status 7");
+    expect(textOf(crashed)).toContain("crashing on demand");
+    const again = Number(textOf(await call(client, "fix-a__pid")));
+    expect(again).not.toBe(firstPid);
+    expect(alive(firstPid)).toBe(false);
+  });
+
+  test("a server that keeps crashing is held back (status error) instead of respawned at once", async () => {
+    const g = gateway();
+    const client = await connect(g);
+    for (let i = 0; i < 3; i++) expect((await call(client, "fix-c__crash", { code: 1 })).isError).toBe(true);
+    expect(g.status("fix-c")).toBe("error");
+    const held = await call(client, "fix-c__echo", { text: "x" });
+    expect(held.isError).toBe(true);
+    expect(textOf(held)).toContain("3 times in a row");
+  });
+
+  test("a server that cannot start: an isError naming it, status error; every other tool keeps working", async () => {
+    const logs: string[] = [];
+    const g = gateway({ env: { ...tw.env } }, logs);
+    const client = await connect(g);
+    const r = await call(client, "fix-a__echo", { text: "x" });
+    expect(r.isError).toBe(true);
+    expect(textOf(r)).toContain("'fix-a'");
+    expect(textOf(r)).toContain("$GATEWAY_TEST_VALUE");
+    expect(g.status("fix-a")).toBe("error");
+    expect(textOf(await call(client, "everything__echo", { message: "still here" }))).toContain("still here");
+    expect((await call(client, "ls")).isError).toBe(false);
+  });
+
+  test("cancellation reaches the child's request", async () => {
+    const client = await connect(gateway());
+    const abort = new AbortController();
+    const pending = call(client, "fix-b__hang", {}, { signal: abort.signal }).catch((e: unknown) => e);
+    await until(() => fixtureLog().includes("fix-b hanging"), "the hang call to reach the child");
+    const hangId = /fix-b hanging (\d+)/.exec(fixtureLog())?.[1];
+    abort.abort();
+    expect(await pending).toBeInstanceOf(Error);
+    await until(() => fixtureLog().includes(`fix-b cancelled ${hangId}`), "the cancellation to reach the child");
+  });
+
+  test("the child's progress reaches the client under the client's token", async () => {
+    const client = await connect(gateway());
+    const seen: number[] = [];
+    const r = await call(client, "fix-b__progress", { steps: 3 }, { onprogress: (p) => seen.push(p.progress) });
+    expect(textOf(r)).toBe("did 3 steps");
+    expect(seen).toEqual([1, 2, 3]);
+    const seenEverything: number[] = [];
+    await call(client, "everything__trigger-long-running-operation", { duration: 0.2, steps: 2 }, { onprogress: (p) => seenEverything.push(p.progress) });
+    expect(seenEverything.length).toBeGreaterThan(0);
+  });
+});
+
+describe("approvals", () => {
+  test("accepted through elicitation: the call runs", async () => {
+    const client = await connect(gateway(), { elicit: "accept" });
+    expect(textOf(await call(client, "fix-a__write", { text: "ok" }))).toBe("wrote ok");
+  });
+
+  test("declined or cancelled: isError 'not approved', nothing runs", async () => {
+    for (const action of ["decline", "cancel"] as const) {
+      const client = await connect(gateway(), { elicit: action });
+      const r = await call(client, "fix-a__write", { text: `no-${action}` });
+      expect(r.isError).toBe(true);
+      expect(textOf(r)).toContain("not approved");
+      expect(fixtureLog()).not.toContain(`no-${action}`);
+    }
+  });
+
+  test("a client without elicitation gets an isError that says how to pre-approve; --approve lets it through", async () => {
+    const client = await connect(gateway());
+    const r = await call(client, "fix-a__write", { text: "blocked" });
+    expect(r.isError).toBe(true);
+    expect(textOf(r)).toContain("grex serve --approve fix-a:write");
+    const approved = await connect(gateway({ approve: ["fix-a:*"] }));
+    expect(textOf(await call(approved, "fix-a__write", { text: "pre" }))).toBe("wrote pre");
+  });
+});
+
+describe("connection cache", () => {
+  test("LRU eviction at the cap closes the least recently used child", async () => {
+    const g = gateway({ maxChildren: 2 });
+    const client = await connect(g);
+    const pidA = Number(textOf(await call(client, "fix-a__pid")));
+    await call(client, "fix-b__pid");
+    await call(client, "fix-a__pid");
+    const pidB = g.pidOf("fix-b") as number;
+    await call(client, "fix-c__pid");
+    await until(() => !alive(pidB), "fix-b to be evicted and reaped");
+    expect(g.liveCount()).toBe(2);
+    expect(g.pidOf("fix-a")).toBe(pidA);
+    expect(g.pidOf("fix-b")).toBeNull();
+  });
+
+  test("a child idle for the timeout is closed and reaped; the next call respawns it", async () => {
+    const g = gateway({ idleMs: 50 });
+    const client = await connect(g);
+    const pid = Number(textOf(await call(client, "fix-b__pid")));
+    await until(() => g.liveCount() === 0 && !alive(pid), "the idle child to be closed");
+    expect(g.status("fix-b")).toBe("idle");
+    expect(Number(textOf(await call(client, "fix-b__pid")))).not.toBe(pid);
+  });
+
+  test("close() stops every child and reaps it", async () => {
+    const g = gateway();
+    const client = await connect(g);
+    const pids = [Number(textOf(await call(client, "fix-a__pid"))), Number(textOf(await call(client, "fix-b__pid")))];
+    await g.close();
+    for (const pid of pids) expect(alive(pid)).toBe(false);
+  });
+});
+
+describe("a streamable-http child and tools/list_changed", () => {
+  let remote: HttpServer;
+  let remoteWs: TestWorkspace;
+
+  beforeAll(async () => {
+    remoteWs = new TestWorkspace("grex-mcp-gateway-remote-");
+    expect((await remoteWs.grex("init")).code).toBe(0);
+    remote = await serveHttp({ addr: "127.0.0.1:0", token: "remote-secret", server: serverOptions(remoteWs.ws, remoteWs.env), log: () => {} });
+  });
+
+  afterAll(async () => {
+    await remote.stop();
+    remoteWs.cleanup();
+  });
+
+  test("`grex add` of a pack that declares a server sends list_changed; its tools are then listed and callable over HTTP", async () => {
+    const logs: string[] = [];
+    const g = gateway({}, logs);
+    const client = await connect(g);
+    await client.listTools();
+    let changed = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      changed++;
+    });
+    const pack = tw.repo("remote-pack", {
+      ".grex/pack.yaml": packYaml("remote-pack", [
+        ["    - id: remote", "      transport: streamable-http", `      url: ${remote.url}`, '      headers: { Authorization: "Bearer $REMOTE_TOKEN" }', "      tools: [ls, status]"].join("\n"),
+      ]),
+    });
+    const added = await call(client, "add", { url: pack });
+    expect(added.isError).toBe(false);
+    await until(() => changed > 0, "notifications/tools/list_changed");
+    expect(logs.filter((l) => !l.startsWith("[everything]"))).toEqual([]);
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names.filter((n) => n.startsWith("remote__")).sort()).toEqual(["remote__ls", "remote__status"]);
+    const ls = await call(client, "remote__ls");
+    expect(ls.isError).toBe(false);
+    expect(ls.structuredContent).toHaveProperty("packs");
+  });
+});
+
+describe("grex serve as a process", () => {
+  test("an SDK client over stdio lists and calls a child tool; the children are reaped when the client closes", async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [GREX_MAIN, "serve"],
+      cwd: tw.ws,
+      env: Object.fromEntries(Object.entries({ ...tw.env, GATEWAY_TEST_VALUE: "spawned" }).filter((e): e is [string, string] => e[1] !== undefined)),
+      stderr: "pipe",
+    });
+    let stderr = "";
+    transport.stderr?.on("data", (c: Buffer) => {
+      stderr += c.toString();
+    });
+    const client = new Client({ name: "gateway-proc-test", version: "1" });
+    await client.connect(transport);
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names).toContain("fix-b__echo");
+    const pid = Number(textOf(await call(client, "fix-b__pid")));
+    expect(alive(pid)).toBe(true);
+    expect(textOf(await call(client, "fix-b__env", { name: "FROM_GREX" }))).toBe("spawned");
+    await call(client, "fix-b__crash", { code: 5 });
+    await client.close();
+    await until(() => !alive(pid), "the child to be reaped");
+    expect(stderr).toContain("[fix-b] fixture: crashing on demand");
+  });
+});
