@@ -4,6 +4,7 @@
 import * as v from "valibot";
 import { packOpError, usageError } from "../core/errors.ts";
 import type { CallResult, ClientTarget, StatusResult, ToolInfo } from "../mcp/client.ts";
+import { envToken } from "./serve.ts";
 import { defineVerb, type RenderStyle } from "./types.ts";
 
 export const DEFAULT_CLIENT_TIMEOUT_MS = 10_000;
@@ -109,7 +110,7 @@ export const mcpVerb = defineVerb({
     positionals: ["subcommand", "tool", "...command"],
     flags: [
       { flag: "--url <url>", description: "Streamable HTTP endpoint of the server (e.g. http://127.0.0.1:8080/mcp)" },
-      { flag: "--token <token>", description: "Bearer token for --url (default: env GREX_MCP_TOKEN)" },
+      { flag: "--token <token>", description: "Bearer token for --url (default: env GREX_MCP_TOKEN, else MCP_TOKEN)" },
       { flag: "--args <json>", description: "Tool arguments for `call`, as a JSON object" },
       { flag: "--timeout <ms>", description: `How long to wait for each answer (default ${DEFAULT_CLIENT_TIMEOUT_MS})`, number: true },
     ],
@@ -147,8 +148,7 @@ export const mcpVerb = defineVerb({
     }
     const toolArgs = sub === "call" ? parseToolArgs(p.args) : {};
     if (sub === "status" && p.args !== undefined) throw usageError("--args applies to `grex mcp call` only.", { field: "args" });
-    const envToken = ctx.env.GREX_MCP_TOKEN;
-    const token = p.token ?? (envToken !== undefined && envToken !== "" ? envToken : undefined);
+    const token = p.token ?? envToken(ctx.env);
     const target: ClientTarget = {
       cwd: ctx.cwd,
       env: ctx.env,
