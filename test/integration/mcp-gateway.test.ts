@@ -143,7 +143,7 @@ describe("tools/list", () => {
 
   test("the tool lists are cached under .grex/.state: a new gateway lists them without spawning anything", async () => {
     const cacheDir = join(tw.ws, ".grex", ".state", "mcp-tools");
-    expect(readdirSync(cacheDir).sort()).toEqual(["everything.json", "fix-a.json", "fix-b.json", "fix-c.json"]);
+    expect(readdirSync(cacheDir).filter((f) => !f.endsWith(".status.json")).sort()).toEqual(["everything.json", "fix-a.json", "fix-b.json", "fix-c.json"]);
     const before = fixtureLog().split("\n").filter((l) => l.includes("started")).length;
     const g = gateway();
     const tools = await g.listTools(false);
@@ -350,6 +350,36 @@ describe("a streamable-http child and tools/list_changed", () => {
     const ls = await call(client, "remote__ls");
     expect(ls.isError).toBe(false);
     expect(ls.structuredContent).toHaveProperty("packs");
+  });
+});
+
+describe("grex mcp servers | status <server> | call <server:tool>", () => {
+  test("servers lists the declared servers with pack, transport, status and tool count", async () => {
+    const r = await tw.grex("mcp", "servers", "--json");
+    expect(r.code).toBe(0);
+    const servers = r.json.servers as { pack: string; id: string; transport: string; status: string; tool_count: number | null }[];
+    const fixB = servers.find((s) => s.id === "fix-b");
+    expect(fixB).toMatchObject({ pack: "tools-pack", transport: "stdio", tool_count: 7 });
+    expect(["live", "idle", "error"]).toContain(fixB?.status as string);
+    expect(servers.find((s) => s.id === "everything")?.tool_count).toBe(3);
+    const text = await tw.grex("mcp", "servers");
+    expect(text.stdout).toContain("tools-pack");
+    expect(text.stdout).toContain("fix-b");
+  });
+
+  test("status <server> and call <server:tool> spawn the declared server for one command", async () => {
+    const status = await tw.grex("mcp", "status", "everything", "--json");
+    expect(status.code).toBe(0);
+    expect((status.json.tools as { name: string }[]).map((t) => t.name)).toContain("get-sum");
+    const called = await tw.grex("mcp", "call", "everything:echo", "--args", '{"message":"from the cli"}');
+    expect(called.code).toBe(0);
+    expect(called.stdout).toContain("from the cli");
+    const unset = await tw.grex("mcp", "status", "fix-b");
+    expect(unset.code).toBe(4);
+    expect(unset.stderr).toContain("$GATEWAY_TEST_VALUE");
+    const unknown = await tw.grex("mcp", "call", "nope:echo");
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("No MCP server 'nope'");
   });
 });
 

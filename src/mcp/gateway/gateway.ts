@@ -10,7 +10,7 @@ import { findWorkspace, LOCK_FILE, MANIFEST_FILE, type Workspace } from "../../c
 import { RPC, RpcError } from "../server.ts";
 import { ChildGoneError, ChildRpcError } from "./child.ts";
 import { ChildPool, type ServerStatus } from "./pool.ts";
-import { readToolCache, writeToolCache } from "./tool-cache.ts";
+import { readServerStatus, readToolCache, writeServerStatus, writeToolCache } from "./tool-cache.ts";
 import type { GatewayCallHooks, GatewayOptions, GatewayPort } from "./types.ts";
 
 type Tool = Record<string, unknown>;
@@ -63,12 +63,18 @@ export class Gateway implements GatewayPort {
   private rereadTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(private readonly opts: GatewayOptions) {
-    this.pool = new ChildPool(opts);
     try {
       this.ws = findWorkspace(opts.cwd, opts.manifest);
     } catch {
       this.ws = undefined; // no workspace yet (init not run): no declared servers
     }
+    const ws = this.ws;
+    this.pool = new ChildPool({
+      ...opts,
+      onStatus: (id, status, detail) => {
+        if (ws) writeServerStatus(ws, id, { status, pid: detail.pid ?? null, ...(detail.error !== undefined ? { error: detail.error } : {}) });
+      },
+    });
   }
 
   declared(): Promise<DeclaredSet> {
@@ -286,18 +292,26 @@ export class Gateway implements GatewayPort {
     this.notify();
   }
 
-  /** `grex mcp servers`: each declared server with its status and tool count (cached lists; nothing is spawned). */
+  /**
+   * `grex mcp servers`: each declared server with its tool count (cached lists;
+   * nothing is spawned) and the status the serving grex last recorded.
+   */
   async report(): Promise<ServerReport[]> {
     const { servers } = await this.declared();
     return servers.map((s) => {
       const id = s.decl.id;
       const mem = this.tools.get(id);
       const cached = mem?.key === s.key ? mem.tools : this.ws ? readToolCache(this.ws, id, s.key) : undefined;
-      const r: ServerReport = { pack: s.pack, id, transport: s.decl.transport, status: this.pool.status(id), tool_count: cached ? cached.length : null };
-      const err = this.pool.lastError(id);
-      if (err !== undefined) r.error = err;
+      const recorded = this.ws ? readServerStatus(this.ws, id) : undefined;
+      const r: ServerReport = { pack: s.pack, id, transport: s.decl.transport, status: recorded?.status ?? "idle", tool_count: cached ? cached.length : null };
+      if (recorded?.status === "error" && recorded.error !== undefined) r.error = recorded.error;
       return r;
     });
+  }
+
+  /** The declared server with this id, for `grex mcp status|call <server>`. */
+  async find(id: string): Promise<DeclaredServer | undefined> {
+    return (await this.declared()).servers.find((s) => s.decl.id === id);
   }
 
   /** For tests and diagnostics: live children and their pids. */
@@ -323,3 +337,8 @@ export class Gateway implements GatewayPort {
 }
 
 const errorResult = (text: string): Record<string, unknown> => ({ content: [{ type: "text", text }], isError: true });
+
+/** A gateway for looking at the declared servers only (`grex mcp servers|status|call`): it never serves. */
+export function inspectionGateway(cwd: string, manifest: string | undefined, env: Record<string, string | undefined>, warn: (m: string) => void): Gateway {
+  return new Gateway({ cwd, manifest, env, version: "", maxChildren: 1, idleMs: 1, approve: [], log: warn, childStderr: () => {} });
+}

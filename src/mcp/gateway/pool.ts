@@ -3,9 +3,9 @@
 // room), closed after an idle timeout, and respawned after a crash, with a
 // growing wait once a server keeps crashing (its status is then `error`).
 import type { DeclaredServer } from "../../core/mcp-declared.ts";
-import { expandVars, homeOf } from "../../core/vars.ts";
 import { type Channel, openHttpChannel, spawnStdioChannel } from "./channel.ts";
 import { ChildConnection } from "./child.ts";
+import { childEnv, childHeaders } from "./spawn-spec.ts";
 
 /** Crashes in a row before a server is held back. */
 const CRASHES_BEFORE_BACKOFF = 3;
@@ -34,14 +34,8 @@ export interface PoolOptions {
   env: Record<string, string | undefined>;
   childStderr(server: string, line: string): void;
   log(message: string): void;
-}
-
-/** The child's environment: its declared `env` (expanded) plus PATH, HOME and LANG, nothing else. */
-export function childEnv(s: DeclaredServer, env: Record<string, string | undefined>): Record<string, string> {
-  const out: Record<string, string> = { HOME: homeOf(env) };
-  for (const k of ["PATH", "LANG"]) if (env[k] !== undefined) out[k] = env[k] as string;
-  for (const [k, val] of Object.entries(s.decl.env)) out[k] = expandVars(val, env, `mcp.servers '${s.decl.id}' env.${k} of pack '${s.pack}'`);
-  return out;
+  /** A server's status changed (live with its pid, idle, error with the reason). */
+  onStatus?(server: string, status: ServerStatus, detail: { pid?: number | null; error?: string }): void;
 }
 
 export class ChildPool {
@@ -136,9 +130,7 @@ export class ChildPool {
           stderrLine: (line) => this.opts.childStderr(id, line),
         });
       } else {
-        const headers: Record<string, string> = {};
-        for (const [k, val] of Object.entries(server.decl.headers)) headers[k] = expandVars(val, this.opts.env, `mcp.servers '${id}' headers.${k} of pack '${server.pack}'`);
-        channel = await openHttpChannel({ url: server.decl.url ?? "", headers });
+        channel = await openHttpChannel({ url: server.decl.url ?? "", headers: childHeaders(server, this.opts.env) });
       }
     } catch (err) {
       throw this.failed(s, id, `cannot be started (${err instanceof Error ? err.message : String(err)})`);
@@ -152,6 +144,7 @@ export class ChildPool {
         s.live = undefined;
         s.conn = undefined;
         this.failed(s, id, gone.message.replace(`MCP server '${id}' `, ""));
+        this.opts.onStatus?.(id, this.status(id), { error: s.lastError });
       }
       if (s.idleTimer) clearTimeout(s.idleTimer);
       s.idleTimer = undefined;
@@ -164,6 +157,7 @@ export class ChildPool {
       throw this.failed(s, id, err instanceof Error ? err.message.replace(`MCP server '${id}' `, "") : String(err));
     }
     s.live = conn;
+    this.opts.onStatus?.(id, "live", { pid: conn.pid });
     return conn;
   }
 
@@ -171,6 +165,7 @@ export class ChildPool {
   private failed(s: Slot, id: string, why: string): Error {
     s.crashes++;
     s.lastError = why;
+    this.opts.onStatus?.(id, "error", { error: why });
     if (s.crashes >= CRASHES_BEFORE_BACKOFF) {
       s.retryAt = Date.now() + Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (s.crashes - CRASHES_BEFORE_BACKOFF));
     }
@@ -195,6 +190,7 @@ export class ChildPool {
     if (s.idleTimer) clearTimeout(s.idleTimer);
     s.idleTimer = undefined;
     await conn.close(KILL_GRACE_MS);
+    this.opts.onStatus?.(id, "idle", {});
   }
 
   /** Close a server whose declaration went away or changed. */
@@ -213,6 +209,7 @@ export class ChildPool {
     const starting = [...this.slots.values()].map((s) => s.conn?.catch(() => undefined));
     await Promise.all(starting);
     await Promise.all([...this.open].map((c) => c.close(KILL_GRACE_MS)));
+    for (const id of this.lru.keys()) this.opts.onStatus?.(id, "idle", {});
     this.lru.clear();
   }
 }
