@@ -22,6 +22,7 @@ export interface DeclaredServer {
 }
 
 export interface DeclaredProblem {
+  kind: "pack-yaml" | "duplicate-id";
   pack: string;
   message: string;
 }
@@ -47,13 +48,14 @@ export async function collectDeclaredServers(ws: Workspace, warn: (m: string) =>
     try {
       decls = (await loadPackYaml(pack.dir))?.mcp_servers ?? [];
     } catch (err) {
-      problems.push({ pack: pack.id, message: err instanceof Error ? err.message : String(err) });
+      problems.push({ kind: "pack-yaml", pack: pack.id, message: err instanceof Error ? err.message : String(err) });
       continue;
     }
     for (const decl of decls) {
       const first = owner.get(decl.id);
       if (first !== undefined) {
         problems.push({
+          kind: "duplicate-id",
           pack: pack.id,
           message: `MCP server id '${decl.id}' of pack '${pack.id}' is already declared by pack '${first}'; server ids must be unique in the workspace, so rename one of them.`,
         });

@@ -126,6 +126,11 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
     }
   }
 
+  // pack-schema: MCP server ids must be unique across the workspace.
+  const { collectDeclaredServers } = await import("../core/mcp-declared.ts");
+  const declared = await collectDeclaredServers(ws, () => {}).catch(() => undefined);
+  for (const p of declared?.problems ?? []) if (p.kind === "duplicate-id") add("pack-schema", "error", p.pack, p.message);
+
   // stale-locks.
   for (const l of inspectLocks(ws)) {
     if (l.stale) add("stale-locks", "warning", null, `${l.path} was left by pid ${l.pid ?? "?"}, which is gone`, true);
