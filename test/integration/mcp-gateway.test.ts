@@ -12,10 +12,9 @@ import { Gateway } from "../../src/mcp/gateway/gateway.ts";
 import { DEFAULT_CHILD_IDLE_MS, type GatewayOptions } from "../../src/mcp/gateway/types.ts";
 import { serveHttp, type HttpServer } from "../../src/mcp/http.ts";
 import { SessionTransport, serverOptions } from "../helpers/mcp.ts";
+import { FIXTURE_SERVER, everythingServer, serversPackYaml as packYaml } from "../helpers/mcp-gateway.ts";
 import { GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
 
-const FIXTURE_SERVER = join(import.meta.dir, "..", "helpers", "mcp-fixture-server.ts");
-const EVERYTHING = join(import.meta.dir, "..", "..", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js");
 
 type ToolResult = { content: { type: string; text: string }[]; structuredContent?: Record<string, unknown>; isError?: boolean };
 
@@ -34,10 +33,6 @@ function fixtureServer(id: string, extra = ""): string {
   ].join("\n");
 }
 
-function packYaml(name: string, servers: string[]): string {
-  return [`schema_version: "1"`, `name: ${name}`, "type: declarative", "mcp:", "  servers:", ...servers, ""].join("\n");
-}
-
 beforeAll(async () => {
   tw = new TestWorkspace("grex-mcp-gateway-");
   logFile = join(tw.root, "fixture.log");
@@ -46,12 +41,7 @@ beforeAll(async () => {
       fixtureServer("fix-a", "      approval: [write]"),
       fixtureServer("fix-b"),
       fixtureServer("fix-c"),
-      [
-        "    - id: everything",
-        "      transport: stdio",
-        `      command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(EVERYTHING)}, stdio]`,
-        "      tools: [echo, get-sum, trigger-long-running-operation]",
-      ].join("\n"),
+      everythingServer("everything", ["echo", "get-sum", "trigger-long-running-operation"]),
     ]),
   });
   expect((await tw.grex("init")).code).toBe(0);

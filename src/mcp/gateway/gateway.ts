@@ -15,6 +15,8 @@ import type { GatewayCallHooks, GatewayOptions, GatewayPort } from "./types.ts";
 
 type Tool = Record<string, unknown>;
 const LIST_TIMEOUT_MS = 10_000;
+/** A list served from the disk cache is re-checked against the child this long after (short sessions never pay for it). */
+const REFRESH_DELAY_MS = 3_000;
 const MAX_PAGES = 100;
 /** Separator in listed names; `server:tool` is accepted on input too. */
 export const NAME_SEP = "__";
@@ -38,8 +40,6 @@ export function splitToolName(name: string): { server: string; tool: string } | 
 interface ServerTools {
   key: string;
   tools: Tool[];
-  /** From the disk cache, not yet confirmed by the child in this process. */
-  stale: boolean;
 }
 
 export interface ServerReport {
@@ -61,6 +61,8 @@ export class Gateway implements GatewayPort {
   private readonly warned = new Set<string>();
   private watcher: FSWatcher | undefined;
   private rereadTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly refreshTimers = new Set<ReturnType<typeof setTimeout>>();
+  private closed = false;
 
   constructor(private readonly opts: GatewayOptions) {
     try {
@@ -122,8 +124,13 @@ export class Gateway implements GatewayPort {
     if (this.ws) {
       const cached = readToolCache(this.ws, id, s.key);
       if (cached) {
-        this.tools.set(id, { key: s.key, tools: cached, stale: true });
-        setTimeout(() => void this.listFromChild(s), 0).unref?.();
+        this.tools.set(id, { key: s.key, tools: cached });
+        const timer = setTimeout(() => {
+          this.refreshTimers.delete(timer);
+          if (!this.closed) void this.listFromChild(s);
+        }, REFRESH_DELAY_MS);
+        timer.unref?.();
+        this.refreshTimers.add(timer);
         return cached;
       }
     }
@@ -149,7 +156,7 @@ export class Gateway implements GatewayPort {
         this.pool.release(id, true);
         const allowed = s.decl.tools === null ? tools : tools.filter((t) => s.decl.tools?.includes(String(t.name)));
         const before = this.tools.get(id);
-        this.tools.set(id, { key: s.key, tools: allowed, stale: false });
+        this.tools.set(id, { key: s.key, tools: allowed });
         if (this.ws) writeToolCache(this.ws, id, s.key, allowed, (m) => this.opts.log(`warning: ${m}`));
         if (before && JSON.stringify(before.tools) !== JSON.stringify(allowed)) this.notify();
         conn.onNotification = (method) => {
@@ -328,6 +335,9 @@ export class Gateway implements GatewayPort {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    for (const t of this.refreshTimers) clearTimeout(t);
+    this.refreshTimers.clear();
     this.watcher?.close();
     this.watcher = undefined;
     if (this.rereadTimer) clearTimeout(this.rereadTimer);
