@@ -343,6 +343,39 @@ describe("a streamable-http child and tools/list_changed", () => {
   });
 });
 
+describe("changes made outside this server", () => {
+  test("`grex add` run elsewhere (the CLI) sends list_changed too", async () => {
+    const g = gateway();
+    const client = await connect(g);
+    const before = (await client.listTools()).tools.length;
+    let changed = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      changed++;
+    });
+    const pack = tw.repo("cli-added", { ".grex/pack.yaml": packYaml("cli-added", [fixtureServer("fix-cli")]) });
+    expect((await tw.grex("add", pack)).code).toBe(0);
+    await until(() => changed > 0, "notifications/tools/list_changed after the CLI's add");
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names.length).toBeGreaterThan(before);
+    expect(names).toContain("fix-cli__echo");
+  });
+
+  test("a workspace whose manifest cannot be read still serves grex's own tools", async () => {
+    const broken = new TestWorkspace("grex-mcp-gateway-broken-");
+    try {
+      expect((await broken.grex("init")).code).toBe(0);
+      await Bun.write(join(broken.ws, "grex.lock.jsonl"), "not json\nnot json either\n");
+      const logs: string[] = [];
+      const g = new Gateway({ cwd: broken.ws, manifest: undefined, env: broken.env, version: "t", maxChildren: 2, idleMs: 1000, approve: [], log: (m) => logs.push(m), childStderr: () => {} });
+      gateways.push(g);
+      expect(await g.listTools(false)).toEqual([]);
+      expect(logs.join("\n")).toContain("serving grex's own tools only");
+    } finally {
+      broken.cleanup();
+    }
+  });
+});
+
 describe("grex mcp servers | status <server> | call <server:tool>", () => {
   test("servers lists the declared servers with pack, transport, status and tool count", async () => {
     const r = await tw.grex("mcp", "servers", "--json");
@@ -390,6 +423,7 @@ describe("grex serve as a process", () => {
     await client.connect(transport);
     const names = (await client.listTools()).tools.map((t) => t.name);
     expect(names).toContain("fix-b__echo");
+    expect(names).toContain("fix-a__write");
     const pid = Number(textOf(await call(client, "fix-b__pid")));
     expect(alive(pid)).toBe(true);
     expect(textOf(await call(client, "fix-b__env", { name: "FROM_GREX" }))).toBe("spawned");
@@ -397,5 +431,26 @@ describe("grex serve as a process", () => {
     await client.close();
     await until(() => !alive(pid), "the child to be reaped");
     expect(stderr).toContain("[fix-b] fixture: crashing on demand");
+  });
+
+  test("serve flags: --read-only, --approve, --max-children, --child-idle", async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [GREX_MAIN, "serve", "--read-only", "--approve", "fix-a:*", "--max-children", "1", "--child-idle", "60000"],
+      cwd: tw.ws,
+      env: Object.fromEntries(Object.entries({ ...tw.env, GATEWAY_TEST_VALUE: "flags" }).filter((e): e is [string, string] => e[1] !== undefined)),
+      stderr: "pipe",
+    });
+    const client = new Client({ name: "gateway-flags-test", version: "1" });
+    await client.connect(transport);
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names).toContain("ls");
+    expect(names).toContain("fix-a__echo");
+    expect(names).not.toContain("sync");
+    expect(names).not.toContain("fix-a__write");
+    const pidA = Number(textOf(await call(client, "fix-a__pid")));
+    await call(client, "fix-b__pid");
+    await until(() => !alive(pidA), "fix-a to be evicted (cap 1)");
+    await client.close();
   });
 });

@@ -85,8 +85,16 @@ export class Gateway implements GatewayPort {
   }
 
   private async readDeclared(): Promise<DeclaredSet> {
-    if (!this.ws) return { servers: [], problems: [], fingerprint: "" };
-    const set = await collectDeclaredServers(this.ws, (m) => this.warnOnce(m));
+    const none: DeclaredSet = { servers: [], problems: [], fingerprint: "" };
+    if (!this.ws) return none;
+    let set: DeclaredSet;
+    try {
+      set = await collectDeclaredServers(this.ws, (m) => this.warnOnce(m));
+    } catch (err) {
+      // A broken manifest or lockfile must not take grex's own tools down with it.
+      this.warnOnce(`warning: cannot read the workspace's declared MCP servers (${err instanceof Error ? err.message : String(err)}); serving grex's own tools only.`);
+      return none;
+    }
     for (const p of set.problems) this.warnOnce(`warning: ${p.message}`);
     return set;
   }
