@@ -4,6 +4,7 @@
 // schema.ts's "<reason>; <what to do>" convention so the loader can prefix the
 // file and field path.
 import * as v from "valibot";
+import { describeValue as got } from "./describe.ts";
 
 export const MCP_SERVER_ID_RE = /^[a-z][a-z0-9-]*$/;
 export const MCP_TRANSPORTS = ["stdio", "streamable-http"] as const;
@@ -28,13 +29,6 @@ export interface McpServerDecl {
 
 const isMapping = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === "object" && !Array.isArray(x);
 
-function got(x: unknown): string {
-  if (x === null || x === undefined) return "nothing";
-  if (Array.isArray(x)) return "a list";
-  if (typeof x === "object") return "a mapping";
-  const s = JSON.stringify(x) ?? String(x);
-  return `${typeof x} ${s.length > 40 ? `${s.slice(0, 37)}...` : s}`;
-}
 
 type Issue = v.BaseIssue<unknown>;
 const mustBe = (what: string, fix: string) => (issue: Issue) => `must be ${what} (got ${got(issue.input)}); ${fix}`;

@@ -4,6 +4,7 @@
 import * as v from "valibot";
 import { GrexError, integrityError, pluginError } from "../errors.ts";
 import { BUILTIN_ACTIONS, isKnownAction, isKnownPackType, knownPackTypes } from "../registry.ts";
+import { describeValue as describe } from "./describe.ts";
 import { McpSectionSchema, type McpServerDecl } from "./mcp-servers.ts";
 
 export interface ChildSpec {
@@ -50,14 +51,6 @@ type Issue = v.BaseIssue<unknown>;
 type Message = (issue: Issue) => string;
 
 const isMapping = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === "object" && !Array.isArray(x);
-
-function describe(x: unknown): string {
-  if (x === null || x === undefined) return "nothing";
-  if (Array.isArray(x)) return "a list";
-  if (typeof x === "object") return "a mapping";
-  const s = JSON.stringify(x) ?? String(x);
-  return `${typeof x} ${s.length > 40 ? `${s.slice(0, 37)}...` : s}`;
-}
 
 const mustBe =
   (what: string, fix: string): Message =>
