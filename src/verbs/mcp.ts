@@ -3,6 +3,7 @@
 // after `--`. Not an MCP tool itself. The client (and the SDK) load lazily.
 import * as v from "valibot";
 import { packOpError, usageError } from "../core/errors.ts";
+import { findWorkspace } from "../core/workspace.ts";
 import type { CallResult, ClientTarget, StatusResult, ToolInfo } from "../mcp/client.ts";
 import { envToken } from "./serve.ts";
 import { defineVerb, type RenderStyle, type VerbContext } from "./types.ts";
@@ -148,6 +149,7 @@ export const mcpVerb = defineVerb({
     if (sub === "servers") {
       const extra = p.tool !== undefined || command.length > 0 ? "a server" : p.url !== undefined ? "--url" : p.args !== undefined ? "--args" : p.token !== undefined ? "--token" : undefined;
       if (extra) throw usageError(`\`grex mcp servers\` takes no ${extra}; it lists the servers the workspace's packs declare.`, { field: "subcommand" });
+      findWorkspace(ctx.cwd, ctx.manifest); // outside a workspace: the usual usage error
       const { inspectionGateway } = await import("../mcp/gateway/gateway.ts");
       return { servers: await inspectionGateway(ctx.cwd, ctx.manifest, ctx.env, ctx.warn).report() };
     }

@@ -70,7 +70,7 @@ export const serveVerb = defineVerb({
       }
       if (p.stateless) throw usageError("--stateless applies to --http only.", { field: "stateless" });
       const { serveStdio } = await import("../mcp/stdio.ts");
-      return { stopped: await serveStdio(opts, signal) };
+      return { stopped: await untilTerminated(signal, (s) => serveStdio(opts, s)) };
     } finally {
       await gateway.close();
     }
@@ -88,6 +88,20 @@ export function serverLocation(cwd: string, manifest: string | undefined): Pick<
     return { cwd: findWorkspace(dir).root, manifest: undefined };
   } catch {
     return { cwd: dir, manifest: undefined };
+  }
+}
+
+/** Run `work` with a signal that also fires on SIGTERM, so the children are stopped and reaped before grex exits. */
+async function untilTerminated<T>(signal: AbortSignal, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const abort = new AbortController();
+  const onAbort = () => abort.abort();
+  signal.addEventListener("abort", onAbort, { once: true });
+  process.once("SIGTERM", onAbort);
+  try {
+    return await work(abort.signal);
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+    process.off("SIGTERM", onAbort);
   }
 }
 
@@ -162,6 +176,7 @@ export async function serveFromArgv(argv: readonly string[], cwd = process.cwd()
   const abort = new AbortController();
   const onSigint = () => abort.abort();
   process.once("SIGINT", onSigint);
+  process.once("SIGTERM", onSigint);
   try {
     await serveStdio(
       {
@@ -179,6 +194,7 @@ export async function serveFromArgv(argv: readonly string[], cwd = process.cwd()
     );
   } finally {
     process.off("SIGINT", onSigint);
+    process.off("SIGTERM", onSigint);
     await gateway.close();
   }
   return 0;

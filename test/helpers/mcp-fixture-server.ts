@@ -1,7 +1,8 @@
 // A small stdio MCP server for gateway tests, written without the SDK so it can
 // misbehave on purpose: every reply is preceded by a notification, `crash`
 // exits mid-call, `hang` never answers (and records the cancellation it gets),
-// `progress` reports progress under the caller's token. Events are appended to
+// `progress` reports progress under the caller's token, it keeps running after
+// stdin closes, and `ignore-term` makes it ignore SIGTERM. Events are appended to
 // $FIXTURE_LOG when set (one line each), so tests can see what reached it.
 import { appendFileSync } from "node:fs";
 
@@ -19,6 +20,7 @@ const tools = [
   { name: "hang", description: "Never answer.", inputSchema: { type: "object", properties: {} }, annotations: { readOnlyHint: true } },
   { name: "progress", description: "Report progress, then answer.", inputSchema: { type: "object", properties: { steps: { type: "integer" } } }, annotations: { readOnlyHint: true } },
   { name: "pid", description: "Answer with the process id.", inputSchema: { type: "object", properties: {} }, annotations: { readOnlyHint: true } },
+  { name: "ignore-term", description: "Ignore SIGTERM from now on (only SIGKILL stops it).", inputSchema: { type: "object", properties: {} } },
   { name: "env", description: "Answer with one environment variable.", inputSchema: { type: "object", properties: { name: { type: "string" } } }, annotations: { readOnlyHint: true } },
 ];
 
@@ -70,6 +72,9 @@ async function handle(msg: Record<string, unknown>) {
           }
           return reply(id, text(`did ${steps} steps`));
         }
+        case "ignore-term":
+          process.on("SIGTERM", () => record("ignored SIGTERM"));
+          return reply(id, text("ignoring SIGTERM"));
         case "pid":
           return reply(id, text(String(process.pid)));
         case "env":
@@ -96,3 +101,5 @@ for await (const chunk of Bun.stdin.stream()) {
   }
 }
 record("stdin closed");
+// Like a careless server, keep running after EOF: only a signal stops it.
+setInterval(() => {}, 1 << 30);

@@ -293,6 +293,16 @@ describe("connection cache", () => {
     expect(Number(textOf(await call(client, "fix-b__pid")))).not.toBe(pid);
   });
 
+  test("a child that ignores SIGTERM is killed with SIGKILL on close", async () => {
+    const g = gateway();
+    const client = await connect(g);
+    const pid = Number(textOf(await call(client, "fix-a__pid")));
+    expect(textOf(await call(client, "fix-a__ignore-term"))).toBe("ignoring SIGTERM");
+    await g.close();
+    expect(alive(pid)).toBe(false);
+    expect(fixtureLog()).toContain("fix-a ignored SIGTERM");
+  });
+
   test("close() stops every child and reaps it", async () => {
     const g = gateway();
     const client = await connect(g);
@@ -382,7 +392,7 @@ describe("grex mcp servers | status <server> | call <server:tool>", () => {
     expect(r.code).toBe(0);
     const servers = r.json.servers as { pack: string; id: string; transport: string; status: string; tool_count: number | null }[];
     const fixB = servers.find((s) => s.id === "fix-b");
-    expect(fixB).toMatchObject({ pack: "tools-pack", transport: "stdio", tool_count: 7 });
+    expect(fixB).toMatchObject({ pack: "tools-pack", transport: "stdio", tool_count: 8 });
     expect(["live", "idle", "error"]).toContain(fixB?.status as string);
     expect(servers.find((s) => s.id === "everything")?.tool_count).toBe(3);
     const text = await tw.grex("mcp", "servers");
@@ -431,6 +441,24 @@ describe("grex serve as a process", () => {
     await client.close();
     await until(() => !alive(pid), "the child to be reaped");
     expect(stderr).toContain("[fix-b] fixture: crashing on demand");
+  });
+
+  test("SIGTERM to grex serve stops and reaps its children before it exits", async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [GREX_MAIN, "serve"],
+      cwd: tw.ws,
+      env: Object.fromEntries(Object.entries({ ...tw.env, GATEWAY_TEST_VALUE: "term" }).filter((e): e is [string, string] => e[1] !== undefined)),
+      stderr: "pipe",
+    });
+    const client = new Client({ name: "gateway-term-test", version: "1" });
+    await client.connect(transport);
+    const childPid = Number(textOf(await call(client, "fix-b__pid")));
+    const grexPid = transport.pid as number;
+    process.kill(grexPid, "SIGTERM");
+    await until(() => !alive(grexPid), "grex serve to exit");
+    expect(alive(childPid)).toBe(false);
+    await client.close().catch(() => {});
   });
 
   test("serve flags: --read-only, --approve, --max-children, --child-idle", async () => {

@@ -144,9 +144,13 @@ export class ChildConnection {
         }, opts.timeoutMs);
       }
       this.channel.send({ jsonrpc: "2.0", id, method, params: sendParams }).catch((err: unknown) => {
-        const p = this.pending.get(id);
-        if (!p) return;
-        p.reject(this.goneError ?? new ChildGoneError(this.server, null, "", err instanceof Error ? `cannot be reached (${err.message})` : undefined));
+        // A message that cannot be delivered means the connection is broken (a dead pipe, an HTTP
+        // session the server dropped): fail everything pending and let the pool start afresh.
+        if (!this.goneError) {
+          this.closed(null, `cannot be reached (${err instanceof Error ? err.message : String(err)})`);
+          void this.channel.close(1000).catch(() => {});
+        }
+        this.pending.get(id)?.reject(this.goneError as ChildGoneError);
       });
     });
   }
@@ -180,8 +184,9 @@ export class ChildConnection {
     } else p.resolve(isObject(msg.result) ? msg.result : {});
   }
 
-  private closed(exit: ExitInfo | null): void {
-    const err = new ChildGoneError(this.server, exit, this.channel.stderrTail());
+  private closed(exit: ExitInfo | null, reason?: string): void {
+    if (this.goneError) return;
+    const err = new ChildGoneError(this.server, exit, this.channel.stderrTail(), reason);
     this.goneError = err;
     for (const p of [...this.pending.values()]) p.reject(err);
     this.markGone(err);
