@@ -240,6 +240,10 @@ export async function serveHttp(opts: HttpServeOptions): Promise<HttpServer> {
         if (isResponse(msg) && msg.id === related.requestId) {
           direct.get(related.requestId)?.(msg);
           direct.delete(related.requestId);
+        } else if (isObject(msg) && typeof msg.method === "string" && (typeof msg.id === "string" || typeof msg.id === "number")) {
+          // A request to the client (elicitation) cannot travel in a plain JSON answer: refuse it at once.
+          const refusal = { jsonrpc: "2.0", id: msg.id, error: { code: -32000, message: "the client asked for a plain JSON answer (no text/event-stream), which cannot carry a request to it" } };
+          queueMicrotask(() => session.handleMessage(refusal));
         }
         return;
       }

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -350,6 +351,55 @@ describe("a streamable-http child and tools/list_changed", () => {
     const ls = await call(client, "remote__ls");
     expect(ls.isError).toBe(false);
     expect(ls.structuredContent).toHaveProperty("packs");
+  });
+});
+
+describe("over Streamable HTTP", () => {
+  test("approval by elicitation and progress reach an HTTP client through its SSE stream", async () => {
+    const g = gateway();
+    const http = await serveHttp({ addr: "127.0.0.1:0", token: undefined, server: { ...serverOptions(tw.ws, tw.env), gateway: g }, log: () => {} });
+    const client = new Client({ name: "gateway-http-test", version: "1" }, { capabilities: { elicitation: {} } });
+    let asked = "";
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+      asked = req.params.message;
+      return { action: "accept", content: { approve: true } };
+    });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(http.url)));
+      expect(textOf(await call(client, "fix-a__write", { text: "over http" }))).toBe("wrote over http");
+      expect(asked).toContain("'write'");
+      const seen: number[] = [];
+      await call(client, "fix-b__progress", { steps: 2 }, { onprogress: (p) => seen.push(p.progress) });
+      expect(seen).toEqual([1, 2]);
+    } finally {
+      await client.close();
+      await http.stop();
+    }
+  });
+});
+
+describe("over plain JSON HTTP", () => {
+  test("a call that needs approval fails at once with an explanation when the answer must be plain JSON", async () => {
+    const g = gateway();
+    const http = await serveHttp({ addr: "127.0.0.1:0", token: undefined, server: { ...serverOptions(tw.ws, tw.env), gateway: g }, log: () => {} });
+    try {
+      const post = (body: object, sid?: string) =>
+        fetch(http.url, {
+          method: "POST",
+          headers: { "Content-Type": "application/json", Accept: "application/json", ...(sid ? { "Mcp-Session-Id": sid } : {}) },
+          body: JSON.stringify(body),
+        });
+      const init = await post({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: { elicitation: {} }, clientInfo: { name: "raw", version: "1" } } });
+      const sid = init.headers.get("mcp-session-id") as string;
+      await init.json();
+      const res = await post({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "fix-a__write", arguments: { text: "json" } } }, sid);
+      const body = (await res.json()) as { result: ToolResult };
+      expect(body.result.isError).toBe(true);
+      expect(textOf(body.result)).toContain("plain JSON");
+      expect(textOf(body.result)).toContain("--approve fix-a:write");
+    } finally {
+      await http.stop();
+    }
   });
 });
 
