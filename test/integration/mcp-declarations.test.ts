@@ -87,6 +87,19 @@ describe("grex add refuses bad declarations", () => {
   });
 });
 
+describe("children of meta packs", () => {
+  test("a server declared by a child pack is served, named with the child's pack id", async () => {
+    const server = "mcp:\n  servers:\n    - id: from-child\n      transport: stdio\n      command: [x]\n";
+    tw.repo("tool-child", { ".grex/pack.yaml": HEAD.replace("NAME", "tool-child") + server });
+    const meta = tw.repo("tool-meta", { ".grex/pack.yaml": 'schema_version: "1"\nname: tool-meta\ntype: meta\nchildren:\n  - url: ../tool-child\n' });
+    expect((await tw.grex("add", meta)).code).toBe(0);
+    const servers = (await tw.grex("mcp", "servers", "--json")).json.servers as { id: string; pack: string }[];
+    expect(servers).toContainEqual(expect.objectContaining({ id: "from-child", pack: "tool-meta/tool-child" }));
+    expect((await tw.grex("rm", "tool-meta")).code).toBe(0);
+    expect((await tw.grex("mcp", "servers", "--json")).json.servers).toEqual([]);
+  });
+});
+
 describe("doctor", () => {
   test("a server id declared by two packs is a doctor error; only the first is served", async () => {
     const server = "mcp:\n  servers:\n    - id: shared\n      transport: stdio\n      command: [x]\n";

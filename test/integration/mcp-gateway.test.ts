@@ -418,6 +418,14 @@ describe("changes made outside this server", () => {
     const names = (await client.listTools()).tools.map((t) => t.name);
     expect(names.length).toBeGreaterThan(before);
     expect(names).toContain("fix-cli__echo");
+
+    // rm takes the server away again: list_changed, its tools gone, its running child stopped.
+    const pid = Number(textOf(await call(client, "fix-cli__pid")));
+    const seen = changed;
+    expect((await tw.grex("rm", "cli-added")).code).toBe(0);
+    await until(() => changed > seen, "notifications/tools/list_changed after rm");
+    expect((await client.listTools()).tools.map((t) => t.name)).not.toContain("fix-cli__echo");
+    await until(() => !alive(pid), "the removed server's child to be stopped");
   });
 
   test("a workspace whose manifest cannot be read still serves grex's own tools", async () => {
