@@ -6,6 +6,7 @@
 import { CancelledError, GrexError } from "../core/errors.ts";
 import type { Scheduler } from "../core/scheduler.ts";
 import type { Progress, VerbDef } from "../verbs/types.ts";
+import { ClientRequests } from "./client-requests.ts";
 import type { GatewayPort } from "./gateway/types.ts";
 
 export const PREFERRED_PROTOCOL_VERSION = "2025-06-18";
@@ -91,9 +92,8 @@ export class McpSession {
   private readonly inflight = new Map<Id, AbortController>();
   private readonly running = new Set<Promise<void>>();
   private clientCapabilities: Record<string, unknown> = {};
-  /** Requests we sent the client (elicitation), by id. */
-  private readonly outgoing = new Map<string, { resolve(r: Record<string, unknown>): void; reject(e: Error): void }>();
-  private nextOutgoing = 1;
+  /** Requests we sent the client (elicitation). */
+  private readonly outgoing = new ClientRequests();
   private unsubscribe: (() => void) | undefined;
   private resolveClosed!: (how: "eof" | "shutdown") => void;
   /** Resolves once the session is over: a `shutdown` was answered, or `end()` drained after EOF. */
@@ -137,7 +137,7 @@ export class McpSession {
     if (typeof msg.method !== "string") {
       // A response from the client to one of our requests (elicitation).
       if (isId(msg.id) && ("result" in msg || "error" in msg)) {
-        this.clientAnswered(msg.id, msg);
+        this.outgoing.answered(msg.id, msg);
         return;
       }
       this.error(this.idOf(msg), RPC.invalidRequest, 'Invalid Request: "method" must be a string.');
@@ -181,37 +181,6 @@ export class McpSession {
   /** Abort every in-flight call (the transport is closing hard, e.g. on a signal). */
   abortAll(): void {
     for (const c of this.inflight.values()) c.abort();
-  }
-
-  /** Send the client a request (elicitation/create) tied to request `related`; resolves with its result. */
-  private clientRequest(method: string, params: object, related: Id, signal: AbortSignal): Promise<Record<string, unknown>> {
-    const id = `grex-${this.nextOutgoing++}`;
-    return new Promise((resolve, reject) => {
-      const onAbort = () => {
-        this.outgoing.delete(id);
-        reject(new CancelledError());
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      this.outgoing.set(id, {
-        resolve: (r) => {
-          signal.removeEventListener("abort", onAbort);
-          resolve(r);
-        },
-        reject: (e) => {
-          signal.removeEventListener("abort", onAbort);
-          reject(e);
-        },
-      });
-      this.send({ jsonrpc: "2.0", id, method, params }, { requestId: related });
-    });
-  }
-
-  private clientAnswered(id: Id, msg: Record<string, unknown>): void {
-    const waiter = this.outgoing.get(String(id));
-    if (!waiter) return;
-    this.outgoing.delete(String(id));
-    if (isObject(msg.result)) waiter.resolve(msg.result);
-    else waiter.reject(new Error(isObject(msg.error) && typeof msg.error.message === "string" ? msg.error.message : "the client answered with an error"));
   }
 
   private idOf(msg: unknown): Id | null {
@@ -375,7 +344,7 @@ export class McpSession {
       signal,
       progressToken: token,
       sendProgress: (p) => this.send({ jsonrpc: "2.0", method: "notifications/progress", params: p }, { requestId: id }),
-      elicit: elicits ? (p) => this.clientRequest("elicitation/create", p, id, signal) : undefined,
+      elicit: elicits ? (p) => this.outgoing.request(this.send, "elicitation/create", p, id, signal) : undefined,
       readOnly: this.opts.readOnly === true,
     });
     if (!result) throw new RpcError(RPC.methodNotFound, `Unknown tool: ${name}; tools/list shows the tools.`, { tool: name });
