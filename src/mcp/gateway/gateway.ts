@@ -29,11 +29,14 @@ const isReadOnly = (t: Tool) => isObject(t.annotations) && t.annotations.readOnl
 
 /** `server__tool` or `server:tool` → its two parts; undefined for anything else. */
 export function splitToolName(name: string): { server: string; tool: string } | undefined {
+  // The first separator wins: server ids contain neither, tool names may contain either.
   const colon = name.indexOf(":");
-  const sep = colon >= 0 ? colon : name.indexOf(NAME_SEP);
+  const under = name.indexOf(NAME_SEP);
+  const useColon = colon >= 0 && (under < 0 || colon < under);
+  const sep = useColon ? colon : under;
   if (sep <= 0) return undefined;
   const server = name.slice(0, sep);
-  const tool = name.slice(sep + (colon >= 0 ? 1 : NAME_SEP.length));
+  const tool = name.slice(sep + (useColon ? 1 : NAME_SEP.length));
   return tool === "" ? undefined : { server, tool };
 }
 
