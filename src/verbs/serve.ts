@@ -20,7 +20,7 @@ export const serveVerb = defineVerb({
     http: v.optional(v.union([v.string(), v.boolean()])),
     token: v.optional(v.string()),
     read_only: v.optional(v.boolean()),
-    approve: v.optional(v.array(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9-]*:(?:\*|\S+)$/, "must be server:tool or server:*")))),
+    approve: v.optional(v.array(v.string())),
     max_children: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1, "must be at least 1"))),
     child_idle: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1, "must be at least 1 (milliseconds)"))),
     stateless: v.optional(v.boolean()),
@@ -44,6 +44,10 @@ export const serveVerb = defineVerb({
     ],
   },
   async run(ctx, p, signal) {
+    const badApproval = p.approve?.find((a) => !/^[a-z][a-z0-9-]*:(?:\*|[^\s:]+)$/.test(a));
+    if (badApproval !== undefined) {
+      throw usageError(`Invalid --approve '${badApproval}': use server:tool or server:* (such as notes:append).`, { field: "approve" });
+    }
     const location = serverLocation(ctx.cwd, ctx.manifest);
     const gateway = await makeGateway(location, ctx.env, { approve: p.approve, maxChildren: p.max_children, idleMs: p.child_idle });
     const opts: ServerOptions = {

@@ -519,6 +519,15 @@ describe("grex serve as a process", () => {
     await client.close().catch(() => {});
   });
 
+  test("bad serve flags are usage errors", async () => {
+    const approve = await tw.grex("serve", "--approve", "fix-a");
+    expect(approve.code).toBe(2);
+    expect(approve.stderr).toContain("Invalid --approve 'fix-a'");
+    const stateless = await tw.grex("serve", "--stateless");
+    expect(stateless.code).toBe(2);
+    expect(stateless.stderr).toContain("--http only");
+  });
+
   test("serve flags: --read-only, --approve, --max-children, --child-idle", async () => {
     const transport = new StdioClientTransport({
       command: process.execPath,
