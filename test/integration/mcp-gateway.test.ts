@@ -474,21 +474,28 @@ describe("grex mcp servers | status <server> | call <server:tool>", () => {
   });
 });
 
+/** `grex serve [args]` as a process with an SDK client over stdio; GATEWAY_TEST_VALUE set to `value`. */
+async function spawnServe(args: string[], value: string) {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [GREX_MAIN, "serve", ...args],
+    cwd: tw.ws,
+    env: Object.fromEntries(Object.entries({ ...tw.env, GATEWAY_TEST_VALUE: value }).filter((e): e is [string, string] => e[1] !== undefined)),
+    stderr: "pipe",
+  });
+  let stderr = "";
+  transport.stderr?.on("data", (c: Buffer) => {
+    stderr += c.toString();
+  });
+  const client = new Client({ name: "gateway-process-test", version: "1" });
+  await client.connect(transport);
+  return { client, transport, stderr: () => stderr };
+}
+
 describe("grex serve as a process", () => {
   test("an SDK client over stdio lists and calls a child tool; the children are reaped when the client closes", async () => {
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [GREX_MAIN, "serve"],
-      cwd: tw.ws,
-      env: Object.fromEntries(Object.entries({ ...tw.env, GATEWAY_TEST_VALUE: "spawned" }).filter((e): e is [string, string] => e[1] !== undefined)),
-      stderr: "pipe",
-    });
-    let stderr = "";
-    transport.stderr?.on("data", (c: Buffer) => {
-      stderr += c.toString();
-    });
-    const client = new Client({ name: "gateway-proc-test", version: "1" });
-    await client.connect(transport);
+    const served = await spawnServe([], "spawned");
+    const client = served.client;
     const names = (await client.listTools()).tools.map((t) => t.name);
     expect(names).toContain("fix-b__echo");
     expect(names).toContain("fix-a__write");
@@ -498,19 +505,11 @@ describe("grex serve as a process", () => {
     await call(client, "fix-b__crash", { code: 5 });
     await client.close();
     await until(() => !alive(pid), "the child to be reaped");
-    expect(stderr).toContain("[fix-b] fixture: crashing on demand");
+    expect(served.stderr()).toContain("[fix-b] fixture: crashing on demand");
   });
 
   test("SIGTERM to grex serve stops and reaps its children before it exits", async () => {
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [GREX_MAIN, "serve"],
-      cwd: tw.ws,
-      env: Object.fromEntries(Object.entries({ ...tw.env, GATEWAY_TEST_VALUE: "term" }).filter((e): e is [string, string] => e[1] !== undefined)),
-      stderr: "pipe",
-    });
-    const client = new Client({ name: "gateway-term-test", version: "1" });
-    await client.connect(transport);
+    const { client, transport } = await spawnServe([], "term");
     const childPid = Number(textOf(await call(client, "fix-b__pid")));
     const grexPid = transport.pid as number;
     process.kill(grexPid, "SIGTERM");
@@ -529,15 +528,7 @@ describe("grex serve as a process", () => {
   });
 
   test("serve flags: --read-only, --approve, --max-children, --child-idle", async () => {
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [GREX_MAIN, "serve", "--read-only", "--approve", "fix-a:*", "--max-children", "1", "--child-idle", "60000"],
-      cwd: tw.ws,
-      env: Object.fromEntries(Object.entries({ ...tw.env, GATEWAY_TEST_VALUE: "flags" }).filter((e): e is [string, string] => e[1] !== undefined)),
-      stderr: "pipe",
-    });
-    const client = new Client({ name: "gateway-flags-test", version: "1" });
-    await client.connect(transport);
+    const { client } = await spawnServe(["--read-only", "--approve", "fix-a:*", "--max-children", "1", "--child-idle", "60000"], "flags");
     const names = (await client.listTools()).tools.map((t) => t.name);
     expect(names).toContain("ls");
     expect(names).toContain("fix-a__echo");
