@@ -31,7 +31,7 @@ function build(entry: string, out: string): string {
   if (r.exitCode !== 0) throw new Error(`build of ${entry} failed:\n${r.stderr.toString().trim()}`);
   return out;
 }
-writeFileSync(join(root, "hello.ts"), 'process.stdout.write("hello\\n");\n');
+writeFileSync(join(root, "hello.ts"), 'await Bun.write(Bun.stdout, "hello\\n");\n');
 const helloBin = build(join(root, "hello.ts"), join(root, "hello"));
 const grexBin = build(join(repo, "src/cli/main.ts"), join(root, "grex"));
 const childBin = build(join(import.meta.dir, "fixtures/sdk-server.ts"), join(root, "sdk-server"));
@@ -146,7 +146,7 @@ const through = await roundTrips([grexBin, "serve"], "one__add");
 console.log(`MCP gateway benchmark: 3 declared stdio servers; hyperfine -N medians of ${RUNS} runs; ${CALLS} calls per round-trip series; all in this run\n`);
 const row = (label: string, ms: number, ratio: string) => console.log(`${label.padEnd(62)} ${ms.toFixed(2).padStart(8)} ${ratio.padStart(10)}`);
 console.log(`${"case".padEnd(62)} ${"ms".padStart(8)} ${"ratio".padStart(10)}`);
-row("compiled hello-world via driver (floor)", floor.median, "1.00× floor");
+row("compiled hello-world (Bun.stdout) via driver (floor)", floor.median, "1.00× floor");
 row("compiled grex serve: spawn → initialize (3 servers declared)", init.median, `${(init.median / floor.median).toFixed(2)}× floor`);
 row("compiled grex serve: spawn → tools/list, cold (spawns 3 children)", cold.median, `${(cold.median / floor.median).toFixed(2)}× floor`);
 row("compiled grex serve: spawn → tools/list, cached", cached.median, `${(cached.median / floor.median).toFixed(2)}× floor`);
