@@ -201,7 +201,11 @@ describe("tools/call", () => {
   test("a server that keeps crashing is held back (status error) instead of respawned at once", async () => {
     const g = gateway();
     const client = await connect(g);
-    for (let i = 0; i < 3; i++) expect((await call(client, "fix-c__crash", { code: 1 })).isError).toBe(true);
+    for (let i = 0; i < 3; i++) {
+      const crashed = await call(client, "fix-c__crash", { code: 1 });
+      expect(crashed.isError).toBe(true);
+      expect(textOf(crashed)).toContain(i < 2 ? "The next call starts it again." : "grex waits");
+    }
     expect(g.status("fix-c")).toBe("error");
     const held = await call(client, "fix-c__echo", { text: "x" });
     expect(held.isError).toBe(true);

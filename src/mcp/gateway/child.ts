@@ -54,20 +54,16 @@ export class ChildConnection {
   private readonly pending = new Map<number, Pending>();
   private readonly progress = new Map<string, (params: Record<string, unknown>) => void>();
   private goneError: ChildGoneError | undefined;
-  /** Resolves when the child is gone. */
-  readonly gone: Promise<ChildGoneError>;
-  private markGone!: (err: ChildGoneError) => void;
   capabilities: Record<string, unknown> = {};
   /** Notifications the child sends that are not progress (tools/list_changed, logging). */
   onNotification?: (method: string, params: unknown) => void;
+  /** Called once, synchronously, when the child goes: before any pending call learns of it. */
+  onGone?: (err: ChildGoneError) => void;
 
   constructor(
     readonly server: string,
     private readonly channel: Channel,
   ) {
-    this.gone = new Promise((r) => {
-      this.markGone = r;
-    });
     channel.onmessage = (m) => this.receive(m);
     channel.onclose = (exit) => this.closed(exit);
   }
@@ -188,7 +184,7 @@ export class ChildConnection {
     if (this.goneError) return;
     const err = new ChildGoneError(this.server, exit, this.channel.stderrTail(), reason);
     this.goneError = err;
+    this.onGone?.(err);
     for (const p of [...this.pending.values()]) p.reject(err);
-    this.markGone(err);
   }
 }

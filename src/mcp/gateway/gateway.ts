@@ -228,8 +228,9 @@ export class Gateway implements GatewayPort {
         ok = true; // the child is healthy; it refused the call
         throw new RpcError(err.code, err.message, isObject(err.data) ? err.data : undefined);
       }
-      const why = err instanceof ChildGoneError ? `${err.message} during ${toolName}` : err instanceof Error ? err.message : String(err);
-      return errorResult(`${why}. The next call starts it again.`.replace(/\.\./g, "."));
+      const why = (err instanceof ChildGoneError ? `${err.message} during ${toolName}` : err instanceof Error ? err.message : String(err)).replace(/\.$/, "");
+      const wait = this.pool.heldBackMs(id);
+      return errorResult(`${why}. ${wait > 0 ? `It keeps failing, so grex waits ${Math.ceil(wait / 1000)} s before starting it again.` : "The next call starts it again."}`);
     } finally {
       this.pool.release(id, ok);
     }

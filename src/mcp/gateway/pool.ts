@@ -63,6 +63,12 @@ export class ChildPool {
     return s && (s.crashes >= CRASHES_BEFORE_BACKOFF || s.lastError !== undefined) ? "error" : "idle";
   }
 
+  /** How long the server is still held back after repeated failures (0 when it may start). */
+  heldBackMs(id: string): number {
+    const s = this.slots.get(id);
+    return s && !s.conn ? Math.max(0, s.retryAt - Date.now()) : 0;
+  }
+
   lastError(id: string): string | undefined {
     return this.slots.get(id)?.lastError;
   }
@@ -137,7 +143,7 @@ export class ChildPool {
     }
     const conn = new ChildConnection(id, channel);
     this.open.add(conn);
-    void conn.gone.then((gone) => {
+    conn.onGone = (gone) => {
       this.open.delete(conn);
       if (this.lru.get(id) === conn) this.lru.delete(id);
       if (s.live === conn) {
@@ -148,7 +154,7 @@ export class ChildPool {
       }
       if (s.idleTimer) clearTimeout(s.idleTimer);
       s.idleTimer = undefined;
-    });
+    };
     try {
       await conn.initialize(this.opts.version, INITIALIZE_TIMEOUT_MS);
     } catch (err) {
