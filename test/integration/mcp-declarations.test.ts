@@ -1,11 +1,14 @@
 // pack.yaml `mcp.servers`: what a valid declaration becomes, bad declarations
 // refused by `grex add` with exit 3 and the field path (nothing registered),
 // and a server id declared by two packs reported by `grex doctor`.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { validatePack } from "../../src/core/pack/schema.ts";
 import { TestWorkspace } from "../helpers/workspace.ts";
+
+// Real processes on a shared 2-core machine: a guard against hangs, not a timing assertion.
+setDefaultTimeout(30_000);
 
 const HEAD = 'schema_version: "1"\nname: NAME\ntype: declarative\n';
 

@@ -2,7 +2,7 @@
 // Real child processes (a fixture server that misbehaves on demand, and the
 // official server-everything), an SDK Client over an in-process duplex and
 // against a spawned `grex serve`, and a streamable-http child on loopback.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -15,6 +15,9 @@ import { serveHttp, type HttpServer } from "../../src/mcp/http.ts";
 import { SessionTransport, serverOptions } from "../helpers/mcp.ts";
 import { FIXTURE_SERVER, everythingServer, serversPackYaml as packYaml } from "../helpers/mcp-gateway.ts";
 import { GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
+
+// Real processes on a shared 2-core machine: a guard against hangs, not a timing assertion.
+setDefaultTimeout(30_000);
 
 
 type ToolResult = { content: { type: string; text: string }[]; structuredContent?: Record<string, unknown>; isError?: boolean };

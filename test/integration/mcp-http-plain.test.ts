@@ -1,11 +1,14 @@
 // Plain-HTTP MCP clients (curl and friends): a POST whose Accept lacks
 // text/event-stream is answered with application/json; `--stateless` needs no
 // session id; MCP_TOKEN stands in for GREX_MCP_TOKEN.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { serveHttp } from "../../src/mcp/http.ts";
 import { HttpServeProcess, INIT_BODY, rawPost } from "../helpers/http-serve.ts";
 import { serverOptions } from "../helpers/mcp.ts";
 import { TestWorkspace } from "../helpers/workspace.ts";
+
+// Real processes on a shared 2-core machine: a guard against hangs, not a timing assertion.
+setDefaultTimeout(30_000);
 
 let tw: TestWorkspace;
 
