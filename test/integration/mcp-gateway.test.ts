@@ -358,6 +358,15 @@ describe("a streamable-http child and tools/list_changed", () => {
     const ls = await call(client, "remote__ls");
     expect(ls.isError).toBe(false);
     expect(ls.structuredContent).toHaveProperty("packs");
+
+    // The remote restarts (same address, its sessions gone): one call fails naming the server, the next reconnects.
+    const port = new URL(remote.url).port;
+    await remote.stop();
+    remote = await serveHttp({ addr: `127.0.0.1:${port}`, token: "remote-secret", server: serverOptions(remoteWs.ws, remoteWs.env), log: () => {} });
+    const lost = await call(client, "remote__ls");
+    expect(lost.isError).toBe(true);
+    expect(textOf(lost)).toContain("'remote'");
+    expect((await call(client, "remote__ls")).isError).toBe(false);
   });
 });
 
