@@ -13,6 +13,8 @@ export interface ClientTarget {
   url?: string;
   /** Bearer token sent with every HTTP request. */
   token?: string;
+  /** Other HTTP headers (a pack-declared server's `headers`). */
+  headers?: Record<string, string>;
   /** argv of a stdio server to spawn. */
   command?: readonly string[];
   /** Directory and environment the spawned server runs in. */
@@ -259,7 +261,7 @@ async function withClient<T>(target: ClientTarget, signal: AbortSignal, work: (c
   let inner: ConstructorParameters<typeof TrackedTransport>[0];
   let terminate: (() => Promise<void>) | undefined;
   if (target.url !== undefined) {
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { ...target.headers };
     if (target.token !== undefined) headers.Authorization = `Bearer ${target.token}`;
     const http = new sdk.StreamableHTTPClientTransport(new URL(target.url), {
       requestInit: { headers },

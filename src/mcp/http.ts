@@ -25,6 +25,8 @@ export interface HttpServeOptions {
   addr: string;
   /** Bearer token every request must carry; required unless bound to loopback. */
   token: string | undefined;
+  /** No sessions: every POST gets a fresh, already-initialized session and a JSON answer (no Mcp-Session-Id). */
+  stateless?: boolean;
   server: ServerOptions;
   log(message: string): void;
 }
@@ -171,6 +173,34 @@ interface Entry {
   lastSeen: number;
   /** Request ids received and not yet answered: a session with any is never idle. */
   pending: Set<Id>;
+  /** Requests answered as plain JSON (the client's Accept lacks text/event-stream): id → where the answer goes. */
+  direct: Map<Id, (answer: object) => void>;
+}
+
+const isResponse = (m: object): m is { id: Id | null } => "id" in m && ("result" in m || "error" in m);
+
+/** Accept with both media types, for the SDK transport (which insists on them) once we chose to answer with JSON. */
+const withFullAccept = (req: Request): Request => {
+  const headers = new Headers(req.headers);
+  headers.set("accept", "application/json, text/event-stream");
+  return new Request(req.url, { method: req.method, headers });
+};
+
+/**
+ * Feed one message to a session and answer it as application/json: the
+ * response to a request (progress notifications cannot travel in a JSON
+ * answer and are dropped), 202 for a notification or a client response.
+ */
+function answerAsJson(session: McpSession, direct: Map<Id, (answer: object) => void>, msg: unknown): Promise<Response> {
+  const id = isObject(msg) && typeof msg.method === "string" && (typeof msg.id === "string" || typeof msg.id === "number") ? msg.id : undefined;
+  if (id === undefined) {
+    session.handleMessage(msg);
+    return Promise.resolve(new Response(null, { status: 202 }));
+  }
+  return new Promise((resolve) => {
+    direct.set(id, (answer) => resolve(json(200, answer)));
+    session.handleMessage(msg);
+  });
 }
 
 /** Start serving; resolves once listening. Refuses a non-loopback bind without a token. */
@@ -187,13 +217,15 @@ export async function serveHttp(opts: HttpServeOptions): Promise<HttpServer> {
   const { WebStandardStreamableHTTPServerTransport: Transport } = await import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js");
   const debug = (m: string) => opts.server.debug?.(1, `http: ${m}`);
   const sessions = new Map<string, Entry>();
+  const stateless = new Set<McpSession>();
   let accepting = true;
   let boundPort = wantedPort;
   const hostGuard = makeHostGuard(hostname, () => boundPort, loopback);
   const authorized = makeAuth(token);
 
-  async function newSession(): Promise<Entry> {
+  async function newSession(jsonResponses = false): Promise<Entry> {
     const transport = new Transport({
+      enableJsonResponse: jsonResponses,
       sessionIdGenerator: () => crypto.randomUUID(),
       onsessioninitialized: (sid) => {
         sessions.set(sid, entry);
@@ -201,13 +233,25 @@ export async function serveHttp(opts: HttpServeOptions): Promise<HttpServer> {
       },
     });
     const pending = new Set<Id>();
+    const direct = new Map<Id, (answer: object) => void>();
     const session = new McpSession(opts.server, (msg, related) => {
       if (isObject(msg) && (typeof msg.id === "string" || typeof msg.id === "number") && ("result" in msg || "error" in msg)) pending.delete(msg.id);
+      if (related && direct.has(related.requestId)) {
+        if (isResponse(msg) && msg.id === related.requestId) {
+          direct.get(related.requestId)?.(msg);
+          direct.delete(related.requestId);
+        } else if (isObject(msg) && typeof msg.method === "string" && (typeof msg.id === "string" || typeof msg.id === "number")) {
+          // A request to the client (elicitation) cannot travel in a plain JSON answer: refuse it at once.
+          const refusal = { jsonrpc: "2.0", id: msg.id, error: { code: -32000, message: "the client asked for a plain JSON answer (no text/event-stream), which cannot carry a request to it" } };
+          queueMicrotask(() => session.handleMessage(refusal));
+        }
+        return;
+      }
       const options = related ? { relatedRequestId: related.requestId } : undefined;
       // A client that dropped its stream cannot get the answer: nothing to do but note it.
       transport.send(msg as JSONRPCMessage, options).catch((err: unknown) => debug(`undeliverable message: ${err instanceof Error ? err.message : String(err)}`));
     });
-    const entry: Entry = { transport, session, lastSeen: Date.now(), pending };
+    const entry: Entry = { transport, session, lastSeen: Date.now(), pending, direct };
     transport.onmessage = (msg: unknown) => {
       entry.lastSeen = Date.now();
       if (isObject(msg) && typeof msg.method === "string" && (typeof msg.id === "string" || typeof msg.id === "number")) pending.add(msg.id);
@@ -227,6 +271,33 @@ export async function serveHttp(opts: HttpServeOptions): Promise<HttpServer> {
     return entry;
   }
 
+  /** --stateless: one POST = one session, initialized unless it is the initialize itself, ended after its answer. */
+  async function answerStateless(msg: unknown): Promise<Response> {
+    if (!accepting) return rpcError(503, -32000, "Service Unavailable: the server is shutting down.");
+    let answered: ((m: object) => void) | undefined;
+    const answer = new Promise<object>((r) => {
+      answered = r;
+    });
+    const session = new McpSession(opts.server, (m) => {
+      if (isResponse(m)) answered?.(m);
+    });
+    stateless.add(session);
+    try {
+      if (!(isObject(msg) && msg.method === "initialize")) session.assumeInitialized();
+      const isRequest = isObject(msg) && typeof msg.method === "string" && "id" in msg;
+      session.handleMessage(msg);
+      if (!isRequest) {
+        // A notification or a client response: nothing comes back unless the message itself was invalid (answered at once).
+        const quick = await Promise.race([answer, Promise.resolve(undefined)]);
+        return quick === undefined ? new Response(null, { status: 202 }) : json(400, quick);
+      }
+      return json(200, await answer);
+    } finally {
+      await session.end();
+      stateless.delete(session);
+    }
+  }
+
   async function handle(req: Request): Promise<Response> {
     const blocked = hostGuard(req);
     if (blocked) return blocked;
@@ -240,6 +311,9 @@ export async function serveHttp(opts: HttpServeOptions): Promise<HttpServer> {
       entry.lastSeen = Date.now();
       return entry;
     };
+    if (opts.stateless && req.method !== "POST") {
+      return rpcError(405, -32000, "Method Not Allowed: this server is stateless (--stateless); send each message as a POST.", { Allow: "POST" });
+    }
     if (req.method === "GET" || req.method === "DELETE") {
       const entry = existing();
       return entry instanceof Response ? entry : entry.transport.handleRequest(req);
@@ -256,15 +330,20 @@ export async function serveHttp(opts: HttpServeOptions): Promise<HttpServer> {
       return rpcError(400, -32700, "Parse error: the body is not valid JSON.");
     }
     if (Array.isArray(msg)) return rpcError(400, -32600, "Invalid Request: JSON-RPC batches are not supported; send one message per request.");
+    const jsonOnly = !(req.headers.get("accept") ?? "").includes("text/event-stream");
+    if (opts.stateless) return answerStateless(msg);
     if (sid !== null) {
       const entry = existing();
-      return entry instanceof Response ? entry : entry.transport.handleRequest(req, { parsedBody: msg });
+      if (entry instanceof Response) return entry;
+      if (!jsonOnly) return entry.transport.handleRequest(req, { parsedBody: msg });
+      if (isObject(msg) && (typeof msg.id === "string" || typeof msg.id === "number") && typeof msg.method === "string") entry.pending.add(msg.id);
+      return answerAsJson(entry.session, entry.direct, msg);
     }
     if (!isObject(msg) || msg.method !== "initialize") return existing() as Response;
     if (!accepting) return rpcError(503, -32000, "Service Unavailable: the server is shutting down.");
     if (sessions.size >= MAX_SESSIONS) return rpcError(503, -32000, `Service Unavailable: ${MAX_SESSIONS} sessions are open; close one (HTTP DELETE) and retry.`);
-    const entry = await newSession();
-    const res = await entry.transport.handleRequest(req, { parsedBody: msg });
+    const entry = await newSession(jsonOnly);
+    const res = await entry.transport.handleRequest(jsonOnly ? withFullAccept(req) : req, { parsedBody: msg });
     // The transport refused the initialize (bad headers or params): no session came of it.
     if (entry.transport.sessionId === undefined) await entry.transport.close();
     return res;
@@ -306,6 +385,7 @@ export async function serveHttp(opts: HttpServeOptions): Promise<HttpServer> {
     sessionCount: () => sessions.size,
     abort() {
       for (const e of sessions.values()) e.session.abortAll();
+      for (const s of stateless) s.abortAll();
     },
     stop() {
       stopping ??= (async () => {
@@ -315,7 +395,7 @@ export async function serveHttp(opts: HttpServeOptions): Promise<HttpServer> {
         const closed = server.stop(false);
         const open = [...sessions.values()];
         // end(): new requests are refused, in-flight ones finish (drain).
-        await Promise.all(open.map((e) => e.session.end()));
+        await Promise.all([...open.map((e) => e.session.end()), ...[...stateless].map((s) => s.drain())]);
         await Promise.all(open.map((e) => e.transport.close()));
         await Promise.race([closed, new Promise<void>((r) => setTimeout(r, FLUSH_MS).unref())]);
         await server.stop(true);

@@ -7,6 +7,8 @@ import { CancelledError, GrexError } from "../core/errors.ts";
 import type { Scheduler } from "../core/scheduler.ts";
 import type { Progress, VerbDef } from "../verbs/types.ts";
 import { mapRustAliases } from "./aliases.ts";
+import { ClientRequests } from "./client-requests.ts";
+import type { GatewayPort } from "./gateway/types.ts";
 
 export const PREFERRED_PROTOCOL_VERSION = "2025-06-18";
 /** The versions the bundled MCP SDK speaks (its SUPPORTED_PROTOCOL_VERSIONS): a client asking for one gets it back. */
@@ -34,6 +36,10 @@ export interface ServerOptions {
   log(message: string): void;
   /** Verbose diagnostics at -v level `level`; dropped when absent. */
   debug?(level: number, message: string): void;
+  /** The pack-declared MCP servers served next to grex's tools (src/mcp/gateway). */
+  gateway?: GatewayPort;
+  /** `--read-only`: only read-only tools are listed and callable. */
+  readOnly?: boolean;
 }
 
 export type Id = string | number;
@@ -67,7 +73,7 @@ let runtime: Promise<Runtime> | undefined;
 const getRuntime = (): Promise<Runtime> => (runtime ??= loadRuntime());
 
 /** A JSON-RPC error to answer a request with (thrown inside a request handler). */
-class RpcError extends Error {
+export class RpcError extends Error {
   constructor(
     readonly code: number,
     message: string,
@@ -86,6 +92,10 @@ export class McpSession {
   private ending = false;
   private readonly inflight = new Map<Id, AbortController>();
   private readonly running = new Set<Promise<void>>();
+  private clientCapabilities: Record<string, unknown> = {};
+  /** Requests we sent the client (elicitation). */
+  private readonly outgoing = new ClientRequests();
+  private unsubscribe: (() => void) | undefined;
   private resolveClosed!: (how: "eof" | "shutdown") => void;
   /** Resolves once the session is over: a `shutdown` was answered, or `end()` drained after EOF. */
   readonly closed: Promise<"eof" | "shutdown">;
@@ -126,8 +136,11 @@ export class McpSession {
       return;
     }
     if (typeof msg.method !== "string") {
-      // A response from the client (we never send requests): nothing to do.
-      if (isId(msg.id) && ("result" in msg || "error" in msg)) return;
+      // A response from the client to one of our requests (elicitation).
+      if (isId(msg.id) && ("result" in msg || "error" in msg)) {
+        this.outgoing.answered(msg.id, msg);
+        return;
+      }
       this.error(this.idOf(msg), RPC.invalidRequest, 'Invalid Request: "method" must be a string.');
       return;
     }
@@ -147,6 +160,11 @@ export class McpSession {
     this.request(id, msg.method, msg.params ?? {});
   }
 
+  /** A stateless HTTP request: the session is used for one message and needs no initialize handshake. */
+  assumeInitialized(): void {
+    this.initialized = true;
+  }
+
   /** Resolves when every in-flight request has been answered. */
   async drain(): Promise<void> {
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
@@ -155,6 +173,8 @@ export class McpSession {
   /** The client is gone or the input ended (EOF): refuse new requests, let in-flight ones finish, then close. */
   async end(): Promise<void> {
     this.ending = true;
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
     await this.drain();
     this.resolveClosed("eof");
   }
@@ -203,7 +223,10 @@ export class McpSession {
       case "tools/list":
         this.track(id, async () => {
           const rt = await getRuntime();
-          this.reply(id, { tools: await rt.toolList() });
+          const readOnly = this.opts.readOnly === true;
+          const own = (await rt.toolList()).filter((t) => !readOnly || t.annotations.readOnlyHint);
+          const children = this.opts.gateway ? await this.opts.gateway.listTools(readOnly) : [];
+          this.reply(id, { tools: [...own, ...children] });
         });
         return;
       case "tools/call":
@@ -232,10 +255,13 @@ export class McpSession {
       return;
     }
     this.initialized = true;
+    this.clientCapabilities = isObject(params.capabilities) ? params.capabilities : {};
+    const gateway = this.opts.gateway;
+    if (gateway) this.unsubscribe = gateway.subscribe(() => this.send({ jsonrpc: "2.0", method: "notifications/tools/list_changed" }));
     this.reply(id, {
       protocolVersion: SUPPORTED_PROTOCOL_VERSIONS.includes(asked) ? asked : PREFERRED_PROTOCOL_VERSION,
       serverInfo: { name: "grex", version: this.opts.version },
-      capabilities: { tools: { listChanged: false } },
+      capabilities: { tools: { listChanged: gateway !== undefined } },
       instructions:
         "grex manages one workspace of git repositories (packs). Inspect with ls, status and doctor (read-only); bring packs up to date with sync and update; change the set of packs with add, rm and import; act across packs with run and exec.",
     });
@@ -268,7 +294,10 @@ export class McpSession {
     const name = params.name;
     if (typeof name !== "string") throw new RpcError(RPC.invalidParams, 'Invalid params: tools/call needs "name" (a string).', { field: "name" });
     const verb: VerbDef | undefined = rt.tools.find((v) => v.name === name);
-    if (!verb) throw new RpcError(RPC.methodNotFound, `Unknown tool: ${name}; tools/list shows the tools.`, { tool: name });
+    if (!verb) return this.callChildTool(id, name, params, signal);
+    if (this.opts.readOnly && !verb.readOnly) {
+      throw new RpcError(RPC.methodNotFound, `Tool ${name} is not available: grex serve runs with --read-only and ${name} changes the workspace.`, { tool: name });
+    }
     const { log, debug } = this.opts;
     const ctx = rt.makeContext({
       cwd: this.opts.cwd,
@@ -299,11 +328,29 @@ export class McpSession {
       return;
     } finally {
       finished = true;
+      if (!verb.readOnly) this.opts.gateway?.afterWrite();
     }
     if (signal.aborted) throw new CancelledError();
     const failure = verb.failure?.(result, typed as never);
     if (failure) this.toolResult(id, rt.failureDocument(verb.name, failure, "mcp", result), true, rt.toJsonDocument);
     else this.toolResult(id, result, false, rt.toJsonDocument);
+  }
+
+  /** A tool of a pack-declared server, routed through the gateway. */
+  private async callChildTool(id: Id, name: string, params: Record<string, unknown>, signal: AbortSignal): Promise<void> {
+    const meta = params._meta;
+    const token = isObject(meta) && isId(meta.progressToken) ? meta.progressToken : undefined;
+    const elicits = isObject(this.clientCapabilities.elicitation);
+    const result = await this.opts.gateway?.call(name, params.arguments, {
+      signal,
+      progressToken: token,
+      sendProgress: (p) => this.send({ jsonrpc: "2.0", method: "notifications/progress", params: p }, { requestId: id }),
+      elicit: elicits ? (p) => this.outgoing.request(this.send, "elicitation/create", p, id, signal) : undefined,
+      readOnly: this.opts.readOnly === true,
+    });
+    if (!result) throw new RpcError(RPC.methodNotFound, `Unknown tool: ${name}; tools/list shows the tools.`, { tool: name });
+    if (signal.aborted) throw new CancelledError();
+    this.reply(id, result);
   }
 
   /** notifications/progress for a call that carries `_meta.progressToken`; a no-op otherwise, and after the call ended. */

@@ -159,6 +159,10 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
     for (const d of st.setup_drift) add("setup-drift", "warning", node.id, `${d.where} ${d.action} ${d.path}: ${d.differs}; grex sync re-applies it`);
     if (st.off_branch) add("off-branch", "warning", node.id, `${st.off_branch}; sync leaves it alone (switch back, or grex update ${node.id} --ref <branch>)`);
   }
+  // pack-schema: MCP server ids must be unique across the workspace.
+  const { collectDeclaredServers } = await import("../core/mcp-declared.ts");
+  const declared = await collectDeclaredServers(ws, () => {}).catch(() => undefined);
+  for (const p of declared?.problems ?? []) if (p.kind === "duplicate-id") add("pack-schema", "error", p.pack, p.message);
 
   // stale-locks.
   for (const l of inspectLocks(ws)) {

@@ -3,8 +3,10 @@
 // after `--`. Not an MCP tool itself. The client (and the SDK) load lazily.
 import * as v from "valibot";
 import { packOpError, usageError } from "../core/errors.ts";
+import { findWorkspace } from "../core/workspace.ts";
 import type { CallResult, ClientTarget, StatusResult, ToolInfo } from "../mcp/client.ts";
-import { defineVerb, type RenderStyle } from "./types.ts";
+import { envToken } from "./serve.ts";
+import { defineVerb, type RenderStyle, type VerbContext } from "./types.ts";
 
 export const DEFAULT_CLIENT_TIMEOUT_MS = 10_000;
 
@@ -37,9 +39,33 @@ const Call = v.object({
   structured_content: v.optional(v.record(v.string(), v.unknown())),
 });
 
-type McpResult = StatusResult | CallResult;
+const Servers = v.object({
+  servers: v.array(
+    v.object({
+      pack: v.string(),
+      id: v.string(),
+      transport: v.string(),
+      status: v.picklist(["live", "idle", "error"]),
+      tool_count: v.nullable(v.number()),
+      error: v.optional(v.string()),
+    }),
+  ),
+});
+type ServersResult = v.InferOutput<typeof Servers>;
+
+type McpResult = StatusResult | CallResult | ServersResult;
 
 const isStatus = (r: McpResult): r is StatusResult => "tools" in r;
+const isServers = (r: McpResult): r is ServersResult => "servers" in r;
+
+function renderServers(r: ServersResult): string {
+  if (r.servers.length === 0) return "No MCP servers are declared by the installed packs (pack.yaml mcp.servers).";
+  const rows = [["PACK", "SERVER", "TRANSPORT", "STATUS", "TOOLS"], ...r.servers.map((s) => [s.pack, s.id, s.transport, s.status, s.tool_count === null ? "?" : String(s.tool_count)])];
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? "").length))) ?? [];
+  const lines = rows.map((row) => row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join("  "));
+  for (const s of r.servers) if (s.error) lines.push(`${s.id}: ${s.error}`);
+  return lines.join("\n");
+}
 
 /** `--args '{"long":true}'` → the arguments object (usage error otherwise). */
 export function parseToolArgs(text: string | undefined): Record<string, unknown> {
@@ -90,7 +116,7 @@ function renderStatus(r: StatusResult, style: RenderStyle): string {
 export const mcpVerb = defineVerb({
   name: "mcp",
   description:
-    "Talk to any MCP server: `mcp status` initializes and lists its tools, `mcp call <tool> [--args JSON]` calls one; connect with --url (Streamable HTTP, bearer --token or env GREX_MCP_TOKEN) or spawn a stdio server given after `--`.",
+    "Talk to any MCP server: `mcp status` initializes and lists its tools, `mcp call <tool> [--args JSON]` calls one; connect with --url (Streamable HTTP, bearer --token or env GREX_MCP_TOKEN) or spawn a stdio server given after `--`, or name a server the workspace's packs declare (`mcp status <server>`, `mcp call <server:tool>`; `mcp servers` lists them).",
   params: v.strictObject({
     subcommand: v.string(),
     tool: v.optional(v.string()),
@@ -100,7 +126,7 @@ export const mcpVerb = defineVerb({
     args: v.optional(v.string()),
     timeout: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1, "must be at least 1 (milliseconds)"))),
   }),
-  result: v.union([Status, Call]) as v.GenericSchema<McpResult>,
+  result: v.union([Status, Call, Servers]) as v.GenericSchema<McpResult>,
   readOnly: false,
   destructive: false,
   mcp: false,
@@ -114,19 +140,29 @@ export const mcpVerb = defineVerb({
     positionals: ["subcommand", "tool", "...command"],
     flags: [
       { flag: "--url <url>", description: "Streamable HTTP endpoint of the server (e.g. http://127.0.0.1:8080/mcp)" },
-      { flag: "--token <token>", description: "Bearer token for --url (default: env GREX_MCP_TOKEN)" },
+      { flag: "--token <token>", description: "Bearer token for --url (default: env GREX_MCP_TOKEN, else MCP_TOKEN)" },
       { flag: "--args <json>", description: "Tool arguments for `call`, as a JSON object" },
       { flag: "--timeout <ms>", description: `How long to wait for each answer (default ${DEFAULT_CLIENT_TIMEOUT_MS})`, number: true },
     ],
   },
   async run(ctx, p, signal) {
     const sub = p.subcommand;
-    if (sub !== "status" && sub !== "call") {
-      throw usageError(`Unknown subcommand 'mcp ${sub}'; use \`grex mcp status\` or \`grex mcp call <tool>\`.`, { field: "subcommand" });
+    if (sub !== "status" && sub !== "call" && sub !== "servers") {
+      throw usageError(`Unknown subcommand 'mcp ${sub}'; use \`grex mcp servers\`, \`grex mcp status\` or \`grex mcp call <tool>\`.`, { field: "subcommand" });
     }
     const command = p.command ?? [];
+    if (sub === "servers") {
+      const extra = p.tool !== undefined || command.length > 0 ? "a server" : p.url !== undefined ? "--url" : p.args !== undefined ? "--args" : p.token !== undefined ? "--token" : undefined;
+      if (extra) throw usageError(`\`grex mcp servers\` takes no ${extra}; it lists the servers the workspace's packs declare.`, { field: "subcommand" });
+      findWorkspace(ctx.cwd, ctx.manifest); // outside a workspace: the usual usage error
+      const { inspectionGateway } = await import("../mcp/gateway/gateway.ts");
+      return { servers: await inspectionGateway(ctx.cwd, ctx.manifest, ctx.env, ctx.warn).report() };
+    }
+    if (p.url === undefined && command.length === 0 && p.tool !== undefined) {
+      return callDeclared(ctx, sub, p.tool, p.args, p.timeout, signal);
+    }
     if (sub === "status" && p.tool !== undefined) {
-      throw usageError(`\`grex mcp status\` takes no tool name; give the server command after \`--\` (grex mcp status -- ${p.tool} …).`, { field: "tool" });
+      throw usageError(`\`grex mcp status\` takes no tool name with --url or a server command; give the command after \`--\` (grex mcp status -- ${p.tool} …), or a declared server id alone (grex mcp status <server>).`, { field: "tool" });
     }
     if (sub === "call" && p.tool === undefined) {
       throw usageError("`grex mcp call` needs a tool name: grex mcp call <tool> [--args JSON] (--url URL | -- command…).", { field: "tool" });
@@ -152,8 +188,7 @@ export const mcpVerb = defineVerb({
     }
     const toolArgs = sub === "call" ? parseToolArgs(p.args) : {};
     if (sub === "status" && p.args !== undefined) throw usageError("--args applies to `grex mcp call` only.", { field: "args" });
-    const envToken = ctx.env.GREX_MCP_TOKEN;
-    const token = p.token ?? (envToken !== undefined && envToken !== "" ? envToken : undefined);
+    const token = p.token ?? envToken(ctx.env);
     const target: ClientTarget = {
       cwd: ctx.cwd,
       env: ctx.env,
@@ -169,11 +204,12 @@ export const mcpVerb = defineVerb({
     return client.mcpCall(target, p.tool as string, toolArgs, signal);
   },
   render(r, _p, style) {
+    if (isServers(r)) return renderServers(r);
     if (isStatus(r)) return renderStatus(r, style);
     return callText(r);
   },
   failure(r) {
-    if (isStatus(r) || !r.is_error) return undefined;
+    if (isServers(r) || isStatus(r) || !r.is_error) return undefined;
     return packOpError(`The tool '${r.tool}' returned an error result: ${errorSummary(r)}.`, { tool: r.tool });
   },
 });
@@ -203,4 +239,38 @@ function errorSummary(r: CallResult): string {
   let text = typeof err?.message === "string" ? err.message : callText(r).split("\n").find((l) => l.trim() !== "") ?? "no details given";
   text = text.trim().replace(/\.$/, "");
   return text.length > 300 ? `${text.slice(0, 300)}…` : text;
+}
+
+/** `grex mcp status <server>` / `grex mcp call <server:tool>`: a server declared by an installed pack, spawned (or reached) for this one command. */
+async function callDeclared(
+  ctx: VerbContext,
+  sub: "status" | "call",
+  name: string,
+  args: string | undefined,
+  timeout: number | undefined,
+  signal: AbortSignal,
+): Promise<StatusResult | CallResult> {
+  const { inspectionGateway, splitToolName } = await import("../mcp/gateway/gateway.ts");
+  const parts = sub === "call" ? splitToolName(name) : { server: name, tool: "" };
+  if (!parts) {
+    throw usageError(`No MCP server given for tool '${name}'; name a declared server's tool as server:tool (\`grex mcp servers\` lists them), or pass --url URL or a command after \`--\`.`, { field: "tool" });
+  }
+  const toolArgs = sub === "call" ? parseToolArgs(args) : {};
+  if (sub === "status" && args !== undefined) throw usageError("--args applies to `grex mcp call` only.", { field: "args" });
+  const server = await inspectionGateway(ctx.cwd, ctx.manifest, ctx.env, ctx.warn).find(parts.server);
+  if (!server) {
+    throw usageError(`No MCP server '${parts.server}' is declared by an installed pack of this workspace; \`grex mcp servers\` lists them.`, { field: "tool" });
+  }
+  const { childEnv, childHeaders } = await import("../mcp/gateway/spawn-spec.ts");
+  const target: ClientTarget = { cwd: server.packDir, env: {}, timeoutMs: timeout ?? DEFAULT_CLIENT_TIMEOUT_MS, debug: ctx.debug };
+  if (server.decl.transport === "stdio") {
+    target.command = server.decl.command ?? [];
+    target.env = childEnv(server, ctx.env);
+  } else {
+    target.url = server.decl.url ?? "";
+    target.headers = childHeaders(server, ctx.env);
+  }
+  const client = await import("../mcp/client.ts");
+  if (sub === "status") return client.mcpStatus(target, signal);
+  return client.mcpCall(target, parts.tool, toolArgs, signal);
 }

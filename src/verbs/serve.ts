@@ -4,7 +4,9 @@ import { resolve } from "node:path";
 import * as v from "valibot";
 import pkg from "../../package.json" with { type: "json" };
 import { PermitScheduler, resolveParallel } from "../core/scheduler.ts";
+import { usageError } from "../core/errors.ts";
 import { findWorkspace } from "../core/workspace.ts";
+import { DEFAULT_CHILD_IDLE_MS, DEFAULT_MAX_CHILDREN } from "../mcp/gateway/types.ts";
 import type { ServerOptions } from "../mcp/server.ts";
 import { defineVerb } from "./types.ts";
 
@@ -17,6 +19,11 @@ export const serveVerb = defineVerb({
   params: v.strictObject({
     http: v.optional(v.union([v.string(), v.boolean()])),
     token: v.optional(v.string()),
+    read_only: v.optional(v.boolean()),
+    approve: v.optional(v.array(v.string())),
+    max_children: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1, "must be at least 1"))),
+    child_idle: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1, "must be at least 1 (milliseconds)"))),
+    stateless: v.optional(v.boolean()),
   }),
   result: v.object({ stopped: v.picklist(["eof", "shutdown", "signal"]) }),
   readOnly: false,
@@ -29,30 +36,49 @@ export const serveVerb = defineVerb({
     positionals: [],
     flags: [
       { flag: "--http [addr]", description: `Serve MCP over Streamable HTTP at /mcp instead (default ${DEFAULT_HTTP_ADDR})` },
-      { flag: "--token <token>", description: "Bearer token HTTP clients must send (default: env GREX_MCP_TOKEN)" },
+      { flag: "--token <token>", description: "Bearer token HTTP clients must send (default: env GREX_MCP_TOKEN, else MCP_TOKEN)" },
+      { flag: "--stateless", description: "HTTP: no sessions; every POST is answered on its own, no Mcp-Session-Id needed" },
+      { flag: "--read-only", description: "List and allow only read-only tools (grex's and the pack-declared servers')" },
+      { flag: "--approve <server:tool>", description: "Pre-approve a pack-declared tool that needs approval (server:* for all its tools)", repeatable: true },
+      { flag: "--max-children <n>", description: `Pack-declared servers kept running at once (default ${DEFAULT_MAX_CHILDREN})`, number: true },
+      { flag: "--child-idle <ms>", description: `Close a pack-declared server after this long without calls (default ${DEFAULT_CHILD_IDLE_MS})`, number: true },
     ],
   },
   async run(ctx, p, signal) {
+    const badApproval = p.approve?.find((a) => !/^[a-z][a-z0-9-]*:(?:\*|[^\s:]+)$/.test(a));
+    if (badApproval !== undefined) {
+      throw usageError(`Invalid --approve '${badApproval}': use server:tool or server:* (such as notes:append).`, { field: "approve" });
+    }
+    const location = serverLocation(ctx.cwd, ctx.manifest);
+    const gateway = await makeGateway(location, ctx.env, { approve: p.approve, maxChildren: p.max_children, idleMs: p.child_idle });
     const opts: ServerOptions = {
-      ...serverLocation(ctx.cwd, ctx.manifest),
+      ...location,
       scheduler: ctx.scheduler,
       env: ctx.env,
       version: pkg.version,
       log: logToStderr,
       debug: ctx.debug,
+      gateway,
+      readOnly: p.read_only === true,
     };
-    if (p.http !== undefined && p.http !== false) {
-      const { serveHttpUntilSignal } = await import("../mcp/http.ts");
-      await serveHttpUntilSignal({
-        addr: typeof p.http === "string" && p.http !== "" ? p.http : DEFAULT_HTTP_ADDR,
-        token: p.token ?? ctx.env.GREX_MCP_TOKEN,
-        server: opts,
-        log: opts.log,
-      });
-      return { stopped: "signal" as const };
+    try {
+      if (p.http !== undefined && p.http !== false) {
+        const { serveHttpUntilSignal } = await import("../mcp/http.ts");
+        await serveHttpUntilSignal({
+          addr: typeof p.http === "string" && p.http !== "" ? p.http : DEFAULT_HTTP_ADDR,
+          token: p.token ?? envToken(ctx.env),
+          stateless: p.stateless === true,
+          server: opts,
+          log: opts.log,
+        });
+        return { stopped: "signal" as const };
+      }
+      if (p.stateless) throw usageError("--stateless applies to --http only.", { field: "stateless" });
+      const { serveStdio } = await import("../mcp/stdio.ts");
+      return { stopped: await untilTerminated(signal, (s) => serveStdio(opts, s)) };
+    } finally {
+      await gateway.close();
     }
-    const { serveStdio } = await import("../mcp/stdio.ts");
-    return { stopped: await serveStdio(opts, signal) };
   },
 });
 
@@ -68,6 +94,48 @@ export function serverLocation(cwd: string, manifest: string | undefined): Pick<
   } catch {
     return { cwd: dir, manifest: undefined };
   }
+}
+
+/** Run `work` with a signal that also fires on SIGTERM, so the children are stopped and reaped before grex exits. */
+async function untilTerminated<T>(signal: AbortSignal, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const abort = new AbortController();
+  const onAbort = () => abort.abort();
+  signal.addEventListener("abort", onAbort, { once: true });
+  process.once("SIGTERM", onAbort);
+  try {
+    return await work(abort.signal);
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+    process.off("SIGTERM", onAbort);
+  }
+}
+
+/** The HTTP bearer token from the environment: GREX_MCP_TOKEN, else MCP_TOKEN (the name other MCP tools use). */
+export function envToken(env: Record<string, string | undefined>): string | undefined {
+  for (const name of ["GREX_MCP_TOKEN", "MCP_TOKEN"]) {
+    const t = env[name];
+    if (t !== undefined && t !== "") return t;
+  }
+  return undefined;
+}
+
+/** The gateway to the workspace's pack-declared MCP servers (loaded on the first tool request). */
+async function makeGateway(
+  location: Pick<ServerOptions, "cwd" | "manifest">,
+  env: Record<string, string | undefined>,
+  o: { approve?: string[]; maxChildren?: number; idleMs?: number },
+) {
+  const { LazyGateway } = await import("../mcp/gateway/handle.ts");
+  return new LazyGateway({
+    ...location,
+    env,
+    version: pkg.version,
+    maxChildren: o.maxChildren ?? DEFAULT_MAX_CHILDREN,
+    idleMs: o.idleMs ?? DEFAULT_CHILD_IDLE_MS,
+    approve: o.approve ?? [],
+    log: logToStderr,
+    childStderr: (server, line) => process.stderr.write(`[${server}] ${line}\n`),
+  });
 }
 
 const logToStderr = (m: string) => {
@@ -108,13 +176,17 @@ export async function serveFromArgv(argv: readonly string[], cwd = process.cwd()
     return undefined;
   }
   const { serveStdio } = await import("../mcp/stdio.ts");
+  const location = serverLocation(cwd, manifest);
+  const gateway = await makeGateway(location, env, {});
   const abort = new AbortController();
   const onSigint = () => abort.abort();
   process.once("SIGINT", onSigint);
+  process.once("SIGTERM", onSigint);
   try {
     await serveStdio(
       {
-        ...serverLocation(cwd, manifest),
+        ...location,
+        gateway,
         scheduler: new PermitScheduler(limit),
         env,
         version: pkg.version,
@@ -127,6 +199,8 @@ export async function serveFromArgv(argv: readonly string[], cwd = process.cwd()
     );
   } finally {
     process.off("SIGINT", onSigint);
+    process.off("SIGTERM", onSigint);
+    await gateway.close();
   }
   return 0;
 }

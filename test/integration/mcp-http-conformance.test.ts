@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { HttpServeProcess } from "../helpers/http-serve.ts";
+import { everythingServer, serversPackYaml } from "../helpers/mcp-gateway.ts";
 import { TestWorkspace } from "../helpers/workspace.ts";
 
 const SUITE = join(import.meta.dir, "..", "..", "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js");
@@ -25,6 +26,9 @@ let server: HttpServeProcess;
 beforeAll(async () => {
   tw = new TestWorkspace("grex-mcp-conformance-");
   expect((await tw.grex("init")).code).toBe(0);
+  // A pack-declared child server, so the scenarios also see the gateway's tools.
+  const pack = tw.repo("with-servers", { ".grex/pack.yaml": serversPackYaml("with-servers", [everythingServer("everything", ["echo", "get-sum"])]) });
+  expect((await tw.grex("add", pack)).code).toBe(0);
   // No token: the suite has no way to send one, and the DNS-rebinding scenario targets exactly this setup.
   server = await HttpServeProcess.start(tw.ws, tw.env);
 });

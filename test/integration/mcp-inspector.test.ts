@@ -2,6 +2,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { dirname, join } from "node:path";
 import { MCP_TOOL_VERBS } from "../../src/verbs/index.ts";
+import { everythingServer, serversPackYaml } from "../helpers/mcp-gateway.ts";
 import { GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
 
 const inspector = join(dirname(require.resolve("@modelcontextprotocol/inspector-cli/package.json")), "build", "index.js");
@@ -28,4 +29,13 @@ test("the inspector lists the 12 tools and calls ls", async () => {
   const cli = await t.grex("ls", "--json");
   expect(call.content[0]?.text).toBe(cli.stdout.trimEnd());
   expect(call.structuredContent).toEqual(cli.json);
-});
+}, 60_000);
+
+test("with a pack-declared server, the inspector also lists and calls its tools", async () => {
+  const pack = t.repo("with-servers", { ".grex/pack.yaml": serversPackYaml("with-servers", [everythingServer("everything", ["echo", "get-sum"])]) });
+  expect((await t.grex("add", pack)).code).toBe(0);
+  const list = inspect("--method", "tools/list") as { tools: Array<{ name: string }> };
+  expect(list.tools.map((x) => x.name).sort()).toEqual([...MCP_TOOL_VERBS.map((v) => v.name), "everything__echo", "everything__get-sum"].sort());
+  const call = inspect("--method", "tools/call", "--tool-name", "everything__echo", "--tool-arg", "message=hi") as { content: Array<{ text: string }> };
+  expect(call.content[0]?.text).toContain("hi");
+}, 60_000);

@@ -55,7 +55,7 @@ for (const entry of ["cli", "fast"] as const) describe(`raw wire (${entry})`, ()
     expect(await s.request(4, "tools/list")).toMatchObject({ error: { code: -32002, data: { kind: "init_state" } } });
     expect(await s.request(5, "ping")).toEqual({ jsonrpc: "2.0", id: 5, result: {} });
     const init = await s.initialize();
-    expect(init.result).toMatchObject({ protocolVersion: "2025-06-18", serverInfo: { name: "grex" }, capabilities: { tools: { listChanged: false } } });
+    expect(init.result).toMatchObject({ protocolVersion: "2025-06-18", serverInfo: { name: "grex" }, capabilities: { tools: { listChanged: true } } });
     expect(await s.request(6, "initialize", INIT_PARAMS)).toMatchObject({ error: { code: -32002, data: { kind: "init_state" } } });
     expect(await s.request(7, "no/such/method")).toMatchObject({ error: { code: -32601 } });
     // A line over 10 MiB, written in pieces: refused with id null, then business as usual.

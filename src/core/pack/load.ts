@@ -83,7 +83,15 @@ export function applyOverride(base: PackManifest, o: PackOverride): PackManifest
     actions: o.actions_replace ? (o.actions ?? []) : [...base.actions, ...(o.actions ?? [])],
     teardown: o.present.has("teardown") ? (o.teardown ?? null) : base.teardown,
     extensions: { ...base.extensions, ...o.extensions },
+    ...mergeMcpServers(base, o),
   };
+}
+
+/** An override's `mcp.servers` replace the base's servers of the same id and append the others. */
+function mergeMcpServers(base: PackManifest, o: PackOverride): Pick<PackManifest, "mcp_servers"> {
+  if (!o.mcp_servers) return base.mcp_servers ? { mcp_servers: base.mcp_servers } : {};
+  const ids = new Set(o.mcp_servers.map((s) => s.id));
+  return { mcp_servers: [...(base.mcp_servers ?? []).filter((s) => !ids.has(s.id)), ...o.mcp_servers] };
 }
 
 /** Two children must not share a directory (compared ignoring case, for case-insensitive file systems). */

@@ -6,6 +6,8 @@ import { closest } from "../closest.ts";
 import { GrexError, integrityError, pluginError } from "../errors.ts";
 import { BUILTIN_ACTIONS, isKnownAction, isKnownPackType, knownPackTypes } from "../registry.ts";
 import { checkXGitignore } from "./x-gitignore.ts";
+import { describeValue as describe } from "./describe.ts";
+import { McpSectionSchema, type McpServerDecl } from "./mcp-servers.ts";
 
 export interface ChildSpec {
   url: string;
@@ -27,6 +29,8 @@ export interface PackManifest {
   teardown: ActionItem[] | null;
   /** `x-` prefixed top-level keys, kept for tools that read them. */
   extensions: Record<string, unknown>;
+  /** `mcp.servers`, present only when the pack declares some (see mcp-servers.ts). */
+  mcp_servers?: McpServerDecl[];
 }
 
 export const PACK_NAME_RE = /^[a-z][a-z0-9-]*$/;
@@ -42,21 +46,13 @@ export const defaultChildPath = (url: string): string =>
 // Issues carrying this `expected` value are "unknown action / pack type" (exit 8), not integrity (exit 3).
 const PLUGIN_EXPECTED = "a registered name";
 
-const BASE_KEYS = ["schema_version", "name", "type", "version", "depends_on", "children", "actions", "teardown"];
+const BASE_KEYS = ["schema_version", "name", "type", "version", "depends_on", "children", "actions", "teardown", "mcp"];
 const OVERRIDE_KEYS = [...BASE_KEYS, "actions_replace"];
 
 type Issue = v.BaseIssue<unknown>;
 type Message = (issue: Issue) => string;
 
 const isMapping = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === "object" && !Array.isArray(x);
-
-function describe(x: unknown): string {
-  if (x === null || x === undefined) return "nothing";
-  if (Array.isArray(x)) return "a list";
-  if (typeof x === "object") return "a mapping";
-  const s = JSON.stringify(x) ?? String(x);
-  return `${typeof x} ${s.length > 40 ? `${s.slice(0, 37)}...` : s}`;
-}
 
 const mustBe =
   (what: string, fix: string): Message =>
@@ -183,6 +179,7 @@ const entries = {
   children: v.nullish(v.array(child, mustBe("a list", "write each child as a '- url: ...' list item"))),
   actions: actionList,
   teardown: actionList,
+  mcp: v.nullish(McpSectionSchema),
 };
 
 const MISSING_HINTS: Record<string, string> = {
@@ -280,6 +277,7 @@ export function validatePack(doc: unknown, file: string): PackManifest {
     actions: o.actions ?? [],
     teardown: o.teardown ?? null,
     extensions: extensionsOf(o),
+    ...(o.mcp && o.mcp.length > 0 ? { mcp_servers: o.mcp } : {}),
   };
 }
 
@@ -301,5 +299,6 @@ export function validateOverride(doc: unknown, file: string): PackOverride {
   if (o.children) out.children = o.children;
   if (o.actions) out.actions = o.actions;
   if (o.teardown) out.teardown = o.teardown;
+  if (o.mcp && o.mcp.length > 0) out.mcp_servers = o.mcp;
   return out;
 }
