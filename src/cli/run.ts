@@ -5,11 +5,11 @@ import pkg from "../../package.json" with { type: "json" };
 import { CancelledError, GrexError, toGrexError, usageError } from "../core/errors.ts";
 import { PermitScheduler, resolveParallel } from "../core/scheduler.ts";
 import { makeContext } from "../verbs/context.ts";
-import { VERBS } from "../verbs/index.ts";
+import { findVerb, VERBS } from "../verbs/index.ts";
+import { invoke, type Outcome } from "../verbs/invoke.ts";
 import { failureDocument, toJsonDocument } from "../verbs/serialize.ts";
 import type { CliFlag, VerbDef } from "../verbs/types.ts";
-import { parseParams } from "../verbs/validate.ts";
-import { makeProgress, renderResult } from "./output.ts";
+import { makeProgress } from "./output.ts";
 
 export interface CliIO {
   stdout(text: string): void;
@@ -171,7 +171,8 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
       );
     }
     verbName = command.name;
-    const verb = VERBS.find((v) => v.name === command.name) as VerbDef;
+    const verb = findVerb(command.name);
+    if (!verb) throw usageError(`Unknown verb '${command.name}'; run \`grex --help\` to see the verbs.`);
     try {
       command.checkUnknownOptions();
       command.checkRequiredArgs();
@@ -186,7 +187,6 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
           : `${msg} for \`grex ${verb.name}\``;
       throw usageError(`${what}; see \`grex ${verb.name} --help\`.`);
     }
-    const params = parseParams(verb, collectParams(verb, parsed.args, options, argv), "cli");
     const parallelFlag = typeof options.parallel === "undefined" ? undefined : Number(rawValues(argv, "--parallel").at(-1));
     const ctx = makeContext({
       cwd: io.cwd,
@@ -203,24 +203,23 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     const abort = new AbortController();
     const onSigint = () => abort.abort();
     process.once("SIGINT", onSigint);
-    let result: object;
+    let outcome: Outcome;
     try {
       const progress = makeProgress(!json && !beforeDashes.includes("--plain") && io.stderrTTY, io.stderr, verb.name);
-      result = await verb.run(ctx, params, abort.signal, progress);
+      outcome = await invoke(verb, collectParams(verb, parsed.args, options, argv), { surface: "cli", ctx, signal: abort.signal, progress });
       progress.done();
     } finally {
       process.off("SIGINT", onSigint);
     }
-    const failure = verb.failure?.(result, params);
-    if (verb.ownsStdout && !failure) return 0;
-    if (json) io.stdout(`${toJsonDocument(failure ? failureDocument(verb.name, failure, "cli", result) : result)}\n`);
-    else {
-      const text = renderResult(verb, result, params, { plain, streamed: pretty });
+    if (verb.ownsStdout && outcome.ok) return 0;
+    if (json) io.stdout(`${toJsonDocument(outcome.document)}\n`);
+    else if (outcome.render) {
+      const text = outcome.render({ plain, streamed: pretty });
       if (text !== "") io.stdout(`${text}\n`);
     }
-    if (failure) {
-      io.stderr(`grex: ${failure.message}\n`);
-      return failure.exitCode;
+    if (!outcome.ok) {
+      io.stderr(`grex: ${outcome.error.message}\n`);
+      return outcome.error.exitCode;
     }
     return 0;
   } catch (raw) {

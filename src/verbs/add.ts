@@ -10,7 +10,7 @@ import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { isKnownPackType } from "../core/registry.ts";
 import { runSync } from "../core/sync/engine.ts";
 import { PACK_ID_RE, dryRunParam } from "./common.ts";
-import { defineVerb } from "./types.ts";
+import { defineVerb, READS_ONLY } from "./types.ts";
 
 /** Default path: the last URL segment without `.git` (works for URLs, scp-style and local paths). */
 export function defaultPathFor(url: string): string {
@@ -44,6 +44,7 @@ export const addVerb = defineVerb({
   }),
   result: Result,
   readOnly: false,
+  effects: (p) => (p.dry_run ? READS_ONLY : { workspace: "exclusive", packs: "each", writes: true }),
   destructive: false,
   mcp: true,
   cli: {

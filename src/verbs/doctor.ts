@@ -13,7 +13,7 @@ import { atomicWriteFile } from "../core/fsutil.ts";
 import { incompleteActions } from "../core/sync/engine.ts";
 import type { Workspace } from "../core/workspace.ts";
 import { STATE_BLOCK_ID } from "./init.ts";
-import { defineVerb } from "./types.ts";
+import { defineVerb, READS_ONLY } from "./types.ts";
 
 export const DOCTOR_CHECKS = [
   "manifest-schema",
@@ -217,6 +217,7 @@ export const doctorVerb = defineVerb({
   }),
   result: Result,
   readOnly: true,
+  effects: (p) => (p.fix || p.compact ? { workspace: "none", packs: "none", writes: true } : READS_ONLY),
   destructive: false,
   mcp: true,
   cliOnly: ["fix", "compact"],

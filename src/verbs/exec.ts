@@ -49,6 +49,7 @@ export const execVerb = defineVerb({
   }),
   result: v.object({ results: v.array(ResultRow) }),
   readOnly: false,
+  effects: () => ({ workspace: "none", packs: "none", writes: true }),
   destructive: true,
   mcp: true,
   cliOnly: ["shell"],

@@ -10,7 +10,7 @@ import { updateIgnoreFile, ignoreLinesFor } from "../core/gitignore.ts";
 import { appendEvents, makeEvent, readManifest, type ManifestEvent } from "../core/manifest.ts";
 import { isKnownPackType } from "../core/registry.ts";
 import { PACK_ID_RE, dryRunParam } from "./common.ts";
-import { defineVerb } from "./types.ts";
+import { defineVerb, READS_ONLY } from "./types.ts";
 
 const ReposJson = v.array(v.object({ url: v.pipe(v.string(), v.minLength(1)), path: v.string() }));
 
@@ -76,6 +76,7 @@ export const importVerb = defineVerb({
   }),
   result: Result,
   readOnly: false,
+  effects: (p) => (p.dry_run ? READS_ONLY : { workspace: "none", packs: "none", writes: true }),
   destructive: false,
   mcp: true,
   fileParams: ["from_repos_json"],

@@ -29,7 +29,7 @@ export const VERBS: readonly VerbDef[] = [
   execVerb,
   serveVerb,
   mcpVerb,
-] as unknown as readonly VerbDef[];
+];
 
 export function findVerb(name: string): VerbDef | undefined {
   return VERBS.find((v) => v.name === name);

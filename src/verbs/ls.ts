@@ -3,7 +3,7 @@ import * as v from "valibot";
 import { parseFilter } from "../core/filter.ts";
 import { loadWorkspaceView } from "../core/packs.ts";
 import { filterParam } from "./common.ts";
-import { defineVerb } from "./types.ts";
+import { defineVerb, READS_ONLY } from "./types.ts";
 
 const PackRow = v.object({
   id: v.string(),
@@ -29,6 +29,7 @@ export const lsVerb = defineVerb({
   }),
   result: v.object({ packs: v.array(PackRow) }),
   readOnly: true,
+  effects: () => READS_ONLY,
   destructive: false,
   mcp: true,
   cli: {

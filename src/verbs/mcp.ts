@@ -4,7 +4,7 @@
 import * as v from "valibot";
 import { packOpError, usageError } from "../core/errors.ts";
 import type { CallResult, ClientTarget, StatusResult, ToolInfo } from "../mcp/client.ts";
-import { defineVerb, type RenderStyle } from "./types.ts";
+import { defineVerb, type RenderStyle, READS_ONLY } from "./types.ts";
 
 export const DEFAULT_CLIENT_TIMEOUT_MS = 10_000;
 
@@ -102,6 +102,7 @@ export const mcpVerb = defineVerb({
   }),
   result: v.union([Status, Call]) as v.GenericSchema<McpResult>,
   readOnly: false,
+  effects: () => READS_ONLY,
   destructive: false,
   mcp: false,
   cli: {

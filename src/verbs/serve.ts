@@ -6,7 +6,7 @@ import pkg from "../../package.json" with { type: "json" };
 import { PermitScheduler, resolveParallel } from "../core/scheduler.ts";
 import { findWorkspace } from "../core/workspace.ts";
 import type { ServerOptions } from "../mcp/server.ts";
-import { defineVerb } from "./types.ts";
+import { defineVerb, READS_ONLY } from "./types.ts";
 
 export const DEFAULT_HTTP_ADDR = "127.0.0.1:8080";
 
@@ -20,6 +20,7 @@ export const serveVerb = defineVerb({
   }),
   result: v.object({ stopped: v.picklist(["eof", "shutdown", "signal"]) }),
   readOnly: false,
+  effects: () => READS_ONLY,
   destructive: false,
   mcp: false,
   ownsStdout: true,

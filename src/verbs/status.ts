@@ -6,7 +6,7 @@ import { parseFilter } from "../core/filter.ts";
 import { backendFor, isGitRepo, readHeadSync } from "../core/git/backend.ts";
 import { loadWorkspaceView, type PackNode } from "../core/packs.ts";
 import { filterParam } from "./common.ts";
-import { defineVerb } from "./types.ts";
+import { defineVerb, READS_ONLY } from "./types.ts";
 
 const Drift = v.picklist(["clean", "dirty", "missing", "untracked", "stale"]);
 
@@ -69,6 +69,7 @@ export const statusVerb = defineVerb({
   }),
   result: v.object({ packs: v.array(Row) }),
   readOnly: true,
+  effects: () => READS_ONLY,
   destructive: false,
   mcp: true,
   cli: {

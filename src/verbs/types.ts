@@ -59,6 +59,26 @@ export interface CliSpec {
   flags: CliFlag[];
 }
 
+/**
+ * What a verb may do to shared state, declared as data and enforced by
+ * `invoke` (src/verbs/invoke.ts) for every surface.
+ * - `workspace`: the workspace lock, taken before the verb runs and released
+ *   after. `exclusive` for a mutation pass (sync, update, add, rm), `shared`
+ *   for verbs that change setup or the manifest and may run beside each other
+ *   but not beside a mutation pass, `none` for readers. Both modes fail fast
+ *   (exit 5, MCP -32003) when they cannot be had.
+ * - `packs`: `each` — the verb runs its work on each pack under that pack's
+ *   lock (core/locks withPackLock), after the workspace lock.
+ * - `writes`: whether the verb may change files (workspace, packs, HOME).
+ */
+export interface VerbEffects {
+  workspace: "none" | "shared" | "exclusive";
+  packs: "none" | "each";
+  writes: boolean;
+}
+
+export const READS_ONLY: VerbEffects = { workspace: "none", packs: "none", writes: false };
+
 // The generic bound for a verb's params: a strict object schema.
 export type ParamsSchema = StrictObjectSchema<ObjectEntries, undefined>;
 
@@ -79,6 +99,8 @@ export interface VerbDef<P extends ParamsSchema = ParamsSchema, R extends object
   /** Params that name files: over MCP they must resolve inside the workspace. */
   fileParams?: readonly string[];
   cli: CliSpec;
+  /** Locks and writes, as data chosen by the params (`--dry-run` or `--fix` change them). */
+  effects(params: InferOutput<P>): VerbEffects;
   run(ctx: VerbContext, params: InferOutput<P>, signal: AbortSignal, progress: Progress): Promise<R>;
   /** Human rendering for TTY/plain output; without it the result is shown as indented JSON. */
   render?(result: R, params: InferOutput<P>, style: RenderStyle): string;
