@@ -403,6 +403,8 @@ export async function withWorkspaceLock<T>(ws: Workspace, purpose: string, mode:
 
 /** One operation per pack directory, across tasks and processes. */
 export function withPackLock<T>(ws: Workspace, packPath: string, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+  // Already held by this call chain (e.g. `rm` holds it around teardown, which saves the pack's state): covered.
+  if ((chain.getStore() ?? []).some((h) => h.level === "pack" && h.what === resolve(packPath))) return fn();
   return withLock("pack", resolve(packPath), packLockPath(ws, packPath), signal, fn);
 }
 

@@ -5,11 +5,10 @@ import { join } from "node:path";
 import * as v from "valibot";
 import { GrexError, toGrexError } from "../core/errors.ts";
 import { isGitRepo, originUrlSync } from "../core/git/backend.ts";
-import { ignoreLinesFor, parseBlocks, repairBlocks, updateIgnoreFile } from "../core/gitignore.ts";
-import { inspectLocks, removeStaleLocks } from "../core/locks.ts";
-import { readLockfile, writeLockfile, type LockEntry } from "../core/lockfile.ts";
-import { compactManifest, readManifest, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
-import { atomicWriteFile } from "../core/fsutil.ts";
+import { blockIdsIn, editIgnoreFile, ignoreLinesFor, parseBlocks, repairBlocks, updateIgnoreFile } from "../core/gitignore.ts";
+import { inspectLocks, removeStaleLocks, withManifestLock } from "../core/locks.ts";
+import { readLockfile, writeLockfileLocked, type LockEntry } from "../core/lockfile.ts";
+import { compactManifest, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
 import { incompleteActions } from "../core/sync/engine.ts";
 import type { Workspace } from "../core/workspace.ts";
 import { STATE_BLOCK_ID } from "./init.ts";
@@ -177,12 +176,8 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
   const fixable = new Set(findings.filter((f) => f.auto_fixable).map((f) => f.check));
   if (fixable.has("gitignore-sync")) {
     const gitignore = join(ws.root, ".gitignore");
-    if (existsSync(gitignore)) {
-      const text = readFileSync(gitignore, "utf8");
-      const repaired = repairBlocks(text);
-      if (repaired !== text) atomicWriteFile(gitignore, repaired);
-    }
-    for (const id of parseBlocks(existsSync(gitignore) ? readFileSync(gitignore, "utf8") : "").blocks.keys()) {
+    if (existsSync(gitignore)) editIgnoreFile(gitignore, "repaired blocks", repairBlocks);
+    for (const id of blockIdsIn(gitignore)) {
       if (id !== STATE_BLOCK_ID && !loaded.state.has(id)) updateIgnoreFile(gitignore, id, null);
     }
     updateIgnoreFile(gitignore, STATE_BLOCK_ID, ["/.grex/.state/"]);
@@ -194,11 +189,15 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
     fixed.push("stale-locks");
   }
   if (fixable.has("orphans")) {
-    const keep = [...loaded.lock.values()].filter((e) => loaded.state.has(e.id.split("/")[0] as string));
-    if (keep.length !== loaded.lock.size) {
-      await writeLockfile(ws, keep);
-      fixed.push("orphans");
-    }
+    // Decided under the manifest lock on what the files hold now (an `add` may have run since the check).
+    const dropped = await withManifestLock(ws, undefined, () => {
+      const state = readManifestLocked(ws, { warn: () => {} }).state;
+      const lock = readLockfile(ws);
+      const keep = [...lock.values()].filter((e) => state.has(e.id.split("/")[0] as string));
+      if (keep.length !== lock.size) writeLockfileLocked(ws, keep);
+      return keep.length !== lock.size;
+    });
+    if (dropped) fixed.push("orphans");
   }
   return fixed;
 }
@@ -241,7 +240,7 @@ export const doctorVerb = defineVerb({
     let compacted = false;
     if (p.compact && loaded && !findings.some((f) => f.severity === "error" && f.check.endsWith("-schema"))) {
       await compactManifest(ws);
-      await writeLockfile(ws, readLockfile(ws, { warn: ctx.warn }).values());
+      await withManifestLock(ws, undefined, () => writeLockfileLocked(ws, readLockfile(ws, { warn: ctx.warn }).values()));
       compacted = true;
     }
     // Every check appears: the ones with nothing to say as `ok`.

@@ -80,7 +80,7 @@ export const rmVerb = defineVerb({
           teardown = r.failed ? "failed" : "ok";
         } catch (err) {
           const e = toGrexError(err);
-          if (e.kind === "cancelled") throw e;
+          if (e.kind === "cancelled" || e.kind === "integrity") throw e;
           ctx.warn(`teardown of '${p.id}' failed: ${e.message}`);
           teardown = "failed";
         }

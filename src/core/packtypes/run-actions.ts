@@ -1,34 +1,12 @@
 // Bridges the action executor to the workspace: action brackets in grex.jsonl
 // (under the manifest lock) and the per-pack state file teardown relies on.
-import { existsSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
 import { collectNamedActions } from "../actions/index.ts";
 import { type Brackets, runActions, teardownActions } from "../actions/executor.ts";
 import type { PackState } from "../actions/types.ts";
-import { atomicWriteFile } from "../fsutil.ts";
 import { appendEvents, makeEvent } from "../manifest.ts";
+import { withPackState } from "../pack-state.ts";
 import type { ActionItem } from "../pack/schema.ts";
 import type { PackRun, PackTypeResult } from "./types.ts";
-
-const statePath = (run: PackRun) => join(run.ws.stateDir, "packs", `${encodeURIComponent(run.id)}.json`);
-
-function loadState(run: PackRun): PackState {
-  try {
-    return JSON.parse(readFileSync(statePath(run), "utf8")) as PackState;
-  } catch {
-    return {};
-  }
-}
-
-function saveState(run: PackRun, state: PackState): void {
-  if (run.dryRun) return;
-  const path = statePath(run);
-  if (Object.keys(state).length === 0) {
-    if (existsSync(path)) rmSync(path);
-    return;
-  }
-  atomicWriteFile(path, `${JSON.stringify(state)}\n`);
-}
 
 function brackets(run: PackRun): Brackets {
   return {
@@ -41,14 +19,8 @@ function brackets(run: PackRun): Brackets {
   };
 }
 
-async function withState(run: PackRun, body: (state: PackState) => Promise<PackTypeResult>): Promise<PackTypeResult> {
-  const state = loadState(run);
-  try {
-    return await body(state);
-  } finally {
-    saveState(run, state);
-  }
-}
+const withState = (run: PackRun, body: (state: PackState) => Promise<PackTypeResult>): Promise<PackTypeResult> =>
+  withPackState({ ws: run.ws, id: run.id, dir: run.dir, dryRun: run.dryRun, signal: run.signal }, body);
 
 const opts = (run: PackRun, state: PackState) => ({
   packId: run.id,

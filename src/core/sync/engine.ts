@@ -193,7 +193,7 @@ async function syncLocked(
       }
     } catch (err) {
       const e = toGrexError(err);
-      if (e.kind === "cancelled") throw e;
+      if (e.kind === "cancelled" || e.kind === "integrity") throw e; // integrity: a state file grex must not overwrite
       node.outcome = "failed";
       node.message = e.message;
       halted ??= { pack: node.id, action: "", idx: -1, reason: e.message };
