@@ -177,11 +177,15 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
   if (fixable.has("gitignore-sync")) {
     const gitignore = join(ws.root, ".gitignore");
     if (existsSync(gitignore)) editIgnoreFile(gitignore, "repaired blocks", repairBlocks);
-    for (const id of blockIdsIn(gitignore)) {
-      if (id !== STATE_BLOCK_ID && !loaded.state.has(id)) updateIgnoreFile(gitignore, id, null);
-    }
-    updateIgnoreFile(gitignore, STATE_BLOCK_ID, ["/.grex/.state/"]);
-    for (const pack of loaded.state.values()) updateIgnoreFile(gitignore, pack.id, ignoreLinesFor(pack.path));
+    // Which blocks belong is judged on the manifest as it is now, under its lock: an `add` may have registered one since the check.
+    await withManifestLock(ws, undefined, () => {
+      const { state } = readManifestLocked(ws, { warn: () => {} });
+      for (const id of blockIdsIn(gitignore)) {
+        if (id !== STATE_BLOCK_ID && !state.has(id)) updateIgnoreFile(gitignore, id, null);
+      }
+      updateIgnoreFile(gitignore, STATE_BLOCK_ID, ["/.grex/.state/"]);
+      for (const pack of state.values()) updateIgnoreFile(gitignore, pack.id, ignoreLinesFor(pack.path));
+    });
     fixed.push("gitignore-sync");
   }
   if (fixable.has("stale-locks")) {

@@ -35,8 +35,10 @@ export interface RunOptions {
   now?: () => Date;
   /** Default: $GREX_MACHINE_ENV_FILE from `env` (a test seam), else /etc/environment. */
   machineEnvFile?: string;
-  /** Default: process.env. */
+  /** Where session-scope env values go. Default: `env`, the call's own environment. */
   processEnv?: Record<string, string | undefined>;
+  /** What session scope replaced, for undo; shared by the runs of one call that pass it. Default: this run's own. */
+  sessionSaved?: Map<string, string | undefined>;
 }
 
 export interface RunResult {
@@ -52,6 +54,7 @@ interface Runner {
   now: () => Date;
   machineEnvFile: string;
   processEnv: Record<string, string | undefined>;
+  sessionSaved: Map<string, string | undefined>;
   planned: Set<string>;
 }
 
@@ -71,7 +74,8 @@ function runner(opts: RunOptions): Runner {
     os: opts.os ?? currentOs(),
     now: opts.now ?? (() => new Date()),
     machineEnvFile: opts.machineEnvFile ?? opts.env.GREX_MACHINE_ENV_FILE ?? "/etc/environment",
-    processEnv: opts.processEnv ?? process.env,
+    processEnv: opts.processEnv ?? opts.env,
+    sessionSaved: opts.sessionSaved ?? new Map(),
     planned: new Set(),
   };
 }
@@ -90,6 +94,7 @@ function context(r: Runner, where: string, stepIdx: number): ActionContext {
     planned: r.planned,
     machineEnvFile: r.machineEnvFile,
     processEnv: r.processEnv,
+    sessionSaved: r.sessionSaved,
     runNested: (items, w) => runList(items, r, w, null, stepIdx),
     undoNested: (items, w) => undoList(items, r, w, stepIdx),
   };
