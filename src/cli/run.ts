@@ -5,7 +5,9 @@ import pkg from "../../package.json" with { type: "json" };
 import { CancelledError, GrexError, toGrexError, usageError } from "../core/errors.ts";
 import { PermitScheduler, resolveParallel } from "../core/scheduler.ts";
 import { makeContext } from "../verbs/context.ts";
-import { findVerb, VERBS } from "../verbs/index.ts";
+import { mcpVerb } from "../mcp/client-verb.ts";
+import { serveVerb } from "../mcp/serve-verb.ts";
+import { VERBS } from "../verbs/index.ts";
 import { invoke, type Outcome } from "../verbs/invoke.ts";
 import { failureDocument, toJsonDocument } from "../verbs/serialize.ts";
 import type { CliFlag, VerbDef } from "../verbs/types.ts";
@@ -20,6 +22,9 @@ export interface CliIO {
   stdoutTTY: boolean;
   stderrTTY: boolean;
 }
+
+/** The verb table plus the verbs that belong to the MCP adapter (CLI only, not tools). */
+const CLI_VERBS: readonly VerbDef[] = [...VERBS, serveVerb, mcpVerb];
 
 const defaultIO = (): CliIO => ({
   stdout: (t) => process.stdout.write(t),
@@ -82,7 +87,7 @@ function buildCli(): CAC {
   const cli = cac("grex");
   for (const f of GLOBAL_FLAGS) cli.option(f.flag, f.description);
   cli.help();
-  for (const verb of VERBS) {
+  for (const verb of CLI_VERBS) {
     const cmd: Command = cli.command(`${verb.name} ${verb.cli.args}`.trim(), verb.description);
     for (const f of verb.cli.flags) cmd.option(f.flag, f.description);
   }
@@ -171,7 +176,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
       );
     }
     verbName = command.name;
-    const verb = findVerb(command.name);
+    const verb = CLI_VERBS.find((v) => v.name === command.name);
     if (!verb) throw usageError(`Unknown verb '${command.name}'; run \`grex --help\` to see the verbs.`);
     try {
       command.checkUnknownOptions();

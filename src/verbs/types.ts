@@ -2,30 +2,18 @@
 // schema and one function. The CLI (src/cli) and the MCP server (src/mcp) are
 // thin adapters that read this table; nothing verb-specific lives in them.
 import type { GenericSchema, InferOutput, ObjectEntries, StrictObjectSchema } from "valibot";
+import type { CallContext, Progress } from "../core/call.ts";
 import type { GrexError } from "../core/errors.ts";
-import type { Scheduler } from "../core/scheduler.ts";
-import type { Workspace } from "../core/workspace.ts";
 
-/** Reports progress as packs complete; a no-op unless a TTY bar or an MCP progress token listens. */
-export type Progress = (done: number, total: number, message?: string) => void;
+export type { Progress };
 
-export interface VerbContext {
+export interface VerbContext extends CallContext {
   /** Directory the command runs from (CLI: process cwd; MCP: the server's workspace root). */
   cwd: string;
   /** `--manifest` given at launch, if any. */
   manifest: string | undefined;
-  /** The workspace for this call; throws a usage error when there is none. */
-  workspace(): Workspace;
-  /** One scheduler per process: concurrent MCP calls share it. */
-  scheduler: Scheduler;
-  /** Environment used for variable expansion and child processes. */
-  env: Record<string, string | undefined>;
   /** Which adapter is calling: MCP calls may not escape the workspace. */
   surface: "cli" | "mcp";
-  /** A warning for the user (stderr on the CLI, a log line over MCP). */
-  warn(message: string): void;
-  /** Diagnostics at -v level `level` (1..3); dropped unless that verbose. */
-  debug(level: number, message: string): void;
   /**
    * Live output for a person at a terminal (pretty CLI mode only; undefined
    * with --json/--plain, when stdout is not a TTY, and over MCP). A verb that

@@ -8,7 +8,6 @@ import type { Step } from "../actions/types.ts";
 import { pluginError } from "../errors.ts";
 import type { LockEntry } from "../lockfile.ts";
 import type { PackManifest } from "../pack/schema.ts";
-import type { TreeNode } from "../sync/tree.ts";
 import type { Workspace } from "../workspace.ts";
 import { declarativeType } from "./declarative.ts";
 import { metaType } from "./meta.ts";
@@ -33,9 +32,19 @@ export function computeActionsHash(type: string, dir: string, manifest: PackMani
   return packTypeFor(type).hash(dir, manifest, childShas);
 }
 
+/** The part of a synced pack that converging needs (the sync engine's tree node has it). */
+export interface ConvergeNode {
+  id: string;
+  dir: string;
+  manifest: PackManifest | null;
+  head: { sha: string } | null;
+  /** The clone happened in this run. */
+  cloned: boolean;
+}
+
 export interface ConvergeInput {
   ws: Workspace;
-  node: TreeNode;
+  node: ConvergeNode;
   type: string;
   previous: LockEntry | undefined;
   mode: "sync" | "update";

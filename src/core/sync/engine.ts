@@ -13,7 +13,7 @@ import { capScheduler } from "../scheduler.ts";
 import { converge, type ConvergeReason } from "../packtypes/index.ts";
 import type { Step } from "../actions/types.ts";
 import type { Workspace } from "../workspace.ts";
-import type { Progress, VerbContext } from "../../verbs/types.ts";
+import type { CallContext, Progress } from "../call.ts";
 import { installOrder, planChecks } from "./plan.ts";
 import { effectiveType, fetchTree, flatten, newNode, type PackOutcome, type TreeNode } from "./tree.ts";
 import { globMatch } from "../filter.ts";
@@ -95,7 +95,7 @@ function selectRoots(ws: Workspace, state: Map<string, PackEntry>, opts: SyncOpt
 }
 
 export async function runSync(
-  ctx: VerbContext,
+  ctx: CallContext,
   opts: SyncOptions,
   signal: AbortSignal,
   progress: Progress,
@@ -110,7 +110,7 @@ export async function runSync(
 }
 
 async function syncLocked(
-  ctx: VerbContext,
+  ctx: CallContext,
   ws: Workspace,
   opts: SyncOptions,
   signal: AbortSignal,
@@ -269,7 +269,7 @@ async function recordResults(
 }
 
 /** `init`: clone registered packs that are missing on disk; existing ones are left as they are. */
-export async function cloneMissing(ctx: VerbContext, ws: Workspace, signal: AbortSignal, progress: Progress): Promise<string[]> {
+export async function cloneMissing(ctx: CallContext, ws: Workspace, signal: AbortSignal, progress: Progress): Promise<string[]> {
   const { state } = await readManifest(ws, { warn: ctx.warn });
   if (state.size === 0) return [];
   const report = await runSync(

@@ -3,8 +3,8 @@
 // after `--`. Not an MCP tool itself. The client (and the SDK) load lazily.
 import * as v from "valibot";
 import { packOpError, usageError } from "../core/errors.ts";
-import type { CallResult, ClientTarget, StatusResult, ToolInfo } from "../mcp/client.ts";
-import { defineVerb, type RenderStyle, READS_ONLY } from "./types.ts";
+import type { CallResult, ClientTarget, StatusResult, ToolInfo } from "./client.ts";
+import { defineVerb, type RenderStyle, READS_ONLY } from "../verbs/types.ts";
 
 export const DEFAULT_CLIENT_TIMEOUT_MS = 10_000;
 
@@ -160,7 +160,7 @@ export const mcpVerb = defineVerb({
       target.url = p.url;
       if (token !== undefined) target.token = token;
     } else target.command = command;
-    const client = await import("../mcp/client.ts");
+    const client = await import("./client.ts");
     if (sub === "status") return client.mcpStatus(target, signal);
     return client.mcpCall(target, p.tool as string, toolArgs, signal);
   },

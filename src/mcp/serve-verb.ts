@@ -5,8 +5,8 @@ import * as v from "valibot";
 import pkg from "../../package.json" with { type: "json" };
 import { PermitScheduler, resolveParallel } from "../core/scheduler.ts";
 import { findWorkspace } from "../core/workspace.ts";
-import type { ServerOptions } from "../mcp/server.ts";
-import { defineVerb, READS_ONLY } from "./types.ts";
+import type { ServerOptions } from "./server.ts";
+import { defineVerb, READS_ONLY } from "../verbs/types.ts";
 
 export const DEFAULT_HTTP_ADDR = "127.0.0.1:8080";
 
@@ -42,7 +42,7 @@ export const serveVerb = defineVerb({
       debug: ctx.debug,
     };
     if (p.http !== undefined && p.http !== false) {
-      const { serveHttpUntilSignal } = await import("../mcp/http.ts");
+      const { serveHttpUntilSignal } = await import("./http.ts");
       await serveHttpUntilSignal({
         addr: typeof p.http === "string" && p.http !== "" ? p.http : DEFAULT_HTTP_ADDR,
         token: p.token ?? ctx.env.GREX_MCP_TOKEN,
@@ -51,7 +51,7 @@ export const serveVerb = defineVerb({
       });
       return { stopped: "signal" as const };
     }
-    const { serveStdio } = await import("../mcp/stdio.ts");
+    const { serveStdio } = await import("./stdio.ts");
     return { stopped: await serveStdio(opts, signal) };
   },
 });
@@ -107,7 +107,7 @@ export async function serveFromArgv(argv: readonly string[], cwd = process.cwd()
   } catch {
     return undefined;
   }
-  const { serveStdio } = await import("../mcp/stdio.ts");
+  const { serveStdio } = await import("./stdio.ts");
   const abort = new AbortController();
   const onSigint = () => abort.abort();
   process.once("SIGINT", onSigint);
