@@ -53,7 +53,9 @@ const chain = new AsyncLocalStorage<readonly HeldLevel[]>();
 export function assertLockOrder(level: LockLevel, what = ""): void {
   const held = chain.getStore() ?? [];
   const deepest = held[held.length - 1];
-  if (deepest && LOCK_LEVELS[level] <= LOCK_LEVELS[deepest.level]) {
+  // A child pack's lock inside its parent's (teardown walks down the tree): ancestors first is an order too.
+  const nestedPack = level === "pack" && deepest?.level === "pack" && what.startsWith(`${deepest.what}/`);
+  if (deepest && !nestedPack && LOCK_LEVELS[level] <= LOCK_LEVELS[deepest.level]) {
     const want = `${LEVEL_LABEL[level]}${what ? ` (${what})` : ""}`;
     const have = `${LEVEL_LABEL[deepest.level]}${deepest.what ? ` (${deepest.what})` : ""}`;
     throw new Error(
