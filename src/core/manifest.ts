@@ -13,7 +13,9 @@ import { basename } from "node:path";
 import * as v from "valibot";
 import { GrexError, errnoCode, integrityError, usageError } from "./errors.ts";
 import { appendDurable, atomicWriteFile } from "./fsutil.ts";
+import { firstIssue } from "./issues.ts";
 import { withManifestLock } from "./locks.ts";
+import { PACK_PATH_RE } from "./naming.ts";
 import type { Workspace } from "./workspace.ts";
 
 export const SCHEMA_VERSION = "1";
@@ -22,8 +24,7 @@ export const MAX_LINE_BYTES = 2048;
 
 /** RFC 3339 timestamp in UTC (`Z`, or a zero offset written out). */
 export const TS_RE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]00:00)$/;
-/** A pack id / workspace-relative pack path: bare-name segments joined by `/` (never `.`, `..`, absolute). */
-export const PACK_PATH_RE = /^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/;
+export { PACK_PATH_RE } from "./naming.ts";
 
 // ---------------------------------------------------------------------------
 // Types
@@ -474,10 +475,10 @@ export function eventLine(event: ManifestEvent): string {
   const schema = (KNOWN_OPS as readonly string[]).includes(event.op) ? EVENT_SCHEMAS[event.op as KnownOp] : UnknownEventSchema;
   const checked = v.safeParse(schema, event);
   if (!checked.success) {
-    const issue = checked.issues[0];
-    const field = issue.path?.map((p) => String(p.key)).join(".") ?? "event";
+    const { field: path, message } = firstIssue(checked.issues);
+    const field = path || "event";
     throw usageError(
-      `Cannot record a '${String(event.op)}' event for '${String(event.id)}' in grex.jsonl: '${field}' ${issue.message.replace(/\.$/, "")}; use a valid value.`,
+      `Cannot record a '${String(event.op)}' event for '${String(event.id)}' in grex.jsonl: '${field}' ${message}; use a valid value.`,
       { field },
     );
   }

@@ -7,17 +7,14 @@ import { backendFor, transportOf } from "../core/git/backend.ts";
 import { ignoreLinesFor, updateIgnoreFile } from "../core/gitignore.ts";
 import { tryAcquireWorkspaceLock, withBackendLock, withPackLock } from "../core/locks.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
-import { isKnownPackType } from "../core/registry.ts";
+import { isKnownPackType, packTypeChoices } from "../core/registry.ts";
 import { runSync } from "../core/sync/engine.ts";
-import { PACK_ID_RE, dryRunParam } from "./common.ts";
+import { defaultPathFromUrl, isBareName } from "../core/naming.ts";
+import { dryRunParam } from "./common.ts";
 import { defineVerb, READS_ONLY } from "./types.ts";
 
 /** Default path: the last URL segment without `.git` (works for URLs, scp-style and local paths). */
-export function defaultPathFor(url: string): string {
-  const trimmed = url.replace(/[/\\]+$/, "");
-  const last = trimmed.split(/[/\\:]/).pop() ?? "";
-  return last.replace(/\.git$/, "");
-}
+export const defaultPathFor = defaultPathFromUrl;
 
 const Result = v.object({
   id: v.string(),
@@ -61,14 +58,14 @@ export const addVerb = defineVerb({
     // A relative local path is stored absolute so the manifest works from anywhere.
     const url = transportOf(p.url) === "local" && !p.url.startsWith("file://") ? resolve(ctx.cwd, p.url) : p.url;
     const path = p.path ?? defaultPathFor(url);
-    if (!PACK_ID_RE.test(path) || path === "." || path === "..") {
+    if (!isBareName(path)) {
       throw usageError(
         `Pack path '${path}' must be a bare directory name (letters, digits, '.', '_', '-'); pass a path argument.`,
         { field: "path" },
       );
     }
     if (p.type !== undefined && !isKnownPackType(p.type)) {
-      throw new GrexError("plugin", `Unknown pack type '${p.type}'; use meta, declarative or scripted.`, { field: "type" });
+      throw new GrexError("plugin", `Unknown pack type '${p.type}'; use ${packTypeChoices()}.`, { field: "type" });
     }
     const lock = p.dry_run ? null : tryAcquireWorkspaceLock(ws, "add");
     try {

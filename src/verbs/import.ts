@@ -4,12 +4,14 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
 import { usageError } from "../core/errors.ts";
+import { firstIssue } from "../core/issues.ts";
+import { isBareName } from "../core/naming.ts";
 import { isGitRepo, originUrlSync } from "../core/git/backend.ts";
 import { editIgnoreFile, updateIgnoreFile, ignoreLinesFor } from "../core/gitignore.ts";
 import { withManifestLock } from "../core/locks.ts";
 import { appendEventsLocked, makeEvent, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
-import { isKnownPackType } from "../core/registry.ts";
-import { PACK_ID_RE, dryRunParam } from "./common.ts";
+import { isKnownPackType, packTypeChoices } from "../core/registry.ts";
+import { dryRunParam } from "./common.ts";
 import { defineVerb, READS_ONLY } from "./types.ts";
 
 const ReposJson = v.array(v.object({ url: v.pipe(v.string(), v.minLength(1)), path: v.string() }));
@@ -42,8 +44,8 @@ function readReposJson(file: string): Candidate[] {
   }
   const parsed = v.safeParse(ReposJson, data);
   if (!parsed.success) {
-    const where = parsed.issues[0].path?.map((p) => String(p.key)).join(".") ?? "top level";
-    throw usageError(`${file} does not match [{"url","path"}] at ${where}: ${parsed.issues[0].message}.`);
+    const { field, message } = firstIssue(parsed.issues);
+    throw usageError(`${file} does not match [{"url","path"}] at ${field || "top level"}: ${message}.`);
   }
   return parsed.output.map((e) => ({ path: e.path.replace(/\/+$/, ""), url: e.url, source: "repos-json" as const }));
 }
@@ -96,7 +98,7 @@ export const importVerb = defineVerb({
       throw usageError("Nothing to import: pass --from-repos-json <file> and/or --scan.", { field: "from_repos_json" });
     }
     if (!isKnownPackType(params.default_type)) {
-      throw usageError(`Unknown --default-type '${params.default_type}'; use meta, declarative or scripted.`, {
+      throw usageError(`Unknown --default-type '${params.default_type}'; use ${packTypeChoices()}.`, {
         field: "default_type",
       });
     }
@@ -119,7 +121,7 @@ export const importVerb = defineVerb({
     let done = 0;
     for (const c of candidates) {
       progress(done++, candidates.length, c.path);
-      if (!PACK_ID_RE.test(c.path) || c.path === "." || c.path === "..") {
+      if (!isBareName(c.path)) {
         failed.push({ path: c.path, error: "path must be a bare directory name in the workspace" });
         continue;
       }

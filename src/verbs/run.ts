@@ -2,7 +2,7 @@
 import * as v from "valibot";
 import { packOpError, usageError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
-import { isKnownAction } from "../core/registry.ts";
+import { actionChoices, isKnownAction } from "../core/registry.ts";
 import { loadWorkspaceView } from "../core/packs.ts";
 import { dryRunParam, filterParam } from "./common.ts";
 import { StepSchema } from "./sync-shared.ts";
@@ -26,7 +26,7 @@ export const runVerb = defineVerb({
   cli: { args: "<action>", positionals: ["action"], flags: [] },
   async run(ctx, p, signal, progress) {
     if (!isKnownAction(p.action)) {
-      throw usageError(`Unknown action '${p.action}'; use one of symlink, env, mkdir, rmdir, require, when, exec.`, { field: "action" });
+      throw usageError(`Unknown action '${p.action}'; use one of ${actionChoices()}.`, { field: "action" });
     }
     const ws = ctx.workspace();
     const view = await loadWorkspaceView(ws, ctx.warn);

@@ -13,6 +13,7 @@ import { declarativeType } from "./declarative.ts";
 import { metaType } from "./meta.ts";
 import { scriptedType } from "./scripted.ts";
 import type { PackRun, PackType, PackTypeResult } from "./types.ts";
+import { packTypeChoices } from "../registry.ts";
 
 export type ConvergeReason = "sha-changed" | "hash-changed" | "forced" | "none" | "never-installed";
 
@@ -24,7 +25,7 @@ const TYPES = new Map<string, PackType>([
 
 export function packTypeFor(name: string): PackType {
   const t = TYPES.get(name);
-  if (!t) throw pluginError(`Unknown pack type '${name}'; use meta, declarative or scripted (or install the plugin that provides it).`);
+  if (!t) throw pluginError(`Unknown pack type '${name}'; use ${packTypeChoices()} (or install the plugin that provides it).`);
   return t;
 }
 

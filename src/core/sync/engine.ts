@@ -161,7 +161,7 @@ async function syncLocked(
   const steps: Step[] = [];
   let halted: SyncReport["halted"] = null;
   const reasons = new Map<string, { reinstalled: boolean; reason: ConvergeReason; hash: string | null }>();
-  for (const node of installOrder(nodes)) {
+  for (const node of installOrder(nodes, known)) {
     if (node.outcome !== "ok" || (node.head === null && !opts.dryRun)) continue;
     if (halted && opts.failFast) {
       node.outcome = "skipped";
