@@ -5,10 +5,11 @@ import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import * as v from "valibot";
 import { GrexError, errnoCode, integrityError, usageError } from "./errors.ts";
-import { appendDurable, atomicWriteFile } from "./fsutil.ts";
+import { atomicWriteFile } from "./fsutil.ts";
 import { withManifestLock } from "./locks.ts";
 import { firstIssue } from "./issues.ts";
-import { TS_RE, type WarnSink, prepareJsonlAppend } from "./manifest.ts";
+import { appendJsonlLines, type WarnSink } from "./jsonl.ts";
+import { TS_RE } from "./manifest.ts";
 import { PACK_PATH_RE } from "./naming.ts";
 import type { Workspace } from "./workspace.ts";
 
@@ -110,8 +111,7 @@ function entryLine(entry: LockEntry): string {
 export function appendLockEntriesLocked(ws: Workspace, entries: Iterable<LockEntry>, opts?: WarnSink): void {
   const lines = [...entries].map(entryLine);
   if (lines.length === 0) return;
-  const prefix = prepareJsonlAppend(ws.lockPath, opts) ?? ""; // a missing lockfile is created
-  for (let i = 0; i < lines.length; i++) appendDurable(ws.lockPath, i === 0 ? prefix + lines[i] : (lines[i] as string));
+  appendJsonlLines(ws.lockPath, lines, true, opts); // a missing lockfile is created
 }
 
 export async function appendLockEntries(
