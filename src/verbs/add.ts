@@ -11,7 +11,7 @@ import { isKnownPackType, packTypeChoices } from "../core/registry.ts";
 import { runSync } from "../core/sync/engine.ts";
 import { defaultPathFromUrl, isBareName } from "../core/naming.ts";
 import { dryRunParam } from "./common.ts";
-import { defineVerb, READS_ONLY } from "./types.ts";
+import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
 
 /** Default path: the last URL segment without `.git` (works for URLs, scp-style and local paths). */
 export const defaultPathFor = defaultPathFromUrl;
@@ -41,7 +41,7 @@ export const addVerb = defineVerb({
   }),
   result: Result,
   readOnly: false,
-  effects: (p) => (p.dry_run ? READS_ONLY : { workspace: "exclusive", packs: "each", writes: true }),
+  effects: unlessDryRun(MUTATION_PASS),
   destructive: false,
   mcp: true,
   cli: {

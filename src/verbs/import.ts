@@ -12,7 +12,7 @@ import { withManifestLock } from "../core/locks.ts";
 import { appendEventsLocked, makeEvent, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
 import { isKnownPackType, packTypeChoices } from "../core/registry.ts";
 import { dryRunParam } from "./common.ts";
-import { defineVerb, READS_ONLY } from "./types.ts";
+import { defineVerb, unlessDryRun } from "./types.ts";
 
 const ReposJson = v.array(v.object({ url: v.pipe(v.string(), v.minLength(1)), path: v.string() }));
 
@@ -78,7 +78,7 @@ export const importVerb = defineVerb({
   }),
   result: Result,
   readOnly: false,
-  effects: (p) => (p.dry_run ? READS_ONLY : { workspace: "none", packs: "none", writes: true }),
+  effects: unlessDryRun({ workspace: "none", packs: "none", writes: true }),
   destructive: false,
   mcp: true,
   fileParams: ["from_repos_json"],

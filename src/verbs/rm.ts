@@ -9,7 +9,7 @@ import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks.ts";
 import { readLockfile, writeLockfile } from "../core/lockfile.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { dryRunParam } from "./common.ts";
-import { defineVerb, READS_ONLY } from "./types.ts";
+import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
 
 const Result = v.object({
   id: v.string(),
@@ -33,7 +33,7 @@ export const rmVerb = defineVerb({
   }),
   result: Result,
   readOnly: false,
-  effects: (p) => (p.dry_run ? READS_ONLY : { workspace: "exclusive", packs: "each", writes: true }),
+  effects: unlessDryRun(MUTATION_PASS),
   destructive: true,
   mcp: true,
   cli: {

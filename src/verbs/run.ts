@@ -6,7 +6,7 @@ import { actionChoices, isKnownAction } from "../core/registry.ts";
 import { loadWorkspaceView } from "../core/packs.ts";
 import { dryRunParam, filterParam } from "./common.ts";
 import { StepSchema } from "./sync-shared.ts";
-import { defineVerb, READS_ONLY } from "./types.ts";
+import { defineVerb, unlessDryRun } from "./types.ts";
 import { existsSync } from "node:fs";
 
 export const runVerb = defineVerb({
@@ -20,7 +20,7 @@ export const runVerb = defineVerb({
   }),
   result: v.object({ steps: v.array(v.intersect([StepSchema, v.object({ message: v.string() })])) }),
   readOnly: false,
-  effects: (p) => (p.dry_run ? READS_ONLY : { workspace: "shared", packs: "each", writes: true }),
+  effects: unlessDryRun({ workspace: "shared", packs: "each", writes: true }),
   destructive: true,
   mcp: true,
   cli: { args: "<action>", positionals: ["action"], flags: [] },

@@ -3,7 +3,7 @@ import * as v from "valibot";
 import { packOpError } from "../core/errors.ts";
 import { runSync, type SyncReport } from "../core/sync/engine.ts";
 import { HaltedSchema, renderSyncReport, StepSchema, SummarySchema, syncSelectionEntries } from "./sync-shared.ts";
-import { defineVerb, READS_ONLY } from "./types.ts";
+import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
 
 const Result = v.object({
   verb: v.literal("sync"),
@@ -35,7 +35,7 @@ export const syncVerb = defineVerb({
   }),
   result: Result,
   readOnly: false,
-  effects: (p) => (p.dry_run ? READS_ONLY : { workspace: "exclusive", packs: "each", writes: true }),
+  effects: unlessDryRun(MUTATION_PASS),
   destructive: false,
   mcp: true,
   cli: {

@@ -66,6 +66,14 @@ export interface VerbEffects {
 }
 
 export const READS_ONLY: VerbEffects = { workspace: "none", packs: "none", writes: false };
+/** sync, update, add, rm: one mutation pass per workspace, pack by pack. */
+export const MUTATION_PASS: VerbEffects = { workspace: "exclusive", packs: "each", writes: true };
+
+/** These effects, except that a dry run only reads (it takes no lock and writes nothing). */
+export const unlessDryRun =
+  (effects: VerbEffects) =>
+  (params: { dry_run: boolean }): VerbEffects =>
+    params.dry_run ? READS_ONLY : effects;
 
 // The generic bound for a verb's params: a strict object schema.
 export type ParamsSchema = StrictObjectSchema<ObjectEntries, undefined>;

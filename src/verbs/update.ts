@@ -5,7 +5,7 @@ import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { tryAcquireWorkspaceLock } from "../core/locks.ts";
 import { runSync } from "../core/sync/engine.ts";
 import { syncSelectionEntries } from "./sync-shared.ts";
-import { defineVerb, READS_ONLY } from "./types.ts";
+import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
 
 const Result = v.object({
   verb: v.literal("update"),
@@ -29,7 +29,7 @@ export const updateVerb = defineVerb({
   params: v.strictObject(syncSelectionEntries),
   result: Result,
   readOnly: false,
-  effects: (p) => (p.dry_run ? READS_ONLY : { workspace: "exclusive", packs: "each", writes: true }),
+  effects: unlessDryRun(MUTATION_PASS),
   destructive: false,
   mcp: true,
   cli: {
