@@ -2,7 +2,7 @@
 // MCP client: what each verb declares (locks, writes) holds for every caller,
 // and every write to a shared file goes through its module under its lock.
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, lstatSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants, existsSync, lstatSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { git, TestWorkspace } from "../helpers/workspace.ts";
 
@@ -115,7 +115,7 @@ describe(".gitignore is written only through its module", () => {
     writeFileSync(join(w.ws, "bulk.json"), JSON.stringify(many));
     expect((await w.grex("import", "--from-repos-json", "bulk.json")).code).toBe(0);
     expect((await w.grex("sync")).code).toBe(0);
-    const ROUNDS = 6;
+    const ROUNDS = 4;
     for (let i = 0; i < ROUNDS; i++) {
       // A block only doctor writes (a registered pack whose block is missing), a broken one it repairs.
       writeFileSync(join(w.ws, `reg${i}.json`), JSON.stringify([{ url: w.repo(`reg${i}`, { "a.txt": "a\n" }), path: `reg${i}` }]));
@@ -140,4 +140,56 @@ describe(".gitignore is written only through its module", () => {
       expect(findings.find((f) => f.check === "gitignore-sync")?.severity).toBe("ok");
     }
   }, 120_000);
+
+  test("an add that lands while doctor --fix is between its check and its fix keeps its block", async () => {
+    // Deterministic: a registered pack's .git/config is a FIFO, so doctor (having read the manifest)
+    // waits inside its check, reading it, until the test feeds it; the whole add runs in that pause.
+    const w = await freshWorkspace();
+    writeFileSync(join(w.ws, "gate.json"), JSON.stringify([{ url: w.repo("gate", { "a.txt": "a\n" }), path: "gate" }]));
+    expect((await w.grex("import", "--from-repos-json", "gate.json")).code).toBe(0);
+    expect((await w.grex("sync")).code).toBe(0);
+    const fifo = join(w.ws, "gate", ".git", "config");
+    const gateConfig = readFileSync(fifo, "utf8");
+    rmSync(fifo);
+    expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
+    const ignorePath = join(w.ws, ".gitignore");
+    writeFileSync(ignorePath, `${readFileSync(ignorePath, "utf8")}${brokenBlock}`); // something for --fix to do
+
+    const doctor = w.spawnGrex(["doctor", "--fix"]);
+    let doctorDone = false;
+    const doctorRun = finish(doctor).finally(() => {
+      doctorDone = true;
+    });
+    /** Open the FIFO for writing once doctor opens it to read (ENXIO until then); null if doctor ended. */
+    const whenReading = async (): Promise<number | null> => {
+      for (;;) {
+        if (doctorDone) return null;
+        try {
+          return openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+        } catch {
+          await Bun.sleep(5); // polling for the reader, not measuring anything
+        }
+      }
+    };
+    const first = await whenReading();
+    expect(first).not.toBeNull();
+    // doctor has read grex.jsonl and waits on the FIFO: now a whole add.
+    const url = w.repo("late", { "b.txt": "b\n" });
+    const add = await finish(w.spawnGrex(["add", url, "late"]));
+    expect({ code: add.code, stderr: add.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(readFileSync(ignorePath, "utf8")).toContain("# >>> grex:late >>>");
+    // Feed doctor the config as often as it reads it (the check runs again after the fix).
+    let fd = first;
+    while (fd !== null) {
+      writeSync(fd, gateConfig);
+      closeSync(fd);
+      fd = await whenReading();
+    }
+    const d = await doctorRun;
+    expect([0, 7]).toContain(d.code);
+    const text = readFileSync(ignorePath, "utf8");
+    expect(text).toContain("# >>> grex:late >>>\n/late/\n# <<< grex:late <<<");
+    expect(text).toContain("# >>> grex:gate >>>");
+    expect(text).not.toContain("grex:ghost");
+  }, 60_000);
 });
