@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { GrexError, toGrexError, usageError } from "../errors.ts";
 import { parseFilter } from "../filter.ts";
 import { ignoreLinesFor, updateIgnoreFile } from "../gitignore.ts";
-import { type HeldLock, tryAcquireWorkspaceLock } from "../locks.ts";
+import { type HeldLock, tryAcquireWorkspaceLock, withPackLock } from "../locks.ts";
 import { type LockEntry, readLockfile, writeLockfile } from "../lockfile.ts";
 import { appendEvents, makeEvent, type ManifestEvent, type PackEntry, readManifest } from "../manifest.ts";
 import { capScheduler } from "../scheduler.ts";
@@ -169,18 +169,21 @@ async function syncLocked(
       continue;
     }
     try {
-      const r = await converge({
-        ws,
-        node,
-        type: effectiveType(node),
-        previous: previous.get(node.id),
-        mode: opts.mode,
-        force: opts.force,
-        dryRun: opts.dryRun,
-        env: ctx.env,
-        signal,
-        childShas: node.children.map((c) => c.head?.sha ?? previous.get(c.id)?.sha ?? ""),
-      });
+      const install = () =>
+        converge({
+          ws,
+          node,
+          type: effectiveType(node),
+          previous: previous.get(node.id),
+          mode: opts.mode,
+          force: opts.force,
+          dryRun: opts.dryRun,
+          env: ctx.env,
+          signal,
+          childShas: node.children.map((c) => c.head?.sha ?? previous.get(c.id)?.sha ?? ""),
+        });
+      // Setup runs under the pack's lock (hooks too), like `run` and teardown.
+      const r = opts.dryRun ? await install() : await withPackLock(ws, node.dir, signal, install);
       steps.push(...r.steps);
       reasons.set(node.id, { reinstalled: r.ran, reason: r.reason, hash: r.actionsHash });
       if (r.failed) {
