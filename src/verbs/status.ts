@@ -44,7 +44,7 @@ async function inspect(p: PackNode, childShas: string[], staleMs: number | null)
   if (lock) {
     const { computeActionsHash } = await import("../core/packtypes/index.ts");
     const { loadPackYaml } = await import("../core/pack/load.ts");
-    const manifest = await loadPackYaml(p.dir).catch(() => null);
+    const manifest = await loadPackYaml(p.dir); // a broken pack.yaml is an integrity error naming it, not "stale"
     hashMatch = computeActionsHash(manifest?.type ?? p.type, p.dir, manifest, childShas) === lock.actions_hash;
   }
   const old = lock !== undefined && staleMs !== null && Date.now() - Date.parse(lock.installed_at) > staleMs;

@@ -155,3 +155,14 @@ function safeRead(path: string): string {
     return `unreadable:${(err as NodeJS.ErrnoException).code}`;
   }
 }
+
+describe("a broken pack.yaml is reported, not taken for drift", () => {
+  test("status exits 3 naming the file instead of calling the pack stale", async () => {
+    const w = await workspaceWith({ broken: "  - mkdir: { path: $HOME/made }\n" });
+    const file = join(w.ws, "broken", ".grex", "pack.yaml");
+    writeFileSync(file, "schema_version: [unclosed\n");
+    const status = await w.grex("status", "--json");
+    expect(status.code).toBe(3);
+    expect(status.stderr).toContain(file);
+  }, 60_000);
+});
