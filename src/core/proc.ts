@@ -28,6 +28,12 @@ export interface ProcOptions {
   verbatim?: boolean;
   /** SIGTERM → SIGKILL grace on abort. */
   graceMs?: number;
+  /**
+   * Run in a new session and process group (default), so cancelling reaches
+   * grandchildren. False keeps the terminal: ssh under the system git may
+   * need it to ask for a passphrase; cancelling then stops the child only.
+   */
+  ownGroup?: boolean;
 }
 
 export interface ProcResult {
@@ -85,9 +91,9 @@ class Capture {
   }
 }
 
-function killGroup(child: ChildProcess, sig: NodeJS.Signals, windows: boolean): void {
+function killGroup(child: ChildProcess, sig: NodeJS.Signals, group: boolean): void {
   try {
-    if (!windows && child.pid !== undefined) process.kill(-child.pid, sig);
+    if (group && child.pid !== undefined) process.kill(-child.pid, sig);
     else child.kill(sig);
   } catch {
     // Already gone.
@@ -103,6 +109,7 @@ function definedEnv(env: Record<string, string | undefined>): Record<string, str
 /** Run `argv` to completion; rejects with CancelledError once `signal` aborts (after stopping the group). */
 export function runProcess(opts: ProcOptions): Promise<ProcResult> {
   const windows = process.platform === "win32";
+  const group = !windows && opts.ownGroup !== false;
   const { signal } = opts;
   if (signal.aborted) return Promise.reject(new CancelledError());
   return new Promise((resolvePromise, reject) => {
@@ -112,7 +119,7 @@ export function runProcess(opts: ProcOptions): Promise<ProcResult> {
       cwd: opts.cwd,
       env: definedEnv(opts.env),
       stdio: ["ignore", "pipe", "pipe"],
-      detached: !windows, // own process group
+      detached: group, // own session and process group
       windowsHide: true,
       windowsVerbatimArguments: opts.verbatim === true,
     });
@@ -143,8 +150,8 @@ export function runProcess(opts: ProcOptions): Promise<ProcResult> {
         });
       });
     const onAbort = () => {
-      killGroup(child, "SIGTERM", windows);
-      const kill = setTimeout(() => killGroup(child, "SIGKILL", windows), opts.graceMs ?? KILL_GRACE_MS);
+      killGroup(child, "SIGTERM", group);
+      const kill = setTimeout(() => killGroup(child, "SIGKILL", group), opts.graceMs ?? KILL_GRACE_MS);
       kill.unref?.();
       if (exit) done(); // gone already; do not wait for pipes a grandchild may hold
     };

@@ -83,6 +83,23 @@ describe("runProcess", () => {
     expect(await gone(grandchild)).toBe(true);
   }, 15_000);
 
+  test("ownGroup: false keeps the caller's terminal session; abort still stops the child", async () => {
+    const ac = new AbortController();
+    let pid = 0;
+    const running = runProcess({
+      ...base,
+      ownGroup: false,
+      argv: ["sh", "-c", "echo $$; while :; do sleep 0.05; done"],
+      signal: ac.signal,
+      onStdoutLine: (l) => {
+        pid = Number(l);
+        ac.abort();
+      },
+    });
+    await expect(running).rejects.toBeInstanceOf(CancelledError);
+    expect(await gone(pid)).toBe(true);
+  }, 15_000);
+
   test("an already aborted signal starts nothing", async () => {
     const ac = new AbortController();
     ac.abort();

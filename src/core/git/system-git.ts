@@ -26,6 +26,7 @@ async function runGit(args: string[], url: string, signal: AbortSignal, cwd?: st
     env: { ...process.env, GIT_TERMINAL_PROMPT: "0" },
     signal,
     maxBytes: MAX_GIT_OUTPUT,
+    ownGroup: false, // ssh may need the terminal to ask for a key's passphrase
   });
   if (r.dropped.stdout > 0) {
     throw packOpError(`git ${args[0]} from ${url} printed more than ${MAX_GIT_OUTPUT} bytes, more than grex reads; check the remote.`, { url });
