@@ -4,7 +4,7 @@
 import { usageError } from "../core/errors.ts";
 import { loadWorkspaceView } from "../core/packs.ts";
 import { findWorkspace } from "../core/workspace.ts";
-import { VERBS } from "../verbs/index.ts";
+import { CLI_VERBS } from "./verbs.ts";
 import type { CliFlag } from "../verbs/types.ts";
 import type { BuiltinIO } from "./builtins.ts";
 import { BUILTINS, summary } from "./help.ts";
@@ -24,7 +24,7 @@ interface Word {
 }
 
 function table(): Word[] {
-  const verbs: Word[] = VERBS.map((v) => ({
+  const verbs: Word[] = CLI_VERBS.map((v) => ({
     name: v.name,
     description: summary(v.description),
     flags: v.cli.flags,
@@ -36,7 +36,7 @@ function table(): Word[] {
     description: summary(b.description),
     flags: [],
     ids: false,
-    words: b.name === "help" ? VERBS.map((v) => v.name) : b.name === "completion" ? [...SHELLS] : [],
+    words: b.name === "help" ? CLI_VERBS.map((v) => v.name) : b.name === "completion" ? [...SHELLS] : [],
   }));
   return [...verbs, ...builtins];
 }

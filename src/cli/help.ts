@@ -3,7 +3,7 @@
 // flags, then the universal ones, then examples.
 import pkg from "../../package.json" with { type: "json" };
 import { usageError } from "../core/errors.ts";
-import { VERBS } from "../verbs/index.ts";
+import { CLI_VERBS } from "./verbs.ts";
 import type { CliFlag, VerbDef } from "../verbs/types.ts";
 import { didYouMean } from "./suggest.ts";
 
@@ -41,7 +41,7 @@ export function verbHelp(verb: VerbDef, universal: readonly CliFlag[]): string {
 }
 
 export function rootHelp(universal: readonly CliFlag[]): string {
-  const names = [...VERBS.map((v) => v.name), ...BUILTINS.map((b) => b.name)];
+  const names = [...CLI_VERBS.map((v) => v.name), ...BUILTINS.map((b) => b.name)];
   const width = Math.max(...names.map((n) => n.length));
   const lines = [
     `grex ${pkg.version}: a tree of git repositories (packs) kept as one graph, synced in parallel.`,
@@ -49,7 +49,7 @@ export function rootHelp(universal: readonly CliFlag[]): string {
     "Usage: grex <verb> [args] [flags]",
     "",
     "Verbs:",
-    ...VERBS.map((v) => `  ${v.name.padEnd(width)}  ${summary(v.description)}`),
+    ...CLI_VERBS.map((v) => `  ${v.name.padEnd(width)}  ${summary(v.description)}`),
     ...BUILTINS.map((b) => `  ${b.name.padEnd(width)}  ${summary(b.description)}`),
     "",
     "Universal flags:",
@@ -72,7 +72,7 @@ function builtinHelp(b: (typeof BUILTINS)[number]): string {
 /** Help for `name` (a verb or builtin); unknown names are a usage error with a suggestion. */
 export function helpFor(name: string | undefined, universal: readonly CliFlag[]): string {
   if (name === undefined) return rootHelp(universal);
-  const verb = VERBS.find((v) => v.name === name);
+  const verb = CLI_VERBS.find((v) => v.name === name);
   if (verb) return verbHelp(verb, universal);
   const builtin = BUILTINS.find((b) => b.name === name);
   if (builtin) return builtinHelp(builtin);
@@ -80,6 +80,6 @@ export function helpFor(name: string | undefined, universal: readonly CliFlag[])
 }
 
 export function unknownVerb(name: string) {
-  const hint = didYouMean(name, [...VERBS.map((v) => v.name), ...BUILTINS.map((b) => b.name)]);
+  const hint = didYouMean(name, [...CLI_VERBS.map((v) => v.name), ...BUILTINS.map((b) => b.name)]);
   return usageError(`Unknown verb '${name}'.${hint} Run \`grex help\` to see the verbs.`);
 }

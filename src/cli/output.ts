@@ -1,11 +1,6 @@
-// Human output for the CLI: a verb's own renderer or indented JSON, and a
-// progress line on stderr (TTY only; never with --json/--plain).
-import type { Progress, RenderStyle, VerbDef } from "../verbs/types.ts";
-
-export function renderResult(verb: VerbDef, result: object, params: object, style: RenderStyle): string {
-  if (verb.render) return verb.render(result, params as never, style);
-  return JSON.stringify(result, null, 2);
-}
+// Human output for the CLI: a progress line on stderr (TTY only; never with
+// --json/--plain). Results are rendered by the outcome of `invoke`.
+import type { Progress } from "../verbs/types.ts";
 
 export type CliProgress = Progress & {
   done(): void;

@@ -5,13 +5,13 @@ import pkg from "../../package.json" with { type: "json" };
 import { CancelledError, GrexError, toGrexError, usageError } from "../core/errors.ts";
 import { PermitScheduler, resolveParallel } from "../core/scheduler.ts";
 import { makeContext } from "../verbs/context.ts";
-import { VERBS } from "../verbs/index.ts";
+import { CLI_VERBS } from "./verbs.ts";
+import { invoke, type Outcome } from "../verbs/invoke.ts";
 import { failureDocument, toJsonDocument } from "../verbs/serialize.ts";
 import type { CliFlag, VerbDef } from "../verbs/types.ts";
-import { parseParams } from "../verbs/validate.ts";
 import { runBuiltin } from "./builtins.ts";
 import { unknownVerb } from "./help.ts";
-import { type CliProgress, cancelledMessage, makeProgress, renderResult } from "./output.ts";
+import { type CliProgress, cancelledMessage, makeProgress } from "./output.ts";
 import { writeStdout } from "./stdout.ts";
 import { colorWanted } from "./style.ts";
 import { explainUnknownOption, moveCommandAfterDashes } from "./suggest.ts";
@@ -88,7 +88,7 @@ export function buildCli(): CAC {
   const cli = cac("grex");
   for (const f of GLOBAL_FLAGS) cli.option(f.flag, f.description);
   cli.help();
-  for (const verb of VERBS) {
+  for (const verb of CLI_VERBS) {
     const cmd: Command = cli.command(`${verb.name} ${verb.cli.args}`.trim(), verb.description);
     for (const f of verb.cli.flags) cmd.option(f.flag, f.description);
   }
@@ -147,7 +147,7 @@ export function collectParams(verb: VerbDef, args: readonly string[], options: R
 function booleanFlagNames(): Set<string> {
   const names = new Set<string>();
   const valued = new Set<string>();
-  for (const f of [...GLOBAL_FLAGS, ...VERBS.flatMap((v) => v.cli.flags)]) {
+  for (const f of [...GLOBAL_FLAGS, ...CLI_VERBS.flatMap((v) => v.cli.flags)]) {
     const long = f.flag.split(/[ ,]+/).find((p) => p.startsWith("--"));
     if (long === undefined || long.startsWith("--no-")) continue;
     (takesValue(f) ? valued : names).add(long);
@@ -200,7 +200,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     try {
       parsed = cli.parse(["grex", "grex", ...normaliseSwitches(argv)], { run: false });
       // `grex exec -- git log -1` means `grex exec git -- log -1`.
-      const moved = moveCommandAfterDashes(argv, parsed.args, cli.matchedCommand?.name, VERBS);
+      const moved = moveCommandAfterDashes(argv, parsed.args, cli.matchedCommand?.name, CLI_VERBS);
       if (moved) parsed = cli.parse(["grex", "grex", ...normaliseSwitches((argv = moved))], { run: false });
     } finally {
       console.info = info;
@@ -213,7 +213,8 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
       throw first === undefined ? usageError("No verb given; run `grex help` to see the verbs.") : unknownVerb(String(first));
     }
     verbName = command.name;
-    const verb = VERBS.find((v) => v.name === command.name) as VerbDef;
+    const verb = CLI_VERBS.find((v) => v.name === command.name);
+    if (!verb) throw usageError(`Unknown verb '${command.name}'; run \`grex --help\` to see the verbs.`);
     try {
       command.checkUnknownOptions();
       command.checkRequiredArgs();
@@ -230,7 +231,6 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
           : `${msg} for \`grex ${verb.name}\``;
       throw usageError(`${what}; see \`grex ${verb.name} --help\`.`);
     }
-    const params = parseParams(verb, collectParams(verb, parsed.args, options, argv), "cli");
     const parallelFlag = typeof options.parallel === "undefined" ? undefined : Number(rawValues(argv, "--parallel").at(-1));
     const ctx = makeContext({
       cwd: io.cwd,
@@ -247,24 +247,23 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     const abort = new AbortController();
     const onSigint = () => abort.abort();
     process.once("SIGINT", onSigint);
-    let result: object;
+    let outcome: Outcome;
     progress = makeProgress(!json && !beforeDashes.includes("--plain") && io.stderrTTY, io.stderr, verb.name);
     try {
-      result = await verb.run(ctx, params, abort.signal, progress);
+      outcome = await invoke(verb, collectParams(verb, parsed.args, options, argv), { surface: "cli", ctx, signal: abort.signal, progress });
     } finally {
       progress.done();
       process.off("SIGINT", onSigint);
     }
-    const failure = verb.failure?.(result, params);
-    if (verb.ownsStdout && !failure) return 0;
-    if (json) io.stdout(`${toJsonDocument(failure ? failureDocument(verb.name, failure, "cli", result) : result)}\n`);
-    else {
-      const text = renderResult(verb, result, params, { plain, streamed: pretty, color: colorWanted(pretty, io.env), home: io.env.HOME, cwd: io.cwd });
+    if (verb.ownsStdout && outcome.ok) return 0;
+    if (json) io.stdout(`${toJsonDocument(outcome.document)}\n`);
+    else if (outcome.render) {
+      const text = outcome.render({ plain, streamed: pretty, color: colorWanted(pretty, io.env), home: io.env.HOME, cwd: io.cwd });
       if (text !== "") io.stdout(`${text}\n`);
     }
-    if (failure) {
-      io.stderr(`grex: ${failure.message}\n`);
-      return failure.exitCode;
+    if (!outcome.ok) {
+      io.stderr(`grex: ${outcome.error.message}\n`);
+      return outcome.error.exitCode;
     }
     return 0;
   } catch (raw) {

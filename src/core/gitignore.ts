@@ -195,18 +195,26 @@ function readText(path: string): { text: string; encoding: "utf8" | "latin1" } {
  */
 export function updateIgnoreFile(path: string, id: string, lines: string[] | null): boolean {
   if (lines === null && !existsSync(path)) return false;
-  // Several grex processes (parallel imports, say) may edit one ignore file:
-  // read-modify-write under a lock on the file, or their blocks get lost.
-  return withFileLockSync(path, () => updateLocked(path, id, lines));
+  return editIgnoreFile(path, `its block '${id}'`, (text) => (lines === null ? removeBlock(text, id, path) : upsertBlock(text, id, lines, path)));
 }
 
-function updateLocked(path: string, id: string, lines: string[] | null): boolean {
+/**
+ * The one way to rewrite an ignore file: `edit` maps its text to the new text
+ * under a lock on the file (several grex processes, parallel imports say, may
+ * edit it; read-modify-write without it loses blocks), writing through a
+ * symlink to its target (the link stays a link), atomically, only on change.
+ */
+export function editIgnoreFile(path: string, what: string, edit: (text: string) => string): boolean {
+  return withFileLockSync(path, () => editLocked(path, what, edit));
+}
+
+function editLocked(path: string, what: string, edit: (text: string) => string): boolean {
   const target = realpathSync(path); // write through a symlinked ignore file, not over the link
   const { text, encoding } = readText(target);
-  const next = lines === null ? removeBlock(text, id, path) : upsertBlock(text, id, lines, path);
+  const next = edit(text);
   if (next === text) return false;
   if (encoding === "latin1" && /[^\x00-\xff]/.test(next)) {
-    throw integrityError(`${path} is not UTF-8 text, so grex cannot write its block '${id}' there; convert the file to UTF-8.`);
+    throw integrityError(`${path} is not UTF-8 text, so grex cannot write ${what} there; convert the file to UTF-8.`);
   }
   atomicWriteFile(target, Buffer.from(next, encoding));
   return true;

@@ -7,9 +7,12 @@ import * as v from "valibot";
 import { fromRustLockEntry } from "./compat/rust.ts";
 import { GrexError, errnoCode, integrityError, usageError } from "./errors.ts";
 import { assertPlainFile, fsError } from "./fs-errors.ts";
-import { appendDurable, atomicWriteFile } from "./fsutil.ts";
+import { atomicWriteFile } from "./fsutil.ts";
 import { withManifestLock } from "./locks.ts";
-import { PACK_PATH_RE, TS_RE, type WarnSink, prepareJsonlAppend } from "./manifest.ts";
+import { firstIssue } from "./issues.ts";
+import { appendJsonlLines, type WarnSink } from "./jsonl.ts";
+import { TS_RE } from "./manifest.ts";
+import { PACK_PATH_RE } from "./naming.ts";
 import type { Workspace } from "./workspace.ts";
 
 const Sha = v.pipe(v.string(), v.regex(/^(?:[0-9a-f]{40}|[0-9a-f]{64})?$/, "must be a commit sha, or empty when not a git repo"));
@@ -61,9 +64,9 @@ export function parseLockfile(text: string, file: string): { entries: Map<string
     if (typeof obj !== "object" || obj === null || Array.isArray(obj)) throw badLine(name, file, lineNo, "is not a lock entry object");
     const parsed = v.safeParse(LockEntrySchema, fromRustLockEntry(obj as Record<string, unknown>));
     if (!parsed.success) {
-      const issue = parsed.issues[0];
-      const field = issue.path?.map((p) => String(p.key)).join(".") ?? "entry";
-      const what = issue.input === undefined ? `has no '${field}'` : `has a bad '${field}' (${issue.message.replace(/\.$/, "")})`;
+      const issue = firstIssue(parsed.issues);
+      const field = issue.field || "entry";
+      const what = issue.missing ? `has no '${field}'` : `has a bad '${field}' (${issue.message})`;
       throw badLine(name, file, lineNo, what);
     }
     entries.set(parsed.output.id, parsed.output);
@@ -99,10 +102,10 @@ export function readLockfile(ws: Workspace, opts?: WarnSink): Map<string, LockEn
 function entryLine(entry: LockEntry): string {
   const parsed = v.safeParse(LockEntrySchema, entry);
   if (!parsed.success) {
-    const issue = parsed.issues[0];
-    const field = issue.path?.map((p) => String(p.key)).join(".") ?? "entry";
+    const { field: path, message } = firstIssue(parsed.issues);
+    const field = path || "entry";
     throw usageError(
-      `Cannot record lock entry '${String(entry.id)}' in grex.lock.jsonl: '${field}' ${issue.message.replace(/\.$/, "")}; use a valid value.`,
+      `Cannot record lock entry '${String(entry.id)}' in grex.lock.jsonl: '${field}' ${message}; use a valid value.`,
       { field },
     );
   }
@@ -113,8 +116,7 @@ function entryLine(entry: LockEntry): string {
 export function appendLockEntriesLocked(ws: Workspace, entries: Iterable<LockEntry>, opts?: WarnSink): void {
   const lines = [...entries].map(entryLine);
   if (lines.length === 0) return;
-  const prefix = prepareJsonlAppend(ws.lockPath, opts) ?? ""; // a missing lockfile is created
-  for (let i = 0; i < lines.length; i++) appendDurable(ws.lockPath, i === 0 ? prefix + lines[i] : (lines[i] as string));
+  appendJsonlLines(ws.lockPath, lines, true, opts); // a missing lockfile is created
 }
 
 export async function appendLockEntries(

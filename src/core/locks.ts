@@ -43,6 +43,8 @@ const LEVEL_LABEL: Record<LockLevel, string> = {
 interface HeldLevel {
   level: LockLevel;
   what: string;
+  /** The workspace lock only: how it is held (a held exclusive lock covers a later shared or exclusive request). */
+  mode?: WorkspaceLockMode;
 }
 
 /** The locks held by the current async call chain, outermost first. */
@@ -52,7 +54,9 @@ const chain = new AsyncLocalStorage<readonly HeldLevel[]>();
 export function assertLockOrder(level: LockLevel, what = ""): void {
   const held = chain.getStore() ?? [];
   const deepest = held[held.length - 1];
-  if (deepest && LOCK_LEVELS[level] <= LOCK_LEVELS[deepest.level]) {
+  // A child pack's lock inside its parent's (teardown walks down the tree): ancestors first is an order too.
+  const nestedPack = level === "pack" && deepest?.level === "pack" && what.startsWith(`${deepest.what}/`);
+  if (deepest && !nestedPack && LOCK_LEVELS[level] <= LOCK_LEVELS[deepest.level]) {
     const want = `${LEVEL_LABEL[level]}${what ? ` (${what})` : ""}`;
     const have = `${LEVEL_LABEL[deepest.level]}${deepest.what ? ` (${deepest.what})` : ""}`;
     throw new Error(
@@ -62,14 +66,20 @@ export function assertLockOrder(level: LockLevel, what = ""): void {
 }
 
 /** Check the order, then run `fn` with `level` recorded as held for everything it calls. */
-export function atLevel<T>(level: LockLevel, fn: () => T, what = ""): T {
+export function atLevel<T>(level: LockLevel, fn: () => T, what = "", mode?: WorkspaceLockMode): T {
   assertLockOrder(level, what);
-  return chain.run([...(chain.getStore() ?? []), { level, what }], fn);
+  return chain.run([...(chain.getStore() ?? []), mode ? { level, what, mode } : { level, what }], fn);
+}
+
+/** How this call chain holds the workspace lock of `root`, if it does. */
+function heldWorkspaceMode(root: string): WorkspaceLockMode | undefined {
+  return (chain.getStore() ?? []).find((h) => h.level === "workspace" && h.what === root)?.mode;
 }
 
 // ---------------------------------------------------------------------------
 // flock through bun:ffi, loaded on first use (never on the startup path)
 
+const LOCK_SH = 1;
 const LOCK_EX = 2;
 const LOCK_NB = 4;
 const LOCK_UN = 8;
@@ -133,10 +143,10 @@ function loadLibc(): Libc {
 }
 
 /** One LOCK_NB attempt on `fd`: true = locked, false = someone else holds it. */
-function flockNb(fd: number, path: string): boolean {
+function flockNb(fd: number, path: string, op = LOCK_EX): boolean {
   const c = loadLibc();
   for (;;) {
-    if (c.flock(fd, LOCK_EX | LOCK_NB) === 0) return true;
+    if (c.flock(fd, op | LOCK_NB) === 0) return true;
     const e = c.errno();
     if (e === c.ewouldblock) return false;
     if (e === EINTR) continue;
@@ -246,13 +256,13 @@ function lockFileError(path: string, err: unknown): GrexError {
   return fsError(err, path) ?? lockError(`Could not open lock file ${path} (${errnoCode(err) ?? String(err)}); check that the workspace's .grex/.state directory is writable.`);
 }
 
-/** One non-blocking attempt; null when someone else holds the lock. */
-function tryLock(path: string, purpose: string): HeldLock | null {
+/** One non-blocking attempt; null when someone else holds the lock (`shared`: someone holds it exclusively). */
+function tryLock(path: string, purpose: string, shared = false): HeldLock | null {
   for (;;) {
     const fd = openLockFile(path);
     let locked = false;
     try {
-      locked = flockNb(fd, path);
+      locked = flockNb(fd, path, shared ? LOCK_SH : LOCK_EX);
     } finally {
       if (!locked) closeSync(fd);
     }
@@ -264,7 +274,7 @@ function tryLock(path: string, purpose: string): HeldLock | null {
       continue;
     }
     writeHolder(fd, purpose);
-    return heldLock(path, fd);
+    return heldLock(path, fd, shared);
   }
 }
 
@@ -278,7 +288,7 @@ function writeHolder(fd: number, purpose: string): void {
   }
 }
 
-function heldLock(path: string, fd: number): HeldLock {
+function heldLock(path: string, fd: number, shared = false): HeldLock {
   let released = false;
   return {
     path,
@@ -286,7 +296,8 @@ function heldLock(path: string, fd: number): HeldLock {
       if (released) return;
       released = true;
       try {
-        ftruncateSync(fd, 0); // a released lock records no holder
+        // A released lock records no holder (other shared holders may still hold it: keep theirs).
+        if (!shared) ftruncateSync(fd, 0);
       } catch {
         // diagnostics only
       }
@@ -351,11 +362,24 @@ function withLock<T>(
 // ---------------------------------------------------------------------------
 // Public API
 
-/** Take the workspace sync lock or fail fast (exit 5) naming the holder. Not tracked per call chain: nothing comes before it. */
-export function tryAcquireWorkspaceLock(ws: Workspace, purpose: string): HeldLock {
+/** Shared: verbs that change packs' setup or the manifest alongside each other; exclusive: a mutation pass (sync, update, add, rm). */
+export type WorkspaceLockMode = "shared" | "exclusive";
+
+const NOT_HELD: HeldLock = { path: "", release() {} };
+
+/**
+ * Take the workspace lock or fail fast (exit 5) naming the holder. Exclusive
+ * excludes every other holder; shared excludes only an exclusive one. When
+ * this call chain already holds it (the verb's `invoke` took it, see
+ * `withWorkspaceLock`), the request is covered and returns a no-op lock.
+ */
+export function tryAcquireWorkspaceLock(ws: Workspace, purpose: string, mode: WorkspaceLockMode = "exclusive"): HeldLock {
+  const held = heldWorkspaceMode(ws.root);
+  if (held === "exclusive" || (held === "shared" && mode === "shared")) return NOT_HELD;
+  if (held === "shared") throw new Error(`Lock upgrade: ${purpose} asks for the exclusive workspace lock while its call holds it shared.`);
   assertLockOrder("workspace", ws.root);
   const path = workspaceLockPath(ws);
-  const lock = tryLock(path, purpose);
+  const lock = tryLock(path, purpose, mode === "shared");
   if (lock) return lock;
   // The winner records itself just after its flock succeeds: give it a moment
   // (at most ~50 ms, once) so the message can name it.
@@ -371,8 +395,20 @@ export function tryAcquireWorkspaceLock(ws: Workspace, purpose: string): HeldLoc
   });
 }
 
+/** Hold the workspace lock (fail fast) for everything `fn` calls; nested requests in the chain are covered by it. */
+export async function withWorkspaceLock<T>(ws: Workspace, purpose: string, mode: WorkspaceLockMode, fn: () => Promise<T>): Promise<T> {
+  const lock = tryAcquireWorkspaceLock(ws, purpose, mode);
+  try {
+    return await atLevel("workspace", fn, ws.root, mode);
+  } finally {
+    lock.release();
+  }
+}
+
 /** One operation per pack directory, across tasks and processes. */
 export function withPackLock<T>(ws: Workspace, packPath: string, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+  // Already held by this call chain (e.g. `rm` holds it around teardown, which saves the pack's state): covered.
+  if ((chain.getStore() ?? []).some((h) => h.level === "pack" && h.what === resolve(packPath))) return fn();
   return withLock("pack", resolve(packPath), packLockPath(ws, packPath), signal, fn);
 }
 

@@ -8,14 +8,17 @@
 // kept when the caller asks for them. The schemas below are the contract:
 // every outgoing event is validated with them, and a test keeps the two in
 // agreement.
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import * as v from "valibot";
 import { fromRustEvent } from "./compat/rust.ts";
 import { GrexError, errnoCode, integrityError, usageError } from "./errors.ts";
 import { assertPlainFile, fsError } from "./fs-errors.ts";
-import { appendDurable, atomicWriteFile } from "./fsutil.ts";
+import { firstIssue } from "./issues.ts";
+import { appendJsonlLines, truncateTornTail, type WarnSink } from "./jsonl.ts";
+import { foldStep } from "./manifest-fold.ts";
 import { withManifestLock } from "./locks.ts";
+import { PACK_PATH_RE } from "./naming.ts";
 import type { Workspace } from "./workspace.ts";
 
 export const SCHEMA_VERSION = "1";
@@ -24,8 +27,11 @@ export const MAX_LINE_BYTES = 2048;
 
 /** RFC 3339 timestamp in UTC (`Z`, or a zero offset written out). */
 export const TS_RE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]00:00)$/;
-/** A pack id / workspace-relative pack path: bare-name segments joined by `/` (never `.`, `..`, absolute). */
-export const PACK_PATH_RE = /^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/;
+export { PACK_PATH_RE } from "./naming.ts";
+// Split along its seams; the names stay importable from here.
+export { prepareJsonlAppend, type WarnSink } from "./jsonl.ts";
+export { fold } from "./manifest-fold.ts";
+export { compactManifest, compactText } from "./manifest-compact.ts";
 
 // ---------------------------------------------------------------------------
 // Types
@@ -274,41 +280,10 @@ function badVersion(file: string, line: number, got: unknown): GrexError {
 }
 
 // ---------------------------------------------------------------------------
-// Fold
-
-/** Apply one event to a fold state (SPEC §2.1 table). */
-function foldStep(state: Map<string, PackEntry>, e: ManifestEvent): void {
-  const op = e.op;
-  if (op === "add") {
-    const a = e as EventOf<"add">;
-    state.set(a.id, { id: a.id, url: a.url, path: a.path, type: a.type, ref: a.ref ?? null });
-  } else if (op === "update") {
-    const cur = state.get(e.id);
-    if (cur === undefined) return; // nothing to patch (never added, or removed)
-    const u = e as EventOf<"update">;
-    if (u.url !== undefined) cur.url = u.url;
-    if (u.type !== undefined) cur.type = u.type;
-    if (u.ref !== undefined) cur.ref = u.ref;
-  } else if (op === "rm") {
-    state.delete(e.id);
-  }
-}
-
-/** The live packs: O(n), deterministic; ids keep first-add order, a re-add after rm goes last; unknown ops ignored. */
-export function fold(events: readonly ManifestEvent[]): Map<string, PackEntry> {
-  const state = new Map<string, PackEntry>();
-  for (let i = 0; i < events.length; i++) foldStep(state, events[i] as ManifestEvent);
-  return state;
-}
-
-// ---------------------------------------------------------------------------
 // Reading
 
-export interface WarnSink {
-  warn(message: string): void;
-}
-
-function readBytes(path: string): Buffer {
+/** The manifest file's bytes; a usage error when it is missing, a clear error when unreadable. */
+export function readManifestBytes(path: string): Buffer {
   assertPlainFile(path);
   try {
     return readFileSync(path);
@@ -368,7 +343,7 @@ function foldText(text: string, file: string, keepEvents: boolean): { result: Ma
 
 /** Read and fold while already holding the manifest lock; truncates a torn tail (with a warning). */
 export function readManifestLocked(ws: Workspace, opts: ReadOptions): ManifestState {
-  const buf = readBytes(ws.manifestPath);
+  const buf = readManifestBytes(ws.manifestPath);
   const { result, tornTail } = foldText(buf.toString("utf8"), ws.manifestPath, opts.keepEvents === true);
   if (tornTail) {
     const keep = buf.lastIndexOf(0x0a) + 1;
@@ -399,75 +374,6 @@ export async function readManifest(ws: Workspace, opts: ReadOptions): Promise<Ma
   }
 }
 
-/** Cut everything after byte `keep` (a torn write of `dropped` bytes) and make the cut durable. */
-function truncateTornTail(path: string, keep: number, dropped: number, opts: WarnSink | undefined): void {
-  const fd = openSync(path, "r+");
-  try {
-    ftruncateSync(fd, keep);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  opts?.warn(`${basename(path)} ended in a partly written line (${dropped} bytes from an interrupted write); removed it and continued.`);
-}
-
-/**
- * Make an append-only JSON-lines file ready for appending (caller holds the
- * manifest lock). Returns the prefix the first appended line needs: "", or
- * "\n" when the last line is complete JSON missing its newline (hand edit).
- * A torn tail is truncated first (with a warning). Null when the file does
- * not exist.
- */
-export function prepareJsonlAppend(path: string, opts?: WarnSink): string | null {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch (err) {
-    if (errnoCode(err) === "ENOENT") return null;
-    throw err;
-  }
-  let tail: Buffer;
-  let size: number;
-  try {
-    size = fstatSync(fd).size;
-    if (size === 0) return "";
-    const lastByte = Buffer.alloc(1);
-    readSync(fd, lastByte, 0, 1, size - 1);
-    if (lastByte[0] === 0x0a) return "";
-    tail = readTail(fd, size);
-  } finally {
-    closeSync(fd);
-  }
-  const text = tail.toString("utf8");
-  if (text.trim() === "") return "\n";
-  try {
-    JSON.parse(text);
-    return "\n";
-  } catch {
-    truncateTornTail(path, size - tail.length, tail.length, opts);
-    return "";
-  }
-}
-
-/** The bytes after the last newline of an fd of `size` bytes, read backwards in chunks. */
-function readTail(fd: number, size: number): Buffer {
-  const chunks: Buffer[] = [];
-  let pos = size;
-  while (pos > 0) {
-    const n = Math.min(4096, pos);
-    pos -= n;
-    const chunk = Buffer.alloc(n);
-    readSync(fd, chunk, 0, n, pos);
-    const nl = chunk.lastIndexOf(0x0a);
-    if (nl !== -1) {
-      chunks.unshift(chunk.subarray(nl + 1));
-      break;
-    }
-    chunks.unshift(chunk);
-  }
-  return Buffer.concat(chunks);
-}
-
 // ---------------------------------------------------------------------------
 // Writing
 
@@ -478,10 +384,10 @@ export function eventLine(event: ManifestEvent): string {
   const schema = (KNOWN_OPS as readonly string[]).includes(event.op) ? EVENT_SCHEMAS[event.op as KnownOp] : UnknownEventSchema;
   const checked = v.safeParse(schema, event);
   if (!checked.success) {
-    const issue = checked.issues[0];
-    const field = issue.path?.map((p) => String(p.key)).join(".") ?? "event";
+    const { field: path, message } = firstIssue(checked.issues);
+    const field = path || "event";
     throw usageError(
-      `Cannot record a '${String(event.op)}' event for '${String(event.id)}' in grex.jsonl: '${field}' ${issue.message.replace(/\.$/, "")}; use a valid value.`,
+      `Cannot record a '${String(event.op)}' event for '${String(event.id)}' in grex.jsonl: '${field}' ${message}; use a valid value.`,
       { field },
     );
   }
@@ -545,9 +451,7 @@ function headChars(s: string, n: number): string {
 export function appendEventsLocked(ws: Workspace, events: readonly ManifestEvent[], opts?: WarnSink): void {
   if (events.length === 0) return;
   const lines = events.map(eventLine);
-  const prefix = prepareJsonlAppend(ws.manifestPath, opts);
-  if (prefix === null) throw usageError(`No manifest at ${ws.manifestPath}; run \`grex init\` first.`);
-  for (let i = 0; i < lines.length; i++) appendDurable(ws.manifestPath, i === 0 ? prefix + lines[i] : (lines[i] as string));
+  if (!appendJsonlLines(ws.manifestPath, lines, false, opts)) throw usageError(`No manifest at ${ws.manifestPath}; run \`grex init\` first.`);
 }
 
 /** Append events to grex.jsonl under the manifest lock (SPEC §2.1). */
@@ -561,44 +465,3 @@ export async function appendEvents(
   await withManifestLock(ws, signal, () => appendEventsLocked(ws, events, opts));
 }
 
-// ---------------------------------------------------------------------------
-// Compaction
-
-/**
- * The canonical compact form of a log: one `add` per live id in fold order,
- * stamped with the ts of the last add/update that shaped it, so compacting a
- * compacted log yields the same bytes.
- */
-export function compactText(events: readonly ManifestEvent[]): string {
-  const state = fold(events);
-  const lastTs = new Map<string, string>();
-  const live = new Set<string>();
-  for (const e of events) {
-    if (e.op === "add") {
-      live.add(e.id);
-      lastTs.set(e.id, e.ts);
-    } else if (e.op === "update" && live.has(e.id)) lastTs.set(e.id, e.ts);
-    else if (e.op === "rm") live.delete(e.id);
-  }
-  let out = "";
-  for (const p of state.values()) {
-    out += eventLine(makeEvent("add", p.id, { url: p.url, path: p.path, type: p.type, ref: p.ref }, lastTs.get(p.id)));
-  }
-  return out;
-}
-
-/** `grex doctor --compact`: rewrite grex.jsonl as its fold (temp + fsync + rename, under the manifest lock). */
-export async function compactManifest(
-  ws: Workspace,
-  signal?: AbortSignal,
-  opts?: WarnSink,
-): Promise<{ linesBefore: number; linesAfter: number }> {
-  return withManifestLock(ws, signal, () => {
-    const buf = readBytes(ws.manifestPath);
-    const parsed = parseManifest(buf.toString("utf8"), ws.manifestPath);
-    if (parsed.tornTail) opts?.warn(`${basename(ws.manifestPath)} ended in a partly written line (an interrupted write); compaction dropped it.`);
-    const text = compactText(parsed.events);
-    atomicWriteFile(ws.manifestPath, text);
-    return { linesBefore: parsed.events.length, linesAfter: fold(parsed.events).size };
-  });
-}

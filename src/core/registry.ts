@@ -21,3 +21,11 @@ export function registerPackTypeName(name: string): void {
 export const isKnownAction = (name: string): boolean => actionNames.has(name);
 export const isKnownPackType = (name: string): boolean => packTypeNames.has(name);
 export const knownPackTypes = (): string[] => [...packTypeNames];
+
+const orList = (names: readonly string[]): string =>
+  names.length < 2 ? (names[0] ?? "") : `${names.slice(0, -1).join(", ")} or ${names[names.length - 1]}`;
+
+/** The pack types for a message: "meta, declarative or scripted". */
+export const packTypeChoices = (): string => orList([...packTypeNames]);
+/** The action kinds for a message: "symlink, env, mkdir, …". */
+export const actionChoices = (): string => [...actionNames].join(", ");

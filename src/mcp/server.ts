@@ -5,6 +5,7 @@
 // `initialize` can be answered before any verb module is evaluated.
 import { CancelledError, GrexError } from "../core/errors.ts";
 import type { Scheduler } from "../core/scheduler.ts";
+import type { Outcome } from "../verbs/invoke.ts";
 import type { Progress, VerbDef } from "../verbs/types.ts";
 import { mapRustAliases } from "./aliases.ts";
 import { ClientRequests } from "./client-requests.ts";
@@ -51,20 +52,18 @@ const isId = (v: unknown): v is Id => typeof v === "string" || typeof v === "num
 
 /** The verb machinery, loaded once on first use (keeps `initialize` cheap). */
 async function loadRuntime() {
-  const [index, context, validate, serialize, tools] = await Promise.all([
+  const [index, context, invoke, serialize, tools] = await Promise.all([
     import("../verbs/index.ts"),
     import("../verbs/context.ts"),
-    import("../verbs/validate.ts"),
+    import("../verbs/invoke.ts"),
     import("../verbs/serialize.ts"),
     import("./tools.ts"),
   ]);
   return {
     tools: index.MCP_TOOL_VERBS,
     makeContext: context.makeContext,
-    parseParams: validate.parseParams,
-    confineFileParams: validate.confineFileParams,
+    invoke: invoke.invoke,
     toJsonDocument: serialize.toJsonDocument,
-    failureDocument: serialize.failureDocument,
     toolList: tools.toolList,
   };
 }
@@ -308,32 +307,24 @@ export class McpSession {
       warn: (m) => log(`warning: ${m}`),
       debug: (level, m) => debug?.(level, m),
     });
-    let typed: Record<string, unknown>;
+    let args: unknown;
     try {
-      typed = rt.parseParams(verb, mapRustAliases(verb, params.arguments, ctx.cwd), "mcp");
-      rt.confineFileParams(verb, typed, ctx);
+      args = mapRustAliases(verb, params.arguments, ctx.cwd);
     } catch (err) {
       if (err instanceof GrexError && err.kind === "usage") throw invalidParams(err);
       throw err;
     }
-    let result: object;
     let finished = false;
     const progress = this.progressFor(id, params._meta, () => finished);
+    let outcome: Outcome;
     try {
-      result = await verb.run(ctx, typed as never, signal, progress);
-    } catch (err) {
-      if (signal.aborted || !(err instanceof GrexError) || err.kind === "cancelled") throw err;
-      if (err.kind === "usage") throw invalidParams(err);
-      this.toolResult(id, rt.failureDocument(verb.name, err, "mcp"), true, rt.toJsonDocument);
-      return;
+      outcome = await rt.invoke(verb, args, { surface: "mcp", ctx, signal, progress });
     } finally {
       finished = true;
       if (!verb.readOnly) this.opts.gateway?.afterWrite();
     }
-    if (signal.aborted) throw new CancelledError();
-    const failure = verb.failure?.(result, typed as never);
-    if (failure) this.toolResult(id, rt.failureDocument(verb.name, failure, "mcp", result), true, rt.toJsonDocument);
-    else this.toolResult(id, result, false, rt.toJsonDocument);
+    if (!outcome.ok && outcome.error.kind === "usage") throw invalidParams(outcome.error);
+    this.toolResult(id, outcome.document, !outcome.ok, rt.toJsonDocument);
   }
 
   /** A tool of a pack-declared server, routed through the gateway. */

@@ -46,7 +46,8 @@ let cached: ToolDescription[] | undefined;
 /** The tool-facing params schema: the verb's own, without CLI-only keys. */
 export function mcpParamsSchema(verb: VerbDef): v.GenericSchema {
   const hidden = verb.cliOnly ?? [];
-  return hidden.length === 0 ? verb.params : v.omit(verb.params, hidden as never);
+  if (hidden.length === 0) return verb.params;
+  return v.strictObject(Object.fromEntries(Object.entries(verb.params.entries).filter(([key]) => !hidden.includes(key))));
 }
 
 export async function toolList(): Promise<ToolDescription[]> {
@@ -65,7 +66,7 @@ export async function toolList(): Promise<ToolDescription[]> {
       inputSchema: { ...convert(mcpParamsSchema(verb), "input"), additionalProperties: false },
       // A call that fails still carries structuredContent (isError: true), and clients
       // validate it against this schema, so the failure shape is one of the branches.
-      outputSchema: { type: "object", anyOf: [convert(verb.result as v.GenericSchema, "output"), FAILURE_SCHEMA] },
+      outputSchema: { type: "object", anyOf: [convert(verb.result, "output"), FAILURE_SCHEMA] },
       annotations: {
         title,
         readOnlyHint: verb.readOnly,

@@ -6,20 +6,17 @@ import { GrexError, usageError } from "../core/errors.ts";
 import { isGitRepo, originUrlSync, transportOf } from "../core/git/backend.ts";
 import { tryAcquireWorkspaceLock } from "../core/locks.ts";
 import { readManifest } from "../core/manifest.ts";
-import { isKnownPackType } from "../core/registry.ts";
+import { isKnownPackType, packTypeChoices } from "../core/registry.ts";
+import { defaultPathFromUrl, isBareName } from "../core/naming.ts";
 import { addAllOrNothing, planAdd } from "./add-steps.ts";
-import { PACK_ID_RE, dryRunParam } from "./common.ts";
+import { dryRunParam } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { StepSchema } from "./sync-shared.ts";
 import { stepLines, type StepLike } from "../cli/steps.ts";
-import { defineVerb } from "./types.ts";
+import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
 
 /** Default path: the last URL segment without `.git` (works for URLs, scp-style and local paths). */
-export function defaultPathFor(url: string): string {
-  const trimmed = url.replace(/[/\\]+$/, "");
-  const last = trimmed.split(/[/\\:]/).pop() ?? "";
-  return last.replace(/\.git$/, "");
-}
+export const defaultPathFor = defaultPathFromUrl;
 
 const Result = v.object({
   id: v.string(),
@@ -53,6 +50,7 @@ export const addVerb = defineVerb({
   }),
   result: Result,
   readOnly: false,
+  effects: unlessDryRun(MUTATION_PASS),
   destructive: false,
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],
@@ -76,9 +74,9 @@ export const addVerb = defineVerb({
     // A relative local path is stored absolute so the manifest works from anywhere.
     const url = transportOf(p.url) === "local" && !p.url.startsWith("file://") ? resolve(ctx.cwd, p.url) : p.url;
     const path = p.path ?? defaultPathFor(url);
-    if (!PACK_ID_RE.test(path) || path === "." || path === "..") {
+    if (!isBareName(path)) {
       // Packs live directly in the workspace under a bare name: say which name would do.
-      const name = path.split(/[/\\]/).filter((s) => PACK_ID_RE.test(s) && s !== "." && s !== "..").pop();
+      const name = path.split(/[/\\]/).filter(isBareName).pop();
       const way =
         p.path === undefined
           ? `the URL does not end in one, so name it: \`grex add ${p.url} <name>\``
@@ -86,7 +84,7 @@ export const addVerb = defineVerb({
       throw usageError(`Pack path '${path}' must be a bare directory name (letters, digits, '.', '_', '-'); ${way}.`, { field: "path" });
     }
     if (p.type !== undefined && !isKnownPackType(p.type)) {
-      throw new GrexError("plugin", `Unknown pack type '${p.type}'; use meta, declarative or scripted.`, { field: "type" });
+      throw new GrexError("plugin", `Unknown pack type '${p.type}'; use ${packTypeChoices()}.`, { field: "type" });
     }
     const lock = p.dry_run ? null : tryAcquireWorkspaceLock(ws, "add");
     try {

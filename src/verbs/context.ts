@@ -18,6 +18,8 @@ export function makeContext(opts: ContextOptions): VerbContext {
   let ws: Workspace | undefined;
   return {
     ...opts,
+    // The call's own copy: what it changes (env scope session) stays in this call.
+    env: { ...opts.env },
     live: opts.live,
     workspace() {
       ws ??= findWorkspace(opts.cwd, opts.manifest);

@@ -5,14 +5,13 @@ import { join } from "node:path";
 import * as v from "valibot";
 import { GrexError, toGrexError } from "../core/errors.ts";
 import { isGitRepo, originUrlSync } from "../core/git/backend.ts";
-import { parseBlocks, repairBlocks, updateIgnoreFile } from "../core/gitignore.ts";
+import { blockIdsIn, editIgnoreFile, parseBlocks, repairBlocks, updateIgnoreFile } from "../core/gitignore.ts";
 import type { PackManifest } from "../core/pack/schema.ts";
 import { packIgnoreLines } from "../core/pack/x-gitignore.ts";
-import { inspectLocks, removeStaleLocks } from "../core/locks.ts";
-import { readLockfile, writeLockfile, type LockEntry } from "../core/lockfile.ts";
-import { compactManifest, readManifest, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
+import { inspectLocks, removeStaleLocks, withManifestLock } from "../core/locks.ts";
+import { readLockfile, writeLockfile, writeLockfileLocked, type LockEntry } from "../core/lockfile.ts";
+import { compactManifest, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
 import { convertRustWorkspace, describeRustShape, rustShape } from "../core/compat/convert-rust.ts";
-import { atomicWriteFile } from "../core/fsutil.ts";
 import { incompleteActions } from "../core/sync/engine.ts";
 import { interruptedPacks } from "../core/sync/install-state.ts";
 import type { Workspace } from "../core/workspace.ts";
@@ -22,7 +21,7 @@ import { dryRunParam } from "./common.ts";
 import { graphProblems } from "./doctor-graph.ts";
 import { paint } from "../cli/style.ts";
 import { table } from "../cli/table.ts";
-import { defineVerb } from "./types.ts";
+import { defineVerb, READS_ONLY } from "./types.ts";
 
 export const DOCTOR_CHECKS = [
   "manifest-schema",
@@ -245,18 +244,18 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
   if (fixable.has("legacy-coexistence") && (await convertRustWorkspace(ws)).length > 0) fixed.push("legacy-coexistence");
   if (fixable.has("gitignore-sync")) {
     const gitignore = join(ws.root, ".gitignore");
-    if (existsSync(gitignore)) {
-      const text = readFileSync(gitignore, "utf8");
-      const repaired = repairBlocks(text);
-      if (repaired !== text) atomicWriteFile(gitignore, repaired);
-    }
-    for (const id of parseBlocks(existsSync(gitignore) ? readFileSync(gitignore, "utf8") : "").blocks.keys()) {
-      if (id !== STATE_BLOCK_ID && !loaded.state.has(id)) updateIgnoreFile(gitignore, id, null);
-    }
-    updateIgnoreFile(gitignore, STATE_BLOCK_ID, ["/.grex/.state/"]);
-    for (const pack of loaded.state.values()) {
-      updateIgnoreFile(gitignore, pack.id, packIgnoreLines(pack.path, await manifestOrNull(join(ws.root, pack.path))));
-    }
+    if (existsSync(gitignore)) editIgnoreFile(gitignore, "repaired blocks", repairBlocks);
+    // Which blocks belong is judged on the manifest as it is now, under its lock: an `add` may have registered one since the check.
+    await withManifestLock(ws, undefined, async () => {
+      const { state } = readManifestLocked(ws, { warn: () => {} });
+      for (const id of blockIdsIn(gitignore)) {
+        if (id !== STATE_BLOCK_ID && !state.has(id)) updateIgnoreFile(gitignore, id, null);
+      }
+      updateIgnoreFile(gitignore, STATE_BLOCK_ID, ["/.grex/.state/"]);
+      for (const pack of state.values()) {
+        updateIgnoreFile(gitignore, pack.id, packIgnoreLines(pack.path, await manifestOrNull(join(ws.root, pack.path))));
+      }
+    });
     fixed.push("gitignore-sync");
   }
   if (fixable.has("stale-locks")) {
@@ -265,12 +264,15 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
   }
   if (fixable.has("orphans") && sweepTrash(ws).length > 0) fixed.push("trash");
   if (fixable.has("orphans")) {
-    const current = readLockfile(ws); // read again: the conversion above may have rewritten it
-    const keep = [...current.values()].filter((e) => loaded.state.has(e.id.split("/")[0] as string));
-    if (keep.length !== current.size) {
-      await writeLockfile(ws, keep);
-      fixed.push("orphans");
-    }
+    // Decided under the manifest lock on what the files hold now (an `add` may have run since the check).
+    const dropped = await withManifestLock(ws, undefined, () => {
+      const state = readManifestLocked(ws, { warn: () => {} }).state;
+      const lock = readLockfile(ws);
+      const keep = [...lock.values()].filter((e) => state.has(e.id.split("/")[0] as string));
+      if (keep.length !== lock.size) writeLockfileLocked(ws, keep);
+      return keep.length !== lock.size;
+    });
+    if (dropped) fixed.push("orphans");
   }
   return fixed;
 }
@@ -290,6 +292,7 @@ export const doctorVerb = defineVerb({
   }),
   result: Result,
   readOnly: true,
+  effects: (p) => (p.fix || p.compact ? { workspace: "none", packs: "none", writes: true } : READS_ONLY),
   destructive: false,
   mcp: true,
   cliOnly: ["fix", "compact"],

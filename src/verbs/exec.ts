@@ -1,40 +1,19 @@
 // `grex exec <cmd> [-- args]`: run one command in every matched pack's directory.
 import { existsSync } from "node:fs";
 import * as v from "valibot";
-import { packOpError, throwIfAborted, usageError } from "../core/errors.ts";
+import { constants as osConstants } from "node:os";
+import { packOpError, usageError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
 import { loadWorkspaceView } from "../core/packs.ts";
+import { runProcess } from "../core/proc.ts";
 import { mapBounded } from "../core/scheduler.ts";
 import { dryRunParam, filterParam, parallelParam } from "./common.ts";
 import { defineVerb } from "./types.ts";
 
-/** Captured output per stream is capped so one chatty pack cannot exhaust memory. */
+/** Captured output per stream is capped (the tail is kept) so one chatty pack cannot exhaust memory. */
 const MAX_CAPTURE = 1 << 20;
 
 const ResultRow = v.object({ pack: v.string(), stdout: v.string(), stderr: v.string(), exit: v.number() });
-
-/**
- * Read a child's stream whole (capped), and when `onLine` is given also hand
- * over each complete line as it arrives (live output on a terminal).
- */
-async function readCapped(stream: ReadableStream<Uint8Array>, onLine?: (line: string) => void): Promise<string> {
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const decoder = new TextDecoder();
-  let partial = "";
-  for await (const chunk of stream) {
-    if (size < MAX_CAPTURE) chunks.push(chunk.subarray(0, MAX_CAPTURE - size));
-    size += chunk.length;
-    if (onLine) {
-      const lines = (partial + decoder.decode(chunk, { stream: true })).split("\n");
-      partial = lines.pop() ?? "";
-      for (const line of lines) onLine(line);
-    }
-  }
-  if (onLine && partial !== "") onLine(partial);
-  const text = Buffer.concat(chunks).toString("utf8");
-  return size > MAX_CAPTURE ? `${text}\n[grex: output truncated after ${MAX_CAPTURE} bytes]` : text;
-}
 
 export const execVerb = defineVerb({
   name: "exec",
@@ -54,6 +33,7 @@ export const execVerb = defineVerb({
     planned: v.optional(v.array(v.object({ pack: v.string(), dir: v.string(), argv: v.array(v.string()) }))),
   }),
   readOnly: false,
+  effects: () => ({ workspace: "none", packs: "none", writes: true }),
   destructive: true,
   mcp: true,
   cliOnly: ["shell"],
@@ -80,34 +60,21 @@ export const execVerb = defineVerb({
     let done = 0;
     const results = await mapBounded(packs, p.parallel ?? 0, signal, (pack) =>
       ctx.scheduler.withPermit(signal, async () => {
-        throwIfAborted(signal);
-        let proc: ReturnType<typeof Bun.spawn>;
-        try {
-          proc = Bun.spawn(argv, {
-            cwd: pack.dir,
-            env: { ...ctx.env, GREX_PACK_NAME: pack.id, GREX_PACK_PATH: pack.dir },
-            stdin: "ignore",
-            stdout: "pipe",
-            stderr: "pipe",
-          });
-        } catch {
-          progress(++done, packs.length, pack.id);
-          return { pack: pack.id, stdout: "", stderr: `grex: command not found: ${argv[0]}`, exit: 127 };
-        }
-        const kill = () => proc.kill();
-        signal.addEventListener("abort", kill, { once: true });
-        try {
-          const [stdout, stderr, exit] = await Promise.all([
-            readCapped(proc.stdout as ReadableStream<Uint8Array>, live && ((l) => live(`[${pack.id}] ${l}\n`))),
-            readCapped(proc.stderr as ReadableStream<Uint8Array>, live && ((l) => live(`[${pack.id}]! ${l}\n`))),
-            proc.exited,
-          ]);
-          throwIfAborted(signal);
-          progress(++done, packs.length, pack.id);
-          return { pack: pack.id, stdout, stderr, exit };
-        } finally {
-          signal.removeEventListener("abort", kill);
-        }
+        const r = await runProcess({
+          argv,
+          cwd: pack.dir,
+          env: { ...ctx.env, GREX_PACK_NAME: pack.id, GREX_PACK_PATH: pack.dir },
+          signal,
+          maxBytes: MAX_CAPTURE,
+          onStdoutLine: live && ((l) => live(`[${pack.id}] ${l}\n`)),
+          onStderrLine: live && ((l) => live(`[${pack.id}]! ${l}\n`)),
+        });
+        progress(++done, packs.length, pack.id);
+        if (r.spawnError) return { pack: pack.id, stdout: "", stderr: `grex: command not found: ${argv[0]}`, exit: 127 };
+        const cut = (text: string, dropped: number) => (dropped > 0 ? `[grex: first ${dropped} bytes of output dropped]\n${text}` : text);
+        // Killed by a signal: the shell convention, 128 + signal number.
+        const exit = r.code ?? 128 + (r.signal ? (osConstants.signals[r.signal] ?? 0) : 0);
+        return { pack: pack.id, stdout: cut(r.stdout, r.dropped.stdout), stderr: cut(r.stderr, r.dropped.stderr), exit };
       }),
     );
     return { results };

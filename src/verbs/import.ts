@@ -5,13 +5,15 @@ import { ABSENT, readRegularFile } from "../core/read-file.ts";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
 import { usageError } from "../core/errors.ts";
-import { atomicWriteFile } from "../core/fsutil.ts";
+import { firstIssue } from "../core/issues.ts";
+import { isBareName } from "../core/naming.ts";
 import { isGitRepo, originUrlSync } from "../core/git/backend.ts";
-import { updateIgnoreFile, ignoreLinesFor } from "../core/gitignore.ts";
-import { appendEvents, makeEvent, readManifest, type ManifestEvent } from "../core/manifest.ts";
-import { isKnownPackType } from "../core/registry.ts";
-import { PACK_ID_RE, dryRunParam } from "./common.ts";
-import { defineVerb } from "./types.ts";
+import { editIgnoreFile, updateIgnoreFile, ignoreLinesFor } from "../core/gitignore.ts";
+import { withManifestLock } from "../core/locks.ts";
+import { appendEventsLocked, makeEvent, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
+import { isKnownPackType, packTypeChoices } from "../core/registry.ts";
+import { dryRunParam } from "./common.ts";
+import { defineVerb, unlessDryRun } from "./types.ts";
 
 // An empty url is allowed (the Rust grex's sample has one): such entries are skipped and reported.
 const ReposJson = v.array(v.object({ url: v.string(), path: v.string() }));
@@ -49,10 +51,10 @@ function readReposJson(file: string, skipped: { path: string; reason: string }[]
   }
   const parsed = v.safeParse(ReposJson, data);
   if (!parsed.success) {
-    const where = parsed.issues[0].path?.map((p) => String(p.key)).join(".") ?? "top level";
+    const { field } = firstIssue(parsed.issues);
     // Name the place and the expectation only: the message never echoes the file's content.
     const expected = parsed.issues[0].expected ?? "a valid value";
-    throw usageError(`${file} does not match [{"url","path"}] at ${where}: expected ${expected}; fix that entry.`);
+    throw usageError(`${file} does not match [{"url","path"}] at ${field || "top level"}: expected ${expected}; fix that entry.`);
   }
   const out: Candidate[] = [];
   for (const e of parsed.output) {
@@ -91,6 +93,7 @@ export const importVerb = defineVerb({
   }),
   result: Result,
   readOnly: false,
+  effects: unlessDryRun({ workspace: "none", packs: "none", writes: true }),
   destructive: false,
   mcp: true,
   fileParams: ["from_repos_json"],
@@ -115,34 +118,30 @@ export const importVerb = defineVerb({
       throw usageError("Nothing to import: pass --from-repos-json <file> and/or --scan.", { field: "from_repos_json" });
     }
     if (!isKnownPackType(params.default_type)) {
-      throw usageError(`Unknown --default-type '${params.default_type}'; use meta, declarative or scripted.`, {
+      throw usageError(`Unknown --default-type '${params.default_type}'; use ${packTypeChoices()}.`, {
         field: "default_type",
       });
     }
     const ws = ctx.workspace();
-    const { events, state } = await readManifest(ws, { warn: ctx.warn, keepEvents: true });
-    const removed = new Set<string>();
-    for (const e of events) {
-      if (e.op === "rm") removed.add(e.id);
-      else if (e.op === "add") removed.delete(e.id);
-    }
     const skipped: { path: string; reason: string }[] = [];
     const candidates: Candidate[] = [];
     if (params.from_repos_json !== undefined) candidates.push(...readReposJson(resolve(ws.root, params.from_repos_json), skipped));
     if (params.scan) {
+      // A first look only to narrow the scan; what gets registered is decided below, under the lock.
+      const { state } = await readManifest(ws, { warn: ctx.warn });
       const listed = new Set([...state.keys(), ...candidates.map((c) => c.path)]);
       candidates.push(...scanWorkspace(ws.root, listed, skipped));
     }
 
-    const imported: { path: string; url: string; type: string }[] = [];
+    // Per-candidate facts that do not depend on the manifest: checked before taking the lock.
     const failed: { path: string; error: string }[] = [];
-    const toAppend: ManifestEvent[] = [];
+    const valid: Array<Candidate & { type: string }> = [];
     const seen = new Map<string, string>();
     const { loadPackYaml } = await import("../core/pack/load.ts");
     let done = 0;
     for (const c of candidates) {
       progress(done++, candidates.length, c.path);
-      if (!PACK_ID_RE.test(c.path) || c.path === "." || c.path === "..") {
+      if (!isBareName(c.path)) {
         failed.push({ path: c.path, error: "path must be a bare directory name (letters, digits, '.', '_', '-'; no '/' or '..')" });
         continue;
       }
@@ -153,25 +152,6 @@ export const importVerb = defineVerb({
         continue;
       }
       seen.set(c.path, c.url);
-      const current = state.get(c.path);
-      if (current) {
-        if (current.url === c.url) {
-          skipped.push({ path: c.path, reason: "already registered" });
-        } else if (params.force) {
-          imported.push({ path: c.path, url: c.url, type: current.type });
-          toAppend.push(makeEvent("update", c.path, { url: c.url }));
-        } else {
-          failed.push({
-            path: c.path,
-            error: `already registered with url ${current.url}; pass --force to re-point it to ${c.url}`,
-          });
-        }
-        continue;
-      }
-      if (removed.has(c.path) && !params.force) {
-        skipped.push({ path: c.path, reason: "removed earlier (grex rm); pass --force to register it again" });
-        continue;
-      }
       let type = params.default_type;
       const dir = join(ws.root, c.path);
       if (existsSync(dir)) {
@@ -182,12 +162,49 @@ export const importVerb = defineVerb({
           continue;
         }
       }
-      imported.push({ path: c.path, url: c.url, type });
-      toAppend.push(makeEvent("add", c.path, { url: c.url, path: c.path, type, ref: null }));
+      valid.push({ ...c, type });
     }
     progress(candidates.length, candidates.length);
-    if (!params.dry_run && toAppend.length > 0) {
-      await appendEvents(ws, toAppend, signal);
+
+    // What the manifest holds decides the rest: read it under the manifest lock
+    // and append in the same hold, so concurrent imports cannot both register a path.
+    const decide = (events: readonly ManifestEvent[], state: Map<string, PackEntry>) => {
+      const removed = new Set<string>();
+      for (const e of events) {
+        if (e.op === "rm") removed.add(e.id);
+        else if (e.op === "add") removed.delete(e.id);
+      }
+      const imported: { path: string; url: string; type: string }[] = [];
+      const toAppend: ManifestEvent[] = [];
+      for (const c of valid) {
+        const current = state.get(c.path);
+        if (current) {
+          if (current.url === c.url) skipped.push({ path: c.path, reason: "already registered" });
+          else if (params.force) {
+            imported.push({ path: c.path, url: c.url, type: current.type });
+            toAppend.push(makeEvent("update", c.path, { url: c.url }));
+          } else {
+            failed.push({ path: c.path, error: `already registered with url ${current.url}; pass --force to re-point it to ${c.url}` });
+          }
+        } else if (removed.has(c.path) && !params.force) {
+          skipped.push({ path: c.path, reason: "removed earlier (grex rm); pass --force to register it again" });
+        } else {
+          imported.push({ path: c.path, url: c.url, type: c.type });
+          toAppend.push(makeEvent("add", c.path, { url: c.url, path: c.path, type: c.type, ref: null }));
+        }
+      }
+      return { imported, toAppend };
+    };
+    const read = { warn: ctx.warn, keepEvents: true };
+    const { imported } = params.dry_run
+      ? await readManifest(ws, read).then((m) => decide(m.events, m.state))
+      : await withManifestLock(ws, signal, () => {
+          const m = readManifestLocked(ws, read);
+          const d = decide(m.events, m.state);
+          appendEventsLocked(ws, d.toAppend, { warn: ctx.warn });
+          return d;
+        });
+    if (!params.dry_run) {
       const gitignore = join(ws.root, ".gitignore");
       for (const item of imported) {
         if (params.migrate_gitignore) removeHandKeptLine(gitignore, item.path);
@@ -218,16 +235,18 @@ export const importVerb = defineVerb({
 /** `--migrate-gitignore`: drop a hand-kept ignore line for `path` (outside managed blocks); a block replaces it. */
 function removeHandKeptLine(gitignore: string, path: string): void {
   if (!existsSync(gitignore)) return;
-  const text = readFileSync(gitignore, "utf8");
   const forms = new Set([path, `/${path}`, `${path}/`, `/${path}/`]);
-  const parts = text.split(/(?<=\n)/);
-  let inBlock = false;
-  const kept = parts.filter((line) => {
-    const t = line.trim();
-    if (t.startsWith("# >>> grex:")) inBlock = true;
-    else if (t.startsWith("# <<< grex:")) inBlock = false;
-    else if (!inBlock && forms.has(t)) return false;
-    return true;
+  editIgnoreFile(gitignore, "its migrated lines", (text) => {
+    let inBlock = false;
+    return text
+      .split(/(?<=\n)/)
+      .filter((line) => {
+        const t = line.trim();
+        if (t.startsWith("# >>> grex:")) inBlock = true;
+        else if (t.startsWith("# <<< grex:")) inBlock = false;
+        else if (!inBlock && forms.has(t)) return false;
+        return true;
+      })
+      .join("");
   });
-  if (kept.length !== parts.length) atomicWriteFile(gitignore, kept.join(""));
 }

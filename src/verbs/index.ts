@@ -1,4 +1,6 @@
 // The verb table: every verb grex has, defined once. Both adapters read this.
+// `serve` and `mcp` (the MCP server and client as CLI verbs) live with their
+// adapter in src/mcp, and the CLI adds them: this table imports no adapter.
 import { addVerb } from "./add.ts";
 import { doctorVerb } from "./doctor.ts";
 import { execVerb } from "./exec.ts";
@@ -7,8 +9,6 @@ import { initVerb } from "./init.ts";
 import { lsVerb } from "./ls.ts";
 import { rmVerb } from "./rm.ts";
 import { runVerb } from "./run.ts";
-import { serveVerb } from "./serve.ts";
-import { mcpVerb } from "./mcp.ts";
 import { statusVerb } from "./status.ts";
 import { syncVerb } from "./sync.ts";
 import { teardownVerb } from "./teardown.ts";
@@ -29,9 +29,7 @@ export const VERBS: readonly VerbDef[] = [
   runVerb,
   execVerb,
   teardownVerb,
-  serveVerb,
-  mcpVerb,
-] as unknown as readonly VerbDef[];
+];
 
 export function findVerb(name: string): VerbDef | undefined {
   return VERBS.find((v) => v.name === name);

@@ -5,7 +5,7 @@ import * as v from "valibot";
 import { blockIdsIn, updateIgnoreFile } from "../core/gitignore.ts";
 import { LOCK_FILE, MANIFEST_FILE, workspaceAt } from "../core/workspace.ts";
 import { dryRunParam } from "./common.ts";
-import { defineVerb } from "./types.ts";
+import { defineVerb, unlessDryRun } from "./types.ts";
 
 export const STATE_BLOCK_ID = "state";
 export const STATE_IGNORE_LINES = ["/.grex/.state/"];
@@ -27,6 +27,7 @@ export const initVerb = defineVerb({
   }),
   result: Result,
   readOnly: false,
+  effects: unlessDryRun({ workspace: "none", packs: "each", writes: true }),
   destructive: false,
   mcp: true,
   examples: ["grex init", "grex init --no-clone"],

@@ -5,7 +5,7 @@ import { loadWorkspaceView } from "../core/packs.ts";
 import { filterParam } from "./common.ts";
 import { paint } from "../cli/style.ts";
 import { table } from "../cli/table.ts";
-import { defineVerb } from "./types.ts";
+import { defineVerb, READS_ONLY } from "./types.ts";
 
 const PackRow = v.object({
   id: v.string(),
@@ -31,6 +31,7 @@ export const lsVerb = defineVerb({
   }),
   result: v.object({ packs: v.array(PackRow) }),
   readOnly: true,
+  effects: () => READS_ONLY,
   destructive: false,
   mcp: true,
   examples: ["grex ls", "grex ls --tree", "grex ls --long --filter 'tools/*'"],

@@ -13,7 +13,7 @@ import { moveToTrash, sweepTrash, trashDir, trashedId } from "../core/trash.ts";
 import { closest } from "../core/closest.ts";
 import { dryRunParam } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
-import { defineVerb } from "./types.ts";
+import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
 
 const Result = v.object({
   id: v.string(),
@@ -44,6 +44,7 @@ export const rmVerb = defineVerb({
   }),
   result: Result,
   readOnly: false,
+  effects: unlessDryRun(MUTATION_PASS),
   destructive: true,
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],
@@ -110,7 +111,7 @@ export const rmVerb = defineVerb({
           if (r.failed) cause = `action ${r.failed.idx} (${r.failed.action}) failed: ${r.failed.reason.replace(/\.$/, "")}`;
         } catch (err) {
           const e = toGrexError(err);
-          if (e.kind === "cancelled") throw e;
+          if (e.kind === "cancelled" || e.kind === "integrity") throw e;
           cause = e.message.replace(/\.$/, "");
           teardown = "failed";
         }

@@ -3,13 +3,13 @@ import * as v from "valibot";
 import { stepLines } from "../cli/steps.ts";
 import { packOpError, usageError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
-import { isKnownAction } from "../core/registry.ts";
+import { actionChoices, isKnownAction } from "../core/registry.ts";
 import { loadWorkspaceView } from "../core/packs.ts";
 import { workspaceConfinement } from "../core/confine.ts";
 import { dryRunParam, filterParam } from "./common.ts";
 import { StepSchema } from "./sync-shared.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
-import { defineVerb } from "./types.ts";
+import { defineVerb, unlessDryRun } from "./types.ts";
 import { existsSync } from "node:fs";
 
 export const runVerb = defineVerb({
@@ -24,6 +24,7 @@ export const runVerb = defineVerb({
   }),
   result: v.object({ steps: v.array(v.intersect([StepSchema, v.object({ message: v.string() })])) }),
   readOnly: false,
+  effects: unlessDryRun({ workspace: "shared", packs: "each", writes: true }),
   destructive: true,
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],
@@ -31,7 +32,7 @@ export const runVerb = defineVerb({
   cli: { args: "<action>", positionals: ["action"], flags: [allowOutsideHomeFlag] },
   async run(ctx, p, signal, progress) {
     if (!isKnownAction(p.action)) {
-      throw usageError(`Unknown action '${p.action}'; use one of symlink, env, mkdir, rmdir, require, when, exec.`, { field: "action" });
+      throw usageError(`Unknown action '${p.action}'; use one of ${actionChoices()}.`, { field: "action" });
     }
     const ws = ctx.workspace();
     const view = await loadWorkspaceView(ws, ctx.warn);

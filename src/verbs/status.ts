@@ -13,7 +13,7 @@ import { capScheduler } from "../core/scheduler.ts";
 import { dryRunParam, filterParam, parallelParam } from "./common.ts";
 import { paint } from "../cli/style.ts";
 import { table } from "../cli/table.ts";
-import { defineVerb, type VerbContext } from "./types.ts";
+import { defineVerb, READS_ONLY, type VerbContext } from "./types.ts";
 
 const UNITS: Record<string, number> = { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3, w: 7 * 86400e3 };
 
@@ -83,6 +83,7 @@ export const statusVerb = defineVerb({
   }),
   result: v.object({ packs: v.array(Row) }),
   readOnly: true,
+  effects: () => READS_ONLY,
   destructive: false,
   mcp: true,
   examples: ["grex status", "grex status --stale-after 7d", "grex status --fail-on-drift --json"],

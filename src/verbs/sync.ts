@@ -4,7 +4,7 @@ import { packOpError } from "../core/errors.ts";
 import { runSync, type SyncReport } from "../core/sync/engine.ts";
 import { HaltedSchema, renderSyncReport, StepSchema, SummarySchema, syncSelectionEntries } from "./sync-shared.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
-import { defineVerb } from "./types.ts";
+import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
 
 const Result = v.object({
   verb: v.literal("sync"),
@@ -36,6 +36,7 @@ export const syncVerb = defineVerb({
   }),
   result: Result,
   readOnly: false,
+  effects: unlessDryRun(MUTATION_PASS),
   destructive: false,
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],

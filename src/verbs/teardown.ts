@@ -12,7 +12,7 @@ import { readManifest } from "../core/manifest.ts";
 import { stepLines, type StepLike } from "../cli/steps.ts";
 import { dryRunParam } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
-import { defineVerb } from "./types.ts";
+import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
 
 const Result = v.object({
   id: v.string(),
@@ -35,6 +35,7 @@ export const teardownVerb = defineVerb({
   }),
   result: Result,
   readOnly: false,
+  effects: unlessDryRun(MUTATION_PASS),
   destructive: true,
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],

@@ -2,30 +2,18 @@
 // schema and one function. The CLI (src/cli) and the MCP server (src/mcp) are
 // thin adapters that read this table; nothing verb-specific lives in them.
 import type { GenericSchema, InferOutput, ObjectEntries, StrictObjectSchema } from "valibot";
+import type { CallContext, Progress } from "../core/call.ts";
 import type { GrexError } from "../core/errors.ts";
-import type { Scheduler } from "../core/scheduler.ts";
-import type { Workspace } from "../core/workspace.ts";
 
-/** Reports progress as packs complete; a no-op unless a TTY bar or an MCP progress token listens. */
-export type Progress = (done: number, total: number, message?: string) => void;
+export type { Progress };
 
-export interface VerbContext {
+export interface VerbContext extends CallContext {
   /** Directory the command runs from (CLI: process cwd; MCP: the server's workspace root). */
   cwd: string;
   /** `--manifest` given at launch, if any. */
   manifest: string | undefined;
-  /** The workspace for this call; throws a usage error when there is none. */
-  workspace(): Workspace;
-  /** One scheduler per process: concurrent MCP calls share it. */
-  scheduler: Scheduler;
-  /** Environment used for variable expansion and child processes. */
-  env: Record<string, string | undefined>;
   /** Which adapter is calling: MCP calls may not escape the workspace. */
   surface: "cli" | "mcp";
-  /** A warning for the user (stderr on the CLI, a log line over MCP). */
-  warn(message: string): void;
-  /** Diagnostics at -v level `level` (1..3); dropped unless that verbose. */
-  debug(level: number, message: string): void;
   /**
    * Live output for a person at a terminal (pretty CLI mode only; undefined
    * with --json/--plain, when stdout is not a TTY, and over MCP). A verb that
@@ -64,6 +52,34 @@ export interface CliSpec {
   flags: CliFlag[];
 }
 
+/**
+ * What a verb may do to shared state, declared as data and enforced by
+ * `invoke` (src/verbs/invoke.ts) for every surface.
+ * - `workspace`: the workspace lock, taken before the verb runs and released
+ *   after. `exclusive` for a mutation pass (sync, update, add, rm), `shared`
+ *   for verbs that change setup or the manifest and may run beside each other
+ *   but not beside a mutation pass, `none` for readers. Both modes fail fast
+ *   (exit 5, MCP -32003) when they cannot be had.
+ * - `packs`: `each` — the verb runs its work on each pack under that pack's
+ *   lock (core/locks withPackLock), after the workspace lock.
+ * - `writes`: whether the verb may change files (workspace, packs, HOME).
+ */
+export interface VerbEffects {
+  workspace: "none" | "shared" | "exclusive";
+  packs: "none" | "each";
+  writes: boolean;
+}
+
+export const READS_ONLY: VerbEffects = { workspace: "none", packs: "none", writes: false };
+/** sync, update, add, rm: one mutation pass per workspace, pack by pack. */
+export const MUTATION_PASS: VerbEffects = { workspace: "exclusive", packs: "each", writes: true };
+
+/** These effects, except that a dry run only reads (it takes no lock and writes nothing). */
+export const unlessDryRun =
+  (effects: VerbEffects) =>
+  (params: { dry_run: boolean }): VerbEffects =>
+    params.dry_run ? READS_ONLY : effects;
+
 // The generic bound for a verb's params: a strict object schema.
 export type ParamsSchema = StrictObjectSchema<ObjectEntries, undefined>;
 
@@ -86,6 +102,8 @@ export interface VerbDef<P extends ParamsSchema = ParamsSchema, R extends object
   cli: CliSpec;
   /** 1–3 command lines shown under "Examples" in `grex <verb> --help`. */
   examples?: readonly string[];
+  /** Locks and writes, as data chosen by the params (`--dry-run` or `--fix` change them). */
+  effects(params: InferOutput<P>): VerbEffects;
   run(ctx: VerbContext, params: InferOutput<P>, signal: AbortSignal, progress: Progress): Promise<R>;
   /** Human rendering for TTY/plain output; without it the result is shown as indented JSON. */
   render?(result: R, params: InferOutput<P>, style: RenderStyle): string;

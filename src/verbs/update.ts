@@ -6,7 +6,7 @@ import { tryAcquireWorkspaceLock } from "../core/locks.ts";
 import { runSync } from "../core/sync/engine.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { renderPackTable, syncSelectionEntries } from "./sync-shared.ts";
-import { defineVerb } from "./types.ts";
+import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
 
 const Result = v.object({
   verb: v.literal("update"),
@@ -30,6 +30,7 @@ export const updateVerb = defineVerb({
   params: v.strictObject(syncSelectionEntries),
   result: Result,
   readOnly: false,
+  effects: unlessDryRun(MUTATION_PASS),
   destructive: false,
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],

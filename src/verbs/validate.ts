@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import { physicalPath, within } from "../core/confine.ts";
 import * as v from "valibot";
 import { usageError } from "../core/errors.ts";
+import { firstIssue } from "../core/issues.ts";
 import type { ParamsSchema, VerbContext, VerbDef } from "./types.ts";
 
 export type Surface = "cli" | "mcp";
@@ -39,11 +40,10 @@ export function parseParams<P extends ParamsSchema>(
   }
   const parsed = v.safeParse(verb.params, raw);
   if (parsed.success) return parsed.output;
-  const issue = parsed.issues[0];
-  const key = issue.path?.map((p) => String(p.key)).join(".") ?? "";
+  const { field: key, message } = firstIssue(parsed.issues);
   const top = key.split(".")[0] ?? "";
   const label = top ? fieldLabel(top, surface) + key.slice(top.length) : "arguments";
-  throw usageError(`Invalid ${label} for '${verb.name}': ${issue.message.replace(/\.$/, "")}.`, { field: key || null });
+  throw usageError(`Invalid ${label} for '${verb.name}': ${message}.`, { field: key || null });
 }
 
 /** Over MCP, file arguments must stay inside the workspace (agent safety), also after following symlinks. */

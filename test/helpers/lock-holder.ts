@@ -1,6 +1,6 @@
 // Test helper: take one grex lock in a separate process, print "held", then
 // keep it until killed. Usage:
-//   bun test/helpers/lock-holder.ts <workspace-root> workspace [purpose]
+//   bun test/helpers/lock-holder.ts <workspace-root> workspace|workspace-shared [purpose]
 //   bun test/helpers/lock-holder.ts <workspace-root> pack|backend <dir>
 //   bun test/helpers/lock-holder.ts <workspace-root> manifest
 import { tryAcquireWorkspaceLock, withBackendLock, withManifestLock, withPackLock } from "../../src/core/locks.ts";
@@ -24,6 +24,10 @@ const signal = new AbortController().signal;
 switch (kind) {
   case "workspace":
     tryAcquireWorkspaceLock(ws, arg ?? "sync");
+    await hold();
+    break;
+  case "workspace-shared":
+    tryAcquireWorkspaceLock(ws, arg ?? "run", "shared");
     await hold();
     break;
   case "pack":

@@ -257,12 +257,13 @@ describe("env scope session", () => {
       { env: { name: "GREX_S", value: "after", scope: "session" } },
       { env: { name: "GREX_NEW", value: "$GREX_S-x", scope: "session" } },
     ];
-    const r = await runActions(items, opts({}, { processEnv, env }), noHooks);
+    const sessionSaved = new Map<string, string | undefined>(); // one call's context across its runs
+    const r = await runActions(items, opts({}, { processEnv, env, sessionSaved }), noHooks);
     expect(r.failed).toBeNull();
     expect(processEnv).toEqual({ KEEP: "1", GREX_S: "after", GREX_NEW: "after-x" });
     expect(env.GREX_NEW).toBe("after-x");
-    expect(results(await runActions(items, opts({}, { processEnv, env }), noHooks))).toEqual(["already_satisfied", "already_satisfied"]);
-    const td = await teardownActions(items, null, opts({}, { processEnv, env }), noHooks);
+    expect(results(await runActions(items, opts({}, { processEnv, env, sessionSaved }), noHooks))).toEqual(["already_satisfied", "already_satisfied"]);
+    const td = await teardownActions(items, null, opts({}, { processEnv, env, sessionSaved }), noHooks);
     expect(results(td)).toEqual(["performed_change", "performed_change"]);
     expect(processEnv).toEqual({ KEEP: "1", GREX_S: "before" });
     expect("GREX_NEW" in processEnv).toBe(false);

@@ -1,7 +1,7 @@
 // The `grex serve` argv fast path declines everything but the plain stdio form,
 // so the CLI adapter handles (and reports) the rest.
 import { describe, expect, test } from "bun:test";
-import { serveFromArgv, serverLocation } from "../../src/verbs/serve.ts";
+import { serveFromArgv, serverLocation } from "../../src/mcp/serve-verb.ts";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -8,7 +8,8 @@
 //   scope machine → the same block in /etc/environment as NAME='value' (needs root);
 //                   single quotes, so a shell sourcing that file never runs
 //                   `$(...)` or backticks from a value (pam_env strips the quotes);
-//   scope session → this process's environment (and the run's, for later actions).
+//   scope session → the calling verb's own environment (later actions and child
+//                   processes of the same call see it; other calls never do).
 // Everything outside the block is kept byte for byte; undo takes out exactly
 // what apply put in (restoring an earlier block body, dropping a line break it
 // had to add, deleting a file it created) and leaves a block holding any other
@@ -145,9 +146,6 @@ const unclosed = (path: string, a: Args, where: string) =>
 
 // ------------------------------------------------------------ session scope
 
-/** Values session scope replaced, per pack and variable (meaningful only in this process). */
-const sessionPrevious = new Map<string, string | undefined>();
-
 function setVar(envs: Array<Record<string, string | undefined>>, name: string, value: string | undefined): void {
   for (const env of envs) {
     if (value === undefined) delete env[name];
@@ -162,7 +160,7 @@ function applySession(a: Args, value: string, ctx: ActionContext): ActionOutcome
   const key = `${ctx.packId}\0${a.name}`;
   const before = ctx.processEnv[a.name];
   const beforeRun = ctx.env[a.name];
-  if (!sessionPrevious.has(key)) sessionPrevious.set(key, before);
+  if (!ctx.sessionSaved.has(key)) ctx.sessionSaved.set(key, before);
   setVar([ctx.processEnv, ctx.env], a.name, value);
   return {
     result: "performed_change",
@@ -170,7 +168,7 @@ function applySession(a: Args, value: string, ctx: ActionContext): ActionOutcome
     rollback: async () => {
       setVar([ctx.processEnv], a.name, before);
       setVar([ctx.env], a.name, beforeRun);
-      sessionPrevious.delete(key);
+      ctx.sessionSaved.delete(key);
       return `restored ${a.name} in this process`;
     },
   };
@@ -181,8 +179,8 @@ function undoSession(a: Args, value: string, ctx: ActionContext): ActionOutcome 
   if (ctx.processEnv[a.name] !== value) return { result: "already_satisfied", details };
   if (ctx.dryRun) return { result: "would_perform_change", details };
   const key = `${ctx.packId}\0${a.name}`;
-  setVar([ctx.processEnv, ctx.env], a.name, sessionPrevious.get(key));
-  sessionPrevious.delete(key);
+  setVar([ctx.processEnv, ctx.env], a.name, ctx.sessionSaved.get(key));
+  ctx.sessionSaved.delete(key);
   return { result: "performed_change", details };
 }
 

@@ -4,16 +4,15 @@
 // `cmd_shell` goes to the shell verbatim (it expands variables itself, from the
 // same environment). No idempotency, no rollback. On abort the child's whole
 // process group is killed.
-import { type ChildProcess, spawn } from "node:child_process";
 import * as v from "valibot";
 import { CancelledError } from "../errors.ts";
+import { runProcess } from "../proc.ts";
 import { expandDeep, homeOf } from "../vars.ts";
 import { failed, fieldName, guardTarget, statOrNull, targetPath } from "./paths.ts";
 import type { ActionContext, ActionDef, ActionOutcome } from "./types.ts";
 
 /** The stderr tail carried by action_halted (SPEC §2.1). */
 export const STDERR_TAIL_BYTES = 2048;
-const KILL_GRACE_MS = 2000;
 
 const scalar = v.pipe(v.union([v.string(), v.number(), v.boolean()], "must be a string"), v.transform(String));
 
@@ -31,28 +30,6 @@ const Args = v.pipe(
   v.check((a) => a.cmd === undefined || !a.shell, "has shell: true with cmd; use cmd_shell for a shell string, or drop shell: true"),
 );
 type Args = v.InferOutput<typeof Args>;
-
-/** Keeps the last `max` bytes of a stream. */
-class Tail {
-  private chunks: Buffer[] = [];
-  private size = 0;
-  constructor(private readonly max: number) {}
-  push(chunk: Buffer): void {
-    this.chunks.push(chunk);
-    this.size += chunk.length;
-    while (this.chunks.length > 1 && this.size - (this.chunks[0] as Buffer).length >= this.max) {
-      this.size -= (this.chunks.shift() as Buffer).length;
-    }
-  }
-  /** The tail as text, never starting inside a UTF-8 sequence. */
-  text(): string {
-    let buf = Buffer.concat(this.chunks);
-    if (buf.length > this.max) buf = buf.subarray(buf.length - this.max);
-    let start = 0;
-    while (start < buf.length && start < 4 && ((buf[start] as number) & 0xc0) === 0x80) start++;
-    return buf.subarray(start).toString("utf8");
-  }
-}
 
 interface Command {
   argv: string[];
@@ -77,74 +54,6 @@ function childEnv(a: Args, ctx: ActionContext): Record<string, string> {
   return env;
 }
 
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  spawnError: NodeJS.ErrnoException | null;
-  stdout: string;
-  stderr: string;
-}
-
-function killGroup(child: ChildProcess, sig: NodeJS.Signals, windows: boolean): void {
-  try {
-    if (!windows && child.pid !== undefined) process.kill(-child.pid, sig);
-    else child.kill(sig);
-  } catch {
-    // Already gone.
-  }
-}
-
-function run(cmd: Command, cwd: string, env: Record<string, string>, ctx: ActionContext): Promise<Exit> {
-  const windows = process.platform === "win32";
-  const { argv } = cmd;
-  return new Promise((resolvePromise, reject) => {
-    const out = new Tail(STDERR_TAIL_BYTES);
-    const err = new Tail(STDERR_TAIL_BYTES);
-    const child = spawn(argv[0] as string, argv.slice(1), {
-      cwd,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-      // Own process group, so an abort can stop grandchildren holding the pipes too.
-      detached: !windows,
-      windowsHide: true,
-      windowsVerbatimArguments: cmd.verbatim,
-    });
-    child.stdout?.on("data", (c: Buffer) => out.push(c));
-    child.stderr?.on("data", (c: Buffer) => err.push(c));
-    let settled = false;
-    let exited = false;
-    let graceTimer: ReturnType<typeof setTimeout> | undefined;
-    const finish = (fn: () => void) => {
-      if (settled) return;
-      settled = true;
-      ctx.signal.removeEventListener("abort", onAbort);
-      fn();
-    };
-    const cancelled = () => finish(() => reject(new CancelledError()));
-    const onAbort = () => {
-      killGroup(child, "SIGTERM", windows);
-      graceTimer = setTimeout(() => killGroup(child, "SIGKILL", windows), KILL_GRACE_MS);
-      graceTimer.unref?.();
-      // Do not wait for the pipes to close: a stray grandchild may hold them open.
-      if (exited) cancelled();
-    };
-    child.once("exit", () => {
-      exited = true;
-      if (ctx.signal.aborted) cancelled();
-    });
-    ctx.signal.addEventListener("abort", onAbort, { once: true });
-    if (ctx.signal.aborted) onAbort();
-    child.once("error", (e: NodeJS.ErrnoException) =>
-      finish(() => resolvePromise({ code: null, signal: null, spawnError: e, stdout: "", stderr: err.text() })),
-    );
-    child.once("close", (code, signal) => {
-      if (graceTimer) clearTimeout(graceTimer);
-      if (ctx.signal.aborted) cancelled();
-      else finish(() => resolvePromise({ code, signal, spawnError: null, stdout: out.text(), stderr: err.text() }));
-    });
-  });
-}
-
 /** cwd: the pack dir or any directory the confinement rule allows (HOME itself included: nothing is written to a cwd). */
 function confinedCwd(raw: string, ctx: ActionContext): string {
   const cwd = targetPath(raw, ctx, "cwd");
@@ -167,7 +76,7 @@ export const execAction: ActionDef<Args> = {
       return failed(`the working directory ${cwd} (${fieldName(ctx, "cwd")}) does not exist; create it first or fix cwd`, { cwd });
     }
     if (ctx.signal.aborted) throw new CancelledError();
-    const r = await run(cmd, cwd, env, ctx);
+    const r = await runProcess({ argv, cwd, env, signal: ctx.signal, maxBytes: STDERR_TAIL_BYTES, verbatim: cmd.verbatim });
     const details: Record<string, unknown> = { cmd: argv, cwd, exit: r.code, stdout: r.stdout, stderr: r.stderr };
     let problem: string | null = null;
     if (r.spawnError) {

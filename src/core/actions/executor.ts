@@ -38,13 +38,15 @@ export interface RunOptions {
   now?: () => Date;
   /** Default: $GREX_MACHINE_ENV_FILE from `env` (a test seam), else /etc/environment. */
   machineEnvFile?: string;
-  /** Default: process.env. */
+  /** Where session-scope env values go. Default: `env`, the call's own environment. */
   processEnv?: Record<string, string | undefined>;
   /**
    * What the pack may touch. Default: the rule with HOME from `env`, only this
    * pack known and no workspace (callers inside a workspace pass theirs).
    */
   confine?: Confinement;
+  /** What session scope replaced, for undo; shared by the runs of one call that pass it. Default: this run's own. */
+  sessionSaved?: Map<string, string | undefined>;
 }
 
 export interface RunResult {
@@ -60,6 +62,7 @@ interface Runner {
   now: () => Date;
   machineEnvFile: string;
   processEnv: Record<string, string | undefined>;
+  sessionSaved: Map<string, string | undefined>;
   planned: Set<string>;
   confine: Confinement;
   /** Expectation keys recorded by this run (dropped again when it rolls back). */
@@ -82,7 +85,8 @@ function runner(opts: RunOptions): Runner {
     os: opts.os ?? currentOs(),
     now: opts.now ?? (() => new Date()),
     machineEnvFile: opts.machineEnvFile ?? opts.env.GREX_MACHINE_ENV_FILE ?? "/etc/environment",
-    processEnv: opts.processEnv ?? process.env,
+    processEnv: opts.processEnv ?? opts.env,
+    sessionSaved: opts.sessionSaved ?? new Map(),
     planned: new Set(),
     confine:
       opts.confine ?? new Confinement({ home: homeOf(opts.env), workspaceRoot: null, packDirs: [opts.packDir], allowOutsideHome: false }),
@@ -105,6 +109,7 @@ function context(r: Runner, where: string, stepIdx: number): ActionContext {
     confine: r.confine,
     machineEnvFile: r.machineEnvFile,
     processEnv: r.processEnv,
+    sessionSaved: r.sessionSaved,
     runNested: (items, w) => runList(items, r, w, null, stepIdx),
     undoNested: (items, w) => undoList(items, r, w, stepIdx),
   };

@@ -68,8 +68,14 @@ export interface ActionContext {
   planned: Set<string>;
   /** The file `env` scope machine edits (/etc/environment). */
   machineEnvFile: string;
-  /** The process environment `env` scope session changes (process.env). */
+  /**
+   * The environment `env` scope session changes: the calling verb's own copy
+   * (never process.env), so one call's session values are invisible to every
+   * other call, concurrent MCP calls included.
+   */
   processEnv: Record<string, string | undefined>;
+  /** Values session scope replaced in this run, per pack and variable (what undo restores). */
+  sessionSaved: Map<string, string | undefined>;
   /** Runs nested actions (used by `when`). */
   runNested(items: readonly ActionItem[], where: string): Promise<NestedRun>;
   /** Undoes nested actions in reverse (used by `when` on teardown). */

@@ -2,6 +2,7 @@
 // goes through the system `git` program. The no-op check (ls-remote against
 // our refs) and the move to the ref are the same as for the other transports.
 import { GrexError, packOpError, throwIfAborted } from "../errors.ts";
+import { runProcess } from "../proc.ts";
 import type { GitBackend } from "./backend.ts";
 import { moveTo } from "./checkout.ts";
 import { cloneAtomically } from "./clone.ts";
@@ -10,34 +11,33 @@ import { deleteRefSync, readSymref } from "./refs.ts";
 import { pickDefaultBranch, planRefs, REMOTE, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
 import { join } from "node:path";
 
+/** ls-remote of a repository with very many refs stays far below this. */
+const MAX_GIT_OUTPUT = 64 << 20;
+
 export async function runGit(args: string[], url: string, signal: AbortSignal, cwd?: string): Promise<string> {
   throwIfAborted(signal);
   const exe = Bun.which("git", { PATH: process.env.PATH ?? "" });
   if (!exe) {
     throw new GrexError("pack_op", `ssh URLs like ${url} need git installed and on PATH; install git or use an https:// URL.`, { url });
   }
-  const proc = Bun.spawn([exe, ...args], {
+  const r = await runProcess({
+    argv: [exe, ...args],
     cwd,
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
     env: { ...process.env, GIT_TERMINAL_PROMPT: "0" },
+    signal,
+    maxBytes: MAX_GIT_OUTPUT,
+    ownGroup: false, // ssh may need the terminal to ask for a key's passphrase
   });
-  const kill = () => proc.kill();
-  signal.addEventListener("abort", kill, { once: true });
-  try {
-    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-    throwIfAborted(signal);
-    if (code !== 0) {
-      // The first line says what went wrong (ssh's own error comes before git's "could not read").
-      const first = err.split("\n").find((l) => l.trim() !== "") ?? `exit code ${code}`;
-      const why = first.trim().replace(/^(fatal|error):\s*/, "").replace(/\.$/, "");
-      throw packOpError(`git ${args[0]} from ${url} failed (${why}); check the URL and your SSH access.`, { url });
-    }
-    return out;
-  } finally {
-    signal.removeEventListener("abort", kill);
+  if (r.dropped.stdout > 0) {
+    throw packOpError(`git ${args[0]} from ${url} printed more than ${MAX_GIT_OUTPUT} bytes, more than grex reads; check the remote.`, { url });
   }
+  if (r.code !== 0) {
+    // The first line says what went wrong (ssh's own error comes before git's "could not read").
+    const first = r.stderr.split("\n").find((l) => l.trim() !== "") ?? (r.spawnError ? String(r.spawnError.code) : `exit code ${r.code}`);
+    const why = first.trim().replace(/^(fatal|error):\s*/, "").replace(/\.$/, "");
+    throw packOpError(`git ${args[0]} from ${url} failed (${why}); check the URL and your SSH access.`, { url });
+  }
+  return r.stdout;
 }
 
 /** Parse `git ls-remote --symref` output. */

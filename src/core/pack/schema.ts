@@ -4,7 +4,8 @@
 import * as v from "valibot";
 import { closest } from "../closest.ts";
 import { GrexError, integrityError, pluginError } from "../errors.ts";
-import { BUILTIN_ACTIONS, isKnownAction, isKnownPackType, knownPackTypes } from "../registry.ts";
+import { BARE_NAME_RE, defaultPathFromUrl, isBareName } from "../naming.ts";
+import { BUILTIN_ACTIONS, isKnownAction, isKnownPackType, knownPackTypes, packTypeChoices } from "../registry.ts";
 import { checkXGitignore } from "./x-gitignore.ts";
 import { describeValue as describe } from "./describe.ts";
 import { McpSectionSchema, type McpServerDecl } from "./mcp-servers.ts";
@@ -35,13 +36,10 @@ export interface PackManifest {
 
 export const PACK_NAME_RE = /^[a-z][a-z0-9-]*$/;
 /** Same rule as a top-level pack id: a bare directory name. */
-export const BARE_PATH_RE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-
-export const isBarePath = (p: string): boolean => BARE_PATH_RE.test(p) && p !== "." && p !== "..";
-
+export const BARE_PATH_RE = BARE_NAME_RE;
+export const isBarePath = isBareName;
 /** Default child path: the URL's last segment without `.git` (also for `git@host:org/repo.git`). */
-export const defaultChildPath = (url: string): string =>
-  (url.replace(/[/\\]+$/, "").split(/[/\\:]/).pop() ?? "").replace(/\.git$/, "");
+export const defaultChildPath = defaultPathFromUrl;
 
 // Issues carrying this `expected` value are "unknown action / pack type" (exit 8), not integrity (exit 3).
 const PLUGIN_EXPECTED = "a registered name";
@@ -141,7 +139,7 @@ const child = v.pipe(
 );
 
 const packType = v.pipe(
-  v.string(mustBe("a string", "use meta, declarative or scripted")),
+  v.string(mustBe("a string", `use ${packTypeChoices()}`)),
   v.rawCheck(({ dataset, addIssue }) => {
     if (dataset.typed && !isKnownPackType(dataset.value)) {
       addIssue({
@@ -185,7 +183,7 @@ const entries = {
 const MISSING_HINTS: Record<string, string> = {
   schema_version: 'add schema_version: "1"',
   name: "add a name such as name: my-pack",
-  type: "add type: meta, declarative or scripted",
+  type: `add type: ${packTypeChoices()}`,
 };
 
 /** Reject top-level keys that are neither schema fields nor `x-` extensions. */

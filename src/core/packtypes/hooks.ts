@@ -4,6 +4,7 @@ import type { Step } from "../actions/types.ts";
 import { throwIfAborted } from "../errors.ts";
 import { appendEvents, makeEvent } from "../manifest.ts";
 import { currentOs } from "../os.ts";
+import { runProcess } from "../proc.ts";
 import type { PackRun, PackTypeResult } from "./types.ts";
 
 const STDERR_TAIL = 2048;
@@ -14,7 +15,8 @@ export async function runHook(run: PackRun, name: string, file: string, idx: num
   const step = (result: Step["result"], details: Record<string, unknown>): Step => ({ pack: run.id, action, idx, result, details });
   const argv = file.endsWith(".ps1") ? ["pwsh", "-NoProfile", "-File", file] : ["sh", file];
   if (!run.dryRun) await appendEvents(run.ws, [makeEvent("action_started", run.id, { action, idx })], run.signal);
-  const proc = Bun.spawn(argv, {
+  const r = await runProcess({
+    argv,
     cwd: run.dir,
     env: {
       ...run.env,
@@ -23,28 +25,14 @@ export async function runHook(run: PackRun, name: string, file: string, idx: num
       GREX_PACK_OS: currentOs(),
       GREX_DRY_RUN: run.dryRun ? "1" : "0",
     },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
+    signal: run.signal,
+    maxBytes: STDERR_TAIL,
   });
-  const kill = () => proc.kill();
-  run.signal.addEventListener("abort", kill, { once: true });
-  let stdout: string;
-  let stderr: string;
-  let code: number;
-  try {
-    [stdout, stderr, code] = await Promise.all([
-      new Response(proc.stdout).text(),
-      new Response(proc.stderr).text(),
-      proc.exited,
-    ]);
-  } finally {
-    run.signal.removeEventListener("abort", kill);
-  }
-  throwIfAborted(run.signal);
-  const tail = stderr.slice(-STDERR_TAIL);
+  const { stdout, stderr } = r;
+  const code = r.spawnError ? 127 : (r.code ?? 128);
+  const tail = r.spawnError ? `could not start ${argv[0]} (${r.spawnError.code ?? r.spawnError.message})` : stderr;
   if (code !== 0) {
-    const reason = `${name} hook exited ${code}`;
+    const reason = r.signal ? `${name} hook was killed by ${r.signal}` : `${name} hook exited ${code}`;
     if (!run.dryRun) {
       await appendEvents(run.ws, [makeEvent("action_halted", run.id, { action, idx, reason, stderr: tail })], run.signal);
     }
@@ -54,7 +42,7 @@ export async function runHook(run: PackRun, name: string, file: string, idx: num
     await appendEvents(run.ws, [makeEvent("action_completed", run.id, { action, idx, changed: true })], run.signal);
   }
   return {
-    steps: [step(run.dryRun ? "would_perform_change" : "performed_change", { exit: 0, stdout: stdout.slice(-STDERR_TAIL) })],
+    steps: [step(run.dryRun ? "would_perform_change" : "performed_change", { exit: 0, stdout })],
     failed: null,
     skipped: null,
   };

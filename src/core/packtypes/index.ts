@@ -9,13 +9,13 @@ import { type Confinement, workspaceConfinement } from "../confine.ts";
 import { pluginError } from "../errors.ts";
 import type { LockEntry } from "../lockfile.ts";
 import type { PackManifest } from "../pack/schema.ts";
-import type { TreeNode } from "../sync/tree.ts";
 import type { Workspace } from "../workspace.ts";
 import { declarativeType } from "./declarative.ts";
 import { metaType } from "./meta.ts";
 import { scriptedType } from "./scripted.ts";
 import { healSetupDrift } from "./run-actions.ts";
 import type { PackRun, PackType, PackTypeResult } from "./types.ts";
+import { packTypeChoices } from "../registry.ts";
 
 export type ConvergeReason = "sha-changed" | "hash-changed" | "forced" | "none" | "never-installed";
 
@@ -27,7 +27,7 @@ const TYPES = new Map<string, PackType>([
 
 export function packTypeFor(name: string): PackType {
   const t = TYPES.get(name);
-  if (!t) throw pluginError(`Unknown pack type '${name}'; use meta, declarative or scripted (or install the plugin that provides it).`);
+  if (!t) throw pluginError(`Unknown pack type '${name}'; use ${packTypeChoices()} (or install the plugin that provides it).`);
   return t;
 }
 
@@ -35,9 +35,19 @@ export function computeActionsHash(type: string, dir: string, manifest: PackMani
   return packTypeFor(type).hash(dir, manifest, childShas);
 }
 
+/** The part of a synced pack that converging needs (the sync engine's tree node has it). */
+export interface ConvergeNode {
+  id: string;
+  dir: string;
+  manifest: PackManifest | null;
+  head: { sha: string } | null;
+  /** The clone happened in this run. */
+  cloned: boolean;
+}
+
 export interface ConvergeInput {
   ws: Workspace;
-  node: TreeNode;
+  node: ConvergeNode;
   type: string;
   previous: LockEntry | undefined;
   mode: "sync" | "update";

@@ -1,40 +1,18 @@
 // Bridges the action executor to the workspace: action brackets in grex.jsonl
 // (under the manifest lock) and the per-pack state file teardown relies on.
-import { existsSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
 import { clearExpectations, driftedItems, type SetupDrift, setupDrift } from "../actions/drift.ts";
 import { collectNamedActions } from "../actions/index.ts";
 import { type Brackets, runActions, teardownActions } from "../actions/executor.ts";
 import type { PackState } from "../actions/types.ts";
-import { atomicWriteFile } from "../fsutil.ts";
 import { appendEvents, makeEvent } from "../manifest.ts";
+import { readPackState, withPackState } from "../pack-state.ts";
 import type { ActionItem } from "../pack/schema.ts";
 import type { Workspace } from "../workspace.ts";
 import type { PackRun, PackTypeResult } from "./types.ts";
 
-const statePath = (run: { ws: Workspace; id: string }) => join(run.ws.stateDir, "packs", `${encodeURIComponent(run.id)}.json`);
-
-function loadState(run: { ws: Workspace; id: string }): PackState {
-  try {
-    return JSON.parse(readFileSync(statePath(run), "utf8")) as PackState;
-  } catch {
-    return {};
-  }
-}
-
 /** The pack's setup drift: every recorded postcondition that no longer holds (cheap checks, nothing re-run). */
 export function packSetupDrift(ws: Workspace, id: string): SetupDrift[] {
-  return setupDrift(loadState({ ws, id }));
-}
-
-function saveState(run: PackRun, state: PackState): void {
-  if (run.dryRun) return;
-  const path = statePath(run);
-  if (Object.keys(state).length === 0) {
-    if (existsSync(path)) rmSync(path);
-    return;
-  }
-  atomicWriteFile(path, `${JSON.stringify(state)}\n`);
+  return setupDrift(readPackState(ws, id) as PackState);
 }
 
 const NO_BRACKETS: Brackets = { onStarted: async () => {}, onCompleted: async () => {}, onHalted: async () => {} };
@@ -50,14 +28,8 @@ function brackets(run: PackRun): Brackets {
   };
 }
 
-async function withState(run: PackRun, body: (state: PackState) => Promise<PackTypeResult>): Promise<PackTypeResult> {
-  const state = loadState(run);
-  try {
-    return await body(state);
-  } finally {
-    saveState(run, state);
-  }
-}
+const withState = (run: PackRun, body: (state: PackState) => Promise<PackTypeResult>): Promise<PackTypeResult> =>
+  withPackState({ ws: run.ws, id: run.id, dir: run.dir, dryRun: run.dryRun, signal: run.signal }, body);
 
 const opts = (run: PackRun, state: PackState) => ({
   packId: run.id,
@@ -84,8 +56,7 @@ export function runPackActions(run: PackRun, items: ActionItem[]): Promise<PackT
  * run together, so a failure rolls back what this heal applied.
  */
 export function healSetupDrift(run: PackRun): Promise<PackTypeResult> {
-  const state = loadState(run);
-  const drift = setupDrift(state);
+  const drift = setupDrift(readPackState(run.ws, run.id) as PackState);
   if (drift.length === 0) return Promise.resolve({ steps: [], failed: null, skipped: null });
   return withState(run, async (live) => {
     const groups = new Map<string, Array<{ idx: number; item: ActionItem }>>();

@@ -7,7 +7,7 @@ import { GrexError, toGrexError, usageError } from "../errors.ts";
 import { parseFilter } from "../filter.ts";
 import { updateIgnoreFile } from "../gitignore.ts";
 import { packIgnoreLines } from "../pack/x-gitignore.ts";
-import { type HeldLock, tryAcquireWorkspaceLock } from "../locks.ts";
+import { type HeldLock, tryAcquireWorkspaceLock, withPackLock } from "../locks.ts";
 import { type LockEntry, readLockfile, writeLockfile } from "../lockfile.ts";
 import { appendEvents, makeEvent, type ManifestEvent, type PackEntry, readManifest } from "../manifest.ts";
 import { capScheduler } from "../scheduler.ts";
@@ -15,7 +15,7 @@ import { workspaceConfinement } from "../confine.ts";
 import { converge, type ConvergeReason } from "../packtypes/index.ts";
 import type { Step } from "../actions/types.ts";
 import type { Workspace } from "../workspace.ts";
-import type { Progress, VerbContext } from "../../verbs/types.ts";
+import type { CallContext, Progress } from "../call.ts";
 import { installOrder, planChecks } from "./plan.ts";
 import { effectiveType, fetchTree, flatten, newNode, type PackOutcome, type TreeNode } from "./tree.ts";
 import { globMatch } from "../filter.ts";
@@ -102,7 +102,7 @@ function selectRoots(ws: Workspace, state: Map<string, PackEntry>, opts: SyncOpt
 }
 
 export async function runSync(
-  ctx: VerbContext,
+  ctx: CallContext,
   opts: SyncOptions,
   signal: AbortSignal,
   progress: Progress,
@@ -117,7 +117,7 @@ export async function runSync(
 }
 
 async function syncLocked(
-  ctx: VerbContext,
+  ctx: CallContext,
   ws: Workspace,
   opts: SyncOptions,
   signal: AbortSignal,
@@ -184,7 +184,7 @@ async function syncLocked(
   const reasons = new Map<string, { reinstalled: boolean; reason: ConvergeReason; hash: string | null }>();
   /** Packs whose install failed (or never ran after a clone): recorded not-installed. */
   const installErrors = new Map<string, string>();
-  for (const node of installOrder(nodes)) {
+  for (const node of installOrder(nodes, known)) {
     if (node.outcome !== "ok" || (node.head === null && !opts.dryRun)) continue;
     if (halted && opts.failFast) {
       node.outcome = "skipped";
@@ -193,20 +193,23 @@ async function syncLocked(
       continue;
     }
     try {
-      const r = await converge({
-        ws,
-        node,
-        type: effectiveType(node),
-        // An install cut short (open action bracket) counts as never installed.
-        previous: interrupted.has(node.id) ? undefined : previous.get(node.id),
-        mode: opts.mode,
-        force: opts.force,
-        dryRun: opts.dryRun,
-        env: ctx.env,
-        signal,
-        childShas: node.children.map((c) => c.head?.sha ?? previous.get(c.id)?.sha ?? ""),
-        confine,
-      });
+      const install = () =>
+        converge({
+          ws,
+          node,
+          type: effectiveType(node),
+          // An install cut short (open action bracket) counts as never installed.
+          previous: interrupted.has(node.id) ? undefined : previous.get(node.id),
+          mode: opts.mode,
+          force: opts.force,
+          dryRun: opts.dryRun,
+          env: ctx.env,
+          signal,
+          childShas: node.children.map((c) => c.head?.sha ?? previous.get(c.id)?.sha ?? ""),
+          confine,
+        });
+      // Setup runs under the pack's lock (hooks too), like `run` and teardown.
+      const r = opts.dryRun ? await install() : await withPackLock(ws, node.dir, signal, install);
       steps.push(...r.steps);
       reasons.set(node.id, { reinstalled: r.ran, reason: r.reason, hash: r.actionsHash });
       if (r.failed) {
@@ -220,7 +223,7 @@ async function syncLocked(
       }
     } catch (err) {
       const e = toGrexError(err);
-      if (e.kind === "cancelled") throw e;
+      if (e.kind === "cancelled" || e.kind === "integrity") throw e; // integrity: a state file grex must not overwrite
       node.outcome = "failed";
       node.message = e.message;
       installErrors.set(node.id, e.message);
@@ -322,7 +325,7 @@ async function recordResults(
 }
 
 /** `init`: clone registered packs that are missing on disk; existing ones are left as they are. */
-export async function cloneMissing(ctx: VerbContext, ws: Workspace, signal: AbortSignal, progress: Progress): Promise<string[]> {
+export async function cloneMissing(ctx: CallContext, ws: Workspace, signal: AbortSignal, progress: Progress): Promise<string[]> {
   const { state } = await readManifest(ws, { warn: ctx.warn });
   if (state.size === 0) return [];
   const report = await runSync(

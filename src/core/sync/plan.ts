@@ -6,13 +6,29 @@ import { checkDuplicateSymlinkDst } from "../pack/load.ts";
 import { parseActionItem } from "../actions/index.ts";
 import type { TreeNode } from "./tree.ts";
 import { join } from "node:path";
-
-const urlKey = (url: string) => url.replace(/\/+$/, "").replace(/\.git$/, "");
+import { urlKey } from "../naming.ts";
 
 export interface KnownPack {
   id: string;
   url: string;
   name: string | null;
+}
+
+/**
+ * The one depends_on rule: an entry names a pack by id, else by pack.yaml
+ * name, else by URL (trailing `/` and `.git` ignored). Checks and install
+ * order both resolve through this, so they cannot disagree.
+ */
+export function dependencyResolver(packs: readonly KnownPack[]): (dep: string) => KnownPack | undefined {
+  const byId = new Map<string, KnownPack>();
+  const byName = new Map<string, KnownPack>();
+  const byUrl = new Map<string, KnownPack>();
+  for (const k of packs) {
+    if (!byId.has(k.id)) byId.set(k.id, k);
+    if (k.name && !byName.has(k.name)) byName.set(k.name, k);
+    if (!byUrl.has(urlKey(k.url))) byUrl.set(urlKey(k.url), k);
+  }
+  return (dep) => byId.get(dep) ?? byName.get(dep) ?? byUrl.get(urlKey(dep));
 }
 
 /**
@@ -30,14 +46,7 @@ export function planChecks(nodes: TreeNode[], known: KnownPack[]): void {
     m.teardown?.forEach((item, i) => parseActionItem(item, `${file}: teardown[${i}]`));
   }
 
-  const byName = new Map<string, KnownPack>();
-  const byUrl = new Map<string, KnownPack>();
-  for (const k of known) {
-    byUrl.set(urlKey(k.url), k);
-    byName.set(k.id, k);
-    if (k.name) byName.set(k.name, k);
-  }
-  const resolveDep = (dep: string): KnownPack | undefined => byName.get(dep) ?? byUrl.get(urlKey(dep));
+  const resolveDep = dependencyResolver(known);
 
   const edges = new Map<string, string[]>();
   for (const node of nodes) {
@@ -59,9 +68,16 @@ export function planChecks(nodes: TreeNode[], known: KnownPack[]): void {
   if (cycle) throw cycleError("depends_on", cycle);
 }
 
-/** Order in which packs' own actions run: every pack after its depends_on targets and its children. */
-export function installOrder(nodes: TreeNode[]): TreeNode[] {
+const knownOf = (nodes: readonly TreeNode[]): KnownPack[] => nodes.map((n) => ({ id: n.id, url: n.url, name: n.manifest?.name ?? null }));
+
+/**
+ * Order in which packs' own actions run: every pack after its depends_on
+ * targets and its children. `known` is what planChecks resolved against (the
+ * whole workspace), so both resolve every entry to the same pack.
+ */
+export function installOrder(nodes: TreeNode[], known: readonly KnownPack[] = knownOf(nodes)): TreeNode[] {
   const byId = new Map(nodes.map((n) => [n.id, n]));
+  const resolveDep = dependencyResolver(known);
   const done = new Set<string>();
   const out: TreeNode[] = [];
   const visit = (n: TreeNode, stack: Set<string>) => {
@@ -70,7 +86,8 @@ export function installOrder(nodes: TreeNode[]): TreeNode[] {
     stack.add(n.id);
     for (const c of n.children) visit(c, stack);
     for (const dep of n.manifest?.depends_on ?? []) {
-      const target = [...byId.values()].find((x) => x.id === dep || x.manifest?.name === dep || urlKey(x.url) === urlKey(dep));
+      const hit = resolveDep(dep);
+      const target = hit && byId.get(hit.id);
       if (target) visit(target, stack);
     }
     stack.delete(n.id);

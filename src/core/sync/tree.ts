@@ -7,6 +7,7 @@ import { join, resolve as resolvePath } from "node:path";
 import { GrexError, integrityError, throwIfAborted, toGrexError } from "../errors.ts";
 import { backendFor, isGitRepo, readHeadSync, type HeadInfo } from "../git/backend.ts";
 import { withBackendLock, withPackLock } from "../locks.ts";
+import { urlKey } from "../naming.ts";
 import type { PackManifest } from "../pack/schema.ts";
 import type { Scheduler } from "../scheduler.ts";
 import type { Workspace } from "../workspace.ts";
@@ -57,7 +58,6 @@ export interface FetchOptions {
 export const effectiveType = (n: TreeNode): string => n.manifest?.type ?? n.recordedType;
 
 /** Normalise a URL or path for cycle detection (trailing slashes and `.git` do not matter). */
-const urlKey = (url: string) => url.replace(/\/+$/, "").replace(/\.git$/, "");
 
 export function newNode(
   init: Pick<TreeNode, "id" | "path" | "dir" | "url" | "ref" | "recordedType" | "depth" | "parent">,

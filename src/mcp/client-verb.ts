@@ -4,9 +4,9 @@
 import * as v from "valibot";
 import { packOpError, usageError } from "../core/errors.ts";
 import { findWorkspace } from "../core/workspace.ts";
-import type { CallResult, ClientTarget, StatusResult, ToolInfo } from "../mcp/client.ts";
-import { envToken } from "./serve.ts";
-import { defineVerb, type RenderStyle, type VerbContext } from "./types.ts";
+import type { CallResult, ClientTarget, StatusResult, ToolInfo } from "./client.ts";
+import { envToken } from "./serve-verb.ts";
+import { defineVerb, type RenderStyle, type VerbContext, READS_ONLY } from "../verbs/types.ts";
 
 export const DEFAULT_CLIENT_TIMEOUT_MS = 10_000;
 
@@ -128,6 +128,7 @@ export const mcpVerb = defineVerb({
   }),
   result: v.union([Status, Call, Servers]) as v.GenericSchema<McpResult>,
   readOnly: false,
+  effects: () => READS_ONLY,
   destructive: false,
   mcp: false,
   examples: [
@@ -155,7 +156,7 @@ export const mcpVerb = defineVerb({
       const extra = p.tool !== undefined || command.length > 0 ? "a server" : p.url !== undefined ? "--url" : p.args !== undefined ? "--args" : p.token !== undefined ? "--token" : undefined;
       if (extra) throw usageError(`\`grex mcp servers\` takes no ${extra}; it lists the servers the workspace's packs declare.`, { field: "subcommand" });
       findWorkspace(ctx.cwd, ctx.manifest); // outside a workspace: the usual usage error
-      const { inspectionGateway } = await import("../mcp/gateway/gateway.ts");
+      const { inspectionGateway } = await import("./gateway/gateway.ts");
       return { servers: await inspectionGateway(ctx.cwd, ctx.manifest, ctx.env, ctx.warn).report() };
     }
     if (p.url === undefined && command.length === 0 && p.tool !== undefined) {
@@ -199,7 +200,7 @@ export const mcpVerb = defineVerb({
       target.url = p.url;
       if (token !== undefined) target.token = token;
     } else target.command = command;
-    const client = await import("../mcp/client.ts");
+    const client = await import("./client.ts");
     if (sub === "status") return client.mcpStatus(target, signal);
     return client.mcpCall(target, p.tool as string, toolArgs, signal);
   },
@@ -250,7 +251,7 @@ async function callDeclared(
   timeout: number | undefined,
   signal: AbortSignal,
 ): Promise<StatusResult | CallResult> {
-  const { inspectionGateway, splitToolName } = await import("../mcp/gateway/gateway.ts");
+  const { inspectionGateway, splitToolName } = await import("./gateway/gateway.ts");
   const parts = sub === "call" ? splitToolName(name) : { server: name, tool: "" };
   if (!parts) {
     throw usageError(`No MCP server given for tool '${name}'; name a declared server's tool as server:tool (\`grex mcp servers\` lists them), or pass --url URL or a command after \`--\`.`, { field: "tool" });
@@ -261,7 +262,7 @@ async function callDeclared(
   if (!server) {
     throw usageError(`No MCP server '${parts.server}' is declared by an installed pack of this workspace; \`grex mcp servers\` lists them.`, { field: "tool" });
   }
-  const { childEnv, childHeaders } = await import("../mcp/gateway/spawn-spec.ts");
+  const { childEnv, childHeaders } = await import("./gateway/spawn-spec.ts");
   const target: ClientTarget = { cwd: server.packDir, env: {}, timeoutMs: timeout ?? DEFAULT_CLIENT_TIMEOUT_MS, debug: ctx.debug };
   if (server.decl.transport === "stdio") {
     target.command = server.decl.command ?? [];
@@ -270,7 +271,7 @@ async function callDeclared(
     target.url = server.decl.url ?? "";
     target.headers = childHeaders(server, ctx.env);
   }
-  const client = await import("../mcp/client.ts");
+  const client = await import("./client.ts");
   if (sub === "status") return client.mcpStatus(target, signal);
   return client.mcpCall(target, parts.tool, toolArgs, signal);
 }

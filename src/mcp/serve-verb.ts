@@ -6,9 +6,9 @@ import pkg from "../../package.json" with { type: "json" };
 import { PermitScheduler, resolveParallel } from "../core/scheduler.ts";
 import { usageError } from "../core/errors.ts";
 import { findWorkspace } from "../core/workspace.ts";
-import { DEFAULT_CHILD_IDLE_MS, DEFAULT_MAX_CHILDREN } from "../mcp/gateway/types.ts";
-import type { ServerOptions } from "../mcp/server.ts";
-import { defineVerb } from "./types.ts";
+import { DEFAULT_CHILD_IDLE_MS, DEFAULT_MAX_CHILDREN } from "./gateway/types.ts";
+import type { ServerOptions } from "./server.ts";
+import { defineVerb, READS_ONLY } from "../verbs/types.ts";
 
 export const DEFAULT_HTTP_ADDR = "127.0.0.1:8080";
 
@@ -27,6 +27,7 @@ export const serveVerb = defineVerb({
   }),
   result: v.object({ stopped: v.picklist(["eof", "shutdown", "signal"]) }),
   readOnly: false,
+  effects: () => READS_ONLY,
   destructive: false,
   mcp: false,
   ownsStdout: true,
@@ -63,7 +64,7 @@ export const serveVerb = defineVerb({
     };
     try {
       if (p.http !== undefined && p.http !== false) {
-        const { serveHttpUntilSignal } = await import("../mcp/http.ts");
+        const { serveHttpUntilSignal } = await import("./http.ts");
         await serveHttpUntilSignal({
           addr: typeof p.http === "string" && p.http !== "" ? p.http : DEFAULT_HTTP_ADDR,
           token: p.token ?? envToken(ctx.env),
@@ -74,7 +75,7 @@ export const serveVerb = defineVerb({
         return { stopped: "signal" as const };
       }
       if (p.stateless) throw usageError("--stateless applies to --http only.", { field: "stateless" });
-      const { serveStdio } = await import("../mcp/stdio.ts");
+      const { serveStdio } = await import("./stdio.ts");
       return { stopped: await untilTerminated(signal, (s) => serveStdio(opts, s)) };
     } finally {
       await gateway.close();
@@ -125,7 +126,7 @@ async function makeGateway(
   env: Record<string, string | undefined>,
   o: { approve?: string[]; maxChildren?: number; idleMs?: number },
 ) {
-  const { LazyGateway } = await import("../mcp/gateway/handle.ts");
+  const { LazyGateway } = await import("./gateway/handle.ts");
   return new LazyGateway({
     ...location,
     env,
@@ -175,7 +176,7 @@ export async function serveFromArgv(argv: readonly string[], cwd = process.cwd()
   } catch {
     return undefined;
   }
-  const { serveStdio } = await import("../mcp/stdio.ts");
+  const { serveStdio } = await import("./stdio.ts");
   const location = serverLocation(cwd, manifest);
   const gateway = await makeGateway(location, env, {});
   const abort = new AbortController();

@@ -1,0 +1,53 @@
+// The one invoke path every surface uses (the CLI adapter, the MCP server, and
+// anything later such as a gateway): raw params in → validated params → the
+// locks the verb declares, in the documented order → run → the completed
+// result or the failure mapped onto the error table → locks released.
+import type { InferOutput } from "valibot";
+import { CancelledError, GrexError } from "../core/errors.ts";
+import { withWorkspaceLock } from "../core/locks.ts";
+import { failureDocument } from "./serialize.ts";
+import type { ParamsSchema, Progress, RenderStyle, VerbContext, VerbDef } from "./types.ts";
+import { confineFileParams, parseParams, type Surface } from "./validate.ts";
+
+export interface Invocation {
+  surface: Surface;
+  ctx: VerbContext;
+  signal: AbortSignal;
+  progress: Progress;
+}
+
+/**
+ * How a call ended, other than by cancellation or an internal error (those
+ * are thrown). `document` is what `--json` prints and MCP returns as
+ * `structuredContent`; `render` is the human text when there is a result.
+ */
+export type Outcome =
+  | { ok: true; document: object; render(style: RenderStyle): string }
+  | { ok: false; error: GrexError; document: object; render: ((style: RenderStyle) => string) | undefined };
+
+export async function invoke<P extends ParamsSchema, R extends object>(
+  verb: VerbDef<P, R>,
+  raw: unknown,
+  call: Invocation,
+): Promise<Outcome> {
+  const { surface, ctx, signal, progress } = call;
+  const failed = (error: GrexError): Outcome => ({ ok: false, error, document: failureDocument(verb.name, error, surface), render: undefined });
+  let params: InferOutput<P>;
+  let result: R;
+  try {
+    params = parseParams(verb, raw, surface);
+    confineFileParams(verb, params, ctx);
+    const effects = verb.effects(params);
+    const body = () => verb.run(ctx, params, signal, progress);
+    result = effects.workspace === "none" ? await body() : await withWorkspaceLock(ctx.workspace(), verb.name, effects.workspace, body);
+  } catch (err) {
+    if (signal.aborted || (err instanceof GrexError && err.kind === "cancelled")) throw err;
+    if (err instanceof GrexError) return failed(err);
+    throw err;
+  }
+  if (signal.aborted) throw new CancelledError();
+  const render = (style: RenderStyle) => (verb.render ? verb.render(result, params, style) : JSON.stringify(result, null, 2));
+  const error = verb.failure?.(result, params);
+  if (error) return { ok: false, error, document: failureDocument(verb.name, error, surface, result), render };
+  return { ok: true, document: result, render };
+}
