@@ -13,7 +13,7 @@ import { runBuiltin } from "./builtins.ts";
 import { unknownVerb } from "./help.ts";
 import { type CliProgress, cancelledMessage, makeProgress } from "./output.ts";
 import { writeStdout } from "./stdout.ts";
-import { colorWanted } from "./style.ts";
+import { colorWanted } from "../verbs/render-style.ts";
 import { explainUnknownOption, moveCommandAfterDashes } from "./suggest.ts";
 
 export interface CliIO {

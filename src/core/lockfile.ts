@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import * as v from "valibot";
-import { fromRustLockEntry } from "./compat/rust.ts";
+import { fromRustLockEntry } from "./rust-lines.ts";
 import { GrexError, errnoCode, integrityError, usageError } from "./errors.ts";
 import { assertPlainFile, fsError } from "./fs-errors.ts";
 import { atomicWriteFile } from "./fsutil.ts";

@@ -11,7 +11,7 @@
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import * as v from "valibot";
-import { fromRustEvent } from "./compat/rust.ts";
+import { fromRustEvent } from "./rust-lines.ts";
 import { GrexError, errnoCode, integrityError, usageError } from "./errors.ts";
 import { assertPlainFile, fsError } from "./fs-errors.ts";
 import { firstIssue } from "./issues.ts";

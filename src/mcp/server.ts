@@ -10,20 +10,14 @@ import type { Progress, VerbDef } from "../verbs/types.ts";
 import { mapRustAliases } from "./aliases.ts";
 import { ClientRequests } from "./client-requests.ts";
 import type { GatewayPort } from "./gateway/types.ts";
+import { RPC, RpcError } from "./wire/jsonrpc.ts";
+
+export { RPC, RpcError };
 
 export const PREFERRED_PROTOCOL_VERSION = "2025-06-18";
 /** The versions the bundled MCP SDK speaks (its SUPPORTED_PROTOCOL_VERSIONS): a client asking for one gets it back. */
 export const SUPPORTED_PROTOCOL_VERSIONS: readonly string[] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"];
 
-export const RPC = {
-  parseError: -32700,
-  invalidRequest: -32600,
-  methodNotFound: -32601,
-  invalidParams: -32602,
-  internalError: -32603,
-  initState: -32002,
-  cancelled: -32800,
-} as const;
 
 export interface ServerOptions {
   /** The directory tool calls run from: the workspace root (fixed at launch), or where `init` would create one. */
@@ -71,16 +65,6 @@ type Runtime = Awaited<ReturnType<typeof loadRuntime>>;
 let runtime: Promise<Runtime> | undefined;
 const getRuntime = (): Promise<Runtime> => (runtime ??= loadRuntime());
 
-/** A JSON-RPC error to answer a request with (thrown inside a request handler). */
-export class RpcError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-    readonly data?: Record<string, unknown>,
-  ) {
-    super(message);
-  }
-}
 
 const invalidParams = (err: GrexError) =>
   new RpcError(RPC.invalidParams, err.message, { kind: "usage", field: err.data?.field ?? null });

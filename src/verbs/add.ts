@@ -12,7 +12,7 @@ import { addAllOrNothing, planAdd } from "./add-steps.ts";
 import { dryRunParam } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { StepSchema } from "./sync-shared.ts";
-import { stepLines, type StepLike } from "../cli/steps.ts";
+import { stepLines, type StepLike } from "./render-steps.ts";
 import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
 
 /** Default path: the last URL segment without `.git` (works for URLs, scp-style and local paths). */

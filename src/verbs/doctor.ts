@@ -19,8 +19,8 @@ import { STATE_BLOCK_ID } from "./init.ts";
 import { trashDir, trashLeftovers, sweepTrash } from "../core/trash.ts";
 import { dryRunParam } from "./common.ts";
 import { graphProblems } from "./doctor-graph.ts";
-import { paint } from "../cli/style.ts";
-import { table } from "../cli/table.ts";
+import { paint } from "./render-style.ts";
+import { table } from "./render-table.ts";
 import { defineVerb, READS_ONLY } from "./types.ts";
 
 export const DOCTOR_CHECKS = [
@@ -146,7 +146,7 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
 
   // install-state, setup-drift, off-branch: the same reading `status` does.
   const { loadWorkspaceView } = await import("../core/packs.ts");
-  const { childFacts, inspectPack } = await import("../core/pack-status.ts");
+  const { childFacts, inspectPack } = await import("../core/sync/pack-status.ts");
   const view = await loadWorkspaceView(ws, warn).catch(() => null);
   const interrupted = interruptedPacks(events);
   for (const node of view?.packs ?? []) {
@@ -159,7 +159,7 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
     if (st.off_branch) add("off-branch", "warning", node.id, `${st.off_branch}; sync leaves it alone (switch back, or grex update ${node.id} --ref <branch>)`);
   }
   // pack-schema: MCP server ids must be unique across the workspace.
-  const { collectDeclaredServers } = await import("../core/mcp-declared.ts");
+  const { collectDeclaredServers } = await import("../core/pack/mcp-declared.ts");
   const declared = await collectDeclaredServers(ws, () => {}).catch(() => undefined);
   for (const p of declared?.problems ?? []) if (p.kind === "duplicate-id") add("pack-schema", "error", p.pack, p.message);
 

@@ -3,8 +3,8 @@ import * as v from "valibot";
 import { parseFilter } from "../core/filter.ts";
 import { loadWorkspaceView } from "../core/packs.ts";
 import { filterParam } from "./common.ts";
-import { paint } from "../cli/style.ts";
-import { table } from "../cli/table.ts";
+import { paint } from "./render-style.ts";
+import { table } from "./render-table.ts";
 import { defineVerb, READS_ONLY } from "./types.ts";
 
 const PackRow = v.object({

@@ -2,7 +2,7 @@
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
-import { stepLines, type StepLike } from "../cli/steps.ts";
+import { stepLines, type StepLike } from "./render-steps.ts";
 import { packOpError, toGrexError, usageError } from "../core/errors.ts";
 import { describeLocalWork, findLocalWork } from "../core/git/local-work.ts";
 import { updateIgnoreFile } from "../core/gitignore.ts";

@@ -1,6 +1,6 @@
 // `grex run <action>`: run the declared actions of one kind (e.g. `symlink`) in every matched pack.
 import * as v from "valibot";
-import { stepLines } from "../cli/steps.ts";
+import { stepLines } from "./render-steps.ts";
 import { packOpError, usageError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
 import { actionChoices, isKnownAction } from "../core/registry.ts";

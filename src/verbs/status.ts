@@ -7,12 +7,12 @@ import { GrexError, toGrexError, usageError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
 import { backendFor, isGitRepo } from "../core/git/backend.ts";
 import { withBackendLock } from "../core/locks.ts";
-import { childFacts, inspectPack, PACK_STATES, type PackStatus } from "../core/pack-status.ts";
+import { childFacts, inspectPack, PACK_STATES, type PackStatus } from "../core/sync/pack-status.ts";
 import { loadWorkspaceView, type PackNode } from "../core/packs.ts";
 import { capScheduler } from "../core/scheduler.ts";
 import { dryRunParam, filterParam, parallelParam } from "./common.ts";
-import { paint } from "../cli/style.ts";
-import { table } from "../cli/table.ts";
+import { paint } from "./render-style.ts";
+import { table } from "./render-table.ts";
 import { defineVerb, READS_ONLY, type VerbContext } from "./types.ts";
 
 const UNITS: Record<string, number> = { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3, w: 7 * 86400e3 };

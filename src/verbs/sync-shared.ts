@@ -2,9 +2,9 @@
 import * as v from "valibot";
 import { dryRunParam, filterParam, parallelParam } from "./common.ts";
 import { allowOutsideHomeEntry } from "./confine-param.ts";
-import { stepLines, type StepLike } from "../cli/steps.ts";
-import { paint } from "../cli/style.ts";
-import { table } from "../cli/table.ts";
+import { stepLines, type StepLike } from "./render-steps.ts";
+import { paint } from "./render-style.ts";
+import { table } from "./render-table.ts";
 import type { RenderStyle } from "./types.ts";
 
 /** Params `sync` and `update` share: which packs, which ref, force, and the universal flags. */

@@ -9,7 +9,7 @@ import { packOpError, usageError } from "../core/errors.ts";
 import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks.ts";
 import { readLockfile, writeLockfile } from "../core/lockfile.ts";
 import { readManifest } from "../core/manifest.ts";
-import { stepLines, type StepLike } from "../cli/steps.ts";
+import { stepLines, type StepLike } from "./render-steps.ts";
 import { dryRunParam } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";

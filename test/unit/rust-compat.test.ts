@@ -3,7 +3,7 @@
 // spellings (mcp/aliases.ts).
 import { describe, expect, test } from "bun:test";
 import { parseVersionSpec, versionSatisfies } from "../../src/core/actions/version-spec.ts";
-import { fromRustEvent, fromRustLockEntry } from "../../src/core/compat/rust.ts";
+import { fromRustEvent, fromRustLockEntry } from "../../src/core/rust-lines.ts";
 import { GrexError } from "../../src/core/errors.ts";
 import { parseLockfile } from "../../src/core/lockfile.ts";
 import { fold, parseManifest } from "../../src/core/manifest.ts";

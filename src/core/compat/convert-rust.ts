@@ -11,7 +11,7 @@ import { writeLockfileLocked, parseLockfile } from "../lockfile.ts";
 import { withManifestLock } from "../locks.ts";
 import { eventLine, fold, parseManifest } from "../manifest.ts";
 import type { Workspace } from "../workspace.ts";
-import { RUST_LOCK_DEFAULT_TYPE, countRustLines, isRustEvent, isRustLockEntry } from "./rust.ts";
+import { RUST_LOCK_DEFAULT_TYPE, countRustLines, isRustEvent, isRustLockEntry } from "../rust-lines.ts";
 
 export interface RustShape {
   /** grex.jsonl lines in the Rust grex's format. */

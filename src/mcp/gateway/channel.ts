@@ -2,7 +2,7 @@
 // spawned process's stdio (newline-delimited JSON, spawned with Bun.spawn so we
 // keep its pid, exit status and stderr), or over Streamable HTTP (the SDK's
 // client transport, loaded only when such a server is used).
-import { LineSplitter, MAX_MESSAGE_BYTES } from "../stdio.ts";
+import { LineSplitter, MAX_MESSAGE_BYTES } from "../wire/lines.ts";
 
 export interface ExitInfo {
   code: number | null;

@@ -4,10 +4,10 @@
 // then from the cache under .grex/.state/mcp-tools (refreshed in the
 // background), and only then from the child itself.
 import { type FSWatcher, watch } from "node:fs";
-import { collectDeclaredServers, type DeclaredServer, type DeclaredSet } from "../../core/mcp-declared.ts";
+import { collectDeclaredServers, type DeclaredServer, type DeclaredSet } from "../../core/pack/mcp-declared.ts";
 import { CancelledError } from "../../core/errors.ts";
 import { findWorkspace, LOCK_FILE, MANIFEST_FILE, type Workspace } from "../../core/workspace.ts";
-import { RPC, RpcError } from "../server.ts";
+import { RPC, RpcError } from "../wire/jsonrpc.ts";
 import { ChildGoneError, ChildRpcError } from "./child.ts";
 import { ChildPool, type ServerStatus } from "./pool.ts";
 import { readServerStatus, readToolCache, writeServerStatus, writeToolCache } from "./tool-cache.ts";

@@ -2,7 +2,7 @@
 // LRU order up to a cap (the least recently used idle child is closed to make
 // room), closed after an idle timeout, and respawned after a crash, with a
 // growing wait once a server keeps crashing (its status is then `error`).
-import type { DeclaredServer } from "../../core/mcp-declared.ts";
+import type { DeclaredServer } from "../../core/pack/mcp-declared.ts";
 import { type Channel, openHttpChannel, spawnStdioChannel } from "./channel.ts";
 import { ChildConnection } from "./child.ts";
 import { childEnv, childHeaders } from "./spawn-spec.ts";

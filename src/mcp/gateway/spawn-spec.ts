@@ -2,7 +2,7 @@
 // declared `env`, expanded, plus PATH, HOME and LANG, nothing else) and the
 // HTTP headers of a streamable-http server (expanded). Shared by the gateway
 // and `grex mcp status|call <server>`.
-import type { DeclaredServer } from "../../core/mcp-declared.ts";
+import type { DeclaredServer } from "../../core/pack/mcp-declared.ts";
 import { expandVars, homeOf } from "../../core/vars.ts";
 
 type Env = Record<string, string | undefined>;

@@ -1,6 +1,6 @@
 // Aligned columns for human output (ls, status): each column as wide as its
 // widest cell (colour codes do not count), two spaces between, no trailing blanks.
-import { visibleWidth } from "./style.ts";
+import { visibleWidth } from "./render-style.ts";
 
 export function table(rows: readonly (readonly string[])[]): string {
   const widths: number[] = [];

@@ -3,12 +3,12 @@
 // remote-tracking ref. Cheap reads only (refs, HEAD, index stat data, the
 // per-pack state file); commits are walked only when HEAD and origin differ.
 import { existsSync } from "node:fs";
-import type { SetupDrift } from "./actions/drift.ts";
-import { aheadBehind } from "./git/ahead-behind.ts";
-import { backendFor, isGitRepo, readHeadSync } from "./git/backend.ts";
-import type { PackNode } from "./packs.ts";
-import { offBranch } from "./sync/off-branch.ts";
-import type { Workspace } from "./workspace.ts";
+import type { SetupDrift } from "../actions/drift.ts";
+import { aheadBehind } from "../git/ahead-behind.ts";
+import { backendFor, isGitRepo, readHeadSync } from "../git/backend.ts";
+import type { PackNode } from "../packs.ts";
+import { offBranch } from "./off-branch.ts";
+import type { Workspace } from "../workspace.ts";
 
 /** Every state, in the order they win when several hold. */
 export const PACK_STATES = [
@@ -100,12 +100,12 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
     // sync hashed, so pack.yaml need not be parsed again (the costly part).
     if (!dirty && shaMatch && o.childrenUnmoved) hashMatch = lock.actions_hash !== "";
     else {
-      const { computeActionsHash } = await import("./packtypes/index.ts");
-      const { loadPackYaml } = await import("./pack/load.ts");
-      const manifest = await loadPackYaml(p.dir).catch(() => null);
+      const { computeActionsHash } = await import("../packtypes/index.ts");
+      const { loadPackYaml } = await import("../pack/load.ts");
+      const manifest = await loadPackYaml(p.dir); // a broken pack.yaml is an integrity error naming it, not drift
       hashMatch = computeActionsHash(manifest?.type ?? p.type, p.dir, manifest, o.childShas) === lock.actions_hash;
     }
-    const { packSetupDrift } = await import("./packtypes/run-actions.ts");
+    const { packSetupDrift } = await import("../packtypes/run-actions.ts");
     setupDrift = packSetupDrift(ws, p.id);
   }
   const tracking = head ? await aheadBehind(p.dir, head.branch, head.sha) : null;

@@ -2,8 +2,8 @@
 // path ("linked ~/.vimrc → dotfiles/files/vimrc", "backed up ~/.bashrc to …"),
 // and the output of exec actions and hooks, prefixed with the pack id as `grex exec` does.
 import { isAbsolute, relative, sep } from "node:path";
-import type { RenderStyle } from "../verbs/types.ts";
-import { paint } from "./style.ts";
+import type { RenderStyle } from "./types.ts";
+import { paint } from "./render-style.ts";
 
 export interface StepLike {
   pack: string;
