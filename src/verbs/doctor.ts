@@ -151,7 +151,15 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   const interrupted = interruptedPacks(events);
   for (const node of view?.packs ?? []) {
     if (!existsSync(node.dir) || !isGitRepo(node.dir)) continue;
-    const st = await inspectPack(ws, node, { ...childFacts(view?.packs ?? [], node), staleMs: null, interrupted: interrupted.has(node.id) });
+    let st: Awaited<ReturnType<typeof inspectPack>>;
+    try {
+      st = await inspectPack(ws, node, { ...childFacts(view?.packs ?? [], node), staleMs: null, interrupted: interrupted.has(node.id) });
+    } catch (err) {
+      // A pack.yaml or state file grex cannot read: reported (once) with the file it names; its state is unknown.
+      if (!(err instanceof GrexError && err.kind === "integrity")) throw err;
+      if (!findings.some((f) => f.check === "pack-schema" && f.pack === node.id)) add("pack-schema", "error", node.id, err.message);
+      continue;
+    }
     // A pack never synced here is just new; a failed or interrupted install is a finding.
     const failedInstall = node.lock?.install_error !== undefined || interrupted.has(node.id);
     if (failedInstall) add("install-state", "warning", node.id, `setup not installed: ${st.install_error}; grex sync retries it`);
