@@ -4,6 +4,7 @@ import { cac, type CAC, type Command } from "cac";
 import pkg from "../../package.json" with { type: "json" };
 import { CancelledError, GrexError, toGrexError, usageError } from "../core/errors.ts";
 import { PermitScheduler, resolveParallel } from "../core/scheduler.ts";
+import { stderr, stderrIsTTY, stdout, stdoutIsTTY } from "../core/stdio-native.ts";
 import { makeContext } from "../verbs/context.ts";
 import { VERBS } from "../verbs/index.ts";
 import { failureDocument, toJsonDocument } from "../verbs/serialize.ts";
@@ -22,12 +23,12 @@ export interface CliIO {
 }
 
 const defaultIO = (): CliIO => ({
-  stdout: (t) => process.stdout.write(t),
-  stderr: (t) => process.stderr.write(t),
+  stdout: (t) => stdout.write(t),
+  stderr: (t) => stderr.write(t),
   cwd: process.cwd(),
   env: process.env,
-  stdoutTTY: process.stdout.isTTY === true,
-  stderrTTY: process.stderr.isTTY === true,
+  stdoutTTY: stdoutIsTTY(),
+  stderrTTY: stderrIsTTY(),
 });
 
 /** Universal flags every verb accepts (SPEC §8). */

@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import * as v from "valibot";
 import pkg from "../../package.json" with { type: "json" };
 import { PermitScheduler, resolveParallel } from "../core/scheduler.ts";
+import { stderr } from "../core/stdio-native.ts";
 import { findWorkspace } from "../core/workspace.ts";
 import type { ServerOptions } from "../mcp/server.ts";
 import { defineVerb } from "./types.ts";
@@ -70,7 +71,7 @@ export function serverLocation(cwd: string, manifest: string | undefined): Pick<
 }
 
 const logToStderr = (m: string) => {
-  process.stderr.write(`grex serve: ${m}\n`);
+  stderr.write(`grex serve: ${m}\n`);
 };
 
 /**
@@ -119,7 +120,7 @@ export async function serveFromArgv(argv: readonly string[], cwd = process.cwd()
         version: pkg.version,
         log: logToStderr,
         debug: (level, m) => {
-          if (level <= verbose) process.stderr.write(`grex: ${m}\n`);
+          if (level <= verbose) stderr.write(`grex: ${m}\n`);
         },
       },
       abort.signal,
