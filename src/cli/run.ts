@@ -22,13 +22,18 @@ export interface CliIO {
   stderrTTY: boolean;
 }
 
+// The terminal checks are getters: `--json` never needs them (node:tty costs ~4 ms to load).
 const defaultIO = (): CliIO => ({
   stdout: (t) => stdout.write(t),
   stderr: (t) => stderr.write(t),
   cwd: process.cwd(),
   env: process.env,
-  stdoutTTY: stdoutIsTTY(),
-  stderrTTY: stderrIsTTY(),
+  get stdoutTTY() {
+    return stdoutIsTTY();
+  },
+  get stderrTTY() {
+    return stderrIsTTY();
+  },
 });
 
 /** Universal flags every verb accepts (SPEC §8). */
@@ -137,11 +142,12 @@ function collectParams(verb: VerbDef, args: readonly string[], options: Record<s
 }
 
 export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promise<number> {
-  const io = { ...defaultIO(), ...ioOverride };
+  // Copy descriptors, not values, so the default getters stay lazy.
+  const io = Object.defineProperties(defaultIO(), Object.getOwnPropertyDescriptors(ioOverride ?? {}));
   // Only grex's own flags count: what follows `--` belongs to a child command.
   const beforeDashes = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
   const json = beforeDashes.includes("--json");
-  const plain = beforeDashes.includes("--plain") || !io.stdoutTTY;
+  const plain = beforeDashes.includes("--plain") || json || !io.stdoutTTY;
   const pretty = !json && !plain;
   const verbose = verbosity(argv);
   let verbName = "grex";

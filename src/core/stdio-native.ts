@@ -9,7 +9,6 @@
 // so far has been handed to the OS); once the reader is gone (EPIPE and other
 // write errors) later writes are dropped quietly and the error is reported
 // once to whoever subscribed with `onError`.
-import { isatty } from "node:tty";
 import type { BunFile } from "bun";
 
 export class NativeWriter {
@@ -66,6 +65,12 @@ export const stderr = new NativeWriter(() => Bun.stderr);
 /** Whether file descriptor 1 / 2 is a terminal, without building process.stdout. */
 export const stdoutIsTTY = (): boolean => isatty(1);
 export const stderrIsTTY = (): boolean => isatty(2);
+
+// node:tty costs ~4 ms to load in a compiled binary: only paths that ask about a terminal pay for it.
+function isatty(fd: number): boolean {
+  const tty = require("node:tty") as typeof import("node:tty");
+  return tty.isatty(fd);
+}
 
 /** stdin as a byte stream, read natively. */
 export const stdinStream = (): ReadableStream<Uint8Array> => Bun.stdin.stream();

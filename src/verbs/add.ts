@@ -8,7 +8,6 @@ import { ignoreLinesFor, updateIgnoreFile } from "../core/gitignore.ts";
 import { tryAcquireWorkspaceLock, withBackendLock, withPackLock } from "../core/locks.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { isKnownPackType } from "../core/registry.ts";
-import { runSync } from "../core/sync/engine.ts";
 import { PACK_ID_RE, dryRunParam } from "./common.ts";
 import { defineVerb } from "./types.ts";
 
@@ -100,6 +99,7 @@ export const addVerb = defineVerb({
       updateIgnoreFile(join(ws.root, ".gitignore"), path, ignoreLinesFor(path));
       let installed = false;
       if (p.install) {
+        const { runSync } = await import("../core/sync/engine.ts"); // lazy: `ls` and `--help` never load the engine
         const report = await runSync(
           ctx,
           { mode: "sync", ids: [path], only: [], filter: undefined, ref: null, force: false, failFast: false, recursive: true, dryRun: false, lockHeld: true },

@@ -10,7 +10,6 @@ import { inspectLocks, removeStaleLocks } from "../core/locks.ts";
 import { readLockfile, writeLockfile, type LockEntry } from "../core/lockfile.ts";
 import { compactManifest, readManifest, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
 import { atomicWriteFile } from "../core/fsutil.ts";
-import { incompleteActions } from "../core/sync/engine.ts";
 import type { Workspace } from "../core/workspace.ts";
 import { STATE_BLOCK_ID } from "./init.ts";
 import { defineVerb } from "./types.ts";
@@ -132,6 +131,7 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   }
 
   // incomplete-actions.
+  const { incompleteActions } = await import("../core/sync/engine.ts");
   for (const w of incompleteActions(events)) add("incomplete-actions", "warning", null, w);
 
   // orphans: lock entries without a live pack; git dirs nobody registered.

@@ -3,7 +3,6 @@ import * as v from "valibot";
 import { packOpError, usageError } from "../core/errors.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { tryAcquireWorkspaceLock } from "../core/locks.ts";
-import { runSync } from "../core/sync/engine.ts";
 import { syncSelectionEntries } from "./sync-shared.ts";
 import { defineVerb } from "./types.ts";
 
@@ -53,6 +52,7 @@ export const updateVerb = defineVerb({
         }
         await appendEvents(ws, p.ids.map((id) => makeEvent("update", id, { ref: p.ref ?? null })), signal);
       }
+      const { runSync } = await import("../core/sync/engine.ts"); // lazy: `ls` and `--help` never load the engine
       const report = await runSync(
         ctx,
         {

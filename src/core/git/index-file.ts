@@ -3,7 +3,6 @@
 // checkout. Anything we do not fully understand (other versions, required
 // extensions, split index) makes the reader return null so callers fall back
 // to isomorphic-git.
-import { createHash } from "node:crypto";
 
 export interface IndexEntry {
   path: string;
@@ -22,11 +21,14 @@ export interface IndexEntry {
   stage: number;
 }
 
+// Bun's native hasher: node:crypto pulls in Node's stream machinery (~3 ms at startup).
+const sha1 = (data: Uint8Array): Buffer => new Bun.CryptoHasher("sha1").update(data).digest();
+
 export function parseIndex(buf: Buffer): IndexEntry[] | null {
   if (buf.length < 32 || buf.toString("latin1", 0, 4) !== "DIRC" || buf.readUInt32BE(4) !== 2) return null;
   const count = buf.readUInt32BE(8);
   const end = buf.length - 20;
-  if (!createHash("sha1").update(buf.subarray(0, end)).digest().equals(buf.subarray(end))) return null;
+  if (!sha1(buf.subarray(0, end)).equals(buf.subarray(end))) return null;
   const entries: IndexEntry[] = [];
   let off = 12;
   for (let i = 0; i < count; i++) {
@@ -92,7 +94,7 @@ export function serializeIndex(entries: IndexEntry[]): Buffer {
     parts.push(b);
   }
   const body = Buffer.concat(parts);
-  return Buffer.concat([body, createHash("sha1").update(body).digest()]);
+  return Buffer.concat([body, sha1(body)]);
 }
 
 /** Index timestamps as isomorphic-git derives them from a stat (whole milliseconds → nanoseconds), so both agree. */

@@ -5,7 +5,6 @@
 //    readdir per tracked directory and HEAD's trees, hashing a file only when
 //    its stat changed. It answers null whenever unsure (unusual index,
 //    unborn HEAD) and the caller asks isomorphic-git's statusMatrix instead.
-import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError } from "../errors.ts";
@@ -96,7 +95,7 @@ function sameTime(s1: number, n1: number, ms: number): boolean {
 
 function hashBlob(abs: string, st: fs.Stats): string {
   const content = st.isSymbolicLink() ? Buffer.from(fs.readlinkSync(abs), "utf8") : fs.readFileSync(abs);
-  return createHash("sha1").update(`blob ${content.length}\0`).update(content).digest("hex");
+  return new Bun.CryptoHasher("sha1").update(`blob ${content.length}\0`).update(content).digest("hex");
 }
 
 /** Does the work tree file differ from its index entry? */
