@@ -11,6 +11,7 @@ import { packOpError } from "../errors.ts";
 import { readConfigValueSync } from "./config.ts";
 import { type IndexEntry, parseIndex, serializeIndex, statTimes } from "./index-file.ts";
 import { type Git, loadGit } from "./iso.ts";
+import { ObjectStore } from "./object-store.ts";
 import { gitdirOf, resolveRefSync } from "./refs.ts";
 
 const GITLINK = 0o160000;
@@ -123,8 +124,13 @@ function fileChanged(dir: string, e: IndexEntry, filemode: boolean, racyAfterMs:
   return hashBlob(abs, st) !== e.oid;
 }
 
-/** HEAD's tree flattened to path → "mode oid" (blobs, symlinks and gitlinks, as the index holds them). */
-async function headTree(git: Git, gitdir: string, oid: string): Promise<Map<string, string>> {
+/** A commit's tree flattened to path → "mode oid" (blobs, symlinks and gitlinks, as the index holds them). */
+export async function flatTree(gitdir: string, oid: string, store?: ObjectStore): Promise<Map<string, string>> {
+  const own = store ?? new ObjectStore(gitdir);
+  const native = flatTreeNative(own, oid);
+  if (!store) own.close();
+  if (native) return native;
+  const git = await loadGit();
   const cache = {};
   const out = new Map<string, string>();
   const { commit } = await git.readCommit({ fs, gitdir, oid, cache });
@@ -137,6 +143,24 @@ async function headTree(git: Git, gitdir: string, oid: string): Promise<Map<stri
   };
   await walk(commit.tree, "");
   return out;
+}
+
+/** The same through the native reader; null if any object is unreadable there. */
+function flatTreeNative(store: ObjectStore, oid: string): Map<string, string> | null {
+  const commit = store.readCommit(oid);
+  if (!commit) return null;
+  const out = new Map<string, string>();
+  const walk = (treeOid: string, prefix: string): boolean => {
+    const tree = store.readTree(treeOid);
+    if (!tree) return false;
+    for (const e of tree) {
+      if (e.mode === "040000") {
+        if (!walk(e.oid, `${prefix}${e.name}/`)) return false;
+      } else out.set(prefix + e.name, `${Number.parseInt(e.mode, 8)} ${e.oid}`);
+    }
+    return true;
+  };
+  return walk(commit.tree, "") ? out : null;
 }
 
 function isRepository(path: string): boolean {
@@ -187,12 +211,19 @@ export async function isDirtyFast(dir: string, gitdir: string): Promise<boolean 
   scan("");
 
   // 3. The index against HEAD's commit: staged changes.
-  const git = await loadGit();
-  const tree = await headTree(git, gitdir, head);
+  const store = new ObjectStore(gitdir);
+  let tree: Map<string, string>;
+  try {
+    tree = await flatTree(gitdir, head, store);
+  } finally {
+    store.close();
+  }
   if (tree.size !== entries.length) return true;
   for (const e of entries) if (tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
 
   // 4. Untracked files count unless ignored; a directory is looked into only if it is not ignored itself.
+  if (untracked.length === 0) return false;
+  const git = await loadGit();
   const ignored = (rel: string) => git.isIgnored({ fs, dir, gitdir, filepath: rel });
   const pending = [...untracked];
   while (pending.length > 0) {
