@@ -12,19 +12,21 @@ import { readConfigValueSync } from "./config.ts";
 import { type IndexEntry, parseIndex, serializeIndex, statTimes } from "./index-file.ts";
 import { type Git, loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
+import { flatTree } from "./tree-read.ts";
+import { hashBlob, journaledPathsFor, onDisk, sameVersion, tempNameOf } from "./checkout-journal.ts";
 import { gitdirOf, resolveRefSync } from "./refs.ts";
 
 const GITLINK = 0o160000;
 const SYMLINK = 0o120000;
 
 /** A tree entry name that could escape the work tree or touch .git is refused, as git does. */
-function checkName(name: string, where: string): void {
+export function checkName(name: string, where: string): void {
   if (name === "" || name === "." || name === ".." || name.includes("/") || name.includes("\0") || name.toLowerCase() === ".git") {
     throw packOpError(`the repository contains an unsafe path ${JSON.stringify(where + name)}; refusing to check it out.`);
   }
 }
 
-function entryFor(path: string, mode: number, oid: string, st: fs.Stats | null): IndexEntry {
+export function entryFor(path: string, mode: number, oid: string, st: fs.Stats | null): IndexEntry {
   const [cs, cn] = st ? statTimes(st.ctimeMs) : [0, 0];
   const [ms, mn] = st ? statTimes(st.mtimeMs) : [0, 0];
   return {
@@ -94,13 +96,8 @@ function sameTime(s1: number, n1: number, ms: number): boolean {
   return s1 === s2 && Math.abs(n1 - n2) < 1000;
 }
 
-function hashBlob(abs: string, st: fs.Stats): string {
-  const content = st.isSymbolicLink() ? Buffer.from(fs.readlinkSync(abs), "utf8") : fs.readFileSync(abs);
-  return new Bun.CryptoHasher("sha1").update(`blob ${content.length}\0`).update(content).digest("hex");
-}
-
 /** Does the work tree file differ from its index entry? */
-function fileChanged(dir: string, e: IndexEntry, filemode: boolean, racyAfterMs: number): boolean {
+export function fileChanged(dir: string, e: IndexEntry, filemode: boolean, racyAfterMs: number): boolean {
   const abs = join(dir, e.path);
   let st: fs.Stats;
   try {
@@ -124,45 +121,6 @@ function fileChanged(dir: string, e: IndexEntry, filemode: boolean, racyAfterMs:
   return hashBlob(abs, st) !== e.oid;
 }
 
-/** A commit's tree flattened to path → "mode oid" (blobs, symlinks and gitlinks, as the index holds them). */
-export async function flatTree(gitdir: string, oid: string, store?: ObjectStore): Promise<Map<string, string>> {
-  const own = store ?? new ObjectStore(gitdir);
-  const native = flatTreeNative(own, oid);
-  if (!store) own.close();
-  if (native) return native;
-  const git = await loadGit();
-  const cache = {};
-  const out = new Map<string, string>();
-  const { commit } = await git.readCommit({ fs, gitdir, oid, cache });
-  const walk = async (treeOid: string, prefix: string): Promise<void> => {
-    const { tree } = await git.readTree({ fs, gitdir, oid: treeOid, cache });
-    for (const e of tree) {
-      if (e.type === "tree") await walk(e.oid, `${prefix}${e.path}/`);
-      else out.set(prefix + e.path, `${Number.parseInt(e.mode, 8)} ${e.oid}`);
-    }
-  };
-  await walk(commit.tree, "");
-  return out;
-}
-
-/** The same through the native reader; null if any object is unreadable there. */
-function flatTreeNative(store: ObjectStore, oid: string): Map<string, string> | null {
-  const commit = store.readCommit(oid);
-  if (!commit) return null;
-  const out = new Map<string, string>();
-  const walk = (treeOid: string, prefix: string): boolean => {
-    const tree = store.readTree(treeOid);
-    if (!tree) return false;
-    for (const e of tree) {
-      if (e.mode === "040000") {
-        if (!walk(e.oid, `${prefix}${e.name}/`)) return false;
-      } else out.set(prefix + e.name, `${Number.parseInt(e.mode, 8)} ${e.oid}`);
-    }
-    return true;
-  };
-  return walk(commit.tree, "") ? out : null;
-}
-
 function isRepository(path: string): boolean {
   const gd = gitdirOf(path);
   return gd !== null && ["HEAD", "objects", "refs"].every((n) => fs.existsSync(join(gd, n)));
@@ -184,11 +142,19 @@ export async function isDirtyFast(dir: string, gitdir: string): Promise<boolean 
   if (!entries || !head) return null;
   if (entries.some((e) => e.stage !== 0)) return true; // unresolved merge conflict
 
-  // 1. Tracked files against their index entries.
   const filemode = readConfigValueSync(dir, "core", null, "filemode") !== "false";
+  // An interrupted update (checkout-diff.ts): its paths may show either version, and its temp files are its own.
+  const journal = await journaledPathsFor(gitdir);
+  const temps = new Set(journal ? [...journal.keys()].map(tempNameOf) : []);
+  const moveOwns = (rel: string) =>
+    temps.has(rel) || (journal?.get(rel)?.some((v) => sameVersion(onDisk(dir, rel), v, filemode)) ?? false);
+
+  // 1. Tracked files against their index entries.
   for (const e of entries) {
     if (e.mode === GITLINK) continue; // submodules are their own repositories
-    if (fileChanged(dir, e, filemode, indexMtime)) return true;
+    if (journal?.has(e.path)) {
+      if (!moveOwns(e.path)) return true;
+    } else if (fileChanged(dir, e, filemode, indexMtime)) return true;
   }
 
   // 2. Files the index does not know: collected now, judged against .gitignore below.
@@ -203,7 +169,7 @@ export async function isDirtyFast(dir: string, gitdir: string): Promise<boolean 
     for (const d of fs.readdirSync(rel ? join(dir, rel) : dir, { withFileTypes: true })) {
       if (d.name === ".git") continue;
       const p = rel ? `${rel}/${d.name}` : d.name;
-      if (tracked.has(p)) continue;
+      if (tracked.has(p) || (!d.isDirectory() && journal && moveOwns(p))) continue;
       if (d.isDirectory() && trackedDirs.has(p)) scan(p);
       else untracked.push({ rel: p, isDir: d.isDirectory() });
     }
@@ -218,8 +184,15 @@ export async function isDirtyFast(dir: string, gitdir: string): Promise<boolean 
   } finally {
     store.close();
   }
-  if (tree.size !== entries.length) return true;
-  for (const e of entries) if (tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
+  if (journal) {
+    // Mid-move, the index may hold either version of the move's paths; every other path must match HEAD.
+    for (const e of entries) if (!journal.has(e.path) && tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
+    const indexed = new Set(entries.map((e) => e.path));
+    for (const p of tree.keys()) if (!journal.has(p) && !indexed.has(p)) return true;
+  } else {
+    if (tree.size !== entries.length) return true;
+    for (const e of entries) if (tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
+  }
 
   // 4. Untracked files count unless ignored; a directory is looked into only if it is not ignored itself.
   if (untracked.length === 0) return false;
@@ -229,7 +202,7 @@ export async function isDirtyFast(dir: string, gitdir: string): Promise<boolean 
   while (pending.length > 0) {
     const c = pending.pop() as { rel: string; isDir: boolean };
     if (!c.isDir) {
-      if (!(await ignored(c.rel))) return true;
+      if (!(journal && moveOwns(c.rel)) && !(await ignored(c.rel))) return true;
       continue;
     }
     if ((await ignored(c.rel)) || (await ignored(`${c.rel}/`))) continue;
