@@ -66,6 +66,22 @@ async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: str
   return { dir, gitdir, from, to, changed, index: new Map(entries.map((e) => [e.path, e])) };
 }
 
+/** A directory where the move puts a file: fine if everything in it is a file the move removes. */
+function holdsOnlyRemovals(plan: Plan, rel: string): boolean {
+  const walk = (sub: string): boolean => {
+    for (const d of fs.readdirSync(join(plan.dir, sub), { withFileTypes: true })) {
+      const p = `${sub}/${d.name}`;
+      if (d.isDirectory() ? !walk(p) : !plan.from.has(p) || plan.to.has(p)) return false;
+    }
+    return true;
+  };
+  try {
+    return walk(rel);
+  } catch {
+    return false;
+  }
+}
+
 /** Paths whose local state the move would destroy (git's "would be overwritten"). */
 function conflicts(plan: Plan, resuming: boolean): string[] {
   const filemode = readConfigValueSync(plan.dir, "core", null, "filemode") !== "false";
@@ -82,6 +98,7 @@ function conflicts(plan: Plan, resuming: boolean): string[] {
     if (resuming) {
       // Either version is the move's own work; anything else is someone's edit.
       const now = onDisk(plan.dir, p);
+      if (now === "dir" && was === undefined && holdsOnlyRemovals(plan, p)) continue;
       if (!sameVersion(now, was, filemode) && !sameVersion(now, will, filemode)) out.push(p);
       continue;
     }
@@ -91,7 +108,7 @@ function conflicts(plan: Plan, resuming: boolean): string[] {
       if (e !== undefined) out.push(p);
       else {
         const now = onDisk(plan.dir, p);
-        if (now !== null && !sameVersion(now, will, filemode)) out.push(p);
+        if (now === "dir" ? !holdsOnlyRemovals(plan, p) : now !== null && !sameVersion(now, will, filemode)) out.push(p);
       }
       continue;
     }
