@@ -17,8 +17,10 @@ export interface CheckoutJournal {
 const JOURNAL = "grex-checkout.json";
 export function readJournal(gitdir: string): CheckoutJournal | null {
   let text: string;
+  const path = join(gitdir, JOURNAL);
+  if (!fs.existsSync(path)) return null; // the usual case, asked by every dirty check: no thrown ENOENT
   try {
-    text = fs.readFileSync(join(gitdir, JOURNAL), "utf8");
+    text = fs.readFileSync(path, "utf8");
   } catch {
     return null;
   }

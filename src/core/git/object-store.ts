@@ -145,7 +145,8 @@ export class ObjectStore {
 
   read(oid: string): GitObject | null {
     try {
-      return this.readLoose(oid) ?? this.readPacked(Buffer.from(oid, "hex"));
+      // Packs first: an in-memory search; a loose miss would cost a failed open.
+      return this.readPacked(Buffer.from(oid, "hex")) ?? this.readLoose(oid);
     } catch {
       return null; // corrupt or unexpected: let the caller fall back
     }
@@ -181,12 +182,9 @@ export class ObjectStore {
 
   private readLoose(oid: string): GitObject | null {
     for (const dir of this.dirs) {
-      let raw: Buffer;
-      try {
-        raw = readFileSync(join(dir, oid.slice(0, 2), oid.slice(2)));
-      } catch {
-        continue;
-      }
+      const path = join(dir, oid.slice(0, 2), oid.slice(2));
+      if (!existsSync(path)) continue;
+      const raw = readFileSync(path);
       const body = inflate(raw);
       const nul = body.indexOf(0);
       const [type, size] = body.toString("latin1", 0, nul).split(" ");
