@@ -2,7 +2,7 @@
 // What could hurt is rejected before it is looked at: files over 1 MiB are not
 // parsed, and YAML anchors/aliases are refused on the parsed node tree, before
 // anything is converted to JS values (so an alias bomb is never expanded).
-import { statSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { join, normalize } from "node:path";
 import { errnoCode, integrityError } from "../errors.ts";
@@ -16,7 +16,7 @@ const ABSENT = Symbol("absent");
 /** Read a file of at most 1 MiB as UTF-8 text; ABSENT when it does not exist. */
 async function readSmallText(file: string): Promise<string | typeof ABSENT> {
   // Most packs have no pack.yaml: say so without a round trip through the I/O thread pool.
-  if (statSync(file, { throwIfNoEntry: false }) === undefined) return ABSENT;
+  if (!existsSync(file)) return ABSENT; // ENOENT and ENOTDIR alike; a race with a creation just reads it next time
   let fh: Awaited<ReturnType<typeof open>>;
   try {
     fh = await open(file, "r");
