@@ -5,7 +5,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ObjectStore } from "../../src/core/git/object-store.ts";
+import { ObjectStore, writeLooseObjects } from "../../src/core/git/object-store.ts";
 import { fastImportStream } from "../../bench/fixtures/repos.ts";
 import { git, gitEnv } from "../helpers/git-fixtures.ts";
 
@@ -90,5 +90,22 @@ describe("ObjectStore", () => {
       git(dir, "ls-tree", "HEAD").split("\n").map((l) => l.replace(/ (tree|blob) /, " ").replace("\t", " ").replace(/^(\d+) (\S+) (.*)$/, "$1 $3 $2")).join("\n"),
     );
     store.close();
+  });
+
+  test("objects written loose are what git reads back (and fsck accepts)", () => {
+    const src = makeRepo("loose-src");
+    const dest = join(root, "loose-dest");
+    git(root, "init", "-q", "--bare", dest);
+    const store = new ObjectStore(join(src, ".git"));
+    const objects = allObjects(src).map(({ oid }) => ({ oid, ...(store.read(oid) as NonNullable<ReturnType<ObjectStore["read"]>>) }));
+    store.close();
+    writeLooseObjects(dest, objects);
+    writeLooseObjects(dest, objects.slice(0, 3)); // already there: skipped
+    for (const { oid, type, data } of objects) {
+      expect(git(dest, "cat-file", "-t", oid)).toBe(type);
+      expect(Buffer.compare(Buffer.from(Bun.spawnSync(["git", "cat-file", type, oid], { cwd: dest, env: gitEnv(), stdout: "pipe" }).stdout), data)).toBe(0);
+    }
+    git(dest, "update-ref", "refs/heads/main", git(src, "rev-parse", "HEAD"));
+    git(dest, "fsck", "--strict", "--no-dangling");
   });
 });

@@ -4,7 +4,7 @@
 // and checkouts read HEAD's trees and the changed blobs through this instead.
 // Anything unexpected (a missing or corrupt object) answers null, and callers
 // fall back to isomorphic-git, which reports it properly.
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 
 export type ObjectType = "commit" | "tree" | "blob" | "tag";
@@ -25,6 +25,50 @@ const REF_DELTA = 7;
 /** zlib-wrapped data: skip the 2-byte header and inflate the raw stream (trailing bytes are ignored). */
 function inflate(buf: Uint8Array): Buffer {
   return Buffer.from(Bun.inflateSync(buf.subarray(2) as Uint8Array<ArrayBuffer>));
+}
+
+function adler32(buf: Uint8Array): number {
+  let a = 1;
+  let b = 0;
+  for (let i = 0; i < buf.length; ) {
+    const end = Math.min(buf.length, i + 5552); // the largest run before the sums must be reduced
+    for (; i < end; i++) {
+      a += buf[i] as number;
+      b += a;
+    }
+    a %= 65521;
+    b %= 65521;
+  }
+  return ((b << 16) | a) >>> 0;
+}
+
+/** zlib-wrap Bun's raw DEFLATE, as git stores loose objects. */
+function deflate(buf: Uint8Array): Buffer {
+  const raw = Bun.deflateSync(buf as Uint8Array<ArrayBuffer>);
+  const out = Buffer.allocUnsafe(raw.length + 6);
+  out[0] = 0x78;
+  out[1] = 0x01;
+  out.set(raw, 2);
+  out.writeUInt32BE(adler32(buf), raw.length + 2);
+  return out;
+}
+
+/**
+ * Store objects as loose files (temp + rename, so a reader never sees half an
+ * object); ones already present are skipped. For small fetches: no pack to
+ * build or index.
+ */
+export function writeLooseObjects(gitdir: string, objects: Array<{ oid: string } & GitObject>): void {
+  const objectsDir = join(gitdir, "objects");
+  for (const o of objects) {
+    const dir = join(objectsDir, o.oid.slice(0, 2));
+    const path = join(dir, o.oid.slice(2));
+    if (existsSync(path)) continue;
+    mkdirSync(dir, { recursive: true });
+    const tmp = `${path}.grex-tmp-${process.pid}`;
+    writeFileSync(tmp, deflate(Buffer.concat([Buffer.from(`${o.type} ${o.data.length}\0`, "latin1"), o.data])));
+    renameSync(tmp, path);
+  }
 }
 
 interface Pack {

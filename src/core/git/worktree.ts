@@ -48,15 +48,29 @@ export function entryFor(path: string, mode: number, oid: string, st: fs.Stats |
 
 /** Check out commit `oid` into `dir`, whose work tree must be empty and which must have no index yet. */
 export async function checkoutFresh(dir: string, gitdir: string, oid: string): Promise<void> {
-  const git = await loadGit();
+  // Objects come from the native reader; isomorphic-git only for what it cannot read.
+  const store = new ObjectStore(gitdir);
   const cache = {};
-  const { commit } = await git.readCommit({ fs, gitdir, oid, cache });
+  let iso: Git | null = null;
+  const git = async () => (iso ??= await loadGit());
+  const treeOf = async (treeOid: string): Promise<Array<{ path: string; mode: string; oid: string; type: string }>> => {
+    const native = store.readTree(treeOid);
+    if (native) {
+      return native.map((e) => ({ path: e.name, mode: e.mode, oid: e.oid, type: e.mode === "040000" ? "tree" : e.mode === "160000" ? "commit" : "blob" }));
+    }
+    return (await (await git()).readTree({ fs, gitdir, oid: treeOid, cache })).tree;
+  };
+  const blobOf = async (blobOid: string): Promise<Uint8Array> => {
+    const o = store.read(blobOid);
+    if (o?.type === "blob") return o.data;
+    return (await (await git()).readBlob({ fs, gitdir, oid: blobOid, cache })).blob;
+  };
+  const rootTree = store.readCommit(oid)?.tree ?? (await (await git()).readCommit({ fs, gitdir, oid, cache })).commit.tree;
   const entries: IndexEntry[] = [];
   // First the directories and the list of files, from the trees.
   const files: Array<{ rel: string; mode: string; oid: string }> = [];
   const walk = async (treeOid: string, prefix: string): Promise<void> => {
-    const { tree } = await git.readTree({ fs, gitdir, oid: treeOid, cache });
-    for (const e of tree) {
+    for (const e of await treeOf(treeOid)) {
       checkName(e.path, prefix);
       const rel = prefix + e.path;
       if (e.type === "tree") {
@@ -68,11 +82,11 @@ export async function checkoutFresh(dir: string, gitdir: string, oid: string): P
       } else files.push({ rel, mode: e.mode, oid: e.oid });
     }
   };
-  await walk(commit.tree, "");
+  await walk(rootTree, "");
   // Then the files, many at a time: each read and write waits on I/O, and
   // one-by-one the waits add up to several times the work.
   const writeOne = async (f: { rel: string; mode: string; oid: string }) => {
-    const { blob } = await git.readBlob({ fs, gitdir, oid: f.oid, cache });
+    const blob = await blobOf(f.oid);
     const abs = join(dir, f.rel);
     if (f.mode === "120000") await fs.promises.symlink(Buffer.from(blob).toString("utf8"), abs);
     else await fs.promises.writeFile(abs, blob, { mode: f.mode === "100755" ? 0o755 : 0o644 });

@@ -175,15 +175,16 @@ async function bringUp(node: TreeNode, opts: FetchOptions): Promise<void> {
 }
 
 async function updateExisting(node: TreeNode, opts: FetchOptions, backend: ReturnType<typeof backendFor>) {
-  if (!opts.force && (await backend.isDirty(node.dir))) {
-    node.outcome = "dirty";
-    node.message = "has uncommitted changes; left as is (commit or stash them, or pass --force)";
-    return;
-  }
   if (opts.dryRun) {
+    if (!opts.force && (await backend.isDirty(node.dir))) {
+      node.outcome = "dirty";
+      node.message = "has uncommitted changes; left as is (commit or stash them, or pass --force)";
+      return;
+    }
     node.message = `would fetch and move to ${node.ref ?? "the remote HEAD"}`;
     return;
   }
+  // The dirty check runs once, under the lock below: it reads the whole work tree.
   await withBackendLock(opts.ws, node.dir, opts.signal, async () => {
     // Authoritative re-check now that nobody else can touch this repository.
     if (!opts.force && (await backend.isDirty(node.dir))) {
