@@ -66,6 +66,7 @@ async function syncCli(): Promise<{ code: number; stderr: string; stdout: string
 
 describe("checkout crash journal", () => {
   const up = t.repo("big", { ...round(0), ".gitignore": "*.local\n", "keep.txt": "never changes\n" });
+  git(up, "config", "gc.auto", "0"); // a background auto-gc would race the next round's commit
   const dir = join(t.ws, "big");
   const gitdir = join(dir, ".git");
 
