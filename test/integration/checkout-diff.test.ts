@@ -6,6 +6,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, symli
 import { join } from "node:path";
 import { inProcess } from "../../src/core/git/in-process.ts";
 import { readJournal } from "../../src/core/git/checkout-journal.ts";
+import { readIndex } from "../../src/core/git/index-file.ts";
 import { git, TestWorkspace } from "../helpers/workspace.ts";
 
 const t = new TestWorkspace("grex-checkout-diff-");
@@ -25,6 +26,7 @@ describe("checkout of an update", () => {
     await inProcess.clone(up, dir, { ref: null, signal });
     const inodeOf = (rel: string) => statSync(join(dir, rel)).ino;
     const untouchedBefore = inodeOf("d3/f10.txt");
+    expect(git(dir, "write-tree")).toBe(git(dir, "rev-parse", "HEAD^{tree}")); // the clone's cache-tree too
     writeFileSync(join(dir, "notes.local"), "mine\n"); // untracked, outside the diff
 
     rmSync(join(up, "gone.txt"));
@@ -42,6 +44,9 @@ describe("checkout of an update", () => {
     expect(after.sha).toBe(next);
     expect(git(dir, "status", "--porcelain", "--untracked-files=all")).toBe("?? notes.local");
     expect(git(dir, "diff", "--cached", "--name-only")).toBe("");
+    // The cache-tree grex wrote is right: git builds the tree from it without looking further.
+    expect(git(dir, "write-tree")).toBe(git(dir, "rev-parse", "HEAD^{tree}"));
+    expect(readIndex(readFileSync(join(dir, ".git", "index")))?.rootTree).toBe(git(dir, "rev-parse", "HEAD^{tree}"));
     expect(inodeOf("d3/f10.txt")).toBe(untouchedBefore); // not rewritten
     expect(inodeOf("d1/f1.txt")).not.toBe(changedBefore);
     expect(readFileSync(join(dir, "d1/f1.txt"), "utf8")).toBe("v2 1\n");
@@ -93,5 +98,26 @@ describe("checkout of an update", () => {
     writeFileSync(join(dir, "d1/f1.txt"), "v1 1\n"); // work tree back to HEAD, index still differs
     t.commit(up, { "d1/f1.txt": "v2 1\n" });
     await expect(inProcess.update(dir, up, { ref: null, signal })).rejects.toThrow(/would overwrite local changes/);
+  });
+
+  test("the cache-tree: git's own is read (and dropped when git invalidates it); a staged change under a valid one is dirty", async () => {
+    const up = t.repo("diff-e", manyFiles(8, "v1"));
+    const dir = join(t.ws, "diff-e");
+    await inProcess.clone(up, dir, { ref: null, signal });
+    writeFileSync(join(dir, "d1/f1.txt"), "committed locally\n");
+    git(dir, "commit", "-q", "-am", "local"); // git writes its own cache-tree
+    const index = () => readIndex(readFileSync(join(dir, ".git", "index")));
+    expect(index()?.rootTree).toBe(git(dir, "rev-parse", "HEAD^{tree}"));
+    expect(await inProcess.isDirty(dir)).toBe(false);
+    writeFileSync(join(dir, "d2/f2.txt"), "staged\n");
+    git(dir, "add", "d2/f2.txt");
+    expect(index()?.rootTree).toBeNull(); // invalidated by git
+    writeFileSync(join(dir, "d2/f2.txt"), "v1 2\n");
+    git(dir, "add", "d2/f2.txt"); // back to HEAD's content: nothing staged, cache-tree still invalid
+    expect(await inProcess.isDirty(dir)).toBe(false);
+    writeFileSync(join(dir, "d2/f2.txt"), "staged again\n");
+    git(dir, "add", "d2/f2.txt");
+    writeFileSync(join(dir, "d2/f2.txt"), "v1 2\n"); // work tree = HEAD, index differs
+    expect(await inProcess.isDirty(dir)).toBe(true);
   });
 });

@@ -24,10 +24,19 @@ import { loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
 import { writeRefSync } from "./refs.ts";
 import { type CheckoutJournal, clearJournal, onDisk, parseModeOid as parse, sameVersion, tempNameOf, writeJournal } from "./checkout-journal.ts";
-import { flatTree } from "./tree-read.ts";
+import { cacheTreeOf, flatTree } from "./tree-read.ts";
 import { checkName, entryFor, fileChanged } from "./worktree.ts";
 
 const GITLINK = 0o160000;
+
+function withStore<T>(gitdir: string, use: (s: ObjectStore) => T): T {
+  const store = new ObjectStore(gitdir);
+  try {
+    return use(store);
+  } finally {
+    store.close();
+  }
+}
 
 interface Plan {
   dir: string;
@@ -36,6 +45,7 @@ interface Plan {
   to: Map<string, string>;
   changed: string[];
   index: Map<string, IndexEntry>;
+  toOid: string;
 }
 
 async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: string): Promise<Plan | null> {
@@ -63,7 +73,7 @@ async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: str
     const parts = p.split("/");
     parts.forEach((name, i) => checkName(name, parts.slice(0, i).map((x) => `${x}/`).join("")));
   }
-  return { dir, gitdir, from, to, changed, index: new Map(entries.map((e) => [e.path, e])) };
+  return { dir, gitdir, from, to, changed, index: new Map(entries.map((e) => [e.path, e])), toOid };
 }
 
 /** A directory where the move puts a file: fine if everything in it is a file the move removes. */
@@ -191,9 +201,12 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
     if (mode !== GITLINK) st = fs.lstatSync(join(dir, p));
     plan.index.set(p, entryFor(p, mode, oid, st));
   }
+  // When the index is now exactly the target commit, say so (cache-tree): later dirty checks skip reading its trees.
+  const exact = plan.index.size === plan.to.size && [...plan.index.values()].every((e) => plan.to.get(e.path) === `${e.mode} ${e.oid}`);
+  const cacheTree = exact ? withStore(gitdir, (s) => cacheTreeOf(s, plan.toOid)) : null;
   const indexPath = join(gitdir, "index");
   const tmp = `${indexPath}.grex-tmp`;
-  fs.writeFileSync(tmp, serializeIndex([...plan.index.values()]));
+  fs.writeFileSync(tmp, serializeIndex([...plan.index.values()], cacheTree ?? undefined));
   fs.renameSync(tmp, indexPath);
 }
 

@@ -3,6 +3,7 @@
 // isomorphic-git for anything it cannot read.
 import * as fs from "node:fs";
 import { loadGit } from "./iso.ts";
+import type { CacheTreeNode } from "./index-file.ts";
 import { ObjectStore } from "./object-store.ts";
 
 /** A commit's tree flattened to path → "mode oid" (blobs, symlinks and gitlinks, as the index holds them). */
@@ -42,4 +43,27 @@ function flatTreeNative(store: ObjectStore, oid: string): Map<string, string> | 
     return true;
   };
   return walk(commit.tree, "") ? out : null;
+}
+
+/** The cache-tree of a commit (every directory's tree id and entry count), for an index that is exactly that commit; null if unreadable natively. */
+export function cacheTreeOf(store: ObjectStore, commitOid: string): CacheTreeNode | null {
+  const commit = store.readCommit(commitOid);
+  if (!commit) return null;
+  const build = (name: string, oid: string): CacheTreeNode | null => {
+    const tree = store.readTree(oid);
+    if (!tree) return null;
+    const node: CacheTreeNode = { name, oid, entries: 0, children: [] };
+    for (const e of tree) {
+      if (e.mode !== "040000") {
+        node.entries++;
+        continue;
+      }
+      const child = build(e.name, e.oid);
+      if (!child) return null;
+      node.entries += child.entries;
+      node.children.push(child);
+    }
+    return node;
+  };
+  return build("", commit.tree);
 }

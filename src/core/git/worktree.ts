@@ -9,10 +9,10 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError } from "../errors.ts";
 import { readConfigValueSync } from "./config.ts";
-import { type IndexEntry, parseIndex, serializeIndex, statTimes } from "./index-file.ts";
+import { type IndexEntry, readIndex, serializeIndex, statTimes } from "./index-file.ts";
 import { type Git, loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
-import { flatTree } from "./tree-read.ts";
+import { cacheTreeOf, flatTree } from "./tree-read.ts";
 import { hashBlob, journaledPathsFor, onDisk, sameVersion, tempNameOf } from "./checkout-journal.ts";
 import { gitdirOf, resolveRefSync } from "./refs.ts";
 
@@ -101,7 +101,8 @@ export async function checkoutFresh(dir: string, gitdir: string, oid: string): P
   }
   // Files written in the same clock tick as the index stay "racy" (re-hashed by
   // every status check, as git does) until the index is next rewritten.
-  fs.writeFileSync(join(gitdir, "index"), serializeIndex(entries));
+  fs.writeFileSync(join(gitdir, "index"), serializeIndex(entries, cacheTreeOf(store, oid) ?? undefined));
+  store.close();
 }
 
 function sameTime(s1: number, n1: number, ms: number): boolean {
@@ -151,9 +152,10 @@ export async function isDirtyFast(dir: string, gitdir: string): Promise<boolean 
   } catch {
     return null;
   }
-  const entries = parseIndex(buf);
+  const index = readIndex(buf);
+  const entries = index?.entries;
   const head = resolveRefSync(gitdir, "HEAD");
-  if (!entries || !head) return null;
+  if (!index || !entries || !head) return null;
   if (entries.some((e) => e.stage !== 0)) return true; // unresolved merge conflict
 
   const filemode = readConfigValueSync(dir, "core", null, "filemode") !== "false";
@@ -190,20 +192,24 @@ export async function isDirtyFast(dir: string, gitdir: string): Promise<boolean 
   };
   scan("");
 
-  // 3. The index against HEAD's commit: staged changes.
+  // 3. The index against HEAD's commit: staged changes. A valid cache-tree
+  // names the tree the index amounts to: one commit read instead of every tree.
   const store = new ObjectStore(gitdir);
-  let tree: Map<string, string>;
+  let tree: Map<string, string> | null = null; // null: the cache-tree already showed the index is HEAD's tree
   try {
-    tree = await flatTree(gitdir, head, store);
+    const headTree = journal || !index.rootTree ? null : (store.readCommit(head)?.tree ?? null);
+    if (headTree !== null) {
+      if (headTree !== index.rootTree) return true;
+    } else tree = await flatTree(gitdir, head, store);
   } finally {
     store.close();
   }
-  if (journal) {
+  if (journal && tree) {
     // Mid-move, the index may hold either version of the move's paths; every other path must match HEAD.
     for (const e of entries) if (!journal.has(e.path) && tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
     const indexed = new Set(entries.map((e) => e.path));
     for (const p of tree.keys()) if (!journal.has(p) && !indexed.has(p)) return true;
-  } else {
+  } else if (tree) {
     if (tree.size !== entries.length) return true;
     for (const e of entries) if (tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
   }
