@@ -7,6 +7,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "no
 import { join } from "node:path";
 import { readJournal } from "../../src/core/git/checkout-journal.ts";
 import { inProcess } from "../../src/core/git/in-process.ts";
+import { prng } from "../helpers/prng.ts";
 import { git, TestWorkspace } from "../helpers/workspace.ts";
 
 const WORKER = join(import.meta.dir, "..", "helpers", "update-worker.ts");
@@ -14,18 +15,6 @@ const TRIALS = 20;
 const FILES = 600;
 const t = new TestWorkspace("grex-checkout-crash-");
 afterAll(() => t.cleanup());
-
-/** mulberry32: a small seeded PRNG, so every run kills at the same points. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function round(k: number): Record<string, string> {
   const files: Record<string, string> = {};

@@ -71,6 +71,19 @@ async function copyObjects(srcGitdir: string, destGitdir: string, tips: string[]
   await writePack(git, srcGitdir, destGitdir, oids, cache);
 }
 
+/** A walk's to-do stack, seeded with `tips`: `want` queues an object once, and only if we lack it. */
+function frontier(presence: ObjectPresence, tips: string[]) {
+  const seen = new Set<string>();
+  const stack: string[] = [];
+  const want = (oid: string) => {
+    if (seen.has(oid)) return;
+    seen.add(oid);
+    if (!presence.has(oid)) stack.push(oid);
+  };
+  tips.forEach(want);
+  return { stack, want, seen };
+}
+
 /** Up to this many missing objects (a few new commits) are copied as loose objects instead of a new pack. */
 const LOOSE_LIMIT = 256;
 
@@ -83,14 +96,7 @@ function fewMissingObjects(srcGitdir: string, presence: ObjectPresence, tips: st
   const store = new ObjectStore(srcGitdir);
   try {
     const out: Array<{ oid: string } & GitObject> = [];
-    const seen = new Set<string>();
-    const stack: string[] = [];
-    const want = (oid: string) => {
-      if (seen.has(oid)) return;
-      seen.add(oid);
-      if (!presence.has(oid)) stack.push(oid);
-    };
-    tips.forEach(want);
+    const { stack, want } = frontier(presence, tips);
     while (stack.length > 0) {
       if (out.length >= LOOSE_LIMIT) return null;
       throwIfAborted(signal);
@@ -130,14 +136,7 @@ async function missingObjects(
   signal: AbortSignal,
 ): Promise<string[]> {
   const out: string[] = [];
-  const seen = new Set<string>();
-  const stack: string[] = [];
-  const want = (oid: string) => {
-    if (seen.has(oid)) return;
-    seen.add(oid);
-    if (!presence.has(oid)) stack.push(oid);
-  };
-  tips.forEach(want);
+  const { stack, want, seen } = frontier(presence, tips);
   let reads = 0;
   while (stack.length > 0) {
     const oid = stack.pop() as string;
