@@ -194,19 +194,41 @@ function readText(path: string): { text: string; encoding: "utf8" | "latin1" } {
  * A missing file counts as empty; removing from a missing file creates nothing.
  */
 export function updateIgnoreFile(path: string, id: string, lines: string[] | null): boolean {
-  if (lines === null && !existsSync(path)) return false;
-  // Several grex processes (parallel imports, say) may edit one ignore file:
-  // read-modify-write under a lock on the file, or their blocks get lost.
-  return withFileLockSync(path, () => updateLocked(path, id, lines));
+  return updateIgnoreBlocks(path, [[id, lines]]);
 }
 
-function updateLocked(path: string, id: string, lines: string[] | null): boolean {
+/**
+ * Several blocks of one ignore file in one locked read-modify-write (a sync
+ * of N packs: one pass over the file, not N). Blocks already as wanted cost
+ * nothing; the file is written once, only if it changes.
+ */
+export function updateIgnoreBlocks(path: string, updates: Array<[id: string, lines: string[] | null]>): boolean {
+  if (updates.every(([, lines]) => lines === null) && !existsSync(path)) return false;
+  // Several grex processes (parallel imports, say) may edit one ignore file:
+  // read-modify-write under a lock on the file, or their blocks get lost.
+  return withFileLockSync(path, () => updateLocked(path, updates));
+}
+
+const sameLines = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((l, i) => l === b[i]);
+
+function updateLocked(path: string, updates: Array<[string, string[] | null]>): boolean {
   const target = realpathSync(path); // write through a symlinked ignore file, not over the link
   const { text, encoding } = readText(target);
-  const next = lines === null ? removeBlock(text, id, path) : upsertBlock(text, id, lines, path);
+  // Well-formed markers: skip the blocks that are already right (each edit below rescans the text).
+  const { blocks, problems } = parseBlocks(text);
+  const pending =
+    problems.length > 0
+      ? updates
+      : updates.filter(([id, lines]) => {
+          const cur = blocks.get(id);
+          return lines === null ? cur !== undefined : cur === undefined || !sameLines(cur, lines);
+        });
+  let next = text;
+  for (const [id, lines] of pending) next = lines === null ? removeBlock(next, id, path) : upsertBlock(next, id, lines, path);
   if (next === text) return false;
   if (encoding === "latin1" && /[^\x00-\xff]/.test(next)) {
-    throw integrityError(`${path} is not UTF-8 text, so grex cannot write its block '${id}' there; convert the file to UTF-8.`);
+    const ids = pending.map(([id]) => `'${id}'`).join(", ");
+    throw integrityError(`${path} is not UTF-8 text, so grex cannot write its block ${ids} there; convert the file to UTF-8.`);
   }
   atomicWriteFile(target, Buffer.from(next, encoding));
   return true;
