@@ -3,10 +3,11 @@
 // plain `grex serve` starts the MCP server without loading the CLI adapter or
 // the verb table's CLI side (the first reply is what agents wait for).
 import pkg from "../../package.json" with { type: "json" };
+import { stdout } from "../core/stdio-native.ts";
 
 const argv = process.argv.slice(2);
 if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
-  process.stdout.write(`grex ${pkg.version}\n`);
+  stdout.write(`grex ${pkg.version}\n`);
 } else {
   const served = argv[0] === "serve" ? await (await import("../mcp/serve-verb.ts")).serveFromArgv(argv) : undefined;
   if (served !== undefined) process.exitCode = served;

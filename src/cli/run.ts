@@ -4,6 +4,7 @@ import { cac, type CAC, type Command } from "cac";
 import pkg from "../../package.json" with { type: "json" };
 import { CancelledError, GrexError, toGrexError, usageError } from "../core/errors.ts";
 import { PermitScheduler, resolveParallel } from "../core/scheduler.ts";
+import { stderr, stderrIsTTY, stdout, stdoutIsTTY } from "../core/stdio-native.ts";
 import { makeContext } from "../verbs/context.ts";
 import { CLI_VERBS } from "./verbs.ts";
 import { invoke, type Outcome } from "../verbs/invoke.ts";
@@ -12,7 +13,6 @@ import type { CliFlag, VerbDef } from "../verbs/types.ts";
 import { runBuiltin } from "./builtins.ts";
 import { unknownVerb } from "./help.ts";
 import { type CliProgress, cancelledMessage, makeProgress } from "./output.ts";
-import { writeStdout } from "./stdout.ts";
 import { colorWanted } from "../verbs/render-style.ts";
 import { explainUnknownOption, moveCommandAfterDashes } from "./suggest.ts";
 
@@ -26,13 +26,18 @@ export interface CliIO {
   stderrTTY: boolean;
 }
 
+// The terminal checks are getters: `--json` never needs them (node:tty costs ~4 ms to load).
 const defaultIO = (): CliIO => ({
-  stdout: writeStdout,
-  stderr: (t) => process.stderr.write(t),
+  stdout: (t) => stdout.write(t),
+  stderr: (t) => stderr.write(t),
   cwd: process.cwd(),
   env: process.env,
-  stdoutTTY: process.stdout.isTTY === true,
-  stderrTTY: process.stderr.isTTY === true,
+  get stdoutTTY() {
+    return stdoutIsTTY();
+  },
+  get stderrTTY() {
+    return stderrIsTTY();
+  },
 });
 
 /** Universal flags every verb accepts (SPEC §8). */
@@ -176,11 +181,12 @@ export function normaliseSwitches(argv: string[]): string[] {
 }
 
 export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promise<number> {
-  const io = { ...defaultIO(), ...ioOverride };
+  // Copy descriptors, not values, so the default getters stay lazy.
+  const io = Object.defineProperties(defaultIO(), Object.getOwnPropertyDescriptors(ioOverride ?? {}));
   // Only grex's own flags count: what follows `--` belongs to a child command.
   const beforeDashes = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
   const json = beforeDashes.includes("--json");
-  const plain = beforeDashes.includes("--plain") || !io.stdoutTTY;
+  const plain = beforeDashes.includes("--plain") || json || !io.stdoutTTY;
   const pretty = !json && !plain;
   const verbose = verbosity(argv);
   let verbName = "grex";

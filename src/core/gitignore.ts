@@ -194,8 +194,35 @@ function readText(path: string): { text: string; encoding: "utf8" | "latin1" } {
  * A missing file counts as empty; removing from a missing file creates nothing.
  */
 export function updateIgnoreFile(path: string, id: string, lines: string[] | null): boolean {
-  if (lines === null && !existsSync(path)) return false;
-  return editIgnoreFile(path, `its block '${id}'`, (text) => (lines === null ? removeBlock(text, id, path) : upsertBlock(text, id, lines, path)));
+  return updateIgnoreBlocks(path, [[id, lines]]);
+}
+
+/**
+ * Several blocks of one ignore file in one locked read-modify-write (a sync
+ * of N packs: one pass over the file, not N). Blocks already as wanted cost
+ * nothing; the file is written once, only if it changes.
+ */
+export function updateIgnoreBlocks(path: string, updates: Array<[id: string, lines: string[] | null]>): boolean {
+  if (updates.every(([, lines]) => lines === null) && !existsSync(path)) return false;
+  const what = `its block ${updates.map(([id]) => `'${id}'`).join(", ")}`;
+  return editIgnoreFile(path, what, (text) => applyBlocks(text, updates, path));
+}
+
+const sameLines = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((l, i) => l === b[i]);
+
+function applyBlocks(text: string, updates: ReadonlyArray<[string, string[] | null]>, path: string): string {
+  // Well-formed markers: skip the blocks that are already right (each edit below rescans the text).
+  const { blocks, problems } = parseBlocks(text);
+  const pending =
+    problems.length > 0
+      ? updates
+      : updates.filter(([id, lines]) => {
+          const cur = blocks.get(id);
+          return lines === null ? cur !== undefined : cur === undefined || !sameLines(cur, lines);
+        });
+  let next = text;
+  for (const [id, lines] of pending) next = lines === null ? removeBlock(next, id, path) : upsertBlock(next, id, lines, path);
+  return next;
 }
 
 /**

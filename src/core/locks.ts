@@ -7,7 +7,6 @@
 // manifest — and checked at run time per async call chain (AsyncLocalStorage),
 // so an inversion fails loudly in tests instead of deadlocking in production.
 import { AsyncLocalStorage } from "node:async_hooks";
-import { createHash } from "node:crypto";
 import {
   closeSync,
   constants,
@@ -229,7 +228,7 @@ export interface HeldLock {
 }
 
 const locksDir = (ws: Workspace) => join(ws.stateDir, "locks");
-const sha1 = (s: string) => createHash("sha1").update(s).digest("hex");
+const sha1 = (s: string) => new Bun.CryptoHasher("sha1").update(s).digest("hex"); // native: node:crypto loads Node streams
 
 export const workspaceLockPath = (ws: Workspace) => join(locksDir(ws), "workspace.lock");
 export const manifestLockPath = (ws: Workspace) => join(locksDir(ws), "manifest.lock");

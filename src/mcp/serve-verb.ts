@@ -5,6 +5,7 @@ import * as v from "valibot";
 import pkg from "../../package.json" with { type: "json" };
 import { PermitScheduler, resolveParallel } from "../core/scheduler.ts";
 import { usageError } from "../core/errors.ts";
+import { stderr } from "../core/stdio-native.ts";
 import { findWorkspace } from "../core/workspace.ts";
 import { DEFAULT_CHILD_IDLE_MS, DEFAULT_MAX_CHILDREN } from "./gateway/types.ts";
 import type { ServerOptions } from "./server.ts";
@@ -135,12 +136,12 @@ async function makeGateway(
     idleMs: o.idleMs ?? DEFAULT_CHILD_IDLE_MS,
     approve: o.approve ?? [],
     log: logToStderr,
-    childStderr: (server, line) => process.stderr.write(`[${server}] ${line}\n`),
+    childStderr: (server, line) => stderr.write(`[${server}] ${line}\n`),
   });
 }
 
 const logToStderr = (m: string) => {
-  process.stderr.write(`grex serve: ${m}\n`);
+  stderr.write(`grex serve: ${m}\n`);
 };
 
 /**
@@ -193,7 +194,7 @@ export async function serveFromArgv(argv: readonly string[], cwd = process.cwd()
         version: pkg.version,
         log: logToStderr,
         debug: (level, m) => {
-          if (level <= verbose) process.stderr.write(`grex: ${m}\n`);
+          if (level <= verbose) stderr.write(`grex: ${m}\n`);
         },
       },
       abort.signal,

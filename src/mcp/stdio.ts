@@ -1,5 +1,6 @@
 // The stdio transport: newline-delimited JSON-RPC on stdin/stdout. stdout
 // carries protocol messages only; diagnostics go to stderr.
+import { stdinStream, stdout } from "../core/stdio-native.ts";
 import { McpSession, RPC, type ServerOptions } from "./server.ts";
 import { LineSplitter, MAX_MESSAGE_BYTES } from "./wire/lines.ts";
 
@@ -14,22 +15,20 @@ export interface StdioStreams {
   flush(): Promise<void>;
 }
 
-/** The process's stdin/stdout. Anything else that would print to stdout is sent to stderr: stdout is the wire. */
+/** The process's stdin/stdout, natively. Anything else that would print to stdout is sent to stderr: stdout is the wire. */
 function processStreams(): StdioStreams {
   const toStderr = (...parts: unknown[]) => console.error(...parts);
   console.log = toStderr;
   console.info = toStderr;
   console.debug = toStderr;
-  // Write errors (EPIPE once the client is gone) arrive through each write's callback.
-  process.stdout.on("error", () => {});
   return {
-    input: Bun.stdin.stream(),
+    input: stdinStream(),
     write(line, failed) {
-      process.stdout.write(line, (err) => {
-        if (err) failed(err);
-      });
+      // Write errors (EPIPE once the client is gone) are reported once; later lines are dropped.
+      stdout.onError(failed);
+      stdout.write(line);
     },
-    flush: () => new Promise((resolve) => process.stdout.write("", () => resolve())),
+    flush: () => stdout.flush(),
   };
 }
 

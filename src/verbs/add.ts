@@ -8,7 +8,6 @@ import { tryAcquireWorkspaceLock } from "../core/locks.ts";
 import { readManifest } from "../core/manifest.ts";
 import { isKnownPackType, packTypeChoices } from "../core/registry.ts";
 import { defaultPathFromUrl, isBareName } from "../core/naming.ts";
-import { addAllOrNothing, planAdd } from "./add-steps.ts";
 import { dryRunParam } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { StepSchema } from "./sync-shared.ts";
@@ -103,6 +102,8 @@ export const addVerb = defineVerb({
         );
       }
       const spec = { ws, id: path, url, ref: p.ref ?? null, type: p.type, install: p.install, allowOutsideHome: allowsOutsideHome(ctx, p) };
+      // Lazy: `ls` and `--help` never load the sync engine the add steps use.
+      const { addAllOrNothing, planAdd } = await import("./add-steps.ts");
       if (p.dry_run) return { ...(await planAdd(ctx, spec, signal, progress)), adopted };
       return { ...(await addAllOrNothing(ctx, { ...spec, dir, adopted }, signal, progress)), adopted };
     } finally {

@@ -12,7 +12,6 @@ import { inspectLocks, removeStaleLocks, withManifestLock } from "../core/locks.
 import { readLockfile, writeLockfile, writeLockfileLocked, type LockEntry } from "../core/lockfile.ts";
 import { compactManifest, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
 import { convertRustWorkspace, describeRustShape, rustShape } from "../core/compat/convert-rust.ts";
-import { incompleteActions } from "../core/sync/engine.ts";
 import { interruptedPacks } from "../core/sync/install-state.ts";
 import type { Workspace } from "../core/workspace.ts";
 import { STATE_BLOCK_ID } from "./init.ts";
@@ -177,6 +176,7 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   }
 
   // incomplete-actions.
+  const { incompleteActions } = await import("../core/sync/engine.ts");
   for (const w of incompleteActions(events)) add("incomplete-actions", "warning", null, w);
 
   // orphans: lock entries without a live pack; git dirs nobody registered.

@@ -1,7 +1,7 @@
 // `grex sync`: bring every pack (and its children) to its pinned ref and converge its setup.
 import * as v from "valibot";
 import { packOpError } from "../core/errors.ts";
-import { runSync, type SyncReport } from "../core/sync/engine.ts";
+import type { SyncReport } from "../core/sync/engine.ts";
 import { HaltedSchema, renderSyncReport, StepSchema, SummarySchema, syncSelectionEntries } from "./sync-shared.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
@@ -54,6 +54,7 @@ export const syncVerb = defineVerb({
     ],
   },
   async run(ctx, p, signal, progress) {
+    const { runSync } = await import("../core/sync/engine.ts"); // lazy: `ls` and `--help` never load the engine
     const report = await runSync(
       ctx,
       {

@@ -3,7 +3,6 @@ import * as v from "valibot";
 import { packOpError, usageError } from "../core/errors.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { tryAcquireWorkspaceLock } from "../core/locks.ts";
-import { runSync } from "../core/sync/engine.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { renderPackTable, syncSelectionEntries } from "./sync-shared.ts";
 import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
@@ -57,6 +56,7 @@ export const updateVerb = defineVerb({
           if (!state.has(id)) throw usageError(`No pack '${id}' is registered; see \`grex ls\`.`, { field: "ids" });
         }
       }
+      const { runSync } = await import("../core/sync/engine.ts"); // lazy: `ls` and `--help` never load the engine
       const report = await runSync(
         ctx,
         {

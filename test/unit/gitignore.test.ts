@@ -20,6 +20,7 @@ import {
   parseBlocks,
   removeBlock,
   repairBlocks,
+  updateIgnoreBlocks,
   updateIgnoreFile,
   upsertBlock,
 } from "../../src/core/gitignore.ts";
@@ -209,6 +210,22 @@ describe("files", () => {
     expect(updateIgnoreFile(p, "a", null)).toBe(false);
     expect(existsSync(p)).toBe(false);
     expect(blockIdsIn(p)).toEqual([]);
+  });
+
+  test("many blocks in one pass: same result as one at a time; all already right = no write", () => {
+    const p = join(dir, ".gitignore");
+    const q = join(dir, "one-by-one");
+    writeFileSync(p, "user-line\n");
+    writeFileSync(q, "user-line\n");
+    const updates: Array<[string, string[] | null]> = [["a", ["/a/"]], ["b", ["/b/"]], ["c", ["/c/", "/c2/"]]];
+    expect(updateIgnoreBlocks(p, updates)).toBe(true);
+    for (const [id, lines] of updates) updateIgnoreFile(q, id, lines);
+    expect(readFileSync(p, "utf8")).toBe(readFileSync(q, "utf8"));
+    const ino = statSync(p).ino;
+    expect(updateIgnoreBlocks(p, updates)).toBe(false);
+    expect(statSync(p).ino).toBe(ino); // not rewritten
+    expect(updateIgnoreBlocks(p, [["a", ["/a/"]], ["b", null], ["d", ["/d/"]]])).toBe(true);
+    expect(readFileSync(p, "utf8")).toBe(`user-line\n${block("a", ["/a/"])}${block("c", ["/c/", "/c2/"])}${block("d", ["/d/"])}`);
   });
 
   test("creates, updates, no-ops without writing, removes", () => {

@@ -7,11 +7,13 @@ import { join } from "node:path";
 const PROBE = join(import.meta.dir, "..", "helpers", "module-probe.ts");
 const HEAVY = ["@modelcontextprotocol", "isomorphic-git", "yaml", "zod", "@valibot"];
 
-function loadedBy(args: string[], cwd: string): string[] {
-  const r = Bun.spawnSync([process.execPath, PROBE, ...args], { cwd, stdout: "pipe", stderr: "pipe" });
-  const last = r.stderr.toString().trim().split("\n").pop() ?? "[]";
-  return JSON.parse(last) as string[];
+function probe(args: string[], cwd: string): { modules: string[]; streams: string[] } {
+  const r = Bun.spawnSync([process.execPath, PROBE, ...args], { cwd, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const lines = r.stderr.toString().trim().split("\n");
+  const streams = lines.findLast((l) => l.startsWith("streams "))?.slice("streams ".length) ?? "null";
+  return { modules: JSON.parse(lines.at(-1) ?? "[]") as string[], streams: JSON.parse(streams) as string[] };
 }
+const loadedBy = (args: string[], cwd: string): string[] => probe(args, cwd).modules;
 
 describe("lazy loading", () => {
   const ws = mkdtempSync(join(tmpdir(), "grex-startup-"));
@@ -29,6 +31,13 @@ describe("lazy loading", () => {
       const loaded = loadedBy(["cli", ...args], ws);
       expect(loaded.length).toBeGreaterThan(0); // the probe really sees modules
       for (const heavy of HEAVY) expect(loaded.filter((m) => m.startsWith(heavy))).toEqual([]);
+    });
+  }
+
+  // Node's process.stdout/stderr/stdin cost ~10 ms to build in a compiled binary: these paths write and read natively.
+  for (const args of [["--version"], ["--help"], ["ls", "--json"], ["status", "--json"], ["serve"], ["no-such-verb"]]) {
+    test(`grex ${args.join(" ")} never touches process.stdout/stderr/stdin`, () => {
+      expect(probe(["main", ...args], ws).streams).toEqual([]);
     });
   }
 

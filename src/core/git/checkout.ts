@@ -11,6 +11,8 @@ import { ObjectPresence } from "./objects.ts";
 import { readSymref, resolveRefSync, writeRefSync } from "./refs.ts";
 import { REMOTE } from "./remote-refs.ts";
 import { setTrackingSync } from "./config.ts";
+import { checkoutDiff } from "./checkout-diff.ts";
+import { clearJournal } from "./checkout-journal.ts";
 import { checkoutFresh } from "./worktree.ts";
 
 type Target = { kind: "branch"; name: string; oid: string } | { kind: "detached"; oid: string };
@@ -33,8 +35,9 @@ export async function moveTo(o: MoveOptions): Promise<HeadInfo> {
 
   if (target.kind === "detached") {
     if (headRef === null && headOid === target.oid) return { sha: target.oid, branch: null };
-    if (headOid !== target.oid) await checkoutTree(o, target.oid);
+    if (headOid !== target.oid) await checkoutTree(o, headOid, target.oid, null);
     writeRefSync(o.gitdir, "HEAD", target.oid);
+    clearJournal(o.gitdir); // the move is complete: refs are where the journal said
     return { sha: target.oid, branch: null };
   }
 
@@ -48,10 +51,11 @@ export async function moveTo(o: MoveOptions): Promise<HeadInfo> {
     else throw diverged(target.name, o.dir, o.url, local, target.oid);
   }
   if (headRef === branchRef && headOid === next) return { sha: next, branch: target.name };
-  if (headOid !== next) await checkoutTree(o, next);
+  if (headOid !== next) await checkoutTree(o, headOid, next, target.name);
   if (local !== next) writeRefSync(o.gitdir, branchRef, next);
   if (local === null) setTrackingSync(o.gitdir, target.name, REMOTE);
   if (headRef !== branchRef) writeRefSync(o.gitdir, "HEAD", `ref: ${branchRef}`);
+  clearJournal(o.gitdir); // the move is complete: refs are where the journal said
   return { sha: next, branch: target.name };
 }
 
@@ -104,9 +108,15 @@ async function isAncestor(git: Git, gitdir: string, ancestor: string, oid: strin
 }
 
 
-/** Make the work tree and index show commit `oid`, refusing (like git) to overwrite local changes. */
-async function checkoutTree(o: MoveOptions, oid: string): Promise<void> {
+/**
+ * Make the work tree and index show commit `oid`, refusing (like git) to
+ * overwrite local changes: only the files that differ from HEAD's commit are
+ * rewritten, journaled (checkout-diff.ts); an index we do not handle falls
+ * back to isomorphic-git's full checkout.
+ */
+async function checkoutTree(o: MoveOptions, headOid: string | null, oid: string, branch: string | null): Promise<void> {
   if (o.fresh) return checkoutFresh(o.dir, o.gitdir, oid);
+  if (headOid !== null && (await checkoutDiff(o.dir, o.gitdir, headOid, oid, branch))) return;
   const git = await loadGit();
   try {
     await git.checkout({ fs, dir: o.dir, gitdir: o.gitdir, ref: oid, noUpdateHead: true, force: false, track: false });

@@ -3,6 +3,8 @@
 import { throwIfAborted } from "../errors.ts";
 import type { GitBackend } from "./backend.ts";
 import { moveTo } from "./checkout.ts";
+import { resumeCheckout } from "./checkout-diff.ts";
+import { readJournal } from "./checkout-journal.ts";
 import { cloneAtomically } from "./clone.ts";
 import { fetchHttp } from "./http-transport.ts";
 import { head, isDirty, remoteUrl, requireGitdir } from "./inspect.ts";
@@ -28,6 +30,9 @@ export const inProcess: GitBackend = {
   async update(dir, url, { ref, signal }) {
     throwIfAborted(signal);
     const gitdir = requireGitdir(dir);
+    // An update interrupted mid-checkout is finished first (never taken for local changes).
+    const journal = readJournal(gitdir);
+    if (journal) await resumeCheckout(dir, gitdir, journal);
     const before = await head(dir);
     const { defaultBranch } = await fetchInto(gitdir, url, signal);
     throwIfAborted(signal);

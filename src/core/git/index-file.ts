@@ -3,7 +3,6 @@
 // checkout. Anything we do not fully understand (other versions, required
 // extensions, split index) makes the reader return null so callers fall back
 // to isomorphic-git.
-import { createHash } from "node:crypto";
 
 export interface IndexEntry {
   path: string;
@@ -22,11 +21,23 @@ export interface IndexEntry {
   stage: number;
 }
 
+// Bun's native hasher: node:crypto pulls in Node's stream machinery (~3 ms at startup).
+const sha1 = (data: Uint8Array): Buffer => new Bun.CryptoHasher("sha1").update(data).digest();
+
 export function parseIndex(buf: Buffer): IndexEntry[] | null {
+  return readIndex(buf)?.entries ?? null;
+}
+
+/**
+ * The entries, plus the tree the whole index amounts to when its cache-tree
+ * extension ("TREE") says so (root entry still valid): comparing that with
+ * HEAD's tree answers "anything staged?" without reading HEAD's trees.
+ */
+export function readIndex(buf: Buffer): { entries: IndexEntry[]; rootTree: string | null } | null {
   if (buf.length < 32 || buf.toString("latin1", 0, 4) !== "DIRC" || buf.readUInt32BE(4) !== 2) return null;
   const count = buf.readUInt32BE(8);
   const end = buf.length - 20;
-  if (!createHash("sha1").update(buf.subarray(0, end)).digest().equals(buf.subarray(end))) return null;
+  if (!sha1(buf.subarray(0, end)).equals(buf.subarray(end))) return null;
   const entries: IndexEntry[] = [];
   let off = 12;
   for (let i = 0; i < count; i++) {
@@ -54,16 +65,45 @@ export function parseIndex(buf: Buffer): IndexEntry[] | null {
     off += (62 + nameLen + 8) & ~7;
   }
   // Extensions: optional ones (upper-case signature) may be skipped; a required one we cannot honour.
+  let rootTree: string | null = null;
   while (off + 8 <= end) {
     const first = buf[off] as number;
     if (first < 0x41 || first > 0x5a) return null;
-    off += 8 + buf.readUInt32BE(off + 4);
+    const size = buf.readUInt32BE(off + 4);
+    if (buf.toString("latin1", off, off + 4) === "TREE") rootTree = cacheTreeRoot(buf.subarray(off + 8, off + 8 + size), count);
+    off += 8 + size;
   }
-  return entries;
+  return { entries, rootTree };
 }
 
-/** Serialise entries (any order; they are sorted here as git requires) into an index file. */
-export function serializeIndex(entries: IndexEntry[]): Buffer {
+/** The root entry of a cache-tree extension: `"" NUL count SP subtrees LF oid`, valid when count covers every entry. */
+function cacheTreeRoot(ext: Buffer, entryCount: number): string | null {
+  if (ext[0] !== 0) return null;
+  const lf = ext.indexOf(0x0a, 1);
+  if (lf < 0 || lf + 21 > ext.length) return null;
+  const [count] = ext.toString("latin1", 1, lf).split(" ");
+  return Number(count) === entryCount ? ext.toString("hex", lf + 1, lf + 21) : null;
+}
+
+/** One directory of a cache-tree: its name (within its parent), tree id, entries below it, and its subdirectories. */
+export interface CacheTreeNode {
+  name: string;
+  oid: string;
+  entries: number;
+  children: CacheTreeNode[];
+}
+
+function cacheTreeBytes(node: CacheTreeNode, out: Buffer[]): void {
+  out.push(Buffer.from(`${node.name}\0${node.entries} ${node.children.length}\n`, "utf8"), Buffer.from(node.oid, "hex"));
+  for (const c of node.children) cacheTreeBytes(c, out);
+}
+
+/**
+ * Serialise entries (any order; they are sorted here as git requires) into an
+ * index file, with a cache-tree extension when the caller knows the entries
+ * are exactly that tree (a checkout of it).
+ */
+export function serializeIndex(entries: IndexEntry[], cacheTree?: CacheTreeNode): Buffer {
   const named = entries.map((e) => ({ e, name: Buffer.from(e.path, "utf8") }));
   named.sort((a, b) => Buffer.compare(a.name, b.name) || a.e.stage - b.e.stage);
   const parts: Buffer[] = [];
@@ -91,8 +131,17 @@ export function serializeIndex(entries: IndexEntry[]): Buffer {
     name.copy(b, 62);
     parts.push(b);
   }
+  if (cacheTree && cacheTree.entries === named.length) {
+    const ext: Buffer[] = [];
+    cacheTreeBytes(cacheTree, ext);
+    const data = Buffer.concat(ext);
+    const head = Buffer.alloc(8);
+    head.write("TREE", 0, "latin1");
+    head.writeUInt32BE(data.length, 4);
+    parts.push(head, data);
+  }
   const body = Buffer.concat(parts);
-  return Buffer.concat([body, createHash("sha1").update(body).digest()]);
+  return Buffer.concat([body, sha1(body)]);
 }
 
 /** Index timestamps as isomorphic-git derives them from a stat (whole milliseconds → nanoseconds), so both agree. */

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { throwIfAborted } from "../errors.ts";
 import { notARepo, transportError } from "./git-errors.ts";
 import { type Git, loadGit } from "./iso.ts";
+import { type GitObject, ObjectStore, writeLooseObjects } from "./object-store.ts";
 import { ObjectPresence } from "./objects.ts";
 import { deleteRefSync, gitdirOf, listRefsSync, readSymref, resolveRefSync, writeRefSync } from "./refs.ts";
 import { type FetchResult, planRefs, pickDefaultBranch, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
@@ -57,12 +58,71 @@ async function copyObjects(srcGitdir: string, destGitdir: string, tips: string[]
     linkObjectStore(join(srcGitdir, "objects"), join(destGitdir, "objects"), signal);
     return;
   }
+  const few = fewMissingObjects(srcGitdir, presence, tips, shallowSet(srcGitdir), signal);
+  if (few) {
+    writeLooseObjects(destGitdir, few);
+    return;
+  }
   const git = await loadGit();
   const cache = {};
   const oids = await missingObjects(git, srcGitdir, presence, tips, shallowSet(srcGitdir), cache, signal);
   if (oids.length === 0) return;
   throwIfAborted(signal);
   await writePack(git, srcGitdir, destGitdir, oids, cache);
+}
+
+/** A walk's to-do stack, seeded with `tips`: `want` queues an object once, and only if we lack it. */
+function frontier(presence: ObjectPresence, tips: string[]) {
+  const seen = new Set<string>();
+  const stack: string[] = [];
+  const want = (oid: string) => {
+    if (seen.has(oid)) return;
+    seen.add(oid);
+    if (!presence.has(oid)) stack.push(oid);
+  };
+  tips.forEach(want);
+  return { stack, want, seen };
+}
+
+/** Up to this many missing objects (a few new commits) are copied as loose objects instead of a new pack. */
+const LOOSE_LIMIT = 256;
+
+/**
+ * The missing objects with their contents, read natively, when there are at
+ * most LOOSE_LIMIT of them; null when there are more or one is unreadable here
+ * (the pack path below handles those).
+ */
+function fewMissingObjects(srcGitdir: string, presence: ObjectPresence, tips: string[], shallow: Set<string>, signal: AbortSignal): Array<{ oid: string } & GitObject> | null {
+  const store = new ObjectStore(srcGitdir);
+  try {
+    const out: Array<{ oid: string } & GitObject> = [];
+    const { stack, want } = frontier(presence, tips);
+    while (stack.length > 0) {
+      if (out.length >= LOOSE_LIMIT) return null;
+      throwIfAborted(signal);
+      const oid = stack.pop() as string;
+      const obj = store.read(oid);
+      if (!obj) return null;
+      out.push({ oid, ...obj });
+      if (obj.type === "commit") {
+        const c = store.readCommit(oid);
+        if (!c) return null;
+        want(c.tree);
+        if (!shallow.has(oid)) c.parents.forEach(want);
+      } else if (obj.type === "tree") {
+        const entries = store.readTree(oid);
+        if (!entries) return null;
+        for (const e of entries) if (e.mode !== "160000") want(e.oid); // a submodule's commit lives in the submodule
+      } else if (obj.type === "tag") {
+        const m = /^object ([0-9a-f]{40})$/m.exec(obj.data.toString("latin1", 0, Math.min(obj.data.length, 200)));
+        if (!m) return null;
+        want(m[1] as string);
+      }
+    }
+    return out;
+  } finally {
+    store.close();
+  }
 }
 
 /** Objects reachable from `tips` that `presence` lacks; a present object is taken to bring everything below it. */
@@ -76,14 +136,7 @@ async function missingObjects(
   signal: AbortSignal,
 ): Promise<string[]> {
   const out: string[] = [];
-  const seen = new Set<string>();
-  const stack: string[] = [];
-  const want = (oid: string) => {
-    if (seen.has(oid)) return;
-    seen.add(oid);
-    if (!presence.has(oid)) stack.push(oid);
-  };
-  tips.forEach(want);
+  const { stack, want, seen } = frontier(presence, tips);
   let reads = 0;
   while (stack.length > 0) {
     const oid = stack.pop() as string;

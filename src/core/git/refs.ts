@@ -26,6 +26,8 @@ export function gitdirOf(dir: string): string | null {
 
 /** Refs are shared by linked worktrees: they live in `commondir` when there is one. */
 function refStore(gitdir: string): string {
+  // Checked first: a thrown ENOENT costs more than the look (this runs for every ref read).
+  if (!existsSync(join(gitdir, "commondir"))) return gitdir;
   try {
     const common = readFileSync(join(gitdir, "commondir"), "utf8").trim();
     return isAbsolute(common) ? common : resolve(gitdir, common);
@@ -37,8 +39,10 @@ function refStore(gitdir: string): string {
 export function readPackedRefs(gitdir: string): Map<string, string> {
   const out = new Map<string, string>();
   let text: string;
+  const path = join(refStore(gitdir), "packed-refs");
+  if (!existsSync(path)) return out; // common after a fresh clone; cheaper than a thrown ENOENT
   try {
-    text = readFileSync(join(refStore(gitdir), "packed-refs"), "utf8");
+    text = readFileSync(path, "utf8");
   } catch {
     return out;
   }

@@ -5,26 +5,28 @@
 //    readdir per tracked directory and HEAD's trees, hashing a file only when
 //    its stat changed. It answers null whenever unsure (unusual index,
 //    unborn HEAD) and the caller asks isomorphic-git's statusMatrix instead.
-import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError } from "../errors.ts";
 import { readConfigValueSync } from "./config.ts";
-import { type IndexEntry, parseIndex, serializeIndex, statTimes } from "./index-file.ts";
+import { type IndexEntry, readIndex, serializeIndex, statTimes } from "./index-file.ts";
 import { type Git, loadGit } from "./iso.ts";
+import { ObjectStore } from "./object-store.ts";
+import { cacheTreeOf, flatTree } from "./tree-read.ts";
+import { hashBlob, journaledPathsFor, onDisk, sameVersion, tempNameOf } from "./checkout-journal.ts";
 import { gitdirOf, resolveRefSync } from "./refs.ts";
 
 const GITLINK = 0o160000;
 const SYMLINK = 0o120000;
 
 /** A tree entry name that could escape the work tree or touch .git is refused, as git does. */
-function checkName(name: string, where: string): void {
+export function checkName(name: string, where: string): void {
   if (name === "" || name === "." || name === ".." || name.includes("/") || name.includes("\0") || name.toLowerCase() === ".git") {
     throw packOpError(`the repository contains an unsafe path ${JSON.stringify(where + name)}; refusing to check it out.`);
   }
 }
 
-function entryFor(path: string, mode: number, oid: string, st: fs.Stats | null): IndexEntry {
+export function entryFor(path: string, mode: number, oid: string, st: fs.Stats | null): IndexEntry {
   const [cs, cn] = st ? statTimes(st.ctimeMs) : [0, 0];
   const [ms, mn] = st ? statTimes(st.mtimeMs) : [0, 0];
   return {
@@ -46,15 +48,29 @@ function entryFor(path: string, mode: number, oid: string, st: fs.Stats | null):
 
 /** Check out commit `oid` into `dir`, whose work tree must be empty and which must have no index yet. */
 export async function checkoutFresh(dir: string, gitdir: string, oid: string): Promise<void> {
-  const git = await loadGit();
+  // Objects come from the native reader; isomorphic-git only for what it cannot read.
+  const store = new ObjectStore(gitdir);
   const cache = {};
-  const { commit } = await git.readCommit({ fs, gitdir, oid, cache });
+  let iso: Git | null = null;
+  const git = async () => (iso ??= await loadGit());
+  const treeOf = async (treeOid: string): Promise<Array<{ path: string; mode: string; oid: string; type: string }>> => {
+    const native = store.readTree(treeOid);
+    if (native) {
+      return native.map((e) => ({ path: e.name, mode: e.mode, oid: e.oid, type: e.mode === "040000" ? "tree" : e.mode === "160000" ? "commit" : "blob" }));
+    }
+    return (await (await git()).readTree({ fs, gitdir, oid: treeOid, cache })).tree;
+  };
+  const blobOf = async (blobOid: string): Promise<Uint8Array> => {
+    const o = store.read(blobOid);
+    if (o?.type === "blob") return o.data;
+    return (await (await git()).readBlob({ fs, gitdir, oid: blobOid, cache })).blob;
+  };
+  const rootTree = store.readCommit(oid)?.tree ?? (await (await git()).readCommit({ fs, gitdir, oid, cache })).commit.tree;
   const entries: IndexEntry[] = [];
   // First the directories and the list of files, from the trees.
   const files: Array<{ rel: string; mode: string; oid: string }> = [];
   const walk = async (treeOid: string, prefix: string): Promise<void> => {
-    const { tree } = await git.readTree({ fs, gitdir, oid: treeOid, cache });
-    for (const e of tree) {
+    for (const e of await treeOf(treeOid)) {
       checkName(e.path, prefix);
       const rel = prefix + e.path;
       if (e.type === "tree") {
@@ -66,11 +82,11 @@ export async function checkoutFresh(dir: string, gitdir: string, oid: string): P
       } else files.push({ rel, mode: e.mode, oid: e.oid });
     }
   };
-  await walk(commit.tree, "");
+  await walk(rootTree, "");
   // Then the files, many at a time: each read and write waits on I/O, and
   // one-by-one the waits add up to several times the work.
   const writeOne = async (f: { rel: string; mode: string; oid: string }) => {
-    const { blob } = await git.readBlob({ fs, gitdir, oid: f.oid, cache });
+    const blob = await blobOf(f.oid);
     const abs = join(dir, f.rel);
     if (f.mode === "120000") await fs.promises.symlink(Buffer.from(blob).toString("utf8"), abs);
     else await fs.promises.writeFile(abs, blob, { mode: f.mode === "100755" ? 0o755 : 0o644 });
@@ -85,7 +101,8 @@ export async function checkoutFresh(dir: string, gitdir: string, oid: string): P
   }
   // Files written in the same clock tick as the index stay "racy" (re-hashed by
   // every status check, as git does) until the index is next rewritten.
-  fs.writeFileSync(join(gitdir, "index"), serializeIndex(entries));
+  fs.writeFileSync(join(gitdir, "index"), serializeIndex(entries, cacheTreeOf(store, oid) ?? undefined));
+  store.close();
 }
 
 function sameTime(s1: number, n1: number, ms: number): boolean {
@@ -94,13 +111,8 @@ function sameTime(s1: number, n1: number, ms: number): boolean {
   return s1 === s2 && Math.abs(n1 - n2) < 1000;
 }
 
-function hashBlob(abs: string, st: fs.Stats): string {
-  const content = st.isSymbolicLink() ? Buffer.from(fs.readlinkSync(abs), "utf8") : fs.readFileSync(abs);
-  return createHash("sha1").update(`blob ${content.length}\0`).update(content).digest("hex");
-}
-
 /** Does the work tree file differ from its index entry? */
-function fileChanged(dir: string, e: IndexEntry, filemode: boolean, racyAfterMs: number): boolean {
+export function fileChanged(dir: string, e: IndexEntry, filemode: boolean, racyAfterMs: number): boolean {
   const abs = join(dir, e.path);
   let st: fs.Stats;
   try {
@@ -124,22 +136,6 @@ function fileChanged(dir: string, e: IndexEntry, filemode: boolean, racyAfterMs:
   return hashBlob(abs, st) !== e.oid;
 }
 
-/** HEAD's tree flattened to path → "mode oid" (blobs, symlinks and gitlinks, as the index holds them). */
-async function headTree(git: Git, gitdir: string, oid: string): Promise<Map<string, string>> {
-  const cache = {};
-  const out = new Map<string, string>();
-  const { commit } = await git.readCommit({ fs, gitdir, oid, cache });
-  const walk = async (treeOid: string, prefix: string): Promise<void> => {
-    const { tree } = await git.readTree({ fs, gitdir, oid: treeOid, cache });
-    for (const e of tree) {
-      if (e.type === "tree") await walk(e.oid, `${prefix}${e.path}/`);
-      else out.set(prefix + e.path, `${Number.parseInt(e.mode, 8)} ${e.oid}`);
-    }
-  };
-  await walk(commit.tree, "");
-  return out;
-}
-
 function isRepository(path: string): boolean {
   const gd = gitdirOf(path);
   return gd !== null && ["HEAD", "objects", "refs"].every((n) => fs.existsSync(join(gd, n)));
@@ -156,16 +152,25 @@ export async function isDirtyFast(dir: string, gitdir: string): Promise<boolean 
   } catch {
     return null;
   }
-  const entries = parseIndex(buf);
+  const index = readIndex(buf);
+  const entries = index?.entries;
   const head = resolveRefSync(gitdir, "HEAD");
-  if (!entries || !head) return null;
+  if (!index || !entries || !head) return null;
   if (entries.some((e) => e.stage !== 0)) return true; // unresolved merge conflict
 
-  // 1. Tracked files against their index entries.
   const filemode = readConfigValueSync(dir, "core", null, "filemode") !== "false";
+  // An interrupted update (checkout-diff.ts): its paths may show either version, and its temp files are its own.
+  const journal = await journaledPathsFor(gitdir);
+  const temps = new Set(journal ? [...journal.keys()].map(tempNameOf) : []);
+  const moveOwns = (rel: string) =>
+    temps.has(rel) || (journal?.get(rel)?.some((v) => sameVersion(onDisk(dir, rel), v, filemode)) ?? false);
+
+  // 1. Tracked files against their index entries.
   for (const e of entries) {
     if (e.mode === GITLINK) continue; // submodules are their own repositories
-    if (fileChanged(dir, e, filemode, indexMtime)) return true;
+    if (journal?.has(e.path)) {
+      if (!moveOwns(e.path)) return true;
+    } else if (fileChanged(dir, e, filemode, indexMtime)) return true;
   }
 
   // 2. Files the index does not know: collected now, judged against .gitignore below.
@@ -180,26 +185,44 @@ export async function isDirtyFast(dir: string, gitdir: string): Promise<boolean 
     for (const d of fs.readdirSync(rel ? join(dir, rel) : dir, { withFileTypes: true })) {
       if (d.name === ".git") continue;
       const p = rel ? `${rel}/${d.name}` : d.name;
-      if (tracked.has(p)) continue;
+      if (tracked.has(p) || (!d.isDirectory() && journal && moveOwns(p))) continue;
       if (d.isDirectory() && trackedDirs.has(p)) scan(p);
       else untracked.push({ rel: p, isDir: d.isDirectory() });
     }
   };
   scan("");
 
-  // 3. The index against HEAD's commit: staged changes.
-  const git = await loadGit();
-  const tree = await headTree(git, gitdir, head);
-  if (tree.size !== entries.length) return true;
-  for (const e of entries) if (tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
+  // 3. The index against HEAD's commit: staged changes. A valid cache-tree
+  // names the tree the index amounts to: one commit read instead of every tree.
+  const store = new ObjectStore(gitdir);
+  let tree: Map<string, string> | null = null; // null: the cache-tree already showed the index is HEAD's tree
+  try {
+    const headTree = journal || !index.rootTree ? null : (store.readCommit(head)?.tree ?? null);
+    if (headTree !== null) {
+      if (headTree !== index.rootTree) return true;
+    } else tree = await flatTree(gitdir, head, store);
+  } finally {
+    store.close();
+  }
+  if (journal && tree) {
+    // Mid-move, the index may hold either version of the move's paths; every other path must match HEAD.
+    for (const e of entries) if (!journal.has(e.path) && tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
+    const indexed = new Set(entries.map((e) => e.path));
+    for (const p of tree.keys()) if (!journal.has(p) && !indexed.has(p)) return true;
+  } else if (tree) {
+    if (tree.size !== entries.length) return true;
+    for (const e of entries) if (tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
+  }
 
   // 4. Untracked files count unless ignored; a directory is looked into only if it is not ignored itself.
+  if (untracked.length === 0) return false;
+  const git = await loadGit();
   const ignored = (rel: string) => git.isIgnored({ fs, dir, gitdir, filepath: rel });
   const pending = [...untracked];
   while (pending.length > 0) {
     const c = pending.pop() as { rel: string; isDir: boolean };
     if (!c.isDir) {
-      if (!(await ignored(c.rel))) return true;
+      if (!(journal && moveOwns(c.rel)) && !(await ignored(c.rel))) return true;
       continue;
     }
     if ((await ignored(c.rel)) || (await ignored(`${c.rel}/`))) continue;

@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import { GrexError, toGrexError, usageError } from "../errors.ts";
 import { parseFilter } from "../filter.ts";
-import { updateIgnoreFile } from "../gitignore.ts";
+import { updateIgnoreBlocks } from "../gitignore.ts";
 import { packIgnoreLines } from "../pack/x-gitignore.ts";
 import { type HeldLock, tryAcquireWorkspaceLock, withPackLock } from "../locks.ts";
 import { type LockEntry, readLockfile, writeLockfile } from "../lockfile.ts";
@@ -313,11 +313,19 @@ async function recordResults(
   } catch (err) {
     warn(`could not rewrite ${ws.lockPath} (${toGrexError(err).message}); the work itself is done, run sync again to record it`);
   }
+  // One pass per ignore file, whatever the number of packs in it.
+  const ignoreUpdates = new Map<string, Array<[string, string[]]>>();
   for (const n of nodes) {
     if (n.outcome === "failed" && !n.head) continue;
+    const [file, rel] =
+      n.parent === null ? [join(ws.root, ".gitignore"), n.path] : [join(n.parent.dir, ".git", "info", "exclude"), n.path.slice(n.parent.path.length + 1)];
+    const list = ignoreUpdates.get(file) ?? [];
+    list.push([n.id, packIgnoreLines(rel, n.manifest)]);
+    ignoreUpdates.set(file, list);
+  }
+  for (const [file, updates] of ignoreUpdates) {
     try {
-      if (n.parent === null) updateIgnoreFile(join(ws.root, ".gitignore"), n.id, packIgnoreLines(n.path, n.manifest));
-      else updateIgnoreFile(join(n.parent.dir, ".git", "info", "exclude"), n.id, packIgnoreLines(n.path.slice(n.parent.path.length + 1), n.manifest));
+      updateIgnoreBlocks(file, updates);
     } catch (err) {
       warn(toGrexError(err).message);
     }

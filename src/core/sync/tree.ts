@@ -185,15 +185,16 @@ async function updateExisting(node: TreeNode, opts: FetchOptions, backend: Retur
     node.message = why;
     return;
   }
-  if (!opts.force && (await backend.isDirty(node.dir))) {
-    node.outcome = "dirty";
-    node.message = "has uncommitted changes; left as is (commit or stash them, or pass --force)";
-    return;
-  }
   if (opts.dryRun) {
+    if (!opts.force && (await backend.isDirty(node.dir))) {
+      node.outcome = "dirty";
+      node.message = "has uncommitted changes; left as is (commit or stash them, or pass --force)";
+      return;
+    }
     await (await import("./preview.ts")).previewMove(node, opts.signal);
     return;
   }
+  // The dirty check runs once, under the lock below: it reads the whole work tree.
   await withBackendLock(opts.ws, node.dir, opts.signal, async () => {
     // Authoritative re-check now that nobody else can touch this repository.
     if (!opts.force && (await backend.isDirty(node.dir))) {
