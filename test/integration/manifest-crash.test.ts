@@ -10,6 +10,7 @@ import { runCli } from "../../src/cli/run.ts";
 import { appendEvents, compactManifest, fold, makeEvent, parseManifest, readManifest } from "../../src/core/manifest.ts";
 import { type Workspace, workspaceAt } from "../../src/core/workspace.ts";
 import { TmpDirs } from "../helpers/tmp.ts";
+import { prng } from "../helpers/prng.ts";
 
 const WORKER = join(import.meta.dir, "..", "helpers", "append-worker.ts");
 const GREX_MAIN = join(import.meta.dir, "..", "..", "src", "cli", "main.ts");
@@ -26,17 +27,6 @@ function freshWorkspace(): Workspace {
   return ws;
 }
 
-/** Seeded PRNG so a failing trial can be replayed. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Worker {
   proc: Bun.Subprocess<"ignore", "pipe", "pipe">;

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { type ActionHooks, type RunOptions, runActions } from "../../src/core/actions/executor.ts";
 import type { PackState, Step } from "../../src/core/actions/types.ts";
 import { GrexError } from "../../src/core/errors.ts";
+import { sandboxRunOptions } from "../helpers/actions.ts";
 
 let root: string;
 let home: string;
@@ -44,18 +45,11 @@ function recorder(): ActionHooks & { events: string[]; halts: Halt[] } {
   };
 }
 
-function opts(extra: Partial<RunOptions> = {}, state: PackState = {}): RunOptions {
-  return {
-    packId: "p",
-    packDir: pack,
-    dryRun: false,
-    env: { HOME: home, PATH: process.env.PATH },
-    signal: new AbortController().signal,
-    state,
-    processEnv: {},
-    ...extra,
-  };
-}
+const opts = (extra: Partial<RunOptions> = {}, state: PackState = {}): RunOptions => ({
+  ...sandboxRunOptions(pack, home, state),
+  now: undefined,
+  ...extra,
+});
 
 /** Whether `pid` is a live process (a zombie waiting for init to reap it counts as dead). */
 function running(pid: number): boolean {

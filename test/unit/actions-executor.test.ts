@@ -9,7 +9,7 @@ import { type ActionHooks, type RunOptions, runActions, teardownActions } from "
 import { collectNamedActions, parseActionItem } from "../../src/core/actions/index.ts";
 import type { ActionItem, PackState } from "../../src/core/actions/types.ts";
 import { GrexError } from "../../src/core/errors.ts";
-import { modeSnapshot } from "../helpers/actions.ts";
+import { modeSnapshot, sandboxRunOptions } from "../helpers/actions.ts";
 
 let root: string;
 let home: string;
@@ -35,18 +35,11 @@ function recorder(): ActionHooks & { events: string[] } {
   };
 }
 
-function opts(extra: Partial<RunOptions> = {}, state: PackState = {}): RunOptions {
-  return {
-    packId: "p",
-    packDir: pack,
-    dryRun: false,
-    env: { HOME: home, PATH: process.env.PATH },
-    signal: new AbortController().signal,
-    state,
-    processEnv: {},
-    ...extra,
-  };
-}
+const opts = (extra: Partial<RunOptions> = {}, state: PackState = {}): RunOptions => ({
+  ...sandboxRunOptions(pack, home, state),
+  now: undefined,
+  ...extra,
+});
 
 function thrown(fn: () => unknown): GrexError {
   try {

@@ -24,6 +24,7 @@ import {
   updateIgnoreFile,
   upsertBlock,
 } from "../../src/core/gitignore.ts";
+import { prng } from "../helpers/prng.ts";
 
 const block = (id: string, lines: string[], eol = "\n") =>
   [`# >>> grex:${id} >>>`, ...lines, `# <<< grex:${id} <<<`].map((l) => l + eol).join("");
@@ -281,16 +282,6 @@ describe("files", () => {
 // ---------------------------------------------------------------------------
 // Property-style: random user content + random upserts/removes.
 
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const USER_LINES = [
   "",

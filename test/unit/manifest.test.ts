@@ -24,6 +24,7 @@ import {
 } from "../../src/core/manifest.ts";
 import { type Workspace, workspaceAt } from "../../src/core/workspace.ts";
 import { TmpDirs } from "../helpers/tmp.ts";
+import { prng } from "../helpers/prng.ts";
 
 const tmp = new TmpDirs();
 let ws: Workspace;
@@ -351,16 +352,6 @@ describe("appendEvents / readManifest", () => {
 // ---------------------------------------------------------------------------
 // Property-style: random event sequences, seeded.
 
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const IDS = ["a", "b", "c", "dev-env", "dev-env/themes", "x.y_z"];
 const URLS = ["https://h/1.git", "git@h:org/2.git", "/abs/local/3", "https://h/ünï.git"];

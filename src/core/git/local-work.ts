@@ -90,7 +90,7 @@ export interface LocalWorkFinding {
   lost: string[];
 }
 
-/** localWork() of each repository in `targets` that has any. */
+/** localWork() of each repository in `targets`, for those where it finds something. */
 export async function findLocalWork(targets: Array<{ id: string; dir: string }>): Promise<LocalWorkFinding[]> {
   const out: LocalWorkFinding[] = [];
   for (const t of targets) {
