@@ -32,7 +32,7 @@ function step(name: string, ok: boolean, detail = ""): void {
 
 function compile(out: string, target?: string): void {
   const build = Bun.spawnSync(
-    [process.execPath, "build", "--compile", "--minify", "--bytecode", "--format=esm", ...(target ? [`--target=${target}`] : []), "src/cli/main.ts", "--outfile", out],
+    [process.execPath, "build", "--compile", "--minify", "--bytecode", "--format=esm", "--splitting", ...(target ? [`--target=${target}`] : []), "src/cli/main.ts", "--outfile", out],
     { cwd: root, stdout: "pipe", stderr: "pipe" },
   );
   step(`bun build --compile${target ? ` --target=${target}` : ""}`, build.exitCode === 0, build.exitCode === 0 ? out : build.stderr.toString().trim());
