@@ -11,10 +11,8 @@ import { invoke, type Outcome } from "../verbs/invoke.ts";
 import { failureDocument, toJsonDocument } from "../verbs/serialize.ts";
 import type { CliFlag, VerbDef } from "../verbs/types.ts";
 import { runBuiltin } from "./builtins.ts";
-import { unknownVerb } from "./help.ts";
 import { type CliProgress, cancelledMessage, makeProgress } from "./output.ts";
 import { colorWanted } from "../verbs/render-style.ts";
-import { explainUnknownOption, moveCommandAfterDashes } from "./suggest.ts";
 
 export interface CliIO {
   stdout(text: string): void;
@@ -199,6 +197,8 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     const builtin = await runBuiltin(argv, io, GLOBAL_FLAGS);
     if (builtin !== undefined) return builtin;
     const cli = buildCli();
+    // Only a `--` can need the move below: its module loads only then.
+    const suggest = argv.includes("--") ? await import("./suggest.ts") : undefined;
     // cac prints help and version with console.info; route them through our stdout.
     const info = console.info;
     console.info = (...parts: unknown[]) => io.stdout(`${parts.join(" ")}\n`);
@@ -206,7 +206,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     try {
       parsed = cli.parse(["grex", "grex", ...normaliseSwitches(argv)], { run: false });
       // `grex exec -- git log -1` means `grex exec git -- log -1`.
-      const moved = moveCommandAfterDashes(argv, parsed.args, cli.matchedCommand?.name, CLI_VERBS);
+      const moved = suggest?.moveCommandAfterDashes(argv, parsed.args, cli.matchedCommand?.name, CLI_VERBS);
       if (moved) parsed = cli.parse(["grex", "grex", ...normaliseSwitches((argv = moved))], { run: false });
     } finally {
       console.info = info;
@@ -216,7 +216,8 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     const command = cli.matchedCommand;
     if (!command) {
       const first = parsed.args[0];
-      throw first === undefined ? usageError("No verb given; run `grex help` to see the verbs.") : unknownVerb(String(first));
+      if (first === undefined) throw usageError("No verb given; run `grex help` to see the verbs.");
+      throw (await import("./help.ts")).unknownVerb(String(first));
     }
     verbName = command.name;
     const verb = CLI_VERBS.find((v) => v.name === command.name);
@@ -228,7 +229,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     } catch (err) {
       // cac's wording, made into one sentence that names the verb and the way out.
       const msg = (err instanceof Error ? err.message : String(err)).replace(/\.$/, "");
-      const unknown = explainUnknownOption(msg, argv, verb, GLOBAL_FLAGS);
+      const unknown = (await import("./suggest.ts")).explainUnknownOption(msg, argv, verb, GLOBAL_FLAGS);
       if (unknown) throw unknown;
       const what = msg.startsWith("missing required args")
         ? `Missing a required argument: the usage is \`grex ${command.rawName}\``
