@@ -10,7 +10,7 @@ import { CLI_VERBS } from "./verbs.ts";
 import { invoke, type Outcome } from "../verbs/invoke.ts";
 import { failureDocument, toJsonDocument } from "../verbs/serialize.ts";
 import type { CliFlag, VerbDef } from "../verbs/types.ts";
-import { runBuiltin } from "./builtins.ts";
+import { runBuiltin, verbWord } from "./builtins.ts";
 import { type CliProgress, cancelledMessage, makeProgress } from "./output.ts";
 import { colorWanted } from "../verbs/render-style.ts";
 
@@ -87,11 +87,15 @@ function verbosity(argv: string[]): number {
   return n;
 }
 
-export function buildCli(): CAC {
+/**
+ * The cac parser for every verb, or for `only` one: cac parses argv once per
+ * command it tries, so a known verb word gets a parser with just that verb.
+ */
+export function buildCli(only?: VerbDef): CAC {
   const cli = cac("grex");
   for (const f of GLOBAL_FLAGS) cli.option(f.flag, f.description);
   cli.help();
-  for (const verb of CLI_VERBS) {
+  for (const verb of only ? [only] : CLI_VERBS) {
     const cmd: Command = cli.command(`${verb.name} ${verb.cli.args}`.trim(), verb.description);
     for (const f of verb.cli.flags) cmd.option(f.flag, f.description);
   }
@@ -196,21 +200,27 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
   try {
     const builtin = await runBuiltin(argv, io, GLOBAL_FLAGS);
     if (builtin !== undefined) return builtin;
-    const cli = buildCli();
     // Only a `--` can need the move below: its module loads only then.
     const suggest = argv.includes("--") ? await import("./suggest.ts") : undefined;
-    // cac prints help and version with console.info; route them through our stdout.
-    const info = console.info;
-    console.info = (...parts: unknown[]) => io.stdout(`${parts.join(" ")}\n`);
-    let parsed: ReturnType<CAC["parse"]>;
-    try {
-      parsed = cli.parse(["grex", "grex", ...normaliseSwitches(argv)], { run: false });
-      // `grex exec -- git log -1` means `grex exec git -- log -1`.
-      const moved = suggest?.moveCommandAfterDashes(argv, parsed.args, cli.matchedCommand?.name, CLI_VERBS);
-      if (moved) parsed = cli.parse(["grex", "grex", ...normaliseSwitches((argv = moved))], { run: false });
-    } finally {
-      console.info = info;
-    }
+    const parse = (cli: CAC): ReturnType<CAC["parse"]> => {
+      // cac prints help and version with console.info; route them through our stdout.
+      const info = console.info;
+      console.info = (...parts: unknown[]) => io.stdout(`${parts.join(" ")}\n`);
+      try {
+        let parsed = cli.parse(["grex", "grex", ...normaliseSwitches(argv)], { run: false });
+        // `grex exec -- git log -1` means `grex exec git -- log -1`.
+        const moved = suggest?.moveCommandAfterDashes(argv, parsed.args, cli.matchedCommand?.name, CLI_VERBS);
+        if (moved) parsed = cli.parse(["grex", "grex", ...normaliseSwitches((argv = moved))], { run: false });
+        return parsed;
+      } finally {
+        console.info = info;
+      }
+    };
+    // The verb word picks the one command to build; anything else gets them all (and cac's own verdict).
+    const named = CLI_VERBS.find((v) => v.name === verbWord(argv, GLOBAL_FLAGS));
+    let cli = buildCli(named);
+    let parsed = parse(cli);
+    if (named && !cli.matchedCommand) parsed = parse((cli = buildCli()));
     const options = parsed.options as Record<string, unknown>;
     if (options.help) return 0;
     const command = cli.matchedCommand;
