@@ -8,7 +8,7 @@ import { firstIssue } from "../core/issues.ts";
 import { isBareName } from "../core/naming.ts";
 import { withManifestLock } from "../core/locks.ts";
 import { appendEventsLocked, makeEvent, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
-import type { editIgnoreFile as EditIgnoreFileFn } from "../core/gitignore.ts";
+import type { editIgnoreFile } from "../core/gitignore.ts";
 import { isKnownPackType, packTypeChoices } from "../core/registry.ts";
 import { dryRunParam } from "./common.ts";
 import { defineVerb, unlessDryRun } from "./types.ts";
@@ -233,13 +233,11 @@ export const importVerb = defineVerb({
   },
 });
 
-type EditIgnoreFile = typeof EditIgnoreFileFn;
-
 /** `--migrate-gitignore`: drop a hand-kept ignore line for `path` (outside managed blocks); a block replaces it. */
-function removeHandKeptLine(gitignore: string, path: string, editIgnoreFile: EditIgnoreFile): void {
+function removeHandKeptLine(gitignore: string, path: string, edit: typeof editIgnoreFile): void {
   if (!existsSync(gitignore)) return;
   const forms = new Set([path, `/${path}`, `${path}/`, `/${path}/`]);
-  editIgnoreFile(gitignore, "its migrated lines", (text) => {
+  edit(gitignore, "its migrated lines", (text) => {
     let inBlock = false;
     return text
       .split(/(?<=\n)/)
