@@ -2,7 +2,6 @@
 // and `grex completion`. Returns the exit code, or undefined to go on to a verb.
 import { usageError } from "../core/errors.ts";
 import type { CliFlag } from "../verbs/types.ts";
-import { helpFor } from "./help.ts";
 
 /** The verb word: the first argument that is neither a flag nor a flag's value. */
 export function verbWord(argv: readonly string[], universal: readonly CliFlag[]): string | undefined {
@@ -29,10 +28,12 @@ export async function runBuiltin(argv: readonly string[], io: BuiltinIO, univers
   if (word === "help") {
     const rest = own.slice(own.indexOf("help") + 1).filter((a) => !a.startsWith("-"));
     if (rest.length > 1) throw usageError("`grex help` takes at most one verb; run `grex help` to see them.");
+    const { helpFor } = await import("./help.ts");
     io.stdout(helpFor(rest[0], universal));
     return 0;
   }
   if (own.includes("--help") || own.includes("-h")) {
+    const { helpFor } = await import("./help.ts");
     io.stdout(helpFor(word, universal));
     return 0;
   }

@@ -10,11 +10,9 @@ import { CLI_VERBS } from "./verbs.ts";
 import { invoke, type Outcome } from "../verbs/invoke.ts";
 import { failureDocument, toJsonDocument } from "../verbs/serialize.ts";
 import type { CliFlag, VerbDef } from "../verbs/types.ts";
-import { runBuiltin } from "./builtins.ts";
-import { unknownVerb } from "./help.ts";
+import { runBuiltin, verbWord } from "./builtins.ts";
 import { type CliProgress, cancelledMessage, makeProgress } from "./output.ts";
 import { colorWanted } from "../verbs/render-style.ts";
-import { explainUnknownOption, moveCommandAfterDashes } from "./suggest.ts";
 
 export interface CliIO {
   stdout(text: string): void;
@@ -89,11 +87,15 @@ function verbosity(argv: string[]): number {
   return n;
 }
 
-export function buildCli(): CAC {
+/**
+ * The cac parser for every verb, or for `only` one: cac parses argv once per
+ * command it tries, so a known verb word gets a parser with just that verb.
+ */
+export function buildCli(only?: VerbDef): CAC {
   const cli = cac("grex");
   for (const f of GLOBAL_FLAGS) cli.option(f.flag, f.description);
   cli.help();
-  for (const verb of CLI_VERBS) {
+  for (const verb of only ? [only] : CLI_VERBS) {
     const cmd: Command = cli.command(`${verb.name} ${verb.cli.args}`.trim(), verb.description);
     for (const f of verb.cli.flags) cmd.option(f.flag, f.description);
   }
@@ -198,25 +200,34 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
   try {
     const builtin = await runBuiltin(argv, io, GLOBAL_FLAGS);
     if (builtin !== undefined) return builtin;
-    const cli = buildCli();
-    // cac prints help and version with console.info; route them through our stdout.
-    const info = console.info;
-    console.info = (...parts: unknown[]) => io.stdout(`${parts.join(" ")}\n`);
-    let parsed: ReturnType<CAC["parse"]>;
-    try {
-      parsed = cli.parse(["grex", "grex", ...normaliseSwitches(argv)], { run: false });
-      // `grex exec -- git log -1` means `grex exec git -- log -1`.
-      const moved = moveCommandAfterDashes(argv, parsed.args, cli.matchedCommand?.name, CLI_VERBS);
-      if (moved) parsed = cli.parse(["grex", "grex", ...normaliseSwitches((argv = moved))], { run: false });
-    } finally {
-      console.info = info;
-    }
+    // Only a `--` can need the move below: its module loads only then.
+    const suggest = argv.includes("--") ? await import("./suggest.ts") : undefined;
+    const parse = (cli: CAC): ReturnType<CAC["parse"]> => {
+      // cac prints help and version with console.info; route them through our stdout.
+      const info = console.info;
+      console.info = (...parts: unknown[]) => io.stdout(`${parts.join(" ")}\n`);
+      try {
+        let parsed = cli.parse(["grex", "grex", ...normaliseSwitches(argv)], { run: false });
+        // `grex exec -- git log -1` means `grex exec git -- log -1`.
+        const moved = suggest?.moveCommandAfterDashes(argv, parsed.args, cli.matchedCommand?.name, CLI_VERBS);
+        if (moved) parsed = cli.parse(["grex", "grex", ...normaliseSwitches((argv = moved))], { run: false });
+        return parsed;
+      } finally {
+        console.info = info;
+      }
+    };
+    // The verb word picks the one command to build; anything else gets them all (and cac's own verdict).
+    const named = CLI_VERBS.find((v) => v.name === verbWord(argv, GLOBAL_FLAGS));
+    let cli = buildCli(named);
+    let parsed = parse(cli);
+    if (named && !cli.matchedCommand) parsed = parse((cli = buildCli()));
     const options = parsed.options as Record<string, unknown>;
     if (options.help) return 0;
     const command = cli.matchedCommand;
     if (!command) {
       const first = parsed.args[0];
-      throw first === undefined ? usageError("No verb given; run `grex help` to see the verbs.") : unknownVerb(String(first));
+      if (first === undefined) throw usageError("No verb given; run `grex help` to see the verbs.");
+      throw (await import("./help.ts")).unknownVerb(String(first));
     }
     verbName = command.name;
     const verb = CLI_VERBS.find((v) => v.name === command.name);
@@ -228,7 +239,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     } catch (err) {
       // cac's wording, made into one sentence that names the verb and the way out.
       const msg = (err instanceof Error ? err.message : String(err)).replace(/\.$/, "");
-      const unknown = explainUnknownOption(msg, argv, verb, GLOBAL_FLAGS);
+      const unknown = (await import("./suggest.ts")).explainUnknownOption(msg, argv, verb, GLOBAL_FLAGS);
       if (unknown) throw unknown;
       const what = msg.startsWith("missing required args")
         ? `Missing a required argument: the usage is \`grex ${command.rawName}\``

@@ -3,7 +3,6 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
 import { GrexError, usageError } from "../core/errors.ts";
-import { isGitRepo, originUrlSync, transportOf } from "../core/git/backend.ts";
 import { tryAcquireWorkspaceLock } from "../core/locks.ts";
 import { readManifest } from "../core/manifest.ts";
 import { isKnownPackType, packTypeChoices } from "../core/registry.ts";
@@ -70,6 +69,7 @@ export const addVerb = defineVerb({
   },
   async run(ctx, p, signal, progress) {
     const ws = ctx.workspace();
+    const { transportOf } = await import("../core/git/backend.ts");
     // A relative local path is stored absolute so the manifest works from anywhere.
     const url = transportOf(p.url) === "local" && !p.url.startsWith("file://") ? resolve(ctx.cwd, p.url) : p.url;
     const path = p.path ?? defaultPathFor(url);
@@ -126,6 +126,7 @@ export const addVerb = defineVerb({
 
 /** An existing directory is taken over when it is a clone of the same URL holding no local-only work. */
 async function adoptable(dir: string, url: string): Promise<boolean> {
+  const { isGitRepo, originUrlSync } = await import("../core/git/backend.ts");
   if (!isGitRepo(dir)) return false;
   const origin = originUrlSync(dir);
   const key = (u: string) => u.replace(/\/+$/, "").replace(/\.git$/, "");

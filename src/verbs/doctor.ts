@@ -4,20 +4,13 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { GrexError, toGrexError } from "../core/errors.ts";
-import { isGitRepo, originUrlSync } from "../core/git/backend.ts";
-import { blockIdsIn, editIgnoreFile, parseBlocks, repairBlocks, updateIgnoreFile } from "../core/gitignore.ts";
 import type { PackManifest } from "../core/pack/schema.ts";
-import { packIgnoreLines } from "../core/pack/x-gitignore.ts";
 import { inspectLocks, removeStaleLocks, withManifestLock } from "../core/locks.ts";
 import { readLockfile, writeLockfile, writeLockfileLocked, type LockEntry } from "../core/lockfile.ts";
 import { compactManifest, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
-import { convertRustWorkspace, describeRustShape, rustShape } from "../core/compat/convert-rust.ts";
-import { interruptedPacks } from "../core/sync/install-state.ts";
 import type { Workspace } from "../core/workspace.ts";
 import { STATE_BLOCK_ID } from "./init.ts";
-import { trashDir, trashLeftovers, sweepTrash } from "../core/trash.ts";
 import { dryRunParam } from "./common.ts";
-import { graphProblems } from "./doctor-graph.ts";
 import { paint } from "./render-style.ts";
 import { table } from "./render-table.ts";
 import { defineVerb, READS_ONLY } from "./types.ts";
@@ -70,6 +63,20 @@ const Result = v.object({
   ),
 });
 
+/** What the checks and repairs need, loaded when doctor runs (not when the verb table loads). */
+async function doctorRuntime() {
+  const [backend, gitignore, packIgnore, rust, installState, trash, graph] = await Promise.all([
+    import("../core/git/backend.ts"),
+    import("../core/gitignore.ts"),
+    import("../core/pack/x-gitignore.ts"),
+    import("../core/compat/convert-rust.ts"),
+    import("../core/sync/install-state.ts"),
+    import("../core/trash.ts"),
+    import("./doctor-graph.ts"),
+  ]);
+  return { ...backend, ...gitignore, ...packIgnore, ...rust, ...installState, ...trash, ...graph };
+}
+
 interface Loaded {
   events: ManifestEvent[];
   state: Map<string, PackEntry>;
@@ -78,6 +85,8 @@ interface Loaded {
 
 /** Run every check; findings only (no writes). */
 async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void): Promise<{ findings: Finding[]; loaded: Loaded | null }> {
+  const { describeRustShape, graphProblems, interruptedPacks, isGitRepo, originUrlSync, packIgnoreLines, parseBlocks, rustShape, trashDir, trashLeftovers } =
+    await doctorRuntime();
   const findings: Finding[] = [];
   const add = (check: Check, severity: Severity, pack: string | null, detail: string, auto_fixable = false) =>
     findings.push({ check, severity, pack, detail, auto_fixable });
@@ -246,6 +255,7 @@ function lineCount(path: string): number {
 
 /** Heal what is safe: ignore blocks, stale locks, orphan lock entries. */
 async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<string[]> {
+  const { blockIdsIn, convertRustWorkspace, editIgnoreFile, packIgnoreLines, repairBlocks, sweepTrash, updateIgnoreFile } = await doctorRuntime();
   const fixed: string[] = [];
   const fixable = new Set(findings.filter((f) => f.auto_fixable).map((f) => f.check));
   // First, so the heals below rewrite files already in this grex's format.
@@ -330,6 +340,7 @@ export const doctorVerb = defineVerb({
         const lock = readLockfile(ws, { warn: ctx.warn });
         compaction = { manifest_lines: [loaded.events.length, loaded.state.size], lockfile_lines: [lineCount(ws.lockPath), lock.size] };
       } else {
+        const { convertRustWorkspace } = await import("../core/compat/convert-rust.ts");
         await convertRustWorkspace(ws); // a Rust-format file gets its backup before compaction rewrites it
         const lock = readLockfile(ws, { warn: ctx.warn });
         const lockLines = [lineCount(ws.lockPath), lock.size] as [number, number];

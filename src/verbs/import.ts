@@ -1,16 +1,14 @@
 // `grex import`: register existing repositories (a REPOS.json index and/or
 // untracked git dirs found by --scan). Registers only; `grex sync` clones.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { ABSENT, readRegularFile } from "../core/read-file.ts";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
 import { usageError } from "../core/errors.ts";
 import { firstIssue } from "../core/issues.ts";
 import { isBareName } from "../core/naming.ts";
-import { isGitRepo, originUrlSync } from "../core/git/backend.ts";
-import { editIgnoreFile, updateIgnoreFile, ignoreLinesFor } from "../core/gitignore.ts";
 import { withManifestLock } from "../core/locks.ts";
 import { appendEventsLocked, makeEvent, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
+import type { editIgnoreFile } from "../core/gitignore.ts";
 import { isKnownPackType, packTypeChoices } from "../core/registry.ts";
 import { dryRunParam } from "./common.ts";
 import { defineVerb, unlessDryRun } from "./types.ts";
@@ -34,7 +32,8 @@ const Result = v.object({
 /** REPOS.json is an index of URLs: 4 MiB holds tens of thousands of entries. */
 const MAX_REPOS_JSON_BYTES = 4 * 1024 * 1024;
 
-function readReposJson(file: string, skipped: { path: string; reason: string }[]): Candidate[] {
+async function readReposJson(file: string, skipped: { path: string; reason: string }[]): Promise<Candidate[]> {
+  const { ABSENT, readRegularFile } = await import("../core/read-file.ts");
   const bytes = readRegularFile(file, {
     inside: null,
     maxBytes: MAX_REPOS_JSON_BYTES,
@@ -66,7 +65,8 @@ function readReposJson(file: string, skipped: { path: string; reason: string }[]
 }
 
 /** Untracked git dirs one level deep that have an `origin` remote. */
-function scanWorkspace(root: string, known: Set<string>, skipped: { path: string; reason: string }[]): Candidate[] {
+async function scanWorkspace(root: string, known: Set<string>, skipped: { path: string; reason: string }[]): Promise<Candidate[]> {
+  const { isGitRepo, originUrlSync } = await import("../core/git/backend.ts");
   const found: Candidate[] = [];
   for (const entry of readdirSync(root, { withFileTypes: true })) {
     if (!entry.isDirectory() || entry.name.startsWith(".") || known.has(entry.name)) continue;
@@ -125,12 +125,12 @@ export const importVerb = defineVerb({
     const ws = ctx.workspace();
     const skipped: { path: string; reason: string }[] = [];
     const candidates: Candidate[] = [];
-    if (params.from_repos_json !== undefined) candidates.push(...readReposJson(resolve(ws.root, params.from_repos_json), skipped));
+    if (params.from_repos_json !== undefined) candidates.push(...(await readReposJson(resolve(ws.root, params.from_repos_json), skipped)));
     if (params.scan) {
       // A first look only to narrow the scan; what gets registered is decided below, under the lock.
       const { state } = await readManifest(ws, { warn: ctx.warn });
       const listed = new Set([...state.keys(), ...candidates.map((c) => c.path)]);
-      candidates.push(...scanWorkspace(ws.root, listed, skipped));
+      candidates.push(...(await scanWorkspace(ws.root, listed, skipped)));
     }
 
     // Per-candidate facts that do not depend on the manifest: checked before taking the lock.
@@ -205,9 +205,10 @@ export const importVerb = defineVerb({
           return d;
         });
     if (!params.dry_run) {
+      const { editIgnoreFile, updateIgnoreFile, ignoreLinesFor } = await import("../core/gitignore.ts");
       const gitignore = join(ws.root, ".gitignore");
       for (const item of imported) {
-        if (params.migrate_gitignore) removeHandKeptLine(gitignore, item.path);
+        if (params.migrate_gitignore) removeHandKeptLine(gitignore, item.path, editIgnoreFile);
         updateIgnoreFile(gitignore, item.path, ignoreLinesFor(item.path));
       }
     }
@@ -233,10 +234,10 @@ export const importVerb = defineVerb({
 });
 
 /** `--migrate-gitignore`: drop a hand-kept ignore line for `path` (outside managed blocks); a block replaces it. */
-function removeHandKeptLine(gitignore: string, path: string): void {
+function removeHandKeptLine(gitignore: string, path: string, edit: typeof editIgnoreFile): void {
   if (!existsSync(gitignore)) return;
   const forms = new Set([path, `/${path}`, `${path}/`, `/${path}/`]);
-  editIgnoreFile(gitignore, "its migrated lines", (text) => {
+  edit(gitignore, "its migrated lines", (text) => {
     let inBlock = false;
     return text
       .split(/(?<=\n)/)

@@ -2,7 +2,6 @@
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import * as v from "valibot";
-import { blockIdsIn, updateIgnoreFile } from "../core/gitignore.ts";
 import { LOCK_FILE, MANIFEST_FILE, workspaceAt } from "../core/workspace.ts";
 import { dryRunParam } from "./common.ts";
 import { defineVerb, unlessDryRun } from "./types.ts";
@@ -49,6 +48,7 @@ export const initVerb = defineVerb({
         writeFileSync(path, "", { flag: "wx" });
       }
     }
+    const { blockIdsIn, updateIgnoreFile } = await import("../core/gitignore.ts");
     const gitignore = join(root, ".gitignore");
     const needsBlock = params.dry_run
       ? !blockIdsIn(gitignore).includes(STATE_BLOCK_ID)

@@ -4,12 +4,9 @@ import { join } from "node:path";
 import * as v from "valibot";
 import { stepLines, type StepLike } from "./render-steps.ts";
 import { packOpError, toGrexError, usageError } from "../core/errors.ts";
-import { describeLocalWork, findLocalWork } from "../core/git/local-work.ts";
-import { updateIgnoreFile } from "../core/gitignore.ts";
 import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks.ts";
 import { readLockfile, writeLockfile } from "../core/lockfile.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
-import { moveToTrash, sweepTrash, trashDir, trashedId } from "../core/trash.ts";
 import { closest } from "../core/closest.ts";
 import { dryRunParam } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
@@ -61,6 +58,11 @@ export const rmVerb = defineVerb({
   },
   async run(ctx, p, signal) {
     const ws = ctx.workspace();
+    const [{ describeLocalWork, findLocalWork }, { updateIgnoreFile }, { moveToTrash, sweepTrash, trashDir, trashedId }] = await Promise.all([
+      import("../core/git/local-work.ts"),
+      import("../core/gitignore.ts"),
+      import("../core/trash.ts"),
+    ]);
     const lock = p.dry_run ? null : tryAcquireWorkspaceLock(ws, "rm");
     try {
       // What an interrupted rm left behind goes first: it was already unregistered or checked.

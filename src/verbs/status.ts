@@ -5,9 +5,9 @@ import { readFileSync } from "node:fs";
 import * as v from "valibot";
 import { GrexError, toGrexError, usageError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
-import { backendFor, isGitRepo } from "../core/git/backend.ts";
 import { withBackendLock } from "../core/locks.ts";
-import { childFacts, inspectPack, PACK_STATES, type PackStatus } from "../core/sync/pack-status.ts";
+import type { PackStatus } from "../core/sync/pack-status.ts";
+import { PACK_STATES } from "../core/sync/pack-states.ts";
 import { loadWorkspaceView, type PackNode } from "../core/packs.ts";
 import { capScheduler } from "../core/scheduler.ts";
 import { dryRunParam, filterParam, parallelParam } from "./common.ts";
@@ -43,6 +43,7 @@ const Row = v.object({
 
 /** Refresh origin's tracking refs of every pack on disk, in parallel under the scheduler; failures become warnings. */
 async function fetchAll(ctx: VerbContext, packs: PackNode[], parallel: number | undefined, signal: AbortSignal): Promise<void> {
+  const { backendFor, isGitRepo } = await import("../core/git/backend.ts");
   const scheduler = capScheduler(ctx.scheduler, parallel);
   const ws = ctx.workspace();
   await Promise.all(
@@ -105,6 +106,7 @@ export const statusVerb = defineVerb({
     if (p.fetch && p.dry_run) ctx.warn(`dry run: would fetch ${picked.length} pack(s) first; ahead/behind are as of the last fetch`);
     else if (p.fetch) await fetchAll(ctx, picked, p.parallel, signal);
     const { interruptedPacksInText } = await import("../core/sync/install-state.ts");
+    const { childFacts, inspectPack } = await import("../core/sync/pack-status.ts");
     const interrupted = interruptedPacksInText(readFileSync(view.ws.manifestPath, "utf8"));
     const rows = await Promise.all(
       picked.map((n) => inspectPack(view.ws, n, { ...childFacts(view.packs, n), staleMs, interrupted: interrupted.has(n.id) })),

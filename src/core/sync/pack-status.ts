@@ -9,21 +9,9 @@ import { backendFor, isGitRepo, readHeadSync } from "../git/backend.ts";
 import type { PackNode } from "../packs.ts";
 import { offBranch } from "./off-branch.ts";
 import type { Workspace } from "../workspace.ts";
+import type { PackStateName } from "./pack-states.ts";
 
-/** Every state, in the order they win when several hold. */
-export const PACK_STATES = [
-  "missing",
-  "not-installed",
-  "dirty",
-  "off-branch",
-  "setup-changed",
-  "setup-drift",
-  "diverged",
-  "behind",
-  "ahead",
-  "clean",
-] as const;
-export type PackStateName = (typeof PACK_STATES)[number];
+export { PACK_STATES, type PackStateName } from "./pack-states.ts";
 
 /** What to run for each state (docs/cli.md carries the same table). */
 export const NEXT_STEP: Record<PackStateName, string> = {
