@@ -74,7 +74,25 @@ async function doctorRuntime() {
     import("../core/trash.ts"),
     import("./doctor-graph.ts"),
   ]);
-  return { ...backend, ...gitignore, ...packIgnore, ...rust, ...installState, ...trash, ...graph };
+  // Named picks, not spreads: two modules exporting one name must not silently shadow each other.
+  return {
+    isGitRepo: backend.isGitRepo,
+    originUrlSync: backend.originUrlSync,
+    blockIdsIn: gitignore.blockIdsIn,
+    editIgnoreFile: gitignore.editIgnoreFile,
+    parseBlocks: gitignore.parseBlocks,
+    repairBlocks: gitignore.repairBlocks,
+    updateIgnoreFile: gitignore.updateIgnoreFile,
+    packIgnoreLines: packIgnore.packIgnoreLines,
+    convertRustWorkspace: rust.convertRustWorkspace,
+    describeRustShape: rust.describeRustShape,
+    rustShape: rust.rustShape,
+    interruptedPacks: installState.interruptedPacks,
+    sweepTrash: trash.sweepTrash,
+    trashDir: trash.trashDir,
+    trashLeftovers: trash.trashLeftovers,
+    graphProblems: graph.graphProblems,
+  };
 }
 
 interface Loaded {
