@@ -75,14 +75,19 @@ test(`SIGKILL at a random moment of rm (${TRIALS} trials, seed ${SEED.toString(1
   const home = homeSnapshot();
   const random = prng(SEED);
 
-  // How long an uninterrupted rm takes here sets the range of kill moments.
-  expect((await t.grex("add", url)).code).toBe(0);
-  const first = t.spawnGrex(["rm", "big"]);
-  spawned.push(first);
-  await holdsLock(first);
-  const started = performance.now();
-  expect(await first.exited).toBe(0);
-  const span = performance.now() - started;
+  // How long an uninterrupted rm takes here sets the range of kill moments:
+  // the median of three (the first run, on a cold cache, is the slowest).
+  const spans: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    expect((await t.grex("add", url)).code).toBe(0);
+    const first = t.spawnGrex(["rm", "big"]);
+    spawned.push(first);
+    await holdsLock(first);
+    const started = performance.now();
+    expect(await first.exited).toBe(0);
+    spans.push(performance.now() - started);
+  }
+  const span = [...spans].sort((a, b) => a - b)[1] as number;
 
   const outcomes = { killed: 0, finished: 0 };
   const phases = new Map<string, number>();
@@ -93,7 +98,7 @@ test(`SIGKILL at a random moment of rm (${TRIALS} trials, seed ${SEED.toString(1
     const proc = t.spawnGrex(["rm", "big"]);
     spawned.push(proc);
     await holdsLock(proc);
-    await Bun.sleep(random() * span * 0.7);
+    await Bun.sleep(random() * span * 0.8);
     proc.kill("SIGKILL");
     const code = await proc.exited;
     outcomes[code === 0 ? "finished" : "killed"]++;
