@@ -13,6 +13,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { StdioConn } from "./fixtures/conn.ts";
 
 const CALLS = Math.max(200, Number(process.env.BENCH_CALLS ?? 2000));
 const RUNS = Math.max(10, Number(process.env.BENCH_RUNS ?? 20));
@@ -85,43 +86,11 @@ const cached = hyperfine([driveBin, "list", "--", grexBin, "serve"]);
 
 // ---- tools/call round trips: through grex vs direct ----
 const line = (m: object) => `${JSON.stringify(m)}\n`;
-class Conn {
-  readonly proc;
-  private readonly reader;
-  private buf = "";
-  private readonly decoder = new TextDecoder();
-  constructor(cmd: string[]) {
-    this.proc = Bun.spawn(cmd, { cwd: ws, env, stdin: "pipe", stdout: "pipe", stderr: "ignore" });
-    this.reader = (this.proc.stdout as ReadableStream<Uint8Array>).getReader();
-  }
-  write(text: string): void {
-    this.proc.stdin.write(text);
-    this.proc.stdin.flush();
-  }
-  async response(id: number): Promise<Record<string, unknown>> {
-    for (;;) {
-      const nl = this.buf.indexOf("\n");
-      if (nl !== -1) {
-        const m = JSON.parse(this.buf.slice(0, nl)) as Record<string, unknown>;
-        this.buf = this.buf.slice(nl + 1);
-        if (m.id === id && m.method === undefined) return m;
-        continue;
-      }
-      const { value, done } = await this.reader.read();
-      if (done) throw new Error("stdout ended");
-      this.buf += this.decoder.decode(value, { stream: true });
-    }
-  }
-  async close(): Promise<void> {
-    this.proc.stdin.end();
-    await this.proc.exited;
-  }
-}
 
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))] as number;
 
 async function roundTrips(cmd: string[], tool: string): Promise<{ p50: number; p99: number }> {
-  const c = new Conn(cmd);
+  const c = new StdioConn(cmd, ws, env);
   c.write(line({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "bench", version: "1" } } }));
   await c.response(1);
   c.write(line({ jsonrpc: "2.0", method: "notifications/initialized" }));

@@ -4,9 +4,10 @@
 // with two tools (bench/fixtures/sdk-server.ts) built the same way. Then 1,000
 // sequential tools/call round trips over one connection, with peak RSS (VmHWM).
 // Medians of BENCH_RUNS runs (default 25); everything is measured in this run.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { StdioConn } from "./fixtures/conn.ts";
 
 const RUNS = Math.max(20, Number(process.env.BENCH_RUNS ?? 25));
 const CALLS = Number(process.env.BENCH_CALLS ?? 1000);
@@ -47,65 +48,6 @@ const INIT = line({ jsonrpc: "2.0", id: 1, method: "initialize", params: { proto
 const INITIALIZED = line({ jsonrpc: "2.0", method: "notifications/initialized" });
 const LIST = line({ jsonrpc: "2.0", id: 2, method: "tools/list" });
 
-class Conn {
-  readonly proc;
-  private readonly reader;
-  private buf = "";
-  private readonly decoder = new TextDecoder();
-
-  constructor(cmd: string[]) {
-    this.proc = Bun.spawn(cmd, { cwd: ws, env, stdin: "pipe", stdout: "pipe", stderr: "ignore" });
-    this.reader = (this.proc.stdout as ReadableStream<Uint8Array>).getReader();
-  }
-
-  write(text: string): void {
-    this.proc.stdin.write(text);
-    this.proc.stdin.flush();
-  }
-
-  /** The next stdout line. */
-  async next(): Promise<string> {
-    for (;;) {
-      const nl = this.buf.indexOf("\n");
-      if (nl !== -1) {
-        const l = this.buf.slice(0, nl);
-        this.buf = this.buf.slice(nl + 1);
-        return l;
-      }
-      const { value, done } = await this.reader.read();
-      if (done) throw new Error(`stdout ended (the server exited ${this.proc.exitCode})`);
-      this.buf += this.decoder.decode(value, { stream: true });
-    }
-  }
-
-  /** The response to request `id`, skipping anything else. */
-  async response(id: number): Promise<Record<string, unknown>> {
-    for (;;) {
-      const m = JSON.parse(await this.next()) as Record<string, unknown>;
-      if (m.id === id && m.method === undefined) {
-        if (m.error) throw new Error(`request ${id} failed: ${JSON.stringify(m.error)}`);
-        return m;
-      }
-    }
-  }
-
-  /** Peak resident set size in MiB, from /proc (Linux). */
-  peakMiB(): number | null {
-    try {
-      const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${this.proc.pid}/status`, "utf8"))?.[1];
-      return kb === undefined ? null : Number(kb) / 1024;
-    } catch {
-      return null;
-    }
-  }
-
-  async close(): Promise<void> {
-    this.proc.stdin.end();
-    const timer = setTimeout(() => this.proc.kill(), 10_000);
-    await this.proc.exited;
-    clearTimeout(timer);
-  }
-}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
@@ -114,7 +56,7 @@ async function series(cmd: string[], input: string, until: number): Promise<{ ms
   let rss: number | null = null;
   const once = async () => {
     const t0 = Bun.nanoseconds();
-    const c = new Conn(cmd);
+    const c = new StdioConn(cmd, ws, env);
     if (input) c.write(input);
     if (until === 0) await c.next();
     else await c.response(until);
@@ -139,7 +81,7 @@ function gnuTimePeak(cmd: string[]): number | null {
 
 /** CALLS sequential tools/call round trips over one connection. */
 async function roundTrips(cmd: string[], call: object): Promise<{ totalMs: number; perCallMedianUs: number; rss: number | null }> {
-  const c = new Conn(cmd);
+  const c = new StdioConn(cmd, ws, env);
   c.write(INIT + INITIALIZED);
   await c.response(1);
   const per: number[] = [];

@@ -10,15 +10,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeReposScript } from "./fixtures/repos.ts";
+import { benchEnv } from "./fixtures/env.ts";
 
 const BIG = Number(process.env.BENCH_BIG ?? 1000);
 const SMALL = Number(process.env.BENCH_SMALL ?? 100);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const shape = { commits: Number(process.env.BENCH_COMMITS ?? 30), files: Number(process.env.BENCH_FILES ?? 50) };
 const root = mkdtempSync(join(tmpdir(), "grex-bench-scale-"));
-const env: Record<string, string> = {};
-for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("GIT_") && !k.startsWith("GREX_")) env[k] = v;
-Object.assign(env, { HOME: join(root, "home"), GIT_CONFIG_NOSYSTEM: "1", GIT_AUTHOR_NAME: "b", GIT_AUTHOR_EMAIL: "b@example.invalid", GIT_COMMITTER_NAME: "b", GIT_COMMITTER_EMAIL: "b@example.invalid" });
+const env = benchEnv(join(root, "home"));
 mkdirSync(env.HOME as string);
 const log = (m: string) => Bun.write(Bun.stderr, `${m}\n`);
 

@@ -12,22 +12,14 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeReposScript } from "./fixtures/repos.ts";
+import { benchEnv } from "./fixtures/env.ts";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 20);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const root = mkdtempSync(join(tmpdir(), "grex-bench-startup-"));
 const repo = join(import.meta.dir, "..");
 const bun = process.execPath;
-const env: Record<string, string> = {};
-for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("GIT_") && !k.startsWith("GREX_")) env[k] = v;
-Object.assign(env, {
-  HOME: join(root, "home"),
-  GIT_CONFIG_NOSYSTEM: "1",
-  GIT_AUTHOR_NAME: "b",
-  GIT_AUTHOR_EMAIL: "b@example.invalid",
-  GIT_COMMITTER_NAME: "b",
-  GIT_COMMITTER_EMAIL: "b@example.invalid",
-});
+const env = benchEnv(join(root, "home"));
 mkdirSync(env.HOME as string, { recursive: true });
 const log = (m: string) => Bun.write(Bun.stderr, `${m}\n`);
 

@@ -12,6 +12,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { startGitHttpServer } from "../test/helpers/git-http-server.ts";
+import { benchEnv } from "./fixtures/env.ts";
 
 const N = Number(process.env.BENCH_N ?? 100);
 const RUNS = Number(process.env.BENCH_RUNS ?? 10);
@@ -21,19 +22,7 @@ const bun = process.execPath;
 const root = mkdtempSync(join(tmpdir(), "grex-bench-status-"));
 const home = join(root, "home");
 mkdirSync(home);
-const env: Record<string, string> = {};
-for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("GIT_") && !k.startsWith("GREX_")) env[k] = v;
-Object.assign(env, {
-  HOME: home,
-  XDG_CONFIG_HOME: join(home, ".config"),
-  GIT_CONFIG_NOSYSTEM: "1",
-  GIT_TERMINAL_PROMPT: "0",
-  GIT_AUTHOR_NAME: "bench",
-  GIT_AUTHOR_EMAIL: "bench@example.invalid",
-  GIT_COMMITTER_NAME: "bench",
-  GIT_COMMITTER_EMAIL: "bench@example.invalid",
-  NO_PROXY: "127.0.0.1,localhost",
-});
+const env = benchEnv(home);
 const log = (m: string) => process.stderr.write(`${m}\n`);
 
 /** Run to completion without blocking this process (it serves HTTP). */

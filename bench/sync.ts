@@ -16,6 +16,7 @@ import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { startGitHttpServer } from "../test/helpers/git-http-server.ts";
 import { makeReposScript, REALISTIC } from "./fixtures/repos.ts";
+import { benchEnv } from "./fixtures/env.ts";
 
 const N = Number(process.env.BENCH_N ?? 100);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -28,19 +29,7 @@ const TRANSPORTS = (process.env.BENCH_TRANSPORTS ?? "local,file,http").split(","
 const root = mkdtempSync(join(tmpdir(), "grex-bench-sync-"));
 const home = join(root, "home");
 mkdirSync(home);
-const env: Record<string, string> = {};
-for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("GIT_") && !k.startsWith("GREX_")) env[k] = v;
-Object.assign(env, {
-  HOME: home,
-  XDG_CONFIG_HOME: join(home, ".config"),
-  GIT_CONFIG_NOSYSTEM: "1",
-  GIT_TERMINAL_PROMPT: "0",
-  GIT_AUTHOR_NAME: "bench",
-  GIT_AUTHOR_EMAIL: "bench@example.invalid",
-  GIT_COMMITTER_NAME: "bench",
-  GIT_COMMITTER_EMAIL: "bench@example.invalid",
-  NO_PROXY: "127.0.0.1,localhost",
-});
+const env = benchEnv(home);
 // grex compiled the way `npm run build` does it.
 const grexBin = join(root, "grex");
 {

@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type RunOptions, runActions, teardownActions } from "../../src/core/actions/executor.ts";
 import type { ActionItem, PackState } from "../../src/core/actions/types.ts";
-import { modeSnapshot, noHooks, persisted, results } from "../helpers/actions.ts";
+import { modeSnapshot, noHooks, persisted, results, sandboxRunOptions } from "../helpers/actions.ts";
 
 let root: string;
 let home: string;
@@ -33,19 +33,12 @@ function sandbox(): void {
   mkdirSync(pack);
 }
 
-function opts(state: PackState, extra: Partial<RunOptions> = {}): RunOptions {
-  return {
-    packId: "p",
-    packDir: pack,
-    dryRun: false,
-    env: { HOME: home, PATH: process.env.PATH },
-    signal: new AbortController().signal,
-    state,
-    processEnv: {},
-    machineEnvFile: join(root, "etc", "environment"),
-    ...extra,
-  };
-}
+const opts = (state: PackState, extra: Partial<RunOptions> = {}): RunOptions => ({
+  ...sandboxRunOptions(pack, home, state),
+  now: undefined,
+  machineEnvFile: join(root, "etc", "environment"),
+  ...extra,
+});
 
 const read = (p: string) => readFileSync(p, "utf8");
 

@@ -12,7 +12,7 @@ import type { ActionItem, PackState } from "../../src/core/actions/types.ts";
 import { makeEvent } from "../../src/core/manifest.ts";
 import { interruptedPacks } from "../../src/core/sync/install-state.ts";
 import { offBranch } from "../../src/core/sync/off-branch.ts";
-import { noHooks, persisted } from "../helpers/actions.ts";
+import { noHooks, persisted, sandboxRunOptions } from "../helpers/actions.ts";
 
 let root = "";
 afterEach(() => rmSync(root, { recursive: true, force: true }));
@@ -24,16 +24,7 @@ function sandbox() {
   mkdirSync(home);
   mkdirSync(join(pack, "files"), { recursive: true });
   writeFileSync(join(pack, "files", "a.conf"), "a\n");
-  const opts = (state: PackState): RunOptions => ({
-    packId: "p",
-    packDir: pack,
-    dryRun: false,
-    env: { HOME: home, PATH: process.env.PATH },
-    signal: new AbortController().signal,
-    state,
-    processEnv: {},
-    os: "linux",
-  });
+  const opts = (state: PackState): RunOptions => ({ ...sandboxRunOptions(pack, home, state), now: undefined, os: "linux" });
   return { home, pack, opts };
 }
 
