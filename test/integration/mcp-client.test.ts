@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
+import { running } from "../helpers/process.ts";
 
 const EVERYTHING = join(import.meta.dir, "..", "..", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js");
 const FAKE = join(import.meta.dir, "..", "helpers", "client-fake-server.ts");
@@ -29,11 +30,7 @@ afterAll(() => tw.cleanup());
 /** Is `pid` still a live process? (Polls briefly: a killed child may take a moment to be reaped.) */
 async function alive(pid: number): Promise<boolean> {
   for (let i = 0; i < 100; i++) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return false;
-    }
+    if (!running(pid)) return false;
     await Bun.sleep(50);
   }
   return true;

@@ -15,6 +15,7 @@ import { serveHttp, type HttpServer } from "../../src/mcp/http.ts";
 import { SessionTransport, serverOptions } from "../helpers/mcp.ts";
 import { FIXTURE_SERVER, everythingServer, serversPackYaml as packYaml } from "../helpers/mcp-gateway.ts";
 import { GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
+import { running } from "../helpers/process.ts";
 
 // Real processes on a shared 2-core machine: a guard against hangs, not a timing assertion.
 setDefaultTimeout(30_000);
@@ -106,14 +107,7 @@ async function until(cond: () => boolean, what: string): Promise<void> {
   }
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const alive = running;
 
 describe("tools/list", () => {
   test("grex's tools plus each declared server's allow-listed tools as server__tool, schemas and annotations passed through", async () => {

@@ -9,6 +9,7 @@ import { type ActionHooks, type RunOptions, runActions } from "../../src/core/ac
 import type { PackState, Step } from "../../src/core/actions/types.ts";
 import { GrexError } from "../../src/core/errors.ts";
 import { sandboxRunOptions } from "../helpers/actions.ts";
+import { running } from "../helpers/process.ts";
 
 let root: string;
 let home: string;
@@ -51,19 +52,6 @@ const opts = (extra: Partial<RunOptions> = {}, state: PackState = {}): RunOption
   ...extra,
 });
 
-/** Whether `pid` is a live process (a zombie waiting for init to reap it counts as dead). */
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return true; // no /proc: kill(0) is all we have
-  }
-}
 
 const only = (r: { steps: Step[] }): Step => {
   expect(r.steps).toHaveLength(1);

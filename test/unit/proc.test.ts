@@ -5,16 +5,10 @@
 import { describe, expect, test } from "bun:test";
 import { CancelledError } from "../../src/core/errors.ts";
 import { runProcess } from "../../src/core/proc.ts";
+import { running } from "../helpers/process.ts";
 
 const base = { env: { PATH: process.env.PATH }, maxBytes: 4096 };
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const alive = running;
 
 async function gone(pid: number): Promise<boolean> {
   for (let i = 0; i < 500 && alive(pid); i++) await Bun.sleep(10); // reaping is asynchronous
