@@ -4,6 +4,28 @@ import { basename, dirname, join } from "node:path";
 
 /** Write `data` to `path` atomically: temp file in the same directory, fsync, rename, fsync the directory. */
 export function atomicWriteFile(path: string, data: string | Uint8Array): void {
+  atomicWriteFiles([[path, data]]);
+}
+
+/**
+ * Write several files atomically, each as `atomicWriteFile` does, renamed
+ * into place in the order given (so a reader that needs the first before the
+ * second never sees the second alone), with one fsync per directory at the end.
+ */
+export function atomicWriteFiles(files: Array<[path: string, data: string | Uint8Array]>): void {
+  const temps: Array<[tmp: string, path: string]> = [];
+  try {
+    for (const [path, data] of files) temps.push([writeDurableTemp(path, data), path]);
+    for (const [tmp, path] of temps) renameSync(tmp, path);
+  } catch (err) {
+    for (const [tmp] of temps) rmSync(tmp, { force: true });
+    throw err;
+  }
+  for (const dir of new Set(files.map(([path]) => dirname(path)))) fsyncDir(dir);
+}
+
+/** `data` in a fsync'd temp file next to `path`; returns the temp file's path. */
+function writeDurableTemp(path: string, data: string | Uint8Array): string {
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true });
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2)}.tmp`);
@@ -19,13 +41,7 @@ export function atomicWriteFile(path: string, data: string | Uint8Array): void {
     throw err;
   }
   closeSync(fd);
-  try {
-    renameSync(tmp, path);
-  } catch (err) {
-    rmSync(tmp, { force: true });
-    throw err;
-  }
-  fsyncDir(dir);
+  return tmp;
 }
 
 /** Append one whole line with a single write(2), then fsync. */

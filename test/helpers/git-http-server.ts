@@ -11,6 +11,8 @@ export interface GitHttpServer {
   stop(): Promise<void>;
   /** Requests served so far. */
   readonly requests: number;
+  /** Distinct client connections (by source port) seen so far. */
+  readonly connections: number;
 }
 
 function gitExecPath(): string {
@@ -52,12 +54,15 @@ export async function startGitHttpServer(rootDir: string, opts: GitHttpServerOpt
   const home = mkdtempSync(join(tmpdir(), "grex-git-http-home-"));
   const children = new Set<ReturnType<typeof Bun.spawn>>();
   let requests = 0;
+  const clientPorts = new Set<number>();
 
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
-    async fetch(req) {
+    async fetch(req, srv) {
       requests++;
+      const peer = srv.requestIP(req);
+      if (peer) clientPorts.add(peer.port);
       opts.onRequest?.(req);
       const url = new URL(req.url);
       // A body without Content-Length (chunked) is buffered so the CGI gets one.
@@ -129,6 +134,9 @@ export async function startGitHttpServer(rootDir: string, opts: GitHttpServerOpt
     url: `http://127.0.0.1:${server.port}`,
     get requests() {
       return requests;
+    },
+    get connections() {
+      return clientPorts.size;
     },
     async stop() {
       await server.stop(true);

@@ -163,6 +163,21 @@ for (const transport of ["local", "http"] as const) {
       }
     });
 
+    test("an update bringing hundreds of objects stores them as one pack git accepts", async () => {
+      await backend.clone(up.url, dest, { ref: null, signal: never() });
+      const packsBefore = readdirSync(join(dest, ".git", "objects", "pack")).filter((f) => f.endsWith(".pack")).length;
+      const many: Record<string, string> = {};
+      for (let i = 0; i < 300; i++) many[`many/f${i}.txt`] = `file ${i}\n`;
+      const sha = commit(up.work, many, "many files");
+      up.publish();
+      const r = await backend.update(dest, up.url, { ref: null, signal: never() });
+      expect(r.after.sha).toBe(sha);
+      expect(readdirSync(join(dest, ".git", "objects", "pack")).filter((f) => f.endsWith(".pack")).length).toBe(packsBefore + 1);
+      expect(readFileSync(join(dest, "many", "f299.txt"), "utf8")).toBe("file 299\n");
+      git(dest, "fsck", "--full", "--no-dangling");
+      expect(git(dest, "status", "--porcelain")).toBe("");
+    });
+
     test("a no-op update changes nothing and does no object work", async () => {
       const h = await backend.clone(up.url, dest, { ref: null, signal: never() });
       const packs = readdirSync(join(dest, ".git", "objects", "pack")).sort();

@@ -1,5 +1,6 @@
 // One-sentence pack_op errors for every way a git operation can fail.
 import { CancelledError, GrexError, errnoCode, packOpError } from "../errors.ts";
+import { displayUrl } from "./url.ts";
 
 const firstLine = (s: string) => (s.split("\n")[0] ?? s).trim().replace(/\.$/, "");
 
@@ -17,23 +18,15 @@ export const diverged = (branch: string, dir: string, url: string, local: string
 
 export const notARepo = (path: string) => packOpError(`${path} is not a git repository; check the pack URL.`, { path });
 
-/** Map whatever a transport threw (isomorphic-git, fs, network) to a pack_op GrexError. */
+/** Map whatever a transport threw (fs, network, a corrupt pack) to a pack_op GrexError. */
 export function transportError(url: string, err: unknown): GrexError {
   if (err instanceof GrexError) return err;
-  if (err instanceof Error && err.name === "AbortError") return new CancelledError();
+  if (err instanceof Error && (err.name === "AbortError" || errnoCode(err) === "ABORT_ERR")) return new CancelledError();
   const code = errnoCode(err) ?? (err instanceof Error ? err.name : undefined);
-  const data = err && typeof err === "object" && "data" in err ? (err as { data: unknown }).data : undefined;
-  const status = data && typeof data === "object" && "statusCode" in data ? (data as { statusCode: unknown }).statusCode : undefined;
-  if (typeof status === "number") {
-    const hint = status === 401 || status === 403 ? "check your access to it" : "check the URL";
-    return packOpError(`${url} answered HTTP ${status}; ${hint}.`, { url, status });
-  }
-  if (code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "ECONNRESET" || code === "ETIMEDOUT" || code === "ConnectionRefused") {
-    return packOpError(`could not reach ${url} (${code}); check the URL and your network.`, { url, code });
-  }
-  if (code === "SmartHttpError" || code === "ParseError") {
-    return packOpError(`${url} did not answer as a git server; check the URL.`, { url });
+  const shown = displayUrl(url);
+  if (code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "ECONNRESET" || code === "ETIMEDOUT" || code === "ConnectionRefused" || code === "ConnectionClosed" || code === "FailedToOpenSocket") {
+    return packOpError(`could not reach ${shown} (${code}); check the URL and your network.`, { url: shown, code });
   }
   const msg = err instanceof Error ? firstLine(err.message) : String(err);
-  return packOpError(`git transfer from ${url} failed (${msg}); check the URL and that the repository is reachable.`, { url });
+  return packOpError(`git transfer from ${shown} failed (${msg}); check the URL and that the repository is reachable.`, { url: shown });
 }

@@ -1,61 +1,63 @@
-// http(s) URLs: isomorphic-git in process. One GET lists the remote's refs;
-// when they match ours (a no-op sync) that is all the work done. Otherwise
-// isomorphic-git fetches every branch and the tags we lack.
-import * as fs from "node:fs";
+// http(s) URLs, in process: one GET lists the remote's refs; when they match
+// ours (a no-op sync) that is all the work done. Otherwise one POST asks for
+// the missing tips, telling the server our own tips so it sends only the new
+// objects, and the pack is stored natively (pack-index.ts).
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { throwIfAborted } from "../errors.ts";
 import { transportError } from "./git-errors.ts";
-import { loadGit, loadHttp } from "./iso.ts";
-import { deleteRefSync } from "./refs.ts";
-import { type FetchResult, pickDefaultBranch, planRefs, REMOTE, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
+import { ObjectStore } from "./object-store.ts";
+import { storePack } from "./pack-index.ts";
+import { deleteRefSync, listRefsSync, resolveRefSync, writeRefSync } from "./refs.ts";
+import { type FetchResult, planRefs, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
+import { advertise, uploadPack } from "./smart-http.ts";
 
 /** The refs an http(s) remote advertises: one GET, no objects. */
-export async function listHttpRefs(url: string, signal: AbortSignal): Promise<{ remote: RemoteRefs; hasHead: boolean }> {
-  throwIfAborted(signal);
-  const git = await loadGit();
-  const http = await loadHttp(signal);
+export async function listHttpRefs(url: string, signal: AbortSignal): Promise<RemoteRefs> {
   try {
-    const refs = await git.listServerRefs({ http, url, protocolVersion: 1, symrefs: true });
-    const branches = new Map<string, string>();
-    const tags = new Map<string, string>();
-    let headTarget: string | null = null;
-    let headOid: string | null = null;
-    let hasHead = false;
-    for (const r of refs) {
-      if (r.ref === "HEAD") {
-        hasHead = true;
-        headTarget = r.target ?? null;
-        headOid = r.oid;
-      } else if (r.ref.startsWith("refs/heads/")) branches.set(r.ref.slice(11), r.oid);
-      else if (r.ref.startsWith("refs/tags/") && !r.ref.endsWith("^{}")) tags.set(r.ref.slice(10), r.oid);
-    }
-    return { remote: { branches, tags, defaultBranch: pickDefaultBranch(branches, headTarget, headOid) }, hasHead };
+    return (await advertise(url, signal)).remote;
   } catch (err) {
     throw transportError(url, err);
   }
 }
 
+/** At most this many of our tips are offered as "have": they already cover everything we hold. */
+const MAX_HAVES = 256;
+
+/** Our tips the server may know: HEAD, local branches, remote-tracking branches, tags. */
+function ourTips(gitdir: string): string[] {
+  // A shallow repository would have to describe its boundary; offering nothing is always correct.
+  if (existsSync(join(gitdir, "shallow"))) return [];
+  const tips = new Set<string>();
+  const head = resolveRefSync(gitdir, "HEAD");
+  if (head) tips.add(head);
+  for (const prefix of ["refs/heads/", "refs/remotes/", "refs/tags/"]) for (const oid of listRefsSync(gitdir, prefix).values()) tips.add(oid);
+  return [...tips].slice(0, MAX_HAVES);
+}
+
 export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal): Promise<FetchResult> {
   throwIfAborted(signal);
-  const git = await loadGit();
-  const http = await loadHttp(signal);
-  const { remote, hasHead } = await listHttpRefs(url, signal);
-  throwIfAborted(signal);
-  const plan = planRefs(gitdir, remote);
-  if (plan.writes.length === 0 && plan.prunes.length === 0) {
-    writeOriginHead(gitdir, remote.defaultBranch);
-    return { defaultBranch: remote.defaultBranch, changed: false };
-  }
-  // isomorphic-git insists on resolving one "remote ref"; name one that exists.
-  const first = remote.branches.keys().next().value ?? remote.tags.keys().next().value;
-  const remoteRef = hasHead ? "HEAD" : remote.branches.has(first ?? "") ? `refs/heads/${first}` : `refs/tags/${first}`;
   try {
-    await git.fetch({ fs, http, gitdir, url, remote: REMOTE, remoteRef, singleBranch: false, tags: true, prune: true });
+    const ad = await advertise(url, signal);
+    const remote = ad.remote;
+    const plan = planRefs(gitdir, remote);
+    if (plan.missing.length > 0) {
+      const haves = ourTips(gitdir);
+      const pack = await uploadPack(url, ad, plan.missing, haves, signal);
+      const store = new ObjectStore(gitdir);
+      try {
+        storePack(gitdir, pack, { store, keepPack: haves.length === 0, signal });
+      } finally {
+        store.close();
+      }
+    }
+    throwIfAborted(signal);
+    // Objects first, refs after: a ref never points at something we lack.
+    for (const [ref, oid] of plan.writes) writeRefSync(gitdir, ref, oid);
+    for (const ref of plan.prunes) deleteRefSync(gitdir, ref);
+    writeOriginHead(gitdir, remote.defaultBranch);
+    return { defaultBranch: remote.defaultBranch, changed: plan.writes.length + plan.prunes.length > 0 };
   } catch (err) {
     throw transportError(url, err);
   }
-  throwIfAborted(signal);
-  // isomorphic-git prunes through the configured refspec; make sure of it even if the config differs.
-  for (const ref of plan.prunes) deleteRefSync(gitdir, ref);
-  writeOriginHead(gitdir, remote.defaultBranch);
-  return { defaultBranch: remote.defaultBranch, changed: true };
 }

@@ -14,6 +14,7 @@ import { notARepo, transportError } from "./git-errors.ts";
 import { type Git, loadGit } from "./iso.ts";
 import { type GitObject, ObjectStore, writeLooseObjects } from "./object-store.ts";
 import { ObjectPresence } from "./objects.ts";
+import { storePack } from "./pack-index.ts";
 import { deleteRefSync, gitdirOf, listRefsSync, readSymref, resolveRefSync, writeRefSync } from "./refs.ts";
 import { type FetchResult, planRefs, pickDefaultBranch, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
 import { localPath } from "./url.ts";
@@ -68,7 +69,7 @@ async function copyObjects(srcGitdir: string, destGitdir: string, tips: string[]
   const oids = await missingObjects(git, srcGitdir, presence, tips, shallowSet(srcGitdir), cache, signal);
   if (oids.length === 0) return;
   throwIfAborted(signal);
-  await writePack(git, srcGitdir, destGitdir, oids, cache);
+  await writePack(git, srcGitdir, destGitdir, oids, cache, signal);
 }
 
 /** A walk's to-do stack, seeded with `tips`: `want` queues an object once, and only if we lack it. */
@@ -164,21 +165,15 @@ async function missingObjects(
   return out;
 }
 
-/** Pack `oids` from the source and add pack + index to the destination, index last so readers never see half a pack. */
-async function writePack(git: Git, srcGitdir: string, destGitdir: string, oids: string[], cache: object): Promise<void> {
-  const { filename, packfile } = await git.packObjects({ fs, gitdir: srcGitdir, oids, write: false, cache });
+/** Pack `oids` from the source and store the pack here (index last, so readers never see half a pack). */
+async function writePack(git: Git, srcGitdir: string, destGitdir: string, oids: string[], cache: object, signal: AbortSignal): Promise<void> {
+  const { packfile } = await git.packObjects({ fs, gitdir: srcGitdir, oids, write: false, cache });
   if (!packfile) throw new Error("packObjects returned no data");
-  const packDir = join(destGitdir, "objects", "pack");
-  const tmp = join(packDir, `.grex-tmp-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
-  fs.mkdirSync(tmp, { recursive: true });
+  const store = new ObjectStore(destGitdir);
   try {
-    fs.writeFileSync(join(tmp, filename), packfile);
-    await git.indexPack({ fs, dir: tmp, gitdir: destGitdir, filepath: filename, cache });
-    const idx = filename.replace(/\.pack$/, ".idx");
-    fs.renameSync(join(tmp, filename), join(packDir, filename));
-    fs.renameSync(join(tmp, idx), join(packDir, idx));
+    storePack(destGitdir, Buffer.from(packfile), { store, keepPack: true, signal });
   } finally {
-    fs.rmSync(tmp, { recursive: true, force: true });
+    store.close();
   }
 }
 

@@ -19,7 +19,7 @@ export async function listRemoteRefs(url: string, signal: AbortSignal): Promise<
     const { parseLsRemote, runGit } = await import("./system-git.ts");
     return parseLsRemote(await runGit(["ls-remote", "--symref", "--", url], url, signal));
   }
-  return (await (await import("./http-transport.ts")).listHttpRefs(url, signal)).remote;
+  return (await import("./http-transport.ts")).listHttpRefs(url, signal);
 }
 
 /**

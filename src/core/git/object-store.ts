@@ -132,7 +132,7 @@ function packBytes(p: Pack): Buffer {
 }
 
 /** Apply a git delta to `base`. */
-function applyDelta(base: Buffer, delta: Buffer): Buffer | null {
+export function applyDelta(base: Buffer, delta: Buffer): Buffer | null {
   let i = 0;
   const varint = () => {
     let v = 0;

@@ -21,3 +21,15 @@ export function localPath(url: string): string {
   const p = /^file:\/\//i.test(url) ? fileURLToPath(url) : url;
   return isAbsolute(p) ? p : resolve(p);
 }
+
+/** The URL as shown in messages: never with a password in it. */
+export function displayUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password === "") return url;
+    u.password = "***";
+    return u.href;
+  } catch {
+    return url;
+  }
+}

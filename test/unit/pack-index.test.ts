@@ -1,0 +1,138 @@
+// Storing a received pack natively: the .idx must be the one `git index-pack`
+// writes for the same pack (byte for byte), small packs become loose objects,
+// thin packs resolve against objects already here, and a damaged pack is an
+// error that writes nothing.
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ObjectStore } from "../../src/core/git/object-store.ts";
+import { storePack, UNPACK_LIMIT } from "../../src/core/git/pack-index.ts";
+import { commit, gitEnv, git, makeRepo, tempDir } from "../helpers/git-fixtures.ts";
+
+const never = () => new AbortController().signal;
+
+/** `git pack-objects --stdout` of the revisions on stdin. */
+function packOf(repo: string, revs: string, flags: string[] = []): Buffer {
+  const p = Bun.spawnSync(["git", "pack-objects", "--stdout", "--revs", "-q", ...flags], {
+    cwd: repo,
+    env: gitEnv(),
+    stdin: Buffer.from(`${revs}\n`),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  if (p.exitCode !== 0) throw new Error(p.stderr.toString());
+  return p.stdout;
+}
+
+/** What git writes as the index of `pack`. */
+function gitIndexOf(dir: string, pack: Buffer): Buffer {
+  const path = join(dir, "theirs.pack");
+  Bun.write(path, pack);
+  git(dir, "index-pack", "-o", join(dir, "theirs.idx"), path);
+  return readFileSync(join(dir, "theirs.idx"));
+}
+
+function store(gitdir: string, pack: Buffer, keepPack: boolean) {
+  const s = new ObjectStore(gitdir);
+  try {
+    return storePack(gitdir, pack, { store: s, keepPack, signal: never() });
+  } finally {
+    s.close();
+  }
+}
+
+/** Every file under objects/ (to prove a failure wrote nothing). */
+function objectFiles(gitdir: string): string[] {
+  return readdirSync(join(gitdir, "objects"), { recursive: true }).map(String).sort();
+}
+
+let tmp: { path: string; cleanup: () => void };
+let src: string;
+let dest: string;
+
+beforeEach(() => {
+  tmp = tempDir("grex-pack-index-");
+  src = join(tmp.path, "src");
+  // Enough history for deltas: a large file edited a little in each commit.
+  const big = Array.from({ length: 400 }, (_, i) => `line ${i} of a file long enough to be stored as deltas`).join("\n");
+  makeRepo(src, { "big.txt": big, "a/b/c.txt": "c\n" });
+  for (let i = 0; i < 12; i++) commit(src, { "big.txt": `${big}\nedit ${i}\n`, [`dir${i % 3}/f${i}.txt`]: `file ${i}\n` }, `commit ${i}`);
+  git(src, "tag", "-a", "v1", "-m", "release");
+  dest = join(tmp.path, "dest.git");
+  git(tmp.path, "init", "--quiet", "--bare", dest);
+});
+
+afterEach(() => tmp.cleanup());
+
+describe("storePack", () => {
+  for (const [name, flags] of [
+    ["offset deltas", ["--delta-base-offset"]],
+    ["ref deltas", []],
+  ] as const) {
+    test(`writes the same .idx as git index-pack (${name})`, () => {
+      const pack = packOf(src, "", ["--all", ...flags]);
+      const r = store(dest, pack, true);
+      expect(r.objects).toBeGreaterThan(UNPACK_LIMIT / 4);
+      const names = readdirSync(join(dest, "objects", "pack")).sort();
+      expect(names).toHaveLength(2);
+      const idx = names.find((n) => n.endsWith(".idx")) as string;
+      expect(new Uint8Array(readFileSync(join(dest, "objects", "pack", idx)))).toEqual(new Uint8Array(gitIndexOf(tmp.path, pack)));
+      expect(new Uint8Array(readFileSync(join(dest, "objects", "pack", idx.replace(/idx$/, "pack"))))).toEqual(new Uint8Array(pack));
+      git(dest, "update-ref", "refs/heads/main", git(src, "rev-parse", "HEAD"));
+      git(dest, "fsck", "--full", "--no-dangling");
+    });
+  }
+
+  test("a small pack on a fetch becomes loose objects that git reads", () => {
+    const base = git(src, "rev-parse", "HEAD~1");
+    store(dest, packOf(src, base, ["--delta-base-offset"]), true);
+    const pack = packOf(src, `HEAD\n^${base}`, ["--delta-base-offset"]);
+    expect(pack.readUInt32BE(8)).toBeLessThan(UNPACK_LIMIT);
+    store(dest, pack, false);
+    expect(readdirSync(join(dest, "objects", "pack")).filter((n) => n.endsWith(".pack"))).toHaveLength(1);
+    git(dest, "update-ref", "refs/heads/main", git(src, "rev-parse", "HEAD"));
+    git(dest, "fsck", "--full", "--no-dangling");
+    expect(git(dest, "cat-file", "-p", "refs/heads/main:big.txt")).toBe(git(src, "cat-file", "-p", "HEAD:big.txt"));
+  });
+
+  test("a thin pack resolves its deltas against objects already here", () => {
+    const base = git(src, "rev-parse", "HEAD~1");
+    store(dest, packOf(src, base), true);
+    const thin = packOf(src, `HEAD\n^${base}`, ["--thin"]);
+    store(dest, thin, true); // kept as a pack: the borrowed bases must be appended to it
+    git(dest, "update-ref", "refs/heads/main", git(src, "rev-parse", "HEAD"));
+    git(dest, "fsck", "--full", "--no-dangling");
+  });
+
+  test("a thin pack whose bases are missing is refused and writes nothing", () => {
+    const base = git(src, "rev-parse", "HEAD~1");
+    const thin = packOf(src, `HEAD\n^${base}`, ["--thin"]);
+    const before = objectFiles(dest);
+    expect(() => store(dest, thin, true)).toThrow(/received pack is corrupt: the delta at offset \d+ has a base neither in the pack nor here/);
+    expect(objectFiles(dest)).toEqual(before);
+  });
+
+  test("a damaged or cut-off pack is refused and writes nothing", () => {
+    const pack = packOf(src, "", ["--all", "--delta-base-offset"]);
+    const before = objectFiles(dest);
+    const flipped = Buffer.from(pack);
+    const mid = Math.floor(pack.length / 2);
+    flipped[mid] = (flipped[mid] as number) ^ 0xff;
+    expect(() => store(dest, flipped, true)).toThrow(/received pack is corrupt: its checksum does not match/);
+    expect(() => store(dest, pack.subarray(0, pack.length - 100), true)).toThrow(/received pack is corrupt/);
+    expect(() => store(dest, Buffer.from("not a pack at all, just text"), true)).toThrow(/received pack is corrupt/);
+    expect(objectFiles(dest)).toEqual(before);
+  });
+
+  test("a damaged entry with a valid checksum is still refused", () => {
+    // Rebuild the checksum over a corrupted body: the entries themselves must be checked.
+    const pack = Buffer.from(packOf(src, "", ["--all", "--delta-base-offset"]));
+    pack[pack.length - 40] = (pack[pack.length - 40] as number) ^ 0xff;
+    const h = new Bun.CryptoHasher("sha1");
+    h.update(pack.subarray(0, pack.length - 20));
+    h.digest().copy(pack, pack.length - 20);
+    const before = objectFiles(dest);
+    expect(() => store(dest, pack, true)).toThrow(/received pack is corrupt/);
+    expect(objectFiles(dest)).toEqual(before);
+  });
+});
