@@ -10,7 +10,8 @@
 // Env: BENCH_N (default 100), BENCH_RUNS (no-op repetitions, default 3),
 // BENCH_COLD_RUNS (cold clone repetitions, best taken, default 2),
 // BENCH_TRANSPORTS (default "local,file,http"), BENCH_SWEEP=1 also times grex
-// no-op and cold sync over HTTP at --parallel 2/4/8/16, BENCH_KEEP=1 keeps the temp dir.
+// cold clone and no-op sync on each transport at --parallel 2/4/8/16 and with
+// no flag (the default), BENCH_KEEP=1 keeps the temp dir.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -110,11 +111,11 @@ interface Row {
   par: number;
 }
 const rows: Row[] = [];
-const sweep: Array<{ parallel: number; cold: number; noop: number }> = [];
+const sweep: Array<{ transport: Transport; parallel: number | null; cold: number; noop: number }> = [];
 
-/** grex sync --json; checks every pack is ok and at the upstream head. */
-async function grexSync(ws: string, heads: Map<string, string>, parallel = PAR): Promise<number> {
-  const { ms, out } = await timed([...GREX, "sync", "--parallel", String(parallel), "--json"], ws);
+/** grex sync --json (null parallel: no flag, the default); checks every pack is ok and at the upstream head. */
+async function grexSync(ws: string, heads: Map<string, string>, parallel: number | null = PAR): Promise<number> {
+  const { ms, out } = await timed([...GREX, "sync", ...(parallel === null ? [] : ["--parallel", String(parallel)]), "--json"], ws);
   const doc = JSON.parse(out) as { packs: Array<{ id: string; result: string; sha_after: string | null }> };
   const bad = doc.packs.filter((p) => p.result !== "ok" || p.sha_after !== heads.get(p.id));
   if (doc.packs.length !== N || bad.length > 0) throw new Error(`grex sync result is wrong: ${JSON.stringify(bad.slice(0, 3))}`);
@@ -188,17 +189,19 @@ try {
     await checkGitClones(par, heads);
     rows.push({ transport: t, phase: "one new commit each", grex: gOne, seq: sOne, par: pOne });
   }
-  if (process.env.BENCH_SWEEP === "1" && TRANSPORTS.includes("http")) {
+  if (process.env.BENCH_SWEEP === "1") {
     const heads = await upstreamHeads();
-    for (const parallel of [2, 4, 8, 16]) {
-      const ws = join(root, `ws-sweep-${parallel}`);
-      mkdirSync(ws);
-      await run([...GREX, "init"], ws);
-      writeFileSync(join(ws, "REPOS.json"), JSON.stringify(names.map((n) => ({ url: urlOf("http", n), path: n }))));
-      await run([...GREX, "import", "--from-repos-json", "REPOS.json"], ws);
-      const cold = await grexSync(ws, heads, parallel);
-      const noop = median([await grexSync(ws, heads, parallel), await grexSync(ws, heads, parallel), await grexSync(ws, heads, parallel)]);
-      sweep.push({ parallel, cold, noop });
+    for (const t of TRANSPORTS) {
+      for (const parallel of [2, 4, 8, 16, null]) {
+        const ws = join(root, `ws-sweep-${t}-${parallel ?? "default"}`);
+        mkdirSync(ws);
+        await run([...GREX, "init"], ws);
+        writeFileSync(join(ws, "REPOS.json"), JSON.stringify(names.map((n) => ({ url: urlOf(t, n), path: n }))));
+        await run([...GREX, "import", "--from-repos-json", "REPOS.json"], ws);
+        const cold = await grexSync(ws, heads, parallel);
+        const noop = median([await grexSync(ws, heads, parallel), await grexSync(ws, heads, parallel), await grexSync(ws, heads, parallel)]);
+        sweep.push({ transport: t, parallel, cold, noop });
+      }
     }
   }
 } finally {
@@ -228,8 +231,11 @@ console.log(widths.map((w) => "-".repeat(w)).join("  "));
 for (const r of table) console.log(line(r));
 
 if (sweep.length > 0) {
-  console.log("\ngrex over loopback HTTP by --parallel (cold clone, no-op median of 3):");
-  for (const r of sweep) console.log(`  --parallel ${String(r.parallel).padStart(2)}  cold ${fmt(r.cold)}  no-op ${fmt(r.noop)}`);
+  console.log("\ngrex by --parallel (cold clone, no-op median of 3):");
+  for (const r of sweep) {
+    const flag = r.parallel === null ? "default    " : `--parallel ${String(r.parallel).padStart(2)}`;
+    console.log(`  ${r.transport.padEnd(5)}  ${flag}  cold ${fmt(r.cold)}  no-op ${fmt(r.noop)}`);
+  }
 }
 console.log(`\nTotal bench time ${((performance.now() - started) / 1000).toFixed(0)} s. Goals (grex / xargs -P ${PAR}, same run):`);
 const goals: Array<[string, number]> = [

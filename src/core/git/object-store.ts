@@ -18,9 +18,49 @@ export interface TreeEntry {
   oid: string;
 }
 
-const TYPES: Record<number, ObjectType> = { 1: "commit", 2: "tree", 3: "blob", 4: "tag" };
-const OFS_DELTA = 6;
-const REF_DELTA = 7;
+export const TYPES: Record<number, ObjectType> = { 1: "commit", 2: "tree", 3: "blob", 4: "tag" };
+export const OFS_DELTA = 6;
+export const REF_DELTA = 7;
+
+export interface EntryHeader {
+  /** 1–4 for whole objects (TYPES), OFS_DELTA or REF_DELTA. */
+  kind: number;
+  /** Inflated size of the entry's data (for deltas: of the delta instructions). */
+  size: number;
+  /** OFS_DELTA: the base entry's offset; else -1. */
+  baseOffset: number;
+  /** REF_DELTA: the base object's id; else null. */
+  baseOid: string | null;
+  /** Where the entry's zlib data starts. */
+  dataAt: number;
+}
+
+/** The header of the pack entry at `offset`: type and size, then for deltas the base reference. */
+export function readEntryHeader(pack: Uint8Array, offset: number): EntryHeader {
+  let at = offset;
+  let c = pack[at++] as number;
+  const kind = (c >> 4) & 7;
+  let size = c & 0x0f;
+  for (let shift = 4; c & 0x80; shift += 7) {
+    c = pack[at++] as number;
+    size += (c & 0x7f) * 2 ** shift;
+  }
+  let baseOffset = -1;
+  let baseOid: string | null = null;
+  if (kind === OFS_DELTA) {
+    c = pack[at++] as number;
+    let rel = c & 0x7f;
+    while (c & 0x80) {
+      c = pack[at++] as number;
+      rel = (rel + 1) * 128 + (c & 0x7f);
+    }
+    baseOffset = offset - rel;
+  } else if (kind === REF_DELTA) {
+    baseOid = Buffer.from(pack.subarray(at, at + 20)).toString("hex"); // short if the pack is cut off: callers check dataAt
+    at += 20;
+  }
+  return { kind, size, baseOffset, baseOid, dataAt: at };
+}
 
 /** zlib-wrapped data: skip the 2-byte header and inflate the raw stream (trailing bytes are ignored). */
 function inflate(buf: Uint8Array): Buffer {
@@ -271,33 +311,14 @@ export class ObjectStore {
     const key = `${p.path}:${offset}`;
     const cached = this.bases.get(key);
     if (cached) return cached;
-    // Header (type, size), then for deltas the base reference, then zlib data.
     const bytes = packBytes(p);
-    const head = bytes.subarray(offset, offset + 64);
-    let i = 0;
-    let c = head[i++] as number;
-    const type = (c >> 4) & 7;
-    let size = c & 0x0f;
-    let shift = 4;
-    while (c & 0x80) {
-      c = head[i++] as number;
-      size += (c & 0x7f) * 2 ** shift;
-      shift += 7;
-    }
+    const h = readEntryHeader(bytes, offset);
+    const { kind: type, size } = h;
+    const i = h.dataAt - offset;
     let base: GitObject | null = null;
-    if (type === OFS_DELTA) {
-      c = head[i++] as number;
-      let rel = c & 0x7f;
-      while (c & 0x80) {
-        c = head[i++] as number;
-        rel = (rel + 1) * 128 + (c & 0x7f);
-      }
-      base = this.readEntry(p, offset - rel, depth + 1);
-    } else if (type === REF_DELTA) {
-      const baseOid = head.subarray(i, i + 20);
-      i += 20;
-      base = this.readPacked(Buffer.from(baseOid));
-    } else if (!TYPES[type]) return null;
+    if (type === OFS_DELTA) base = this.readEntry(p, h.baseOffset, depth + 1);
+    else if (type === REF_DELTA) base = this.readPacked(Buffer.from(h.baseOid as string, "hex"));
+    else if (!TYPES[type]) return null;
     if ((type === OFS_DELTA || type === REF_DELTA) && !base) return null;
     // Inflate a window a little larger than the data (compression rarely
     // grows it); the whole rest of the pack would be inflated otherwise.

@@ -10,14 +10,11 @@ import { join } from "node:path";
 import { deflateSync, inflateSync } from "node:zlib";
 import { throwIfAborted } from "../errors.ts";
 import { atomicWriteFiles } from "../fsutil.ts";
-import { applyDelta, type GitObject, type ObjectStore, type ObjectType, writeLooseObjects } from "./object-store.ts";
+import { applyDelta, type GitObject, OFS_DELTA, type ObjectStore, type ObjectType, REF_DELTA, readEntryHeader, TYPES, writeLooseObjects } from "./object-store.ts";
 
 /** Below this many objects a fetched pack is exploded into loose objects (git's transfer.unpackLimit). */
 export const UNPACK_LIMIT = 100;
 
-const TYPES: Record<number, ObjectType> = { 1: "commit", 2: "tree", 3: "blob", 4: "tag" };
-const OFS_DELTA = 6;
-const REF_DELTA = 7;
 
 interface Entry {
   offset: number;
@@ -75,28 +72,11 @@ function readEntries(pack: Buffer, signal: AbortSignal, keep: Map<string, GitObj
     if (n % 256 === 0) throwIfAborted(signal);
     if (at >= limit) throw new BadPack(`it ends after ${n} of ${count} objects`);
     const offset = at;
-    let c = pack[at++] as number;
-    const kind = (c >> 4) & 7;
-    let size = c & 0x0f;
-    for (let shift = 4; c & 0x80; shift += 7) {
-      c = pack[at++] as number;
-      size += (c & 0x7f) * 2 ** shift;
-    }
-    let baseOffset = -1;
-    let baseOid: string | null = null;
-    if (kind === OFS_DELTA) {
-      c = pack[at++] as number;
-      let rel = c & 0x7f;
-      while (c & 0x80) {
-        c = pack[at++] as number;
-        rel = (rel + 1) * 128 + (c & 0x7f);
-      }
-      baseOffset = offset - rel;
-      if (baseOffset < 12 || baseOffset >= offset) throw new BadPack(`a delta at offset ${offset} points outside the pack`);
-    } else if (kind === REF_DELTA) {
-      baseOid = pack.toString("hex", at, at + 20);
-      at += 20;
-    } else if (!TYPES[kind]) throw new BadPack(`an entry at offset ${offset} has unknown type ${kind}`);
+    const { kind, size, baseOffset, baseOid, dataAt } = readEntryHeader(pack, offset);
+    if (kind === OFS_DELTA && (baseOffset < 12 || baseOffset >= offset)) throw new BadPack(`a delta at offset ${offset} points outside the pack`);
+    if (!TYPES[kind] && kind !== OFS_DELTA && kind !== REF_DELTA) throw new BadPack(`an entry at offset ${offset} has unknown type ${kind}`);
+    if (dataAt >= limit) throw new BadPack(`it ends inside the entry at offset ${offset}`);
+    at = dataAt;
     const { data, end } = inflateAt(pack, at, size, limit);
     const type = TYPES[kind] ?? null;
     const isDelta = type === null;
@@ -148,7 +128,7 @@ function resolveDeltas(pack: Buffer, entries: Entry[], store: ObjectStore, keep:
   for (const e of entries) {
     const type = TYPES[e.kind]; // whole objects only: resolved deltas are walked from theirs
     if (!type || e.oid === null || (!byOffset.has(e.offset) && !byOid.has(e.oid))) continue;
-    const data = keep?.get(e.oid)?.data ?? inflateAt(pack, e.dataAt, sizeAt(pack, e.offset), pack.length - 20).data;
+    const data = keep?.get(e.oid)?.data ?? inflateAt(pack, e.dataAt, readEntryHeader(pack, e.offset).size, pack.length - 20).data;
     walk(e.offset, e.oid, { type, data });
   }
   // Ref deltas on objects we already have (a thin pack).
@@ -194,18 +174,6 @@ function completeThinPack(pack: Buffer, entries: Entry[], external: Map<string, 
   h.update(out.subarray(0, out.length - 20));
   h.digest().copy(out, out.length - 20);
   return out;
-}
-
-/** The inflated size recorded in an entry's header. */
-function sizeAt(pack: Buffer, offset: number): number {
-  let at = offset;
-  let c = pack[at++] as number;
-  let size = c & 0x0f;
-  for (let shift = 4; c & 0x80; shift += 7) {
-    c = pack[at++] as number;
-    size += (c & 0x7f) * 2 ** shift;
-  }
-  return size;
 }
 
 /** The .idx (version 2) of a pack whose entries are all named. */
