@@ -5,6 +5,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { deflateSync } from "node:zlib";
 import { ObjectStore } from "../../src/core/git/object-store.ts";
 import { storePack, UNPACK_LIMIT } from "../../src/core/git/pack-index.ts";
 import { commit, gitEnv, git, makeRepo, tempDir } from "../helpers/git-fixtures.ts";
@@ -122,6 +123,35 @@ describe("storePack", () => {
     expect(() => store(dest, pack.subarray(0, pack.length - 100), true)).toThrow(/received pack is corrupt/);
     expect(() => store(dest, Buffer.from("not a pack at all, just text"), true)).toThrow(/received pack is corrupt/);
     expect(objectFiles(dest)).toEqual(before);
+  });
+
+  test("an entry whose end marker also appears in the next entry is still delimited exactly", () => {
+    // Blob A compresses to a few bytes; blob B is stored uncompressed and holds
+    // A's adler-32 trailer, so those four bytes occur twice near A's end.
+    const a = Buffer.from("a".repeat(1000));
+    const adler = deflateSync(a).subarray(-4);
+    const b = Buffer.concat([Buffer.from("prefix "), adler, Buffer.from(" suffix")]);
+    const entry = (data: Buffer, level: number) => {
+      const head: number[] = [];
+      let size = data.length;
+      let c = (3 << 4) | (size & 0x0f);
+      for (size = Math.floor(size / 16); size > 0; size = Math.floor(size / 128)) {
+        head.push(c | 0x80);
+        c = size & 0x7f;
+      }
+      head.push(c);
+      return Buffer.concat([Buffer.from(head), deflateSync(data, { level })]);
+    };
+    const body = Buffer.concat([Buffer.from("PACK"), Buffer.from([0, 0, 0, 2, 0, 0, 0, 2]), entry(a, 9), entry(b, 0)]);
+    const h = new Bun.CryptoHasher("sha1");
+    h.update(body);
+    const pack = Buffer.concat([body, h.digest()]);
+    store(dest, pack, true);
+    const idx = readdirSync(join(dest, "objects", "pack")).find((n) => n.endsWith(".idx")) as string;
+    expect(new Uint8Array(readFileSync(join(dest, "objects", "pack", idx)))).toEqual(new Uint8Array(gitIndexOf(tmp.path, pack)));
+    const blobId = (data: Buffer) => new Bun.CryptoHasher("sha1").update(`blob ${data.length}\0`).update(data).digest("hex");
+    expect(git(dest, "cat-file", "-p", blobId(a))).toBe(a.toString());
+    expect(Buffer.from(git(dest, "cat-file", "-s", blobId(b)))).toEqual(Buffer.from(String(b.length)));
   });
 
   test("a damaged entry with a valid checksum is still refused", () => {

@@ -67,7 +67,7 @@ function inflate(buf: Uint8Array): Buffer {
   return Buffer.from(Bun.inflateSync(buf.subarray(2) as Uint8Array<ArrayBuffer>));
 }
 
-function adler32(buf: Uint8Array): number {
+export function adler32(buf: Uint8Array): number {
   let a = 1;
   let b = 0;
   for (let i = 0; i < buf.length; ) {

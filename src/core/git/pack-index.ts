@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { deflateSync, inflateSync } from "node:zlib";
 import { throwIfAborted } from "../errors.ts";
 import { atomicWriteFiles } from "../fsutil.ts";
-import { applyDelta, type GitObject, OFS_DELTA, type ObjectStore, type ObjectType, REF_DELTA, readEntryHeader, TYPES, writeLooseObjects } from "./object-store.ts";
+import { adler32, applyDelta, type GitObject, OFS_DELTA, type ObjectStore, type ObjectType, REF_DELTA, readEntryHeader, TYPES, writeLooseObjects } from "./object-store.ts";
 
 /** Below this many objects a fetched pack is exploded into loose objects (git's transfer.unpackLimit). */
 export const UNPACK_LIMIT = 100;
@@ -40,20 +40,47 @@ function objectId(type: ObjectType, data: Uint8Array): string {
   return h.digest("hex");
 }
 
-/** Inflate the zlib stream at `at`: its data and where it ends. */
+/**
+ * Inflate the zlib stream at `at`: its data and where it ends. Bun's inflate
+ * is fast but does not say where a stream ends; the stream's adler-32 trailer
+ * does: when those four bytes occur exactly once in the window, that is the
+ * end. Otherwise (rare) Node's zlib, which counts the bytes it used, decides.
+ */
 function inflateAt(pack: Buffer, at: number, size: number, limit: number): { data: Buffer; end: number } {
+  const cmf = pack[at] as number;
+  const flg = pack[at + 1] as number;
+  if ((cmf & 0x0f) !== 8 || ((cmf << 8) | flg) % 31 !== 0) throw new BadPack(`an entry at offset ${at} is not zlib data`);
   // A window a little larger than the data (deflate barely grows incompressible
   // input), widened only if the stream does not end inside it.
   for (let want = size + (size >> 3) + 64; ; want *= 4) {
     const stop = Math.min(limit, at + want);
+    let raw: Uint8Array;
     try {
-      const r = inflateSync(pack.subarray(at, stop), { info: true }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
-      if (r.buffer.length !== size) throw new BadPack(`an entry at offset ${at} inflates to ${r.buffer.length} bytes, not ${size}`);
-      return { data: r.buffer, end: at + r.engine.bytesWritten };
-    } catch (err) {
-      if (err instanceof BadPack || stop >= limit) throw err instanceof BadPack ? err : new BadPack(`an entry at offset ${at} is not valid zlib data`);
+      raw = Bun.inflateSync(pack.subarray(at + 2, stop) as Uint8Array<ArrayBuffer>);
+    } catch {
+      if (stop >= limit) throw new BadPack(`an entry at offset ${at} is not valid zlib data`);
+      continue;
     }
+    const data = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+    if (data.length !== size) throw new BadPack(`an entry at offset ${at} inflates to ${data.length} bytes, not ${size}`);
+    const trailer = Buffer.allocUnsafe(4);
+    trailer.writeUInt32BE(adler32(data));
+    const region = pack.subarray(at + 2, Math.min(limit, stop + 4));
+    const first = region.indexOf(trailer);
+    if (first >= 0 && region.indexOf(trailer, first + 1) < 0) return { data, end: at + 2 + first + 4 };
+    return inflateCounted(pack, at, stop, size);
   }
+}
+
+/** Node's zlib over [at, stop): slower, but it reports how many bytes the stream used. */
+function inflateCounted(pack: Buffer, at: number, stop: number, size: number): { data: Buffer; end: number } {
+  try {
+    const r = inflateSync(pack.subarray(at, stop), { info: true }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+    if (r.buffer.length === size) return { data: r.buffer, end: at + r.engine.bytesWritten };
+  } catch {
+    // reported below
+  }
+  throw new BadPack(`an entry at offset ${at} is not valid zlib data`);
 }
 
 /** Walk the pack: every entry's header, extent and (for deltas) instructions; whole objects are named on the way. */
