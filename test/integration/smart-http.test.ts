@@ -108,6 +108,25 @@ describe("smart HTTP client", () => {
     expect(server.connections - before).toBeLessThanOrEqual(1);
   });
 
+  test("a redirected repository is fetched from where it answered, as git does", async () => {
+    // /old.git/… answers with a redirect to the real repository; the pack request must follow.
+    await withServer(
+      (req) => {
+        const u = new URL(req.url);
+        return Response.redirect(`${url}${u.pathname.replace(/^\/old\.git/, "")}${u.search}`, 301);
+      },
+      async (base, seen) => {
+        const moved = `${base}/old.git`;
+        const before = server.requests;
+        const h = await backendFor(moved).clone(moved, dest, { ref: null, signal: never() });
+        expect(h.sha).toBe(git(work, "rev-parse", "HEAD"));
+        expect(seen.map((r) => new URL(r.url).pathname)).toEqual(["/old.git/info/refs"]);
+        expect(server.requests - before).toBe(2);
+        git(dest, "fsck", "--full", "--no-dangling");
+      },
+    );
+  });
+
   test("credentials in the URL are sent as Basic auth and never shown", async () => {
     await withServer(
       () => new Response("no", { status: 403 }),

@@ -15,6 +15,8 @@ const ZERO_OID = "0".repeat(40);
 export interface Advertisement {
   remote: RemoteRefs;
   capabilities: Set<string>;
+  /** Where the repository answered: the URL itself, or where its first request was redirected (as git follows redirects). */
+  base: string;
 }
 
 /** The URL without credentials, plus an Authorization header made from them (as git does for user:pass@host). */
@@ -59,10 +61,23 @@ export function readPkt(buf: Buffer, at: number): { line: string | null; end: nu
   return { line: buf.toString("utf8", at + 4, at + len), end: at + len };
 }
 
-async function request(url: string, path: string, init: RequestInit & { headers: Record<string, string> }, signal: AbortSignal): Promise<Buffer> {
+/**
+ * One request to `path` under `base` (credentials from `url`, the URL as the
+ * user gave it); returns the body and the URL that answered.
+ */
+async function request(
+  url: string,
+  base: string,
+  path: string,
+  init: RequestInit & { headers: Record<string, string> },
+  signal: AbortSignal,
+): Promise<{ body: Buffer; answeredAt: string }> {
   throwIfAborted(signal);
-  const { href, headers } = endpoint(url, path);
-  const res = await fetch(href, { ...init, headers: { ...headers, ...init.headers }, signal, redirect: "follow" });
+  const target = endpoint(base, path);
+  const own = endpoint(url, path);
+  // The user's credentials go only to the host they were given for.
+  const { href, headers } = new URL(target.href).origin === new URL(own.href).origin ? { href: target.href, headers: own.headers } : target;
+  const res = await fetch(href, { ...init, headers: { ...headers, ...init.headers }, signal, redirect: init.method === "GET" ? "follow" : "error" });
   if (res.status !== 200) {
     await res.body?.cancel();
     throw httpStatusError(url, res.status);
@@ -73,12 +88,14 @@ async function request(url: string, path: string, init: RequestInit & { headers:
     await res.body?.cancel();
     throw notGitServer(url, type === "" ? "no content type" : `content type ${type.split(";")[0]}`);
   }
-  return Buffer.from(await res.arrayBuffer());
+  return { body: Buffer.from(await res.arrayBuffer()), answeredAt: res.url || href };
 }
 
 /** The remote's refs and capabilities: one GET. */
 export async function advertise(url: string, signal: AbortSignal): Promise<Advertisement> {
-  const body = await request(url, "info/refs?service=git-upload-pack", { method: "GET", headers: {} }, signal);
+  const refsPath = "info/refs?service=git-upload-pack";
+  const { body, answeredAt } = await request(url, url, refsPath, { method: "GET", headers: {} }, signal);
+  const base = answeredAt.endsWith(`/${refsPath}`) ? answeredAt.slice(0, -refsPath.length - 1) : url;
   // "# service=git-upload-pack", flush, then the refs, flush.
   const first = readPkt(body, 0);
   if (first?.line?.trimEnd() !== "# service=git-upload-pack") throw notGitServer(url, "not a smart HTTP ref advertisement");
@@ -115,7 +132,7 @@ export async function advertise(url: string, signal: AbortSignal): Promise<Adver
   }
   let headTarget: string | null = null;
   for (const c of capabilities) if (c.startsWith("symref=HEAD:")) headTarget = c.slice(12);
-  return { remote: { branches, tags, defaultBranch: pickDefaultBranch(branches, headTarget, headOid) }, capabilities };
+  return { remote: { branches, tags, defaultBranch: pickDefaultBranch(branches, headTarget, headOid) }, capabilities, base };
 }
 
 /**
@@ -129,8 +146,9 @@ export async function uploadPack(url: string, ad: Advertisement, wants: string[]
   body += "0000";
   for (const oid of haves) body += pktLine(`have ${oid}\n`);
   body += pktLine("done\n");
-  const res = await request(
+  const { body: res } = await request(
     url,
+    ad.base,
     "git-upload-pack",
     {
       method: "POST",
