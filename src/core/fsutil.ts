@@ -1,5 +1,6 @@
 // Durable file writes: nothing grex writes is ever half-written.
 import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { promises as fsp } from "node:fs";
 import { basename, dirname, join } from "node:path";
 
 /** Write `data` to `path` atomically: temp file in the same directory, fsync, rename, fsync the directory. */
@@ -24,11 +25,53 @@ export function atomicWriteFiles(files: Array<[path: string, data: string | Uint
   for (const dir of new Set(files.map(([path]) => dirname(path)))) fsyncDir(dir);
 }
 
+/**
+ * `atomicWriteFiles` on the I/O thread pool: while one caller waits for its
+ * fsyncs, others (the next packs of a sync) keep working.
+ */
+export async function atomicWriteFilesAsync(files: Array<[path: string, data: string | Uint8Array]>): Promise<void> {
+  const temps: Array<[tmp: string, path: string]> = [];
+  try {
+    for (const [path, data] of files) {
+      const dir = dirname(path);
+      await fsp.mkdir(dir, { recursive: true });
+      const tmp = tempNameFor(path);
+      temps.push([tmp, path]);
+      const fh = await fsp.open(tmp, "w");
+      try {
+        await fh.writeFile(data);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+    }
+    for (const [tmp, path] of temps) await fsp.rename(tmp, path);
+  } catch (err) {
+    await Promise.all(temps.map(([tmp]) => fsp.rm(tmp, { force: true })));
+    throw err;
+  }
+  for (const dir of new Set(files.map(([path]) => dirname(path)))) {
+    try {
+      const fh = await fsp.open(dir, "r");
+      try {
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+    } catch {
+      // as fsyncDir: some platforms cannot fsync a directory
+    }
+  }
+}
+
+function tempNameFor(path: string): string {
+  return join(dirname(path), `.${basename(path)}.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2)}.tmp`);
+}
+
 /** `data` in a fsync'd temp file next to `path`; returns the temp file's path. */
 function writeDurableTemp(path: string, data: string | Uint8Array): string {
-  const dir = dirname(path);
-  mkdirSync(dir, { recursive: true });
-  const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2)}.tmp`);
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = tempNameFor(path);
   const fd = openSync(tmp, "w");
   try {
     const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;

@@ -33,10 +33,10 @@ function gitIndexOf(dir: string, pack: Buffer): Buffer {
   return readFileSync(join(dir, "theirs.idx"));
 }
 
-function store(gitdir: string, pack: Buffer, keepPack: boolean) {
+async function store(gitdir: string, pack: Buffer, keepPack: boolean) {
   const s = new ObjectStore(gitdir);
   try {
-    return storePack(gitdir, pack, { store: s, keepPack, signal: never() });
+    return await storePack(gitdir, pack, { store: s, keepPack, signal: never() });
   } finally {
     s.close();
   }
@@ -70,9 +70,9 @@ describe("storePack", () => {
     ["offset deltas", ["--delta-base-offset"]],
     ["ref deltas", []],
   ] as const) {
-    test(`writes the same .idx as git index-pack (${name})`, () => {
+    test(`writes the same .idx as git index-pack (${name})`, async () => {
       const pack = packOf(src, "", ["--all", ...flags]);
-      const r = store(dest, pack, true);
+      const r = await store(dest, pack, true);
       expect(r.objects).toBeGreaterThan(UNPACK_LIMIT / 4);
       const names = readdirSync(join(dest, "objects", "pack")).sort();
       expect(names).toHaveLength(2);
@@ -84,48 +84,48 @@ describe("storePack", () => {
     });
   }
 
-  test("a small pack on a fetch becomes loose objects that git reads", () => {
+  test("a small pack on a fetch becomes loose objects that git reads", async () => {
     const base = git(src, "rev-parse", "HEAD~1");
-    store(dest, packOf(src, base, ["--delta-base-offset"]), true);
+    await store(dest, packOf(src, base, ["--delta-base-offset"]), true);
     const pack = packOf(src, `HEAD\n^${base}`, ["--delta-base-offset"]);
     expect(pack.readUInt32BE(8)).toBeLessThan(UNPACK_LIMIT);
-    store(dest, pack, false);
+    await store(dest, pack, false);
     expect(readdirSync(join(dest, "objects", "pack")).filter((n) => n.endsWith(".pack"))).toHaveLength(1);
     git(dest, "update-ref", "refs/heads/main", git(src, "rev-parse", "HEAD"));
     git(dest, "fsck", "--full", "--no-dangling");
     expect(git(dest, "cat-file", "-p", "refs/heads/main:big.txt")).toBe(git(src, "cat-file", "-p", "HEAD:big.txt"));
   });
 
-  test("a thin pack resolves its deltas against objects already here", () => {
+  test("a thin pack resolves its deltas against objects already here", async () => {
     const base = git(src, "rev-parse", "HEAD~1");
-    store(dest, packOf(src, base), true);
+    await store(dest, packOf(src, base), true);
     const thin = packOf(src, `HEAD\n^${base}`, ["--thin"]);
-    store(dest, thin, true); // kept as a pack: the borrowed bases must be appended to it
+    await store(dest, thin, true); // kept as a pack: the borrowed bases must be appended to it
     git(dest, "update-ref", "refs/heads/main", git(src, "rev-parse", "HEAD"));
     git(dest, "fsck", "--full", "--no-dangling");
   });
 
-  test("a thin pack whose bases are missing is refused and writes nothing", () => {
+  test("a thin pack whose bases are missing is refused and writes nothing", async () => {
     const base = git(src, "rev-parse", "HEAD~1");
     const thin = packOf(src, `HEAD\n^${base}`, ["--thin"]);
     const before = objectFiles(dest);
-    expect(() => store(dest, thin, true)).toThrow(/received pack is corrupt: the delta at offset \d+ has a base neither in the pack nor here/);
+    await expect(store(dest, thin, true)).rejects.toThrow(/received pack is corrupt: the delta at offset \d+ has a base neither in the pack nor here/);
     expect(objectFiles(dest)).toEqual(before);
   });
 
-  test("a damaged or cut-off pack is refused and writes nothing", () => {
+  test("a damaged or cut-off pack is refused and writes nothing", async () => {
     const pack = packOf(src, "", ["--all", "--delta-base-offset"]);
     const before = objectFiles(dest);
     const flipped = Buffer.from(pack);
     const mid = Math.floor(pack.length / 2);
     flipped[mid] = (flipped[mid] as number) ^ 0xff;
-    expect(() => store(dest, flipped, true)).toThrow(/received pack is corrupt: its checksum does not match/);
-    expect(() => store(dest, pack.subarray(0, pack.length - 100), true)).toThrow(/received pack is corrupt/);
-    expect(() => store(dest, Buffer.from("not a pack at all, just text"), true)).toThrow(/received pack is corrupt/);
+    await expect(store(dest, flipped, true)).rejects.toThrow(/received pack is corrupt: its checksum does not match/);
+    await expect(store(dest, pack.subarray(0, pack.length - 100), true)).rejects.toThrow(/received pack is corrupt/);
+    await expect(store(dest, Buffer.from("not a pack at all, just text"), true)).rejects.toThrow(/received pack is corrupt/);
     expect(objectFiles(dest)).toEqual(before);
   });
 
-  test("an entry whose end marker also appears in the next entry is still delimited exactly", () => {
+  test("an entry whose end marker also appears in the next entry is still delimited exactly", async () => {
     // Blob A compresses to a few bytes; blob B is stored uncompressed and holds
     // A's adler-32 trailer, so those four bytes occur twice near A's end.
     const a = Buffer.from("a".repeat(1000));
@@ -146,7 +146,7 @@ describe("storePack", () => {
     const h = new Bun.CryptoHasher("sha1");
     h.update(body);
     const pack = Buffer.concat([body, h.digest()]);
-    store(dest, pack, true);
+    await store(dest, pack, true);
     const idx = readdirSync(join(dest, "objects", "pack")).find((n) => n.endsWith(".idx")) as string;
     expect(new Uint8Array(readFileSync(join(dest, "objects", "pack", idx)))).toEqual(new Uint8Array(gitIndexOf(tmp.path, pack)));
     const blobId = (data: Buffer) => new Bun.CryptoHasher("sha1").update(`blob ${data.length}\0`).update(data).digest("hex");
@@ -154,7 +154,7 @@ describe("storePack", () => {
     expect(Buffer.from(git(dest, "cat-file", "-s", blobId(b)))).toEqual(Buffer.from(String(b.length)));
   });
 
-  test("a damaged entry with a valid checksum is still refused", () => {
+  test("a damaged entry with a valid checksum is still refused", async () => {
     // Rebuild the checksum over a corrupted body: the entries themselves must be checked.
     const pack = Buffer.from(packOf(src, "", ["--all", "--delta-base-offset"]));
     pack[pack.length - 40] = (pack[pack.length - 40] as number) ^ 0xff;
@@ -162,7 +162,7 @@ describe("storePack", () => {
     h.update(pack.subarray(0, pack.length - 20));
     h.digest().copy(pack, pack.length - 20);
     const before = objectFiles(dest);
-    expect(() => store(dest, pack, true)).toThrow(/received pack is corrupt/);
+    await expect(store(dest, pack, true)).rejects.toThrow(/received pack is corrupt/);
     expect(objectFiles(dest)).toEqual(before);
   });
 });

@@ -46,7 +46,7 @@ export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal
       const pack = await uploadPack(url, ad, plan.missing, haves, signal);
       const store = new ObjectStore(gitdir);
       try {
-        storePack(gitdir, pack, { store, keepPack: haves.length === 0, signal });
+        await storePack(gitdir, pack, { store, keepPack: haves.length === 0, signal });
       } finally {
         store.close();
       }

@@ -171,7 +171,7 @@ async function writePack(git: Git, srcGitdir: string, destGitdir: string, oids: 
   if (!packfile) throw new Error("packObjects returned no data");
   const store = new ObjectStore(destGitdir);
   try {
-    storePack(destGitdir, Buffer.from(packfile), { store, keepPack: true, signal });
+    await storePack(destGitdir, Buffer.from(packfile), { store, keepPack: true, signal });
   } finally {
     store.close();
   }

@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync, inflateSync } from "node:zlib";
 import { throwIfAborted } from "../errors.ts";
-import { atomicWriteFiles } from "../fsutil.ts";
+import { atomicWriteFilesAsync } from "../fsutil.ts";
 import { adler32, applyDelta, type GitObject, OFS_DELTA, type ObjectStore, type ObjectType, REF_DELTA, readEntryHeader, TYPES, writeLooseObjects } from "./object-store.ts";
 
 /** Below this many objects a fetched pack is exploded into loose objects (git's transfer.unpackLimit). */
@@ -247,7 +247,7 @@ function buildIndex(pack: Buffer, entries: Entry[]): Buffer {
  * objects. Throws an Error naming what is wrong with a corrupt or incomplete
  * pack (nothing is written then).
  */
-export function storePack(gitdir: string, received: Buffer, opts: { store: ObjectStore; keepPack: boolean; signal: AbortSignal }): { objects: number } {
+export async function storePack(gitdir: string, received: Buffer, opts: { store: ObjectStore; keepPack: boolean; signal: AbortSignal }): Promise<{ objects: number }> {
   const { store, signal } = opts;
   let pack = received;
   try {
@@ -266,7 +266,7 @@ export function storePack(gitdir: string, received: Buffer, opts: { store: Objec
     const name = `pack-${pack.toString("hex", pack.length - 20)}`;
     if (!existsSync(join(packDir, `${name}.idx`))) {
       const idx = buildIndex(pack, entries);
-      atomicWriteFiles([
+      await atomicWriteFilesAsync([
         [join(packDir, `${name}.pack`), pack],
         [join(packDir, `${name}.idx`), idx],
       ]);
