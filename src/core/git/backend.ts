@@ -30,8 +30,8 @@ export interface GitBackend {
   /** Fetch only: refresh origin's remote-tracking refs; HEAD and the work tree stay as they are. */
   fetch(dir: string, url: string, opts: { signal: AbortSignal }): Promise<void>;
   head(dir: string): Promise<HeadInfo>;
-  /** Uncommitted changes to tracked files, or untracked files git would not ignore. */
-  isDirty(dir: string): Promise<boolean>;
+  /** Uncommitted changes to tracked files, or untracked files git would not ignore. `statusCache`: see worktree.ts. */
+  isDirty(dir: string, opts?: { statusCache?: boolean }): Promise<boolean>;
   /** origin's URL, or null. */
   remoteUrl(dir: string): Promise<string | null>;
 }
@@ -42,14 +42,18 @@ export { type Transport, localPath, transportOf } from "./url.ts";
 
 type Impl = () => Promise<GitBackend>;
 
+// Read-only questions every backend answers with the same code (inspect.ts):
+// loaded on their own, so `status` does not load the transports and checkout.
+const inspect = () => import("./inspect.ts");
+
 function lazy(load: Impl): GitBackend {
   return {
     clone: async (...a) => (await load()).clone(...a),
     update: async (...a) => (await load()).update(...a),
     fetch: async (...a) => (await load()).fetch(...a),
-    head: async (...a) => (await load()).head(...a),
-    isDirty: async (...a) => (await load()).isDirty(...a),
-    remoteUrl: async (...a) => (await load()).remoteUrl(...a),
+    head: async (...a) => (await inspect()).head(...a),
+    isDirty: async (...a) => (await inspect()).isDirty(...a),
+    remoteUrl: async (...a) => (await inspect()).remoteUrl(...a),
   };
 }
 

@@ -4,6 +4,7 @@
 // per-pack state file); commits are walked only when HEAD and origin differ.
 import { existsSync } from "node:fs";
 import type { SetupDrift } from "../actions/drift.ts";
+import type { PackState } from "../actions/types.ts";
 import { aheadBehind } from "../git/ahead-behind.ts";
 import { backendFor, isGitRepo, readHeadSync } from "../git/backend.ts";
 import type { PackNode } from "../packs.ts";
@@ -69,7 +70,8 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
   if (!existsSync(p.dir) || !isGitRepo(p.dir)) {
     return { ...base, on_disk: existsSync(p.dir), dirty: false, sha_match: false, actions_hash_match: false, drift: "missing", ...none };
   }
-  const dirty = await backendFor(p.url || p.dir).isDirty(p.dir);
+  // A report: the status cache may spare re-listing unchanged directories.
+  const dirty = await backendFor(p.url || p.dir).isDirty(p.dir, { statusCache: true });
   const head = readHeadSync(p.dir);
   const lock = p.lock;
   const installed = lock !== undefined && lock.installed_at !== "" && lock.install_error === undefined && !interrupted;
@@ -93,8 +95,11 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
       const manifest = await loadPackYaml(p.dir); // a broken pack.yaml is an integrity error naming it, not drift
       hashMatch = computeActionsHash(manifest?.type ?? p.type, p.dir, manifest, o.childShas) === lock.actions_hash;
     }
-    const { packSetupDrift } = await import("../packtypes/run-actions.ts");
-    setupDrift = packSetupDrift(ws, p.id);
+    // Setup drift: every recorded postcondition that no longer holds (cheap checks, nothing re-run).
+    // A pack with no record (a plain pack) has nothing to drift: the action modules stay unloaded.
+    const { readPackState } = await import("../pack-state.ts");
+    const state = readPackState(ws, p.id);
+    if (Object.keys(state).length > 0) setupDrift = (await import("../actions/drift.ts")).setupDrift(state as PackState);
   }
   const tracking = head ? await aheadBehind(p.dir, head.branch, head.sha) : null;
   const ahead = tracking?.ahead ?? 0;
