@@ -49,7 +49,9 @@ describe("on a settled tree, with every directory remembered", () => {
   async function primed(): Promise<string> {
     const d = copies[next++] as string;
     expect(await isDirtyFast(d, join(d, ".git"), { statusCache: true })).toBe(false);
-    expect(Object.keys(readStatusCache(join(d, ".git"))?.dirs ?? {}).sort()).toEqual(ALL_DIRS);
+    const cache = readStatusCache(join(d, ".git"));
+    expect(Object.keys(cache?.dirs ?? {}).sort()).toEqual(ALL_DIRS);
+    expect(cache?.complete).toBe(true);
     return d;
   }
 
@@ -98,6 +100,9 @@ describe("on a settled tree, with every directory remembered", () => {
     expect(await check(d)).toBe(false);
     // ...and its directory is listed every time from now on: it no longer holds only tracked entries.
     expect(Object.keys(readStatusCache(join(d, ".git"))?.dirs ?? {}).sort()).toEqual(["", "src"]);
+    expect(readStatusCache(join(d, ".git"))?.complete).toBe(false);
+    writeFileSync(join(d, "src", "deep", "new.txt"), "n");
+    expect(await check(d)).toBe(true);
   });
 
   test("a corrupt cache file gives the right answers and is replaced", async () => {

@@ -7,6 +7,8 @@
 //    changes a directory's mtime and ctime, so a directory whose stamp is the
 //    same cannot have gained an untracked file and need not be listed again.
 //    The directories are valid only for the index they were listed against.
+//    When every directory holding a tracked path is remembered and none has
+//    changed, not even the list of directories needs working out again.
 // It is only an accelerator: missing, unreadable or foreign content means
 // "nothing known", and everything is proved again.
 import { readFileSync, renameSync, rmSync, type Stats, writeFileSync } from "node:fs";
@@ -33,6 +35,8 @@ export interface StatusCache {
   tree: string | null;
   /** Directory (relative, "" for the root) → its stamp when it held only tracked entries. */
   dirs: Record<string, DirStamp>;
+  /** `dirs` holds every directory with a tracked path: if all their stamps match, nothing new can be anywhere. */
+  complete: boolean;
 }
 
 const OID = /^[0-9a-f]{40}$/;
@@ -71,7 +75,8 @@ export function readStatusCache(gitdir: string): StatusCache | null {
   if (c.v !== VERSION || typeof c.index !== "string" || !OID.test(c.index) || !oidOrNull(c.commit) || !oidOrNull(c.tree)) return null;
   if (typeof c.dirs !== "object" || c.dirs === null || Array.isArray(c.dirs)) return null;
   // Each directory's stamp is checked where it is used (sameStamp): one damaged entry costs one listing.
-  return { index: c.index, commit: c.commit as string | null, tree: c.tree as string | null, dirs: c.dirs as Record<string, DirStamp> };
+  const dirs = c.dirs as Record<string, DirStamp>;
+  return { index: c.index, commit: c.commit as string | null, tree: c.tree as string | null, dirs, complete: c.complete === true };
 }
 
 /** Replace the cache (temp + rename: a reader sees the old file or the new one); a failure only costs speed later. */

@@ -116,27 +116,38 @@ function sameTime(s1: number, n1: number, ms: number): boolean {
   return s1 === s2 && Math.abs(n1 - Math.floor((ms - s2 * 1000) * 1000000)) < 1000;
 }
 
+const NO_THROW = { throwIfNoEntry: false } as const;
+
 /** Does the work tree file differ from its index entry? `filemode` may be asked lazily: only a mode change needs it. */
 export function fileChanged(dir: string, e: IndexEntry, filemode: boolean | (() => boolean), racyAfterMs: number): boolean {
   const abs = `${dir}/${e.path}`;
-  const st = fs.lstatSync(abs, { throwIfNoEntry: false });
+  let st: fs.Stats | undefined;
+  try {
+    st = fs.lstatSync(abs, NO_THROW);
+  } catch {
+    return true; // a parent is no longer a directory
+  }
   if (st === undefined) return true; // deleted
   // The type bits straight from st.mode: cheaper than isSymbolicLink()/isFile() on this hot path.
-  const type = st.mode & 0o170000;
+  const stMode = st.mode;
+  const type = stMode & 0o170000;
   let mode: number;
   if (type === SYMLINK) mode = SYMLINK;
-  else if (type === 0o100000) mode = st.mode & 0o111 ? 0o100755 : 0o100644;
+  else if (type === 0o100000) mode = stMode & 0o111 ? 0o100755 : 0o100644;
   else return true; // replaced by a directory or something else
-  if (mode !== e.mode && (mode === SYMLINK || e.mode === SYMLINK || (typeof filemode === "boolean" ? filemode : filemode()))) return true;
+  const want = e.mode;
+  if (mode !== want && (mode === SYMLINK || want === SYMLINK || (typeof filemode === "boolean" ? filemode : filemode()))) return true;
+  const mtimeSeconds = e.mtimeSeconds;
+  const mtimeNanoseconds = e.mtimeNanoseconds;
+  // An entry not older than the index itself may hide a same-size edit made in the same tick.
+  const racy = mtimeSeconds * 1000 + mtimeNanoseconds / 1e6 >= racyAfterMs;
   const statSame =
+    !racy &&
     st.size % 2 ** 32 === e.size &&
     st.ino % 2 ** 32 === e.ino &&
-    sameTime(e.mtimeSeconds, e.mtimeNanoseconds, st.mtimeMs) &&
+    sameTime(mtimeSeconds, mtimeNanoseconds, st.mtimeMs) &&
     sameTime(e.ctimeSeconds, e.ctimeNanoseconds, st.ctimeMs);
-  // An entry not older than the index itself may hide a same-size edit made in the same tick.
-  const racy = e.mtimeSeconds * 1000 + e.mtimeNanoseconds / 1e6 >= racyAfterMs;
-  if (statSame && !racy) return false;
-  return hashBlob(abs, st) !== e.oid;
+  return statSame ? false : hashBlob(abs, st) !== e.oid;
 }
 
 function isRepository(path: string): boolean {
@@ -181,6 +192,73 @@ function trackedDirTree(entries: IndexEntry[]): Map<string, string[]> {
   return tree;
 }
 
+interface Listing {
+  untracked: Array<{ rel: string; isDir: boolean }>;
+  /** The directories that held only tracked entries and are old enough to be remembered (status-cache.ts). */
+  stamps: Map<string, DirStamp>;
+  /** How many directories hold a tracked path. */
+  dirCount: number;
+}
+
+/**
+ * Entries the index does not know, in every directory holding a tracked path
+ * (and reached through directories): a directory is listed unless `known`
+ * holds its current stamp, meaning it held only tracked entries when last
+ * listed and has gained or lost none since.
+ */
+function listUntracked(dir: string, entries: IndexEntry[], known: Record<string, DirStamp>, moveOwns: ((rel: string) => boolean) | null): Listing {
+  const dirTree = trackedDirTree(entries);
+  let tracked: Set<string> | null = null;
+  const out: Listing = { untracked: [], stamps: new Map(), dirCount: dirTree.size };
+  const now = Date.now();
+  const scan = (rel: string) => {
+    const abs = rel ? `${dir}/${rel}` : dir;
+    const st = rel ? fs.lstatSync(abs, NO_THROW) : fs.statSync(abs);
+    if (!st?.isDirectory()) return; // gone since its parent was listed (its files already counted as changed)
+    const stamp = stampOf(st);
+    const subdirs = dirTree.get(rel) as string[];
+    if (Object.hasOwn(known, rel) && sameStamp(known[rel], stamp)) {
+      out.stamps.set(rel, stamp);
+      for (const d of subdirs) scan(d);
+      return;
+    }
+    tracked ??= new Set(entries.map((e) => e.path));
+    const before = out.untracked.length;
+    const into: string[] = [];
+    for (const d of fs.readdirSync(abs, { withFileTypes: true })) {
+      if (d.name === ".git") continue;
+      const p = rel ? `${rel}/${d.name}` : d.name;
+      if (tracked.has(p) || (!d.isDirectory() && moveOwns?.(p))) continue;
+      if (d.isDirectory() && dirTree.has(p)) into.push(p);
+      else out.untracked.push({ rel: p, isDir: d.isDirectory() });
+    }
+    if (out.untracked.length === before && settled(st, now)) out.stamps.set(rel, stamp);
+    for (const d of into) scan(d);
+  };
+  scan("");
+  return out;
+}
+
+/** Every remembered directory is still a directory with the same stamp. */
+function unchangedDirs(dir: string, known: Record<string, DirStamp>): boolean {
+  for (const rel of Object.keys(known)) {
+    let st: fs.Stats | undefined;
+    try {
+      st = rel ? fs.lstatSync(`${dir}/${rel}`, NO_THROW) : fs.statSync(dir);
+    } catch {
+      return false;
+    }
+    if (!st?.isDirectory() || !sameStamp(known[rel], stampOf(st))) return false;
+  }
+  return true;
+}
+
+function sameDirs(a: Record<string, DirStamp>, b: Map<string, DirStamp>): boolean {
+  if (Object.keys(a).length !== b.size) return false;
+  for (const [k, v] of b) if (!Object.hasOwn(a, k) || !sameStamp(a[k], v)) return false;
+  return true;
+}
+
 export interface DirtyCheckOptions {
   /**
    * Read and update the status cache (status-cache.ts) and skip the index
@@ -221,39 +299,10 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
 
   // 2. Files the index does not know: collected now, judged against .gitignore below.
   // A directory is listed unless the cache shows it unchanged since it held only tracked entries.
-  const dirTree = trackedDirTree(entries);
-  let tracked: Set<string> | null = null;
   const known = cache?.index === key ? cache.dirs : {};
-  const listed = new Map<string, DirStamp>();
-  let hits = 0;
-  const now = Date.now();
-  const untracked: Array<{ rel: string; isDir: boolean }> = [];
-  const scan = (rel: string) => {
-    const abs = rel ? `${dir}/${rel}` : dir;
-    const st = rel ? fs.lstatSync(abs, { throwIfNoEntry: false }) : fs.statSync(abs);
-    if (!st?.isDirectory()) return; // gone since its parent was listed (its files already counted as changed)
-    const stamp = stampOf(st);
-    const subdirs = dirTree.get(rel) as string[];
-    if (Object.hasOwn(known, rel) && sameStamp(known[rel], stamp)) {
-      listed.set(rel, stamp);
-      hits++;
-      for (const d of subdirs) scan(d);
-      return;
-    }
-    tracked ??= new Set(entries.map((e) => e.path));
-    const before = untracked.length;
-    const into: string[] = [];
-    for (const d of fs.readdirSync(abs, { withFileTypes: true })) {
-      if (d.name === ".git") continue;
-      const p = rel ? `${rel}/${d.name}` : d.name;
-      if (tracked.has(p) || (!d.isDirectory() && journal && moveOwns(p))) continue;
-      if (d.isDirectory() && dirTree.has(p)) into.push(p);
-      else untracked.push({ rel: p, isDir: d.isDirectory() });
-    }
-    if (untracked.length === before && settled(st, now)) listed.set(rel, stamp);
-    for (const d of into) scan(d);
-  };
-  scan("");
+  // null: every directory with a tracked path is remembered and as it was, so nothing new is anywhere.
+  const listed = cache?.complete && cache.index === key && unchangedDirs(dir, known) ? null : listUntracked(dir, entries, known, journal ? moveOwns : null);
+  const untracked = listed?.untracked ?? [];
 
   // 3. The index against HEAD's commit: staged changes. A valid cache-tree
   // names the tree the index amounts to: one commit read instead of every tree.
@@ -279,10 +328,13 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
     if (tree.size !== entries.length) return true;
     for (const e of entries) if (tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
   }
-  const commit = headTree === null ? null : head;
-  // Rewritten only when it would say something new: every hit still there and nothing added.
-  if (key && (cache?.index !== key || cache.commit !== commit || cache.tree !== headTree || hits !== listed.size || hits !== Object.keys(known).length)) {
-    writeStatusCache(gitdir, { index: key, commit, tree: headTree, dirs: Object.fromEntries(listed) });
+  if (key) {
+    // Rewritten only when it would say something new.
+    const commit = headTree === null ? null : head;
+    const complete = listed ? listed.stamps.size === listed.dirCount : true;
+    const same =
+      cache?.index === key && cache.commit === commit && cache.tree === headTree && cache.complete === complete && (!listed || sameDirs(cache.dirs, listed.stamps));
+    if (!same) writeStatusCache(gitdir, { index: key, commit, tree: headTree, dirs: listed ? Object.fromEntries(listed.stamps) : known, complete });
   }
 
   // 4. Untracked files count unless ignored; a directory is looked into only if it is not ignored itself.
