@@ -11,6 +11,7 @@ import { statSync } from "node:fs";
 import { join } from "node:path";
 import { gitdirOf } from "./refs.ts";
 import { transportOf } from "./url.ts";
+import type { DirtyCheckOptions } from "./worktree.ts";
 
 export interface HeadInfo {
   sha: string;
@@ -30,8 +31,8 @@ export interface GitBackend {
   /** Fetch only: refresh origin's remote-tracking refs; HEAD and the work tree stay as they are. */
   fetch(dir: string, url: string, opts: { signal: AbortSignal }): Promise<void>;
   head(dir: string): Promise<HeadInfo>;
-  /** Uncommitted changes to tracked files, or untracked files git would not ignore. `statusCache`: see worktree.ts. */
-  isDirty(dir: string, opts?: { statusCache?: boolean }): Promise<boolean>;
+  /** Uncommitted changes to tracked files, or untracked files git would not ignore. */
+  isDirty(dir: string, opts?: DirtyCheckOptions): Promise<boolean>;
   /** origin's URL, or null. */
   remoteUrl(dir: string): Promise<string | null>;
 }

@@ -266,6 +266,8 @@ export interface DirtyCheckOptions {
    * deleted leave this off and prove everything each time.
    */
   statusCache?: boolean;
+  /** HEAD's commit, when the caller has just read it (saves reading it again). */
+  head?: string;
 }
 
 /** true = dirty, false = clean, null = could not tell (use statusMatrix). */
@@ -274,7 +276,7 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
   if (!file) return null;
   const index = opts.statusCache ? readIndexForStatus(file.buf) : readIndex(file.buf);
   const entries = index?.entries;
-  const head = resolveRefSync(gitdir, "HEAD");
+  const head = opts.head ?? resolveRefSync(gitdir, "HEAD");
   if (!index || !entries || !head) return null;
   if (entries.some((e) => e.stage !== 0)) return true; // unresolved merge conflict
 

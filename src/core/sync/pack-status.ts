@@ -56,9 +56,26 @@ export interface InspectOptions {
   interrupted: boolean;
 }
 
+// Built once per pack list: asked for every pack, a scan of the list each time would cost N² at scale.
+const childIndexes = new WeakMap<readonly PackNode[], Map<string, PackNode[]>>();
+function childrenIndex(packs: readonly PackNode[]): Map<string, PackNode[]> {
+  let index = childIndexes.get(packs);
+  if (!index) {
+    index = new Map();
+    for (const c of packs) {
+      if (c.parent === null) continue;
+      const siblings = index.get(c.parent);
+      if (siblings) siblings.push(c);
+      else index.set(c.parent, [c]);
+    }
+    childIndexes.set(packs, index);
+  }
+  return index;
+}
+
 /** What `inspectPack` needs to know about `p`'s children, read from their refs. */
 export function childFacts(packs: readonly PackNode[], p: PackNode): Pick<InspectOptions, "childShas" | "childrenUnmoved"> {
-  const children = packs.filter((c) => c.parent === p.id);
+  const children = childrenIndex(packs).get(p.id) ?? [];
   const childShas = children.map((c) => readHeadSync(c.dir)?.sha ?? "");
   return { childShas, childrenUnmoved: children.every((c, i) => c.lock?.sha === childShas[i]) };
 }
@@ -67,12 +84,12 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
   const { interrupted, staleMs } = o;
   const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null };
   const base = { id: p.id, path: p.path, depth: p.depth };
-  if (!existsSync(p.dir) || !isGitRepo(p.dir)) {
+  if (!isGitRepo(p.dir)) {
     return { ...base, on_disk: existsSync(p.dir), dirty: false, sha_match: false, actions_hash_match: false, drift: "missing", ...none };
   }
-  // A report: the status cache may spare re-listing unchanged directories.
-  const dirty = await backendFor(p.url || p.dir).isDirty(p.dir, { statusCache: true });
   const head = readHeadSync(p.dir);
+  // A report: the status cache may spare re-listing unchanged directories.
+  const dirty = await backendFor(p.url || p.dir).isDirty(p.dir, { statusCache: true, head: head?.sha });
   const lock = p.lock;
   const installed = lock !== undefined && lock.installed_at !== "" && lock.install_error === undefined && !interrupted;
   const installError = installed
