@@ -148,11 +148,11 @@ describe("grex clone, status cache primed", () => {
   for (const [name, change] of Object.entries(scenarios)) {
     test(name, async () => {
       const d = copies.get(name) as string;
-      const gitdir = join(d, ".git");
-      expect(await isDirtyFast(d, gitdir, { statusCache: true })).toBe(false);
-      expect(Object.keys(readStatusCache(gitdir)?.dirs ?? {}).sort()).toEqual(["", "bin", "src", "src/deep", "sub"]);
+      const statusCache = `${d}.status-cache.json`;
+      expect(await isDirtyFast(d, join(d, ".git"), { statusCache })).toBe(false);
+      expect(Object.keys(readStatusCache(statusCache)?.dirs ?? {}).sort()).toEqual(["", "bin", "src", "src/deep", "sub"]);
       change(d);
-      const ours = await backendFor(upstream).isDirty(d, { statusCache: true });
+      const ours = await backendFor(upstream).isDirty(d, { statusCache });
       const theirs = git(d, "--no-optional-locks", "status", "--porcelain") !== "";
       expect(ours).toBe(theirs);
     });

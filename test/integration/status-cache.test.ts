@@ -3,10 +3,10 @@
 // damaged, copied from another clone, or missing — every change must still
 // read as dirty, and an unchanged tree as clean.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backendFor } from "../../src/core/git/backend.ts";
-import { readStatusCache, SETTLED_MS, STATUS_CACHE_FILE } from "../../src/core/git/status-cache.ts";
+import { readStatusCache, SETTLED_MS, statusCacheFile } from "../../src/core/git/status-cache.ts";
 import { isDirtyFast } from "../../src/core/git/worktree.ts";
 import { makeRepo, git, tempDir } from "../helpers/git-fixtures.ts";
 import { TestWorkspace } from "../helpers/workspace.ts";
@@ -34,8 +34,10 @@ async function clone(): Promise<string> {
   return d;
 }
 
-const check = (d: string) => backendFor(upstream).isDirty(d, { statusCache: true });
-const cachePath = (d: string) => join(d, ".git", STATUS_CACHE_FILE);
+// Each clone's cache beside it (status keeps them under the workspace's .grex/.state).
+const cachePath = (d: string) => `${d}.status-cache.json`;
+const check = (d: string) => backendFor(upstream).isDirty(d, { statusCache: cachePath(d) });
+const cached = (d: string) => readStatusCache(cachePath(d));
 const ALL_DIRS = ["", "src", "src/deep"];
 
 describe("on a settled tree, with every directory remembered", () => {
@@ -48,8 +50,8 @@ describe("on a settled tree, with every directory remembered", () => {
   /** A settled clone whose cache was just primed (clean, every directory remembered). */
   async function primed(): Promise<string> {
     const d = copies[next++] as string;
-    expect(await isDirtyFast(d, join(d, ".git"), { statusCache: true })).toBe(false);
-    const cache = readStatusCache(join(d, ".git"));
+    expect(await isDirtyFast(d, join(d, ".git"), { statusCache: cachePath(d) })).toBe(false);
+    const cache = cached(d);
     expect(Object.keys(cache?.dirs ?? {}).sort()).toEqual(ALL_DIRS);
     expect(cache?.complete).toBe(true);
     return d;
@@ -99,8 +101,8 @@ describe("on a settled tree, with every directory remembered", () => {
     writeFileSync(join(d, "src", "deep", "debug.log"), "x");
     expect(await check(d)).toBe(false);
     // ...and its directory is listed every time from now on: it no longer holds only tracked entries.
-    expect(Object.keys(readStatusCache(join(d, ".git"))?.dirs ?? {}).sort()).toEqual(["", "src"]);
-    expect(readStatusCache(join(d, ".git"))?.complete).toBe(false);
+    expect(Object.keys(cached(d)?.dirs ?? {}).sort()).toEqual(["", "src"]);
+    expect(cached(d)?.complete).toBe(false);
     writeFileSync(join(d, "src", "deep", "new.txt"), "n");
     expect(await check(d)).toBe(true);
   });
@@ -109,7 +111,7 @@ describe("on a settled tree, with every directory remembered", () => {
     const d = await primed();
     writeFileSync(cachePath(d), "{not json");
     expect(await check(d)).toBe(false);
-    expect(Object.keys(readStatusCache(join(d, ".git"))?.dirs ?? {}).sort()).toEqual(ALL_DIRS);
+    expect(Object.keys(cached(d)?.dirs ?? {}).sort()).toEqual(ALL_DIRS);
     writeFileSync(cachePath(d), JSON.stringify({ v: 1, index: "0".repeat(40), commit: null, tree: null, dirs: { src: "damaged" } }));
     writeFileSync(join(d, "src", "new.txt"), "n");
     expect(await check(d)).toBe(true);
@@ -132,7 +134,7 @@ describe("on a settled tree, with every directory remembered", () => {
     rmSync(join(d, "new.txt"));
     rmSync(cachePath(d));
     expect(await check(d)).toBe(false);
-    expect(readStatusCache(join(d, ".git"))).not.toBeNull();
+    expect(cached(d)).not.toBeNull();
   });
 
   test("a cache copied from another clone (another index) is not trusted for directories", async () => {
@@ -157,7 +159,7 @@ describe("on a tree changed moments ago", () => {
     const d = await clone();
     expect(await check(d)).toBe(false);
     // Just checked out: every directory changed within the window, so none may be trusted yet.
-    expect(readStatusCache(join(d, ".git"))?.dirs).toEqual({});
+    expect(cached(d)?.dirs).toEqual({});
     writeFileSync(join(d, "src", "deep", "new.txt"), "n");
     expect(await check(d)).toBe(true);
   });
@@ -177,7 +179,8 @@ describe("grex status", () => {
     const cold = await t.grex("status", "--json");
     expect(cold.code).toBe(0);
     expect((cold.json.packs as Array<{ drift: string }>).map((p) => p.drift)).toEqual(["clean"]);
-    expect(readStatusCache(join(t.ws, "plain", ".git"))).not.toBeNull();
+    expect(readStatusCache(statusCacheFile(join(t.ws, ".grex", ".state"), "plain"))).not.toBeNull();
+    expect(readdirSync(join(t.ws, "plain", ".git")).filter((f) => f.includes("cache"))).toEqual([]); // nothing written into the pack
     const warm = await t.grex("status", "--json");
     expect(warm.stdout).toBe(cold.stdout);
     writeFileSync(join(t.ws, "plain", "src", "y.txt"), "y\n");

@@ -1,6 +1,6 @@
-// The status cache: a grex-owned file in a repository's git directory that
-// lets the dirty check `status` runs (worktree.ts) skip work it proved
-// before. It remembers
+// The status cache: a grex-owned file per pack, kept with grex's own state
+// (`.grex/.state/status-cache/`, never inside the pack), that lets the dirty
+// check `status` runs (worktree.ts) skip work it proved before. It remembers
 //  - the tree of HEAD's commit (commits never change, so this cannot go stale);
 //  - which work-tree directories held nothing but tracked entries, each with
 //    its stamp (mtime, ctime, inode). Adding, removing or renaming an entry
@@ -11,11 +11,15 @@
 //    changed, not even the list of directories needs working out again.
 // It is only an accelerator: missing, unreadable or foreign content means
 // "nothing known", and everything is proved again.
-import { readFileSync, renameSync, rmSync, type Stats, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readFileSync, renameSync, rmSync, type Stats, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 
-export const STATUS_CACHE_FILE = "grex-status-cache.json";
 const VERSION = 1;
+
+/** Where the cache of pack `id` lives under a workspace's state directory. */
+export function statusCacheFile(stateDir: string, id: string): string {
+  return join(stateDir, "status-cache", `${encodeURIComponent(id)}.json`);
+}
 
 /**
  * A directory is remembered only once its mtime and ctime are this much older
@@ -61,11 +65,11 @@ export function indexKey(index: Buffer): string | null {
   return /^0+$/.test(key) ? null : key;
 }
 
-/** The cache of `gitdir`, or null when absent, unreadable or not one this version wrote. */
-export function readStatusCache(gitdir: string): StatusCache | null {
+/** The cache in `file`, or null when absent, unreadable or not one this version wrote. */
+export function readStatusCache(file: string): StatusCache | null {
   let doc: unknown;
   try {
-    doc = JSON.parse(readFileSync(join(gitdir, STATUS_CACHE_FILE), "utf8"));
+    doc = JSON.parse(readFileSync(file, "utf8"));
   } catch {
     return null;
   }
@@ -80,17 +84,17 @@ export function readStatusCache(gitdir: string): StatusCache | null {
 }
 
 /** Replace the cache (temp + rename: a reader sees the old file or the new one); a failure only costs speed later. */
-export function writeStatusCache(gitdir: string, cache: StatusCache): void {
-  const path = join(gitdir, STATUS_CACHE_FILE);
-  const tmp = `${path}.${process.pid}.tmp`;
+export function writeStatusCache(file: string, cache: StatusCache): void {
+  const tmp = `${file}.${process.pid}.tmp`;
   try {
+    mkdirSync(dirname(file), { recursive: true });
     writeFileSync(tmp, JSON.stringify({ v: VERSION, ...cache }));
-    renameSync(tmp, path);
+    renameSync(tmp, file);
   } catch {
     try {
       rmSync(tmp, { force: true });
     } catch {
-      // a read-only git directory: nothing was written
+      // a read-only state directory: nothing was written
     }
   }
 }

@@ -261,11 +261,11 @@ function sameDirs(a: Record<string, DirStamp>, b: Map<string, DirStamp>): boolea
 
 export interface DirtyCheckOptions {
   /**
-   * Read and update the status cache (status-cache.ts) and skip the index
-   * checksum: for reports. Checks that guard work from being overwritten or
-   * deleted leave this off and prove everything each time.
+   * The status cache file to read and update (status-cache.ts); with it the
+   * index checksum is not verified either. For reports: checks that guard
+   * work from being overwritten or deleted leave it out and prove everything.
    */
-  statusCache?: boolean;
+  statusCache?: string;
   /** HEAD's commit, when the caller has just read it (saves reading it again). */
   head?: string;
 }
@@ -288,8 +288,9 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
   const moveOwns = (rel: string) =>
     temps.has(rel) || (journal?.get(rel)?.some((v) => sameVersion(onDisk(dir, rel), v, filemode())) ?? false);
   // Mid-move the cache is neither read nor written: the move's own files make every answer provisional.
-  const key = opts.statusCache && !journal ? indexKey(file.buf) : null;
-  const cache = key ? readStatusCache(gitdir) : null;
+  const cacheFile = journal ? undefined : opts.statusCache;
+  const key = cacheFile ? indexKey(file.buf) : null;
+  const cache = cacheFile && key ? readStatusCache(cacheFile) : null;
 
   // 1. Tracked files against their index entries.
   for (const e of entries) {
@@ -330,13 +331,13 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
     if (tree.size !== entries.length) return true;
     for (const e of entries) if (tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
   }
-  if (key) {
+  if (cacheFile && key) {
     // Rewritten only when it would say something new.
     const commit = headTree === null ? null : head;
     const complete = listed ? listed.stamps.size === listed.dirCount : true;
     const same =
       cache?.index === key && cache.commit === commit && cache.tree === headTree && cache.complete === complete && (!listed || sameDirs(cache.dirs, listed.stamps));
-    if (!same) writeStatusCache(gitdir, { index: key, commit, tree: headTree, dirs: listed ? Object.fromEntries(listed.stamps) : known, complete });
+    if (!same) writeStatusCache(cacheFile, { index: key, commit, tree: headTree, dirs: listed ? Object.fromEntries(listed.stamps) : known, complete });
   }
 
   // 4. Untracked files count unless ignored; a directory is looked into only if it is not ignored itself.

@@ -7,6 +7,7 @@ import type { SetupDrift } from "../actions/drift.ts";
 import type { PackState } from "../actions/types.ts";
 import { aheadBehind } from "../git/ahead-behind.ts";
 import { backendFor, isGitRepo, readHeadSync } from "../git/backend.ts";
+import { statusCacheFile } from "../git/status-cache.ts";
 import type { PackNode } from "../packs.ts";
 import { offBranch } from "./off-branch.ts";
 import type { Workspace } from "../workspace.ts";
@@ -89,7 +90,8 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
   }
   const head = readHeadSync(p.dir);
   // A report: the status cache may spare re-listing unchanged directories.
-  const dirty = await backendFor(p.url || p.dir).isDirty(p.dir, { statusCache: true, head: head?.sha });
+  const statusCache = statusCacheFile(ws.stateDir, p.id);
+  const dirty = await backendFor(p.url || p.dir).isDirty(p.dir, { statusCache, head: head?.sha });
   const lock = p.lock;
   const installed = lock !== undefined && lock.installed_at !== "" && lock.install_error === undefined && !interrupted;
   const installError = installed
