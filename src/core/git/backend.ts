@@ -45,7 +45,9 @@ type Impl = () => Promise<GitBackend>;
 
 // Read-only questions every backend answers with the same code (inspect.ts):
 // loaded on their own, so `status` does not load the transports and checkout.
-const inspect = () => import("./inspect.ts");
+// The promise is kept: a repeated import() costs microseconds per call, per pack.
+let inspectModule: Promise<typeof import("./inspect.ts")> | undefined;
+const inspect = () => (inspectModule ??= import("./inspect.ts"));
 
 function lazy(load: Impl): GitBackend {
   return {

@@ -81,6 +81,10 @@ export function childFacts(packs: readonly PackNode[], p: PackNode): Pick<Inspec
   return { childShas, childrenUnmoved: children.every((c, i) => c.lock?.sha === childShas[i]) };
 }
 
+// Loaded on first use and kept: a repeated import() costs microseconds per call, per pack.
+let packStateModule: Promise<typeof import("../pack-state.ts")> | undefined;
+let driftModule: Promise<typeof import("../actions/drift.ts")> | undefined;
+
 export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions): Promise<PackStatus> {
   const { interrupted, staleMs } = o;
   const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null };
@@ -116,9 +120,8 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
     }
     // Setup drift: every recorded postcondition that no longer holds (cheap checks, nothing re-run).
     // A pack with no record (a plain pack) has nothing to drift: the action modules stay unloaded.
-    const { readPackState } = await import("../pack-state.ts");
-    const state = readPackState(ws, p.id);
-    if (Object.keys(state).length > 0) setupDrift = (await import("../actions/drift.ts")).setupDrift(state as PackState);
+    const state = (await (packStateModule ??= import("../pack-state.ts"))).readPackState(ws, p.id);
+    if (Object.keys(state).length > 0) setupDrift = (await (driftModule ??= import("../actions/drift.ts"))).setupDrift(state as PackState);
   }
   const tracking = head ? await aheadBehind(p.dir, head.branch, head.sha) : null;
   const ahead = tracking?.ahead ?? 0;
