@@ -52,26 +52,26 @@ function eagerEntry(buf: Buffer, off: number, path: string, stage: number): Inde
  * An entry whose fields are read from the index bytes when asked: a status
  * check reads a few fields of every entry and most of none, and building
  * every field of every entry of every pack is a large share of its time.
- * Read-only; spreading it copies only path and stage.
+ * Read-only, and its fields are getters: a spread would not copy them.
  */
 class LazyEntry implements IndexEntry {
   constructor(
-    private readonly buf: Buffer,
+    private readonly view: DataView,
     private readonly off: number,
     readonly path: string,
     readonly stage: number,
   ) {}
-  get ctimeSeconds() { return u32(this.buf, this.off); }
-  get ctimeNanoseconds() { return u32(this.buf, this.off + 4); }
-  get mtimeSeconds() { return u32(this.buf, this.off + 8); }
-  get mtimeNanoseconds() { return u32(this.buf, this.off + 12); }
-  get dev() { return u32(this.buf, this.off + 16); }
-  get ino() { return u32(this.buf, this.off + 20); }
-  get mode() { return u32(this.buf, this.off + 24); }
-  get uid() { return u32(this.buf, this.off + 28); }
-  get gid() { return u32(this.buf, this.off + 32); }
-  get size() { return u32(this.buf, this.off + 36); }
-  get oid() { return this.buf.toString("hex", this.off + 40, this.off + 60); }
+  get ctimeSeconds() { return this.view.getUint32(this.off); }
+  get ctimeNanoseconds() { return this.view.getUint32(this.off + 4); }
+  get mtimeSeconds() { return this.view.getUint32(this.off + 8); }
+  get mtimeNanoseconds() { return this.view.getUint32(this.off + 12); }
+  get dev() { return this.view.getUint32(this.off + 16); }
+  get ino() { return this.view.getUint32(this.off + 20); }
+  get mode() { return this.view.getUint32(this.off + 24); }
+  get uid() { return this.view.getUint32(this.off + 28); }
+  get gid() { return this.view.getUint32(this.off + 32); }
+  get size() { return this.view.getUint32(this.off + 36); }
+  get oid() { return Buffer.from(this.view.buffer, this.view.byteOffset + this.off + 40, 20).toString("hex"); }
 }
 
 export interface IndexRead {
@@ -94,7 +94,8 @@ export function readIndex(buf: Buffer): IndexRead | null {
  * it). A damaged index can at worst read as changes.
  */
 export function readIndexForStatus(buf: Buffer): IndexRead | null {
-  return walkIndex(buf, false, (b, off, path, stage) => new LazyEntry(b, off, path, stage));
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  return walkIndex(buf, false, (_, off, path, stage) => new LazyEntry(view, off, path, stage));
 }
 
 function walkIndex(buf: Buffer, verify: boolean, entryAt: (buf: Buffer, off: number, path: string, stage: number) => IndexEntry): IndexRead | null {

@@ -16,7 +16,7 @@ import { type IndexEntry, readIndex, readIndexForStatus, serializeIndex, statTim
 import { type Git, loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
 import { cacheTreeOf, flatTree } from "./tree-read.ts";
-import { hashBlob, journaledPathsFor, onDisk, sameVersion, tempNameOf } from "./checkout-journal.ts";
+import { hashBlob, journaledPathsFor, onDisk, readJournal, sameVersion, tempNameOf } from "./checkout-journal.ts";
 import { gitdirOf, resolveRefSync } from "./refs.ts";
 import { type DirStamp, indexKey, readStatusCache, sameStamp, settled, stampOf, writeStatusCache } from "./status-cache.ts";
 
@@ -283,7 +283,8 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
   let filemodeValue: boolean | undefined;
   const filemode = () => (filemodeValue ??= readGitdirConfigValue(gitdir, "core", null, "filemode") !== "false");
   // An interrupted update (checkout-diff.ts): its paths may show either version, and its temp files are its own.
-  const journal = await journaledPathsFor(gitdir);
+  // readJournal first: the usual answer (none) costs one existsSync and no await.
+  const journal = readJournal(gitdir) === null ? null : await journaledPathsFor(gitdir);
   const temps = new Set(journal ? [...journal.keys()].map(tempNameOf) : []);
   const moveOwns = (rel: string) =>
     temps.has(rel) || (journal?.get(rel)?.some((v) => sameVersion(onDisk(dir, rel), v, filemode())) ?? false);
