@@ -116,18 +116,15 @@ function sameTime(s1: number, n1: number, ms: number): boolean {
   return s1 === s2 && Math.abs(n1 - Math.floor((ms - s2 * 1000) * 1000000)) < 1000;
 }
 
-const NO_THROW = { throwIfNoEntry: false } as const;
-
 /** Does the work tree file differ from its index entry? `filemode` may be asked lazily: only a mode change needs it. */
 export function fileChanged(dir: string, e: IndexEntry, filemode: boolean | (() => boolean), racyAfterMs: number): boolean {
   const abs = `${dir}/${e.path}`;
-  let st: fs.Stats | undefined;
+  let st: fs.Stats;
   try {
-    st = fs.lstatSync(abs, NO_THROW);
+    st = fs.lstatSync(abs); // without options: measurably cheaper per call on this hot path
   } catch {
-    return true; // a parent is no longer a directory
+    return true; // deleted, or a parent is no longer a directory
   }
-  if (st === undefined) return true; // deleted
   // The type bits straight from st.mode: cheaper than isSymbolicLink()/isFile() on this hot path.
   const stMode = st.mode;
   const type = stMode & 0o170000;
@@ -213,8 +210,14 @@ function listUntracked(dir: string, entries: IndexEntry[], known: Record<string,
   const now = Date.now();
   const scan = (rel: string) => {
     const abs = rel ? `${dir}/${rel}` : dir;
-    const st = rel ? fs.lstatSync(abs, NO_THROW) : fs.statSync(abs);
-    if (!st?.isDirectory()) return; // gone since its parent was listed (its files already counted as changed)
+    let st: fs.Stats;
+    try {
+      st = rel ? fs.lstatSync(abs) : fs.statSync(abs);
+    } catch (err) {
+      if (!rel) throw err; // the work tree itself is gone: not a question of untracked files
+      return; // gone since its parent was listed (its files already counted as changed)
+    }
+    if (!st.isDirectory()) return;
     const stamp = stampOf(st);
     const subdirs = dirTree.get(rel) as string[];
     if (Object.hasOwn(known, rel) && sameStamp(known[rel], stamp)) {
@@ -242,13 +245,13 @@ function listUntracked(dir: string, entries: IndexEntry[], known: Record<string,
 /** Every remembered directory is still a directory with the same stamp. */
 function unchangedDirs(dir: string, known: Record<string, DirStamp>): boolean {
   for (const rel of Object.keys(known)) {
-    let st: fs.Stats | undefined;
+    let st: fs.Stats;
     try {
-      st = rel ? fs.lstatSync(`${dir}/${rel}`, NO_THROW) : fs.statSync(dir);
+      st = rel ? fs.lstatSync(`${dir}/${rel}`) : fs.statSync(dir);
     } catch {
       return false;
     }
-    if (!st?.isDirectory() || !sameStamp(known[rel], stampOf(st))) return false;
+    if (!st.isDirectory() || !sameStamp(known[rel], stampOf(st))) return false;
   }
   return true;
 }
