@@ -9,6 +9,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { SETTLED_MS } from "../src/core/git/status-cache.ts";
 import { makeReposScript } from "./fixtures/repos.ts";
 import { benchEnv } from "./fixtures/env.ts";
 
@@ -50,7 +51,9 @@ for (const n of [SMALL, BIG]) {
   sh([grex, "sync", "--parallel", "8"], ws);
   workspaces.set(n, ws);
 }
-await Bun.sleep(1100); // past the "racy" second of the freshly written index files
+// Past the "racy" second of the freshly written index files, and old enough for
+// status to remember the directories (its status cache), as after any quiet moment.
+await Bun.sleep(SETTLED_MS + 100);
 
 /** Wall ms and peak RSS (MiB) of one run, from GNU time when present. */
 function once(args: string[], cwd: string): { ms: number; rssMiB: number } {

@@ -1,8 +1,10 @@
 // Status cost (`bun bench/status.ts`), all in one run on one machine, timed by
 // `hyperfine -N`:
 //   1. `grex status --json` on N installed declarative packs (mkdir + symlink +
-//      env each) beside a compiled hello-world written with Bun.stdout (the
-//      floor); goal: within 6× of it. `grex ls --json` is shown for reference.
+//      env each), and on N installed plain packs of realistic shape (30
+//      commits / 50 files, plain paths), beside a compiled hello-world written
+//      with Bun.stdout (the floor); goal: within 6× of it. `grex ls --json` is
+//      shown for reference.
 //   2. `grex status --fetch --json` on the same N packs, cloned over loopback
 //      smart HTTP, beside `xargs -P 8 git fetch` over git clones of the same
 //      repositories; goal: faster.
@@ -11,8 +13,10 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
+import { SETTLED_MS } from "../src/core/git/status-cache.ts";
 import { startGitHttpServer } from "../test/helpers/git-http-server.ts";
 import { benchEnv } from "./fixtures/env.ts";
+import { makeReposScript } from "./fixtures/repos.ts";
 
 const N = Number(process.env.BENCH_N ?? 100);
 const RUNS = Number(process.env.BENCH_RUNS ?? 10);
@@ -88,6 +92,24 @@ try {
     if (doc.packs.length !== N || doc.packs.some((p) => p.drift !== "clean" || p.behind !== 0)) throw new Error(`status is not clean: ${JSON.stringify(doc.packs.slice(0, 2))}`);
   }
 
+  // The realistic plain packs: their own workspace, reached with --manifest.
+  const plainUp = join(root, "plain-upstream");
+  const streams = join(root, "streams");
+  const plainWs = join(root, "ws-plain");
+  for (const d of [plainUp, streams, plainWs]) mkdirSync(d);
+  writeFileSync(join(root, "make-plain.sh"), makeReposScript(names, plainUp, streams));
+  await run(["sh", join(root, "make-plain.sh")], root);
+  await run([grex, "init"], plainWs);
+  writeFileSync(join(plainWs, "REPOS.json"), JSON.stringify(names.map((n) => ({ url: join(plainUp, n), path: n }))));
+  await run([grex, "import", "--from-repos-json", "REPOS.json"], plainWs);
+  await run([grex, "sync", "--parallel", String(PAR)], plainWs);
+  const plainManifest = join(plainWs, "grex.jsonl");
+  const plainDoc = JSON.parse(await run([grex, "status", "--json", "--fail-on-drift", "--manifest", plainManifest], root)) as { packs: unknown[] };
+  if (plainDoc.packs.length !== N) throw new Error(`plain workspace: ${plainDoc.packs.length} packs, expected ${N}`);
+  // Status remembers a directory (its status cache) only once it is a few
+  // seconds old: wait that out, as any status run after a quiet moment would.
+  await Bun.sleep(SETTLED_MS + 100);
+
   const hyperfine = async (cwd: string, commands: string[]): Promise<Array<{ command: string; median: number; stddev: number }>> => {
     const out = join(root, "hyperfine.json");
     await run(["hyperfine", "-N", "--warmup", "3", "--runs", String(RUNS), "--export-json", out, ...commands], cwd);
@@ -95,18 +117,24 @@ try {
   };
 
   log("bench/status: status --json vs the floor");
-  const [floor, status, ls] = await hyperfine(ws, [join(root, "hello"), `${grex} status --json`, `${grex} ls --json`]);
+  const [floor, status, plain, ls] = await hyperfine(ws, [
+    join(root, "hello"),
+    `${grex} status --json`,
+    `${grex} status --json --manifest ${plainManifest}`,
+    `${grex} ls --json`,
+  ]);
   log("bench/status: status --fetch vs xargs -P 8 git fetch");
   const [fetch, xargs] = await hyperfine(ws, [
     `${grex} status --fetch --json`,
     `sh -c "xargs -P ${PAR} -n 1 sh -c 'git -C ${clones}/\\$0 fetch -q' < ${clones}/list"`,
   ]);
-  if (!floor || !status || !ls || !fetch || !xargs) throw new Error("hyperfine returned too few results");
+  if (!floor || !status || !plain || !ls || !fetch || !xargs) throw new Error("hyperfine returned too few results");
 
   const ms = (s: number) => `${(s * 1000).toFixed(1)} ms`;
   console.log(`\nStatus benchmark: ${N} installed declarative packs, ${availableParallelism()} CPUs, bun ${Bun.version}, hyperfine -N, median of ${RUNS}\n`);
   console.log(`compiled hello-world (Bun.stdout)          ${ms(floor.median)}`);
   console.log(`compiled grex status --json                ${ms(status.median)}  (${(status.median / floor.median).toFixed(2)}× floor; goal ≤ 6×: ${status.median <= 6 * floor.median ? "yes" : "NO"})`);
+  console.log(`compiled grex status --json, plain packs    ${ms(plain.median)}  (${(plain.median / floor.median).toFixed(2)}× floor; goal ≤ 6×: ${plain.median <= 6 * floor.median ? "yes" : "NO"}; 30 commits / 50 files each)`);
   console.log(`compiled grex ls --json (reference)         ${ms(ls.median)}  (${(ls.median / floor.median).toFixed(2)}× floor)`);
   console.log(`compiled grex status --fetch --json (HTTP) ${ms(fetch.median)}`);
   console.log(`xargs -P ${PAR} git fetch (HTTP)                ${ms(xargs.median)}  (grex ${(fetch.median / xargs.median).toFixed(2)}×; goal < 1: ${fetch.median < xargs.median ? "yes" : "NO"})`);

@@ -24,6 +24,7 @@ const unreadable = (path: string, id: string, why: string) =>
 /** The pack's record: `{}` when there is none; an integrity error (exit 3) when the file exists but cannot be read. */
 export function readPackState(ws: Workspace, id: string): PackStateRecord {
   const path = packStatePath(ws, id);
+  if (!existsSync(path)) return {}; // the usual case for a plain pack, asked by every status: no thrown ENOENT
   let text: string;
   try {
     text = readFileSync(path, "utf8");

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backendFor } from "../../src/core/git/backend.ts";
+import { readStatusCache, SETTLED_MS } from "../../src/core/git/status-cache.ts";
 import { isDirtyFast } from "../../src/core/git/worktree.ts";
 import { commit, git, makeRepo, tempDir } from "../helpers/git-fixtures.ts";
 
@@ -135,3 +136,25 @@ for (const origin of ["grex clone", "git clone", "grex update"] as const) {
     }
   });
 }
+
+// The same scenarios with the status cache primed on a settled work tree (so
+// every directory is remembered): the cache may only spare work, never hide a change.
+describe("grex clone, status cache primed", () => {
+  const copies = new Map<string, string>();
+  beforeAll(async () => {
+    for (const name of Object.keys(scenarios)) copies.set(name, await freshCopy("grex clone", `c${n++}`));
+    await Bun.sleep(SETTLED_MS + 200); // older than the settle window: the priming check may remember every directory
+  }, 60_000);
+  for (const [name, change] of Object.entries(scenarios)) {
+    test(name, async () => {
+      const d = copies.get(name) as string;
+      const statusCache = `${d}.status-cache.json`;
+      expect(await isDirtyFast(d, join(d, ".git"), { statusCache })).toBe(false);
+      expect(Object.keys(readStatusCache(statusCache)?.dirs ?? {}).sort()).toEqual(["", "bin", "src", "src/deep", "sub"]);
+      change(d);
+      const ours = await backendFor(upstream).isDirty(d, { statusCache });
+      const theirs = git(d, "--no-optional-locks", "status", "--porcelain") !== "";
+      expect(ours).toBe(theirs);
+    });
+  }
+});

@@ -2,7 +2,9 @@
 import { afterEach, beforeEach, expect, test } from "bun:test";
 import { chmodSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseIndex, serializeIndex } from "../../src/core/git/index-file.ts";
+import { type IndexEntry, parseIndex, readIndex, readIndexForStatus, serializeIndex } from "../../src/core/git/index-file.ts";
+
+const FIELDS = ["ctimeSeconds", "ctimeNanoseconds", "mtimeSeconds", "mtimeNanoseconds", "dev", "ino", "mode", "uid", "gid", "size", "oid", "stage", "path"] as const;
 import { commit, git, makeRepo, tempDir } from "../helpers/git-fixtures.ts";
 
 let tmp: { path: string; cleanup: () => void };
@@ -42,4 +44,27 @@ test("refuses what it does not understand", () => {
   expect(parseIndex(readFileSync(join(r, ".git", "index")))).toBeNull();
   git(r, "update-index", "--index-version", "2");
   expect(parseIndex(readFileSync(join(r, ".git", "index")))).not.toBeNull();
+});
+
+test("the status reader gives the same entries, read lazily, and skips only the checksum", () => {
+  const r = join(tmp.path, "r");
+  const long = `${"d".repeat(200)}/${"f".repeat(200)}.txt`;
+  makeRepo(r, { "a.txt": "a\n", "dir/b.txt": "b\n", "é/ü.txt": "u\n", [long]: "l\n" });
+  symlinkSync("a.txt", join(r, "lnk"));
+  commit(r, {}, "link");
+  const buf = readFileSync(join(r, ".git", "index"));
+  const eager = readIndex(buf);
+  const lazy = readIndexForStatus(buf);
+  const fields = (e: IndexEntry) => Object.fromEntries(FIELDS.map((k) => [k, e[k]]));
+  expect(lazy?.rootTree).toBe(eager?.rootTree ?? "missing");
+  expect(lazy?.entries.map(fields)).toEqual(eager?.entries.map(fields) ?? []);
+  // A wrong checksum: the verifying reader refuses, the status reader reads on (as git's own reads do).
+  const bad = Buffer.from(buf);
+  bad[bad.length - 1] = (bad[bad.length - 1] as number) ^ 0xff;
+  expect(readIndex(bad)).toBeNull();
+  expect(readIndexForStatus(bad)?.entries.map((e) => e.path)).toEqual(eager?.entries.map((e) => e.path) ?? []);
+  // Anything else it does not understand, it refuses like readIndex.
+  const v3 = Buffer.from(buf);
+  v3.writeUInt32BE(3, 4);
+  expect(readIndexForStatus(v3)).toBeNull();
 });

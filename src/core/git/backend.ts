@@ -11,6 +11,7 @@ import { statSync } from "node:fs";
 import { join } from "node:path";
 import { gitdirOf } from "./refs.ts";
 import { transportOf } from "./url.ts";
+import type { DirtyCheckOptions } from "./worktree.ts";
 
 export interface HeadInfo {
   sha: string;
@@ -31,7 +32,7 @@ export interface GitBackend {
   fetch(dir: string, url: string, opts: { signal: AbortSignal }): Promise<void>;
   head(dir: string): Promise<HeadInfo>;
   /** Uncommitted changes to tracked files, or untracked files git would not ignore. */
-  isDirty(dir: string): Promise<boolean>;
+  isDirty(dir: string, opts?: DirtyCheckOptions): Promise<boolean>;
   /** origin's URL, or null. */
   remoteUrl(dir: string): Promise<string | null>;
 }
@@ -42,14 +43,20 @@ export { type Transport, localPath, transportOf } from "./url.ts";
 
 type Impl = () => Promise<GitBackend>;
 
+// Read-only questions every backend answers with the same code (inspect.ts):
+// loaded on their own, so `status` does not load the transports and checkout.
+// The promise is kept: a repeated import() costs microseconds per call, per pack.
+let inspectModule: Promise<typeof import("./inspect.ts")> | undefined;
+const inspect = () => (inspectModule ??= import("./inspect.ts"));
+
 function lazy(load: Impl): GitBackend {
   return {
     clone: async (...a) => (await load()).clone(...a),
     update: async (...a) => (await load()).update(...a),
     fetch: async (...a) => (await load()).fetch(...a),
-    head: async (...a) => (await load()).head(...a),
-    isDirty: async (...a) => (await load()).isDirty(...a),
-    remoteUrl: async (...a) => (await load()).remoteUrl(...a),
+    head: async (...a) => (await inspect()).head(...a),
+    isDirty: async (...a) => (await inspect()).isDirty(...a),
+    remoteUrl: async (...a) => (await inspect()).remoteUrl(...a),
   };
 }
 

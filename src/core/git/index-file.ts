@@ -28,40 +28,91 @@ export function parseIndex(buf: Buffer): IndexEntry[] | null {
   return readIndex(buf)?.entries ?? null;
 }
 
+const u32 = (b: Buffer, o: number): number => (((b[o] as number) << 24) | ((b[o + 1] as number) << 16) | ((b[o + 2] as number) << 8) | (b[o + 3] as number)) >>> 0;
+
+function eagerEntry(buf: Buffer, off: number, path: string, stage: number): IndexEntry {
+  return {
+    ctimeSeconds: u32(buf, off),
+    ctimeNanoseconds: u32(buf, off + 4),
+    mtimeSeconds: u32(buf, off + 8),
+    mtimeNanoseconds: u32(buf, off + 12),
+    dev: u32(buf, off + 16),
+    ino: u32(buf, off + 20),
+    mode: u32(buf, off + 24),
+    uid: u32(buf, off + 28),
+    gid: u32(buf, off + 32),
+    size: u32(buf, off + 36),
+    oid: buf.toString("hex", off + 40, off + 60),
+    stage,
+    path,
+  };
+}
+
+/**
+ * An entry whose fields are read from the index bytes when asked: a status
+ * check reads a few fields of every entry and most of none, and building
+ * every field of every entry of every pack is a large share of its time.
+ * Read-only, and its fields are getters: a spread would not copy them.
+ */
+class LazyEntry implements IndexEntry {
+  constructor(
+    private readonly view: DataView,
+    private readonly off: number,
+    readonly path: string,
+    readonly stage: number,
+  ) {}
+  get ctimeSeconds() { return this.view.getUint32(this.off); }
+  get ctimeNanoseconds() { return this.view.getUint32(this.off + 4); }
+  get mtimeSeconds() { return this.view.getUint32(this.off + 8); }
+  get mtimeNanoseconds() { return this.view.getUint32(this.off + 12); }
+  get dev() { return this.view.getUint32(this.off + 16); }
+  get ino() { return this.view.getUint32(this.off + 20); }
+  get mode() { return this.view.getUint32(this.off + 24); }
+  get uid() { return this.view.getUint32(this.off + 28); }
+  get gid() { return this.view.getUint32(this.off + 32); }
+  get size() { return this.view.getUint32(this.off + 36); }
+  get oid() { return Buffer.from(this.view.buffer, this.view.byteOffset + this.off + 40, 20).toString("hex"); }
+}
+
+export interface IndexRead {
+  entries: IndexEntry[];
+  rootTree: string | null;
+}
+
 /**
  * The entries, plus the tree the whole index amounts to when its cache-tree
  * extension ("TREE") says so (root entry still valid): comparing that with
  * HEAD's tree answers "anything staged?" without reading HEAD's trees.
  */
-export function readIndex(buf: Buffer): { entries: IndexEntry[]; rootTree: string | null } | null {
-  if (buf.length < 32 || buf.toString("latin1", 0, 4) !== "DIRC" || buf.readUInt32BE(4) !== 2) return null;
-  const count = buf.readUInt32BE(8);
+export function readIndex(buf: Buffer): IndexRead | null {
+  return walkIndex(buf, true, eagerEntry);
+}
+
+/**
+ * readIndex for read-only questions: entries read lazily (LazyEntry) and the
+ * trailing checksum not verified, as git's own reads do (only fsck checks
+ * it). A damaged index can at worst read as changes.
+ */
+export function readIndexForStatus(buf: Buffer): IndexRead | null {
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  return walkIndex(buf, false, (_, off, path, stage) => new LazyEntry(view, off, path, stage));
+}
+
+function walkIndex(buf: Buffer, verify: boolean, entryAt: (buf: Buffer, off: number, path: string, stage: number) => IndexEntry): IndexRead | null {
+  if (buf.length < 32 || buf.toString("latin1", 0, 4) !== "DIRC" || u32(buf, 4) !== 2) return null;
+  const count = u32(buf, 8);
   const end = buf.length - 20;
-  if (!sha1(buf.subarray(0, end)).equals(buf.subarray(end))) return null;
+  if (verify && !sha1(buf.subarray(0, end)).equals(buf.subarray(end))) return null;
   const entries: IndexEntry[] = [];
   let off = 12;
   for (let i = 0; i < count; i++) {
     if (off + 62 > end) return null;
-    const flags = buf.readUInt16BE(off + 60);
+    const flags = ((buf[off + 60] as number) << 8) | (buf[off + 61] as number);
     if (flags & 0x4000) return null; // extended flags are a version-3 feature
     let nameLen = flags & 0xfff;
     if (nameLen === 0xfff) nameLen = buf.indexOf(0, off + 62) - (off + 62);
     if (nameLen < 0 || off + 62 + nameLen > end) return null;
-    entries.push({
-      ctimeSeconds: buf.readUInt32BE(off),
-      ctimeNanoseconds: buf.readUInt32BE(off + 4),
-      mtimeSeconds: buf.readUInt32BE(off + 8),
-      mtimeNanoseconds: buf.readUInt32BE(off + 12),
-      dev: buf.readUInt32BE(off + 16),
-      ino: buf.readUInt32BE(off + 20),
-      mode: buf.readUInt32BE(off + 24),
-      uid: buf.readUInt32BE(off + 28),
-      gid: buf.readUInt32BE(off + 32),
-      size: buf.readUInt32BE(off + 36),
-      oid: buf.toString("hex", off + 40, off + 60),
-      stage: (flags >> 12) & 0x3,
-      path: buf.toString("utf8", off + 62, off + 62 + nameLen),
-    });
+    entries.push(entryAt(buf, off, buf.toString("utf8", off + 62, off + 62 + nameLen), (flags >> 12) & 0x3));
     off += (62 + nameLen + 8) & ~7;
   }
   // Extensions: optional ones (upper-case signature) may be skipped; a required one we cannot honour.
@@ -69,7 +120,7 @@ export function readIndex(buf: Buffer): { entries: IndexEntry[]; rootTree: strin
   while (off + 8 <= end) {
     const first = buf[off] as number;
     if (first < 0x41 || first > 0x5a) return null;
-    const size = buf.readUInt32BE(off + 4);
+    const size = u32(buf, off + 4);
     if (buf.toString("latin1", off, off + 4) === "TREE") rootTree = cacheTreeRoot(buf.subarray(off + 8, off + 8 + size), count);
     off += 8 + size;
   }

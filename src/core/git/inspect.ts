@@ -6,7 +6,7 @@ import type { HeadInfo } from "./backend.ts";
 import { originUrlSync } from "./config.ts";
 import { loadGit } from "./iso.ts";
 import { gitdirOf, readHeadSync } from "./refs.ts";
-import { isDirtyFast } from "./worktree.ts";
+import { type DirtyCheckOptions, isDirtyFast } from "./worktree.ts";
 
 export function requireGitdir(dir: string): string {
   const gitdir = gitdirOf(dir);
@@ -22,9 +22,9 @@ export async function head(dir: string): Promise<HeadInfo> {
 }
 
 /** Changes to tracked files (staged or not), or untracked files that are not ignored. */
-export async function isDirty(dir: string): Promise<boolean> {
+export async function isDirty(dir: string, opts?: DirtyCheckOptions): Promise<boolean> {
   const gitdir = requireGitdir(dir);
-  const fast = await isDirtyFast(dir, gitdir);
+  const fast = await isDirtyFast(dir, gitdir, opts);
   if (fast !== null) return fast;
   const git = await loadGit();
   const rows = await git.statusMatrix({ fs, dir, gitdir });

@@ -157,8 +157,11 @@ export function deleteRefSync(gitdir: string, ref: string): void {
 export function readHeadSync(dir: string): HeadInfo | null {
   const gitdir = gitdirOf(dir);
   if (!gitdir) return null;
-  const sha = resolveRefSync(gitdir, "HEAD");
-  if (!sha) return null;
-  const sym = readSymref(gitdir, "HEAD");
-  return { sha, branch: sym?.startsWith("refs/heads/") ? sym.slice("refs/heads/".length) : null };
+  // HEAD read once: `status` asks this for every pack.
+  const value = readLoose(gitdir, "HEAD");
+  if (value === null) return null;
+  if (!value.startsWith("ref: ")) return OID.test(value) ? { sha: value, branch: null } : null;
+  const sym = value.slice(5).trim();
+  const sha = resolveRefSync(gitdir, sym);
+  return sha ? { sha, branch: sym.startsWith("refs/heads/") ? sym.slice("refs/heads/".length) : null } : null;
 }

@@ -5,16 +5,20 @@
 //    readdir per tracked directory and HEAD's trees, hashing a file only when
 //    its stat changed. It answers null whenever unsure (unusual index,
 //    unborn HEAD) and the caller asks isomorphic-git's statusMatrix instead.
+//    For reports it may use the status cache (status-cache.ts): a stat
+//    instead of a readdir for a directory known to hold only tracked
+//    entries, and HEAD's tree without opening the object store.
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError } from "../errors.ts";
-import { readConfigValueSync } from "./config.ts";
-import { type IndexEntry, readIndex, serializeIndex, statTimes } from "./index-file.ts";
+import { readGitdirConfigValue } from "./config.ts";
+import { type IndexEntry, readIndex, readIndexForStatus, serializeIndex, statTimes } from "./index-file.ts";
 import { type Git, loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
 import { cacheTreeOf, flatTree } from "./tree-read.ts";
-import { hashBlob, journaledPathsFor, onDisk, sameVersion, tempNameOf } from "./checkout-journal.ts";
+import { hashBlob, journaledPathsFor, onDisk, readJournal, sameVersion, tempNameOf } from "./checkout-journal.ts";
 import { gitdirOf, resolveRefSync } from "./refs.ts";
+import { type DirStamp, indexKey, readStatusCache, sameStamp, settled, stampOf, writeStatusCache } from "./status-cache.ts";
 
 const GITLINK = 0o160000;
 const SYMLINK = 0o120000;
@@ -106,34 +110,41 @@ export async function checkoutFresh(dir: string, gitdir: string, oid: string): P
 }
 
 function sameTime(s1: number, n1: number, ms: number): boolean {
-  const [s2, n2] = statTimes(ms);
+  // statTimes(ms) inline: this runs for every tracked file of every status.
+  const s2 = Math.floor(ms / 1000);
   // git records true nanoseconds, isomorphic-git whole microseconds of a float: allow for both.
-  return s1 === s2 && Math.abs(n1 - n2) < 1000;
+  return s1 === s2 && Math.abs(n1 - Math.floor((ms - s2 * 1000) * 1000000)) < 1000;
 }
 
-/** Does the work tree file differ from its index entry? */
-export function fileChanged(dir: string, e: IndexEntry, filemode: boolean, racyAfterMs: number): boolean {
-  const abs = join(dir, e.path);
+/** Does the work tree file differ from its index entry? `filemode` may be asked lazily: only a mode change needs it. */
+export function fileChanged(dir: string, e: IndexEntry, filemode: boolean | (() => boolean), racyAfterMs: number): boolean {
+  const abs = `${dir}/${e.path}`;
   let st: fs.Stats;
   try {
-    st = fs.lstatSync(abs);
+    st = fs.lstatSync(abs); // without options: measurably cheaper per call on this hot path
   } catch {
-    return true; // deleted
+    return true; // deleted, or a parent is no longer a directory
   }
+  // The type bits straight from st.mode: cheaper than isSymbolicLink()/isFile() on this hot path.
+  const stMode = st.mode;
+  const type = stMode & 0o170000;
   let mode: number;
-  if (st.isSymbolicLink()) mode = SYMLINK;
-  else if (st.isFile()) mode = st.mode & 0o111 ? 0o100755 : 0o100644;
+  if (type === SYMLINK) mode = SYMLINK;
+  else if (type === 0o100000) mode = stMode & 0o111 ? 0o100755 : 0o100644;
   else return true; // replaced by a directory or something else
-  if (mode !== e.mode && (filemode || mode === SYMLINK || e.mode === SYMLINK)) return true;
+  const want = e.mode;
+  if (mode !== want && (mode === SYMLINK || want === SYMLINK || (typeof filemode === "boolean" ? filemode : filemode()))) return true;
+  const mtimeSeconds = e.mtimeSeconds;
+  const mtimeNanoseconds = e.mtimeNanoseconds;
+  // An entry not older than the index itself may hide a same-size edit made in the same tick.
+  const racy = mtimeSeconds * 1000 + mtimeNanoseconds / 1e6 >= racyAfterMs;
   const statSame =
+    !racy &&
     st.size % 2 ** 32 === e.size &&
     st.ino % 2 ** 32 === e.ino &&
-    sameTime(e.mtimeSeconds, e.mtimeNanoseconds, st.mtimeMs) &&
+    sameTime(mtimeSeconds, mtimeNanoseconds, st.mtimeMs) &&
     sameTime(e.ctimeSeconds, e.ctimeNanoseconds, st.ctimeMs);
-  // An entry not older than the index itself may hide a same-size edit made in the same tick.
-  const racy = e.mtimeSeconds * 1000 + e.mtimeNanoseconds / 1e6 >= racyAfterMs;
-  if (statSame && !racy) return false;
-  return hashBlob(abs, st) !== e.oid;
+  return statSame ? false : hashBlob(abs, st) !== e.oid;
 }
 
 function isRepository(path: string): boolean {
@@ -141,68 +152,179 @@ function isRepository(path: string): boolean {
   return gd !== null && ["HEAD", "objects", "refs"].every((n) => fs.existsSync(join(gd, n)));
 }
 
-/** true = dirty, false = clean, null = could not tell (use statusMatrix). */
-export async function isDirtyFast(dir: string, gitdir: string): Promise<boolean | null> {
-  const indexPath = join(gitdir, "index");
-  let buf: Buffer;
-  let indexMtime: number;
+/** The index file's bytes and mtime, read through one descriptor so both describe the same file; null if absent. */
+function readIndexFile(gitdir: string): { buf: Buffer; mtimeMs: number } | null {
+  let fd: number;
   try {
-    buf = fs.readFileSync(indexPath);
-    indexMtime = fs.statSync(indexPath).mtimeMs;
+    fd = fs.openSync(join(gitdir, "index"), "r");
   } catch {
     return null;
   }
-  const index = readIndex(buf);
+  try {
+    return { mtimeMs: fs.fstatSync(fd).mtimeMs, buf: fs.readFileSync(fd) };
+  } catch {
+    return null;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+const parentOf = (rel: string): string => rel.slice(0, Math.max(0, rel.lastIndexOf("/")));
+
+/** Every directory holding a tracked path, as parent → its tracked subdirectories ("" is the root). */
+function trackedDirTree(entries: IndexEntry[]): Map<string, string[]> {
+  const tree = new Map<string, string[]>([["", []]]);
+  let last = "";
+  for (const e of entries) {
+    const d = parentOf(e.path);
+    if (d === last) continue; // entries are sorted: a directory's files come together
+    last = d;
+    const missing: string[] = [];
+    for (let c = d; c !== "" && !tree.has(c); c = parentOf(c)) missing.push(c);
+    for (const c of missing.reverse()) {
+      tree.set(c, []);
+      (tree.get(parentOf(c)) as string[]).push(c);
+    }
+  }
+  return tree;
+}
+
+interface Listing {
+  untracked: Array<{ rel: string; isDir: boolean }>;
+  /** The directories that held only tracked entries and are old enough to be remembered (status-cache.ts). */
+  stamps: Map<string, DirStamp>;
+  /** How many directories hold a tracked path. */
+  dirCount: number;
+}
+
+/**
+ * Entries the index does not know, in every directory holding a tracked path
+ * (and reached through directories): a directory is listed unless `known`
+ * holds its current stamp, meaning it held only tracked entries when last
+ * listed and has gained or lost none since.
+ */
+function listUntracked(dir: string, entries: IndexEntry[], known: Record<string, DirStamp>, moveOwns: ((rel: string) => boolean) | null): Listing {
+  const dirTree = trackedDirTree(entries);
+  let tracked: Set<string> | null = null;
+  const out: Listing = { untracked: [], stamps: new Map(), dirCount: dirTree.size };
+  const now = Date.now();
+  const scan = (rel: string) => {
+    const abs = rel ? `${dir}/${rel}` : dir;
+    let st: fs.Stats;
+    try {
+      st = rel ? fs.lstatSync(abs) : fs.statSync(abs);
+    } catch (err) {
+      if (!rel) throw err; // the work tree itself is gone: not a question of untracked files
+      return; // gone since its parent was listed (its files already counted as changed)
+    }
+    if (!st.isDirectory()) return;
+    const stamp = stampOf(st);
+    const subdirs = dirTree.get(rel) as string[];
+    if (Object.hasOwn(known, rel) && sameStamp(known[rel], stamp)) {
+      out.stamps.set(rel, stamp);
+      for (const d of subdirs) scan(d);
+      return;
+    }
+    tracked ??= new Set(entries.map((e) => e.path));
+    const before = out.untracked.length;
+    const into: string[] = [];
+    for (const d of fs.readdirSync(abs, { withFileTypes: true })) {
+      if (d.name === ".git") continue;
+      const p = rel ? `${rel}/${d.name}` : d.name;
+      if (tracked.has(p) || (!d.isDirectory() && moveOwns?.(p))) continue;
+      if (d.isDirectory() && dirTree.has(p)) into.push(p);
+      else out.untracked.push({ rel: p, isDir: d.isDirectory() });
+    }
+    if (out.untracked.length === before && settled(st, now)) out.stamps.set(rel, stamp);
+    for (const d of into) scan(d);
+  };
+  scan("");
+  return out;
+}
+
+/** Every remembered directory is still a directory with the same stamp. */
+function unchangedDirs(dir: string, known: Record<string, DirStamp>): boolean {
+  for (const rel of Object.keys(known)) {
+    let st: fs.Stats;
+    try {
+      st = rel ? fs.lstatSync(`${dir}/${rel}`) : fs.statSync(dir);
+    } catch {
+      return false;
+    }
+    if (!st.isDirectory() || !sameStamp(known[rel], stampOf(st))) return false;
+  }
+  return true;
+}
+
+function sameDirs(a: Record<string, DirStamp>, b: Map<string, DirStamp>): boolean {
+  if (Object.keys(a).length !== b.size) return false;
+  for (const [k, v] of b) if (!Object.hasOwn(a, k) || !sameStamp(a[k], v)) return false;
+  return true;
+}
+
+export interface DirtyCheckOptions {
+  /**
+   * The status cache file to read and update (status-cache.ts); with it the
+   * index checksum is not verified either. For reports: checks that guard
+   * work from being overwritten or deleted leave it out and prove everything.
+   */
+  statusCache?: string;
+  /** HEAD's commit, when the caller has just read it (saves reading it again). */
+  head?: string;
+}
+
+/** true = dirty, false = clean, null = could not tell (use statusMatrix). */
+export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckOptions = {}): Promise<boolean | null> {
+  const file = readIndexFile(gitdir);
+  if (!file) return null;
+  const index = opts.statusCache ? readIndexForStatus(file.buf) : readIndex(file.buf);
   const entries = index?.entries;
-  const head = resolveRefSync(gitdir, "HEAD");
+  const head = opts.head ?? resolveRefSync(gitdir, "HEAD");
   if (!index || !entries || !head) return null;
   if (entries.some((e) => e.stage !== 0)) return true; // unresolved merge conflict
 
-  const filemode = readConfigValueSync(dir, "core", null, "filemode") !== "false";
+  let filemodeValue: boolean | undefined;
+  const filemode = () => (filemodeValue ??= readGitdirConfigValue(gitdir, "core", null, "filemode") !== "false");
   // An interrupted update (checkout-diff.ts): its paths may show either version, and its temp files are its own.
-  const journal = await journaledPathsFor(gitdir);
+  // readJournal first: the usual answer (none) costs one existsSync and no await.
+  const journal = readJournal(gitdir) === null ? null : await journaledPathsFor(gitdir);
   const temps = new Set(journal ? [...journal.keys()].map(tempNameOf) : []);
   const moveOwns = (rel: string) =>
-    temps.has(rel) || (journal?.get(rel)?.some((v) => sameVersion(onDisk(dir, rel), v, filemode)) ?? false);
+    temps.has(rel) || (journal?.get(rel)?.some((v) => sameVersion(onDisk(dir, rel), v, filemode())) ?? false);
+  // Mid-move the cache is neither read nor written: the move's own files make every answer provisional.
+  const cacheFile = journal ? undefined : opts.statusCache;
+  const key = cacheFile ? indexKey(file.buf) : null;
+  const cache = cacheFile && key ? readStatusCache(cacheFile) : null;
 
   // 1. Tracked files against their index entries.
   for (const e of entries) {
     if (e.mode === GITLINK) continue; // submodules are their own repositories
     if (journal?.has(e.path)) {
       if (!moveOwns(e.path)) return true;
-    } else if (fileChanged(dir, e, filemode, indexMtime)) return true;
+    } else if (fileChanged(dir, e, filemode, file.mtimeMs)) return true;
   }
 
   // 2. Files the index does not know: collected now, judged against .gitignore below.
-  const tracked = new Set<string>();
-  const trackedDirs = new Set<string>();
-  for (const e of entries) {
-    tracked.add(e.path);
-    for (let i = e.path.indexOf("/"); i >= 0; i = e.path.indexOf("/", i + 1)) trackedDirs.add(e.path.slice(0, i));
-  }
-  const untracked: Array<{ rel: string; isDir: boolean }> = [];
-  const scan = (rel: string) => {
-    for (const d of fs.readdirSync(rel ? join(dir, rel) : dir, { withFileTypes: true })) {
-      if (d.name === ".git") continue;
-      const p = rel ? `${rel}/${d.name}` : d.name;
-      if (tracked.has(p) || (!d.isDirectory() && journal && moveOwns(p))) continue;
-      if (d.isDirectory() && trackedDirs.has(p)) scan(p);
-      else untracked.push({ rel: p, isDir: d.isDirectory() });
-    }
-  };
-  scan("");
+  // A directory is listed unless the cache shows it unchanged since it held only tracked entries.
+  const known = cache?.index === key ? cache.dirs : {};
+  // null: every directory with a tracked path is remembered and as it was, so nothing new is anywhere.
+  const listed = cache?.complete && cache.index === key && unchangedDirs(dir, known) ? null : listUntracked(dir, entries, known, journal ? moveOwns : null);
+  const untracked = listed?.untracked ?? [];
 
   // 3. The index against HEAD's commit: staged changes. A valid cache-tree
   // names the tree the index amounts to: one commit read instead of every tree.
-  const store = new ObjectStore(gitdir);
+  let store: ObjectStore | null = null;
+  let headTree: string | null = null;
   let tree: Map<string, string> | null = null; // null: the cache-tree already showed the index is HEAD's tree
   try {
-    const headTree = journal || !index.rootTree ? null : (store.readCommit(head)?.tree ?? null);
+    if (!journal && index.rootTree) {
+      headTree = cache?.commit === head ? cache.tree : (store ??= new ObjectStore(gitdir)).readCommit(head)?.tree ?? null;
+    }
     if (headTree !== null) {
       if (headTree !== index.rootTree) return true;
-    } else tree = await flatTree(gitdir, head, store);
+    } else tree = await flatTree(gitdir, head, (store ??= new ObjectStore(gitdir)));
   } finally {
-    store.close();
+    store?.close();
   }
   if (journal && tree) {
     // Mid-move, the index may hold either version of the move's paths; every other path must match HEAD.
@@ -212,6 +334,14 @@ export async function isDirtyFast(dir: string, gitdir: string): Promise<boolean 
   } else if (tree) {
     if (tree.size !== entries.length) return true;
     for (const e of entries) if (tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
+  }
+  if (cacheFile && key) {
+    // Rewritten only when it would say something new.
+    const commit = headTree === null ? null : head;
+    const complete = listed ? listed.stamps.size === listed.dirCount : true;
+    const same =
+      cache?.index === key && cache.commit === commit && cache.tree === headTree && cache.complete === complete && (!listed || sameDirs(cache.dirs, listed.stamps));
+    if (!same) writeStatusCache(cacheFile, { index: key, commit, tree: headTree, dirs: listed ? Object.fromEntries(listed.stamps) : known, complete });
   }
 
   // 4. Untracked files count unless ignored; a directory is looked into only if it is not ignored itself.

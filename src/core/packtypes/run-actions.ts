@@ -1,19 +1,13 @@
 // Bridges the action executor to the workspace: action brackets in grex.jsonl
 // (under the manifest lock) and the per-pack state file teardown relies on.
-import { clearExpectations, driftedItems, type SetupDrift, setupDrift } from "../actions/drift.ts";
+import { clearExpectations, driftedItems, setupDrift } from "../actions/drift.ts";
 import { collectNamedActions } from "../actions/index.ts";
 import { type Brackets, runActions, teardownActions } from "../actions/executor.ts";
 import type { PackState } from "../actions/types.ts";
 import { appendEvents, makeEvent } from "../manifest.ts";
 import { readPackState, withPackState } from "../pack-state.ts";
 import type { ActionItem } from "../pack/schema.ts";
-import type { Workspace } from "../workspace.ts";
 import type { PackRun, PackTypeResult } from "./types.ts";
-
-/** The pack's setup drift: every recorded postcondition that no longer holds (cheap checks, nothing re-run). */
-export function packSetupDrift(ws: Workspace, id: string): SetupDrift[] {
-  return setupDrift(readPackState(ws, id) as PackState);
-}
 
 const NO_BRACKETS: Brackets = { onStarted: async () => {}, onCompleted: async () => {}, onHalted: async () => {} };
 

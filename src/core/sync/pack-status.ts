@@ -4,8 +4,10 @@
 // per-pack state file); commits are walked only when HEAD and origin differ.
 import { existsSync } from "node:fs";
 import type { SetupDrift } from "../actions/drift.ts";
+import type { PackState } from "../actions/types.ts";
 import { aheadBehind } from "../git/ahead-behind.ts";
 import { backendFor, isGitRepo, readHeadSync } from "../git/backend.ts";
+import { statusCacheFile } from "../git/status-cache.ts";
 import type { PackNode } from "../packs.ts";
 import { offBranch } from "./off-branch.ts";
 import type { Workspace } from "../workspace.ts";
@@ -55,22 +57,45 @@ export interface InspectOptions {
   interrupted: boolean;
 }
 
+// Built once per pack list: asked for every pack, a scan of the list each time would cost N² at scale.
+const childIndexes = new WeakMap<readonly PackNode[], Map<string, PackNode[]>>();
+function childrenIndex(packs: readonly PackNode[]): Map<string, PackNode[]> {
+  let index = childIndexes.get(packs);
+  if (!index) {
+    index = new Map();
+    for (const c of packs) {
+      if (c.parent === null) continue;
+      const siblings = index.get(c.parent);
+      if (siblings) siblings.push(c);
+      else index.set(c.parent, [c]);
+    }
+    childIndexes.set(packs, index);
+  }
+  return index;
+}
+
 /** What `inspectPack` needs to know about `p`'s children, read from their refs. */
 export function childFacts(packs: readonly PackNode[], p: PackNode): Pick<InspectOptions, "childShas" | "childrenUnmoved"> {
-  const children = packs.filter((c) => c.parent === p.id);
+  const children = childrenIndex(packs).get(p.id) ?? [];
   const childShas = children.map((c) => readHeadSync(c.dir)?.sha ?? "");
   return { childShas, childrenUnmoved: children.every((c, i) => c.lock?.sha === childShas[i]) };
 }
+
+// Loaded on first use and kept: a repeated import() costs microseconds per call, per pack.
+let packStateModule: Promise<typeof import("../pack-state.ts")> | undefined;
+let driftModule: Promise<typeof import("../actions/drift.ts")> | undefined;
 
 export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions): Promise<PackStatus> {
   const { interrupted, staleMs } = o;
   const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null };
   const base = { id: p.id, path: p.path, depth: p.depth };
-  if (!existsSync(p.dir) || !isGitRepo(p.dir)) {
+  if (!isGitRepo(p.dir)) {
     return { ...base, on_disk: existsSync(p.dir), dirty: false, sha_match: false, actions_hash_match: false, drift: "missing", ...none };
   }
-  const dirty = await backendFor(p.url || p.dir).isDirty(p.dir);
   const head = readHeadSync(p.dir);
+  // A report: the status cache may spare re-listing unchanged directories.
+  const statusCache = statusCacheFile(ws.stateDir, p.id);
+  const dirty = await backendFor(p.url || p.dir).isDirty(p.dir, { statusCache, head: head?.sha });
   const lock = p.lock;
   const installed = lock !== undefined && lock.installed_at !== "" && lock.install_error === undefined && !interrupted;
   const installError = installed
@@ -93,8 +118,10 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
       const manifest = await loadPackYaml(p.dir); // a broken pack.yaml is an integrity error naming it, not drift
       hashMatch = computeActionsHash(manifest?.type ?? p.type, p.dir, manifest, o.childShas) === lock.actions_hash;
     }
-    const { packSetupDrift } = await import("../packtypes/run-actions.ts");
-    setupDrift = packSetupDrift(ws, p.id);
+    // Setup drift: every recorded postcondition that no longer holds (cheap checks, nothing re-run).
+    // A pack with no record (a plain pack) has nothing to drift: the action modules stay unloaded.
+    const state = (await (packStateModule ??= import("../pack-state.ts"))).readPackState(ws, p.id);
+    if (Object.keys(state).length > 0) setupDrift = (await (driftModule ??= import("../actions/drift.ts"))).setupDrift(state as PackState);
   }
   const tracking = head ? await aheadBehind(p.dir, head.branch, head.sha) : null;
   const ahead = tracking?.ahead ?? 0;

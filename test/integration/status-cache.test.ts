@@ -1,0 +1,190 @@
+// The status cache (src/core/git/status-cache.ts) may only make `status`
+// faster. Whatever it holds — primed on a settled tree, written a moment ago,
+// damaged, copied from another clone, or missing — every change must still
+// read as dirty, and an unchanged tree as clean.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { backendFor } from "../../src/core/git/backend.ts";
+import { readStatusCache, SETTLED_MS, statusCacheFile } from "../../src/core/git/status-cache.ts";
+import { isDirtyFast } from "../../src/core/git/worktree.ts";
+import { makeRepo, git, tempDir } from "../helpers/git-fixtures.ts";
+import { TestWorkspace } from "../helpers/workspace.ts";
+
+const never = () => new AbortController().signal;
+let tmp: { path: string; cleanup: () => void };
+let upstream: string;
+let n = 0;
+
+beforeAll(() => {
+  tmp = tempDir("grex-status-cache-");
+  upstream = join(tmp.path, "up");
+  makeRepo(upstream, {
+    ".gitignore": "*.log\n",
+    "README.md": "readme\n",
+    "src/a.txt": "aaaa\n",
+    "src/deep/b.txt": "bbbb\n",
+  });
+});
+afterAll(() => tmp.cleanup());
+
+async function clone(): Promise<string> {
+  const d = join(tmp.path, `c${n++}`);
+  await backendFor(upstream).clone(upstream, d, { ref: null, signal: never() });
+  return d;
+}
+
+// Each clone's cache beside it (status keeps them under the workspace's .grex/.state).
+const cachePath = (d: string) => `${d}.status-cache.json`;
+const check = (d: string) => backendFor(upstream).isDirty(d, { statusCache: cachePath(d) });
+const cached = (d: string) => readStatusCache(cachePath(d));
+const ALL_DIRS = ["", "src", "src/deep"];
+
+describe("on a settled tree, with every directory remembered", () => {
+  const copies: string[] = [];
+  beforeAll(async () => {
+    for (let i = 0; i < 13; i++) copies.push(await clone());
+    await Bun.sleep(SETTLED_MS + 200);
+  }, 60_000);
+  let next = 0;
+  /** A settled clone whose cache was just primed (clean, every directory remembered). */
+  async function primed(): Promise<string> {
+    const d = copies[next++] as string;
+    expect(await isDirtyFast(d, join(d, ".git"), { statusCache: cachePath(d) })).toBe(false);
+    const cache = cached(d);
+    expect(Object.keys(cache?.dirs ?? {}).sort()).toEqual(ALL_DIRS);
+    expect(cache?.complete).toBe(true);
+    return d;
+  }
+
+  test("a same-size edit within the same second reads as dirty", async () => {
+    const d = await primed();
+    writeFileSync(join(d, "src", "a.txt"), "AAAA\n");
+    expect(await check(d)).toBe(true);
+  });
+
+  test("an untracked file in a nested directory reads as dirty", async () => {
+    const d = await primed();
+    writeFileSync(join(d, "src", "deep", "new.txt"), "n");
+    expect(await check(d)).toBe(true);
+  });
+
+  test("an untracked file in a new nested directory reads as dirty", async () => {
+    const d = await primed();
+    mkdirSync(join(d, "src", "deep", "x", "y"), { recursive: true });
+    writeFileSync(join(d, "src", "deep", "x", "y", "f"), "n");
+    expect(await check(d)).toBe(true);
+  });
+
+  test("a deleted file reads as dirty", async () => {
+    const d = await primed();
+    rmSync(join(d, "src", "deep", "b.txt"));
+    expect(await check(d)).toBe(true);
+  });
+
+  test("a mode change reads as dirty", async () => {
+    const d = await primed();
+    chmodSync(join(d, "src", "a.txt"), 0o755);
+    expect(await check(d)).toBe(true);
+  });
+
+  test("a staged-only change reads as dirty", async () => {
+    const d = await primed();
+    writeFileSync(join(d, "src", "a.txt"), "staged\n");
+    git(d, "add", "src/a.txt");
+    writeFileSync(join(d, "src", "a.txt"), "aaaa\n");
+    expect(await check(d)).toBe(true);
+  });
+
+  test("an ignored file stays clean", async () => {
+    const d = await primed();
+    writeFileSync(join(d, "src", "deep", "debug.log"), "x");
+    expect(await check(d)).toBe(false);
+    // ...and its directory is listed every time from now on: it no longer holds only tracked entries.
+    expect(Object.keys(cached(d)?.dirs ?? {}).sort()).toEqual(["", "src"]);
+    expect(cached(d)?.complete).toBe(false);
+    writeFileSync(join(d, "src", "deep", "new.txt"), "n");
+    expect(await check(d)).toBe(true);
+  });
+
+  test("a corrupt cache file gives the right answers and is replaced", async () => {
+    const d = await primed();
+    writeFileSync(cachePath(d), "{not json");
+    expect(await check(d)).toBe(false);
+    expect(Object.keys(cached(d)?.dirs ?? {}).sort()).toEqual(ALL_DIRS);
+    writeFileSync(cachePath(d), JSON.stringify({ v: 1, index: "0".repeat(40), commit: null, tree: null, dirs: { src: "damaged" } }));
+    writeFileSync(join(d, "src", "new.txt"), "n");
+    expect(await check(d)).toBe(true);
+  });
+
+  test("damaged directory entries are never taken as a match", async () => {
+    const d = await primed();
+    const cache = JSON.parse(readFileSync(cachePath(d), "utf8"));
+    cache.dirs = { "": "x", src: [1, 2], "src/deep": null };
+    writeFileSync(cachePath(d), JSON.stringify(cache));
+    writeFileSync(join(d, "src", "deep", "new.txt"), "n");
+    expect(await check(d)).toBe(true);
+  });
+
+  test("a missing cache file gives the right answers and is written again", async () => {
+    const d = await primed();
+    rmSync(cachePath(d));
+    writeFileSync(join(d, "new.txt"), "n");
+    expect(await check(d)).toBe(true);
+    rmSync(join(d, "new.txt"));
+    rmSync(cachePath(d));
+    expect(await check(d)).toBe(false);
+    expect(cached(d)).not.toBeNull();
+  });
+
+  test("a cache copied from another clone (another index) is not trusted for directories", async () => {
+    const a = await primed();
+    const b = await primed();
+    copyFileSync(cachePath(a), cachePath(b));
+    writeFileSync(join(b, "src", "new.txt"), "n");
+    expect(await check(b)).toBe(true);
+  });
+
+  test("an unchanged tree does not rewrite the cache", async () => {
+    const d = await primed();
+    const before = statSync(cachePath(d));
+    expect(await check(d)).toBe(false);
+    const after = statSync(cachePath(d));
+    expect([after.ino, after.mtimeMs]).toEqual([before.ino, before.mtimeMs]);
+  });
+});
+
+describe("on a tree changed moments ago", () => {
+  test("directories not older than the settle window are not remembered", async () => {
+    const d = await clone();
+    expect(await check(d)).toBe(false);
+    // Just checked out: every directory changed within the window, so none may be trusted yet.
+    expect(cached(d)?.dirs).toEqual({});
+    writeFileSync(join(d, "src", "deep", "new.txt"), "n");
+    expect(await check(d)).toBe(true);
+  });
+});
+
+describe("grex status", () => {
+  let t: TestWorkspace;
+  beforeAll(() => {
+    t = new TestWorkspace("grex-status-cache-verb-");
+  });
+  afterAll(() => t.cleanup());
+
+  test("reports the same with the cache cold and warm, and still sees a new file", async () => {
+    const url = t.repo("plain", { "README.md": "r\n", "src/x.txt": "x\n" });
+    expect((await t.grex("init")).code).toBe(0);
+    expect((await t.grex("add", url)).code).toBe(0);
+    const cold = await t.grex("status", "--json");
+    expect(cold.code).toBe(0);
+    expect((cold.json.packs as Array<{ drift: string }>).map((p) => p.drift)).toEqual(["clean"]);
+    expect(readStatusCache(statusCacheFile(join(t.ws, ".grex", ".state"), "plain"))).not.toBeNull();
+    expect(readdirSync(join(t.ws, "plain", ".git")).filter((f) => f.includes("cache"))).toEqual([]); // nothing written into the pack
+    const warm = await t.grex("status", "--json");
+    expect(warm.stdout).toBe(cold.stdout);
+    writeFileSync(join(t.ws, "plain", "src", "y.txt"), "y\n");
+    const dirty = await t.grex("status", "--json");
+    expect((dirty.json.packs as Array<{ drift: string; dirty: boolean }>).map((p) => [p.drift, p.dirty])).toEqual([["dirty", true]]);
+  });
+});
