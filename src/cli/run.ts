@@ -1,16 +1,17 @@
 // The CLI adapter: argv → params (cac) → the verb table → output + exit code.
 // Nothing verb-specific lives here.
-import { cac, type CAC, type Command } from "cac";
+import type { CAC, Command } from "cac";
 import pkg from "../../package.json" with { type: "json" };
 import { CancelledError, GrexError, toGrexError, usageError } from "../core/errors.ts";
 import { PermitScheduler, resolveParallel } from "../core/scheduler.ts";
 import { stderr, stderrIsTTY, stdout, stdoutIsTTY } from "../core/stdio-native.ts";
 import { makeContext } from "../verbs/context.ts";
-import { CLI_VERBS } from "./verbs.ts";
 import { invoke, type Outcome } from "../verbs/invoke.ts";
 import { failureDocument, toJsonDocument } from "../verbs/serialize.ts";
 import type { CliFlag, VerbDef } from "../verbs/types.ts";
 import { runBuiltin, verbWord } from "./builtins.ts";
+import { fastArgv } from "./fast-argv.ts";
+import { loadVerb } from "./verb-loaders.ts";
 import { type CliProgress, cancelledMessage, makeProgress } from "./output.ts";
 import { colorWanted } from "../verbs/render-style.ts";
 
@@ -38,8 +39,11 @@ const defaultIO = (): CliIO => ({
   },
 });
 
+// cac and the whole verb table load only when argv is not plain enough for fastArgv.
+const cliVerbs = (): readonly VerbDef[] => (require("./verbs.ts") as typeof import("./verbs.ts")).CLI_VERBS;
+
 /** Universal flags every verb accepts (SPEC §8). */
-const GLOBAL_FLAGS: CliFlag[] = [
+export const GLOBAL_FLAGS: CliFlag[] = [
   { flag: "--json", description: "Print one JSON document on stdout" },
   { flag: "--plain", description: "No colour, no Unicode" },
   { flag: "--dry-run", description: "Show what would change; touch nothing" },
@@ -92,10 +96,10 @@ function verbosity(argv: string[]): number {
  * command it tries, so a known verb word gets a parser with just that verb.
  */
 export function buildCli(only?: VerbDef): CAC {
-  const cli = cac("grex");
+  const cli = (require("cac") as typeof import("cac")).cac("grex");
   for (const f of GLOBAL_FLAGS) cli.option(f.flag, f.description);
   cli.help();
-  for (const verb of only ? [only] : CLI_VERBS) {
+  for (const verb of only ? [only] : cliVerbs()) {
     const cmd: Command = cli.command(`${verb.name} ${verb.cli.args}`.trim(), verb.description);
     for (const f of verb.cli.flags) cmd.option(f.flag, f.description);
   }
@@ -154,7 +158,7 @@ export function collectParams(verb: VerbDef, args: readonly string[], options: R
 function booleanFlagNames(): Set<string> {
   const names = new Set<string>();
   const valued = new Set<string>();
-  for (const f of [...GLOBAL_FLAGS, ...CLI_VERBS.flatMap((v) => v.cli.flags)]) {
+  for (const f of [...GLOBAL_FLAGS, ...cliVerbs().flatMap((v) => v.cli.flags)]) {
     const long = f.flag.split(/[ ,]+/).find((p) => p.startsWith("--"));
     if (long === undefined || long.startsWith("--no-")) continue;
     (takesValue(f) ? valued : names).add(long);
@@ -197,9 +201,8 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     io.stdout(`grex ${pkg.version}\n`);
     return 0;
   }
-  try {
-    const builtin = await runBuiltin(argv, io, GLOBAL_FLAGS);
-    if (builtin !== undefined) return builtin;
+  /** argv read by cac (with its checks and wording); undefined when cac printed help. */
+  const parseWithCac = async (named: VerbDef | undefined): Promise<{ verb: VerbDef; args: readonly string[]; options: Record<string, unknown> } | undefined> => {
     // Only a `--` can need the move below: its module loads only then.
     const suggest = argv.includes("--") ? await import("./suggest.ts") : undefined;
     const parse = (cli: CAC): ReturnType<CAC["parse"]> => {
@@ -209,7 +212,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
       try {
         let parsed = cli.parse(["grex", "grex", ...normaliseSwitches(argv)], { run: false });
         // `grex exec -- git log -1` means `grex exec git -- log -1`.
-        const moved = suggest?.moveCommandAfterDashes(argv, parsed.args, cli.matchedCommand?.name, CLI_VERBS);
+        const moved = suggest?.moveCommandAfterDashes(argv, parsed.args, cli.matchedCommand?.name, cliVerbs());
         if (moved) parsed = cli.parse(["grex", "grex", ...normaliseSwitches((argv = moved))], { run: false });
         return parsed;
       } finally {
@@ -217,12 +220,11 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
       }
     };
     // The verb word picks the one command to build; anything else gets them all (and cac's own verdict).
-    const named = CLI_VERBS.find((v) => v.name === verbWord(argv, GLOBAL_FLAGS));
     let cli = buildCli(named);
     let parsed = parse(cli);
     if (named && !cli.matchedCommand) parsed = parse((cli = buildCli()));
     const options = parsed.options as Record<string, unknown>;
-    if (options.help) return 0;
+    if (options.help) return undefined;
     const command = cli.matchedCommand;
     if (!command) {
       const first = parsed.args[0];
@@ -230,7 +232,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
       throw (await import("./help.ts")).unknownVerb(String(first));
     }
     verbName = command.name;
-    const verb = CLI_VERBS.find((v) => v.name === command.name);
+    const verb = cliVerbs().find((v) => v.name === command.name);
     if (!verb) throw usageError(`Unknown verb '${command.name}'; run \`grex --help\` to see the verbs.`);
     try {
       command.checkUnknownOptions();
@@ -248,6 +250,19 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
           : `${msg} for \`grex ${verb.name}\``;
       throw usageError(`${what}; see \`grex ${verb.name} --help\`.`);
     }
+    return { verb, args: parsed.args, options };
+  };
+  try {
+    const builtin = await runBuiltin(argv, io, GLOBAL_FLAGS);
+    if (builtin !== undefined) return builtin;
+    const word = verbWord(argv, GLOBAL_FLAGS);
+    const named = word === undefined ? undefined : await loadVerb(word);
+    // A plain argv is read without cac; anything else goes through cac, errors and all.
+    const fast = named === undefined ? undefined : fastArgv(argv, named, GLOBAL_FLAGS);
+    const read = named !== undefined && fast !== undefined ? { verb: named, ...fast } : await parseWithCac(named);
+    if (read === undefined) return 0; // cac printed help
+    const { verb, args, options } = read;
+    verbName = verb.name;
     const parallelFlag = typeof options.parallel === "undefined" ? undefined : Number(rawValues(argv, "--parallel").at(-1));
     const ctx = makeContext({
       cwd: io.cwd,
@@ -267,7 +282,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     let outcome: Outcome;
     progress = makeProgress(!json && !beforeDashes.includes("--plain") && io.stderrTTY, io.stderr, verb.name);
     try {
-      outcome = await invoke(verb, collectParams(verb, parsed.args, options, argv), { surface: "cli", ctx, signal: abort.signal, progress });
+      outcome = await invoke(verb, collectParams(verb, args, options, argv), { surface: "cli", ctx, signal: abort.signal, progress });
     } finally {
       progress.done();
       process.off("SIGINT", onSigint);

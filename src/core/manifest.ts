@@ -17,6 +17,7 @@ import { assertPlainFile, fsError } from "./fs-errors.ts";
 import { firstIssue } from "./issues.ts";
 import { appendJsonlLines, truncateTornTail, type WarnSink } from "./jsonl.ts";
 import { foldStep } from "./manifest-fold.ts";
+import { readSnapshot, SNAPSHOT_MIN_CHARS, snapshotKey, writeSnapshot } from "./manifest-snapshot.ts";
 import { withManifestLock } from "./locks.ts";
 import { PACK_PATH_RE } from "./naming.ts";
 import type { Workspace } from "./workspace.ts";
@@ -326,19 +327,23 @@ function foldText(text: string, file: string, keepEvents: boolean): { result: Ma
     return { result: { events, state }, tornTail };
   }
   const tornTail = scanManifest(text, file, (e) => foldStep(state, e));
+  return { result: withLazyEvents(state, text, file), tornTail };
+}
+
+/** A fold of `text` whose events are parsed from it on first access (the text folded cleanly: cannot throw). */
+function withLazyEvents(state: Map<string, PackEntry>, text: string, file: string): ManifestState {
   let events: ManifestEvent[] | undefined;
   let source: string | undefined = text;
-  const result: ManifestState = {
+  return {
     state,
     get events() {
       if (events === undefined) {
-        events = parseManifest(source as string, file).events; // the same text passed already: cannot throw
+        events = parseManifest(source as string, file).events;
         source = undefined;
       }
       return events;
     },
   };
-  return { result, tornTail };
 }
 
 /** Read and fold while already holding the manifest lock; truncates a torn tail (with a warning). */
@@ -361,8 +366,15 @@ export async function readManifest(ws: Workspace, opts: ReadOptions): Promise<Ma
   } catch (err) {
     throw manifestOpenError(ws.manifestPath, err);
   }
+  // A long manifest read only for its packs: the snapshot of this exact text, when there is one.
+  const key = opts.keepEvents !== true && text.length >= SNAPSHOT_MIN_CHARS ? snapshotKey(text) : undefined;
+  const cached = key === undefined ? undefined : readSnapshot(ws, key);
+  if (cached !== undefined) return withLazyEvents(cached, text, ws.manifestPath);
   const { result, tornTail } = foldText(text, ws.manifestPath, opts.keepEvents === true);
-  if (!tornTail) return result;
+  if (!tornTail) {
+    if (key !== undefined) writeSnapshot(ws, key, result.state);
+    return result;
+  }
   try {
     return await withManifestLock(ws, undefined, () => readManifestLocked(ws, opts));
   } catch (err) {
