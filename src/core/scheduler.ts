@@ -2,7 +2,6 @@
 // scheduler permit is level 2 of the lock order). Waits are FIFO and
 // cancellable; a released permit goes straight to the next waiter, so a
 // permit is never lost and never double-counted.
-import { availableParallelism } from "node:os";
 import { CancelledError, throwIfAborted, usageError } from "./errors.ts";
 import { atLevel } from "./locks.ts";
 
@@ -115,7 +114,8 @@ export function resolveParallel(flag: number | undefined, env: Record<string, st
     }
     return n;
   }
-  return Math.max(1, availableParallelism());
+  // Bun's navigator.hardwareConcurrency is os.availableParallelism() (CPU affinity included) without loading node:os (~0.5 ms).
+  return Math.max(1, navigator.hardwareConcurrency);
 }
 
 /**
