@@ -5,12 +5,14 @@
 // Reading is on the hot path of every command, so lines are checked by
 // `checkEvent` (plain typeof/regex checks) rather than by running the valibot
 // schemas per line (4x the cost of JSON.parse), and the event objects are only
-// kept when the caller asks for them. The schemas below are the contract:
-// every outgoing event is validated with them, and a test keeps the two in
-// agreement.
+// kept when the caller asks for them. The schemas (manifest-schema.ts) are the
+// contract: every outgoing event is validated with them, and a test keeps the
+// two in agreement. A long manifest's fold is also kept as a snapshot
+// (manifest-snapshot.ts).
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import * as v from "valibot";
+import type * as ManifestSchema from "./manifest-schema.ts";
 import { fromRustEvent } from "./rust-lines.ts";
 import { GrexError, errnoCode, integrityError, usageError } from "./errors.ts";
 import { assertPlainFile, fsError } from "./fs-errors.ts";
@@ -81,81 +83,9 @@ export function makeEvent<O extends KnownOp>(op: O, id: string, fields: EventFie
   return { op, ts: ts ?? new Date().toISOString(), id, schema_version: SCHEMA_VERSION, ...fields } as unknown as EventOf<O>;
 }
 
-// ---------------------------------------------------------------------------
-// valibot schemas (the contract; used on every write and by tests)
-
-const Str = v.pipe(v.string(), v.minLength(1, "must be a non-empty string"));
-const PackPath = v.pipe(v.string(), v.regex(PACK_PATH_RE, "must be a pack path (name segments joined by '/')"));
-const envelope = {
-  ts: v.pipe(v.string(), v.regex(TS_RE, "must be an RFC 3339 UTC timestamp")),
-  id: PackPath,
-  schema_version: v.literal(SCHEMA_VERSION),
-};
-const Idx = v.pipe(v.number(), v.integer(), v.minValue(0));
-const NullableStr = v.nullable(v.string());
-
-export const AddEventSchema = v.looseObject({
-  op: v.literal("add"),
-  ...envelope,
-  url: Str,
-  path: PackPath,
-  type: Str,
-  // Missing `ref` reads as null (hand-written lines); grex always writes it.
-  ref: v.optional(NullableStr),
-});
-export const UpdateEventSchema = v.looseObject({
-  op: v.literal("update"),
-  ...envelope,
-  url: v.optional(Str),
-  type: v.optional(Str),
-  ref: v.optional(NullableStr),
-});
-export const RmEventSchema = v.looseObject({ op: v.literal("rm"), ...envelope });
-export const SyncEventSchema = v.looseObject({ op: v.literal("sync"), ...envelope });
-export const ActionStartedEventSchema = v.looseObject({ op: v.literal("action_started"), ...envelope, action: Str, idx: Idx });
-export const ActionCompletedEventSchema = v.looseObject({
-  op: v.literal("action_completed"),
-  ...envelope,
-  action: Str,
-  idx: Idx,
-  changed: v.boolean(),
-});
-export const ActionHaltedEventSchema = v.looseObject({
-  op: v.literal("action_halted"),
-  ...envelope,
-  action: Str,
-  idx: Idx,
-  reason: v.string(),
-  stderr: v.string(),
-});
-export const UnknownEventSchema = v.looseObject({
-  op: v.pipe(
-    Str,
-    v.check((op) => !(KNOWN_OPS as readonly string[]).includes(op), "is a known op"),
-  ),
-  ...envelope,
-});
-const EVENT_SCHEMAS: Record<KnownOp, v.GenericSchema> = {
-  add: AddEventSchema,
-  update: UpdateEventSchema,
-  rm: RmEventSchema,
-  sync: SyncEventSchema,
-  action_started: ActionStartedEventSchema,
-  action_completed: ActionCompletedEventSchema,
-  action_halted: ActionHaltedEventSchema,
-};
-export const ManifestEventSchema = v.union([
-  v.variant("op", [
-    AddEventSchema,
-    UpdateEventSchema,
-    RmEventSchema,
-    SyncEventSchema,
-    ActionStartedEventSchema,
-    ActionCompletedEventSchema,
-    ActionHaltedEventSchema,
-  ]),
-  UnknownEventSchema,
-]);
+// The valibot schemas of the events (the contract, used on every write and by
+// tests) live in manifest-schema.ts, loaded on the first write: building them
+// costs more than a whole read of a short manifest.
 
 // ---------------------------------------------------------------------------
 // Parsing
@@ -393,8 +323,8 @@ const ELLIPSIS = "…";
 
 /** Serialize one event as a line, validated against the schema and capped at 2 KiB (halted-action stderr keeps its tail). */
 export function eventLine(event: ManifestEvent): string {
-  const schema = (KNOWN_OPS as readonly string[]).includes(event.op) ? EVENT_SCHEMAS[event.op as KnownOp] : UnknownEventSchema;
-  const checked = v.safeParse(schema, event);
+  const { eventSchemaFor } = require("./manifest-schema.ts") as typeof ManifestSchema;
+  const checked = v.safeParse(eventSchemaFor(event.op), event);
   if (!checked.success) {
     const { field: path, message } = firstIssue(checked.issues);
     const field = path || "event";
