@@ -41,7 +41,10 @@ export function readSnapshot(ws: Workspace, key: string): Map<string, PackEntry>
   }
   if (doc === null || typeof doc !== "object" || doc.format !== FORMAT || doc.key !== key || !Array.isArray(doc.packs)) return undefined;
   const state = new Map<string, PackEntry>();
-  for (const p of doc.packs) state.set(p.id, p);
+  for (const p of doc.packs as unknown[]) {
+    if (typeof p !== "object" || p === null || typeof (p as PackEntry).id !== "string") return undefined; // not written by grex
+    state.set((p as PackEntry).id, p as PackEntry);
+  }
   return state;
 }
 
