@@ -2,7 +2,7 @@
 // fits: grex's own workspace files (grex.jsonl, grex.lock.jsonl, .grex/.state)
 // that cannot be used are an integrity problem (exit 3), not lock contention
 // (exit 5) and not a raw `EACCES: permission denied, open …`.
-import { statSync } from "node:fs";
+import type { statSync } from "node:fs";
 import { basename, sep } from "node:path";
 import { errnoCode, GrexError } from "./errors.ts";
 
@@ -62,7 +62,8 @@ export function fsError(err: unknown, path?: string): GrexError | undefined {
 export function assertPlainFile(path: string): void {
   let st: ReturnType<typeof statSync>;
   try {
-    st = statSync(path);
+    // node:fs loads here, not with this module: every error path imports this module, `grex serve` before its first reply.
+    st = (require("node:fs") as typeof import("node:fs")).statSync(path);
   } catch {
     return;
   }

@@ -3,7 +3,12 @@
 // cancellable; a released permit goes straight to the next waiter, so a
 // permit is never lost and never double-counted.
 import { CancelledError, throwIfAborted, usageError } from "./errors.ts";
-import { atLevel } from "./locks.ts";
+import type * as Locks from "./locks.ts";
+
+// The lock-order check lives with the locks (flock, node:fs), which load on the
+// first permit rather than with the scheduler: `grex serve` builds a scheduler
+// before its first reply and may never take a permit.
+const atLevel: typeof Locks.atLevel = (level, fn, what, mode) => (require("./locks.ts") as typeof Locks).atLevel(level, fn, what, mode);
 
 export interface Scheduler {
   /** Maximum concurrent permits; 0 = unbounded. */
