@@ -20,13 +20,13 @@ export function verbWord(argv: readonly string[], universal: readonly CliFlag[])
 function isValueFlag(long: string, flags: readonly CliFlag[]): boolean {
   for (const f of flags) {
     const spec = f.flag;
-    if ((spec.includes("<") || spec.includes("[")) && longNameOf(spec) === long) return true;
+    if ((spec.includes("<") || spec.includes("[")) && longFlagName(spec) === long) return true;
   }
   return false;
 }
 
 /** The `--name` part of a flag spec such as `-v, --verbose` or `--parallel <n>`. */
-function longNameOf(spec: string): string | undefined {
+export function longFlagName(spec: string): string | undefined {
   let start = 0;
   while (start < spec.length) {
     let end = start;

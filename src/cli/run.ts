@@ -9,7 +9,7 @@ import { makeContext } from "../verbs/context.ts";
 import { invoke, type Outcome } from "../verbs/invoke.ts";
 import { failureDocument, toJsonDocument } from "../verbs/serialize.ts";
 import type { CliFlag, VerbDef } from "../verbs/types.ts";
-import { runBuiltin, verbWord } from "./builtins.ts";
+import { longFlagName, runBuiltin, verbWord } from "./builtins.ts";
 import { fastArgv } from "./fast-argv.ts";
 import { loadVerb } from "./verb-loaders.ts";
 import { type CliProgress, cancelledMessage, makeProgress } from "./output.ts";
@@ -55,10 +55,10 @@ export const GLOBAL_FLAGS: CliFlag[] = [
 
 /** `--no-clone` → `clone`, `--from-repos-json <file>` → `from_repos_json`. */
 export function flagParam(flag: CliFlag): string {
-  return flagKey(flag.flag.split(/[ ,]+/).find((p) => p.startsWith("--")) ?? flag.flag);
+  return flagKey(longFlagName(flag.flag) ?? flag.flag);
 }
 
-const flagKey = (long: string) => long.replace(/^--(no-)?/, "").replaceAll("-", "_");
+const flagKey = (long: string) => (long.startsWith("--no-") ? long.slice(5) : long.startsWith("--") ? long.slice(2) : long).replaceAll("-", "_");
 
 const takesValue = (flag: CliFlag) => /[<[]/.test(flag.flag);
 
@@ -111,12 +111,14 @@ export function collectParams(verb: VerbDef, args: readonly string[], options: R
   const keys = new Set(Object.keys(verb.params.entries));
   const params: Record<string, unknown> = {};
   const rest = Array.isArray(options["--"]) ? (options["--"] as string[]) : [];
-  verb.cli.positionals.forEach((name, i) => {
+  const positionals = verb.cli.positionals;
+  for (let i = 0; i < positionals.length; i++) {
+    const name = positionals[i] as string;
     if (name.startsWith("...")) {
       const all = [...args.slice(i), ...rest];
       if (all.length > 0) params[name.slice(3)] = all;
     } else if (args[i] !== undefined) params[name] = args[i];
-  });
+  }
   for (const flag of [...GLOBAL_FLAGS, ...verb.cli.flags]) {
     const key = flagParam(flag);
     if (!keys.has(key)) continue; // universal flags a verb does not use are accepted and ignored
@@ -129,7 +131,7 @@ export function collectParams(verb: VerbDef, args: readonly string[], options: R
       params[key] = last === true || last === "true";
       continue;
     }
-    const long = flag.flag.split(/[ ,]+/).find((p) => p.startsWith("--")) as string;
+    const long = longFlagName(flag.flag) as string;
     const optionalValue = flag.flag.includes("[");
     const raws = rawValues(argv, long, optionalValue);
     if (raws.length === 0) {

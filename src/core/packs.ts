@@ -31,13 +31,14 @@ export interface WorkspaceView {
 }
 
 /**
- * `join(root, rel)` for a resolved root and a validated pack path (name
- * segments, no `.`/`..`, no empty ones), which is a plain concatenation on
- * POSIX; a cold `join` per pack was most of a 1,000-pack view.
+ * What `join(root, rel)` puts before a validated pack path (name segments, no
+ * `.`/`..`, no empty ones) under a resolved root: on POSIX a plain prefix, so
+ * the per-pack loops below concatenate instead of calling `join` (a cold call
+ * per pack was most of a 1,000-pack view); undefined where `join` must run.
  */
-function packDir(root: string, rel: string): string {
-  if (sep !== "/") return join(root, rel);
-  return root.endsWith("/") ? root + rel : `${root}/${rel}`;
+function dirPrefix(root: string): string | undefined {
+  if (sep !== "/") return undefined;
+  return root.endsWith("/") ? root : `${root}/`;
 }
 
 export async function loadWorkspaceView(ws: Workspace, warn: (m: string) => void): Promise<WorkspaceView> {
@@ -54,12 +55,13 @@ export async function loadWorkspaceView(ws: Workspace, warn: (m: string) => void
     else childrenOf.set(parent, [entry]);
   }
   const packs: PackNode[] = [];
+  const prefix = dirPrefix(ws.root);
   const visitChildren = (parentId: string, depth: number) => {
     for (const child of childrenOf.get(parentId) ?? []) {
       packs.push({
         id: child.id,
         path: child.id,
-        dir: packDir(ws.root, child.id),
+        dir: prefix === undefined ? join(ws.root, child.id) : prefix + child.id,
         type: child.type,
         url: child.url ?? "",
         ref: child.ref ?? null,
@@ -74,13 +76,13 @@ export async function loadWorkspaceView(ws: Workspace, warn: (m: string) => void
     packs.push({
       id: pack.id,
       path: pack.path,
-      dir: packDir(ws.root, pack.path),
+      dir: prefix === undefined ? join(ws.root, pack.path) : prefix + pack.path,
       type: pack.type,
       url: pack.url,
       ref: pack.ref,
       depth: 0,
       parent: null,
-      lock: lock.get(pack.id),
+      lock: lock.size === 0 ? undefined : lock.get(pack.id),
     });
     if (childrenOf.size > 0) visitChildren(pack.id, 1);
   }
