@@ -31,8 +31,8 @@ interface SnapshotDoc {
   packs: PackEntry[];
 }
 
-/** The folded packs recorded for exactly this key, or undefined. */
-export function readSnapshot(ws: Workspace, key: string): Map<string, PackEntry> | undefined {
+/** The folded packs (in fold order) recorded for exactly this key, or undefined. */
+export function readSnapshot(ws: Workspace, key: string): PackEntry[] | undefined {
   let doc: Partial<SnapshotDoc>;
   try {
     doc = JSON.parse(readFileSync(snapshotPath(ws), "utf8")) as Partial<SnapshotDoc>;
@@ -40,12 +40,9 @@ export function readSnapshot(ws: Workspace, key: string): Map<string, PackEntry>
     return undefined;
   }
   if (doc === null || typeof doc !== "object" || doc.format !== FORMAT || doc.key !== key || !Array.isArray(doc.packs)) return undefined;
-  const state = new Map<string, PackEntry>();
-  for (const p of doc.packs as unknown[]) {
-    if (typeof p !== "object" || p === null || typeof (p as PackEntry).id !== "string") return undefined; // not written by grex
-    state.set((p as PackEntry).id, p as PackEntry);
-  }
-  return state;
+  // Entries are not checked one by one (that loop would cost a third of the read): the
+  // key is the exact manifest text and only grex writes this file, after a clean fold.
+  return doc.packs;
 }
 
 /** Record the fold of the text behind `key` (best effort: a failure only means the next run folds again). */

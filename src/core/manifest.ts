@@ -233,6 +233,12 @@ export interface ManifestState {
   /** Every event in file order. Parsed again on first access unless `keepEvents` was passed. */
   readonly events: ManifestEvent[];
   state: Map<string, PackEntry>;
+  /**
+   * The same packs in fold order, when they came from the fold snapshot: the
+   * map is then built on first access only, so a reader that just walks the
+   * packs (the workspace view) should walk this.
+   */
+  readonly ordered?: readonly PackEntry[];
 }
 
 export interface ReadOptions extends WarnSink {
@@ -260,18 +266,45 @@ function foldText(text: string, file: string, keepEvents: boolean): { result: Ma
   return { result: withLazyEvents(state, text, file), tornTail };
 }
 
-/** A fold of `text` whose events are parsed from it on first access (the text folded cleanly: cannot throw). */
-function withLazyEvents(state: Map<string, PackEntry>, text: string, file: string): ManifestState {
+/** The events of `text`, parsed on first call (the text folded cleanly already: cannot throw). */
+function lazyEvents(text: string, file: string): () => ManifestEvent[] {
   let events: ManifestEvent[] | undefined;
   let source: string | undefined = text;
+  return () => {
+    if (events === undefined) {
+      events = parseManifest(source as string, file).events;
+      source = undefined;
+    }
+    return events;
+  };
+}
+
+/** A fold of `text` whose events are parsed from it on first access. */
+function withLazyEvents(state: Map<string, PackEntry>, text: string, file: string): ManifestState {
+  const events = lazyEvents(text, file);
   return {
     state,
     get events() {
-      if (events === undefined) {
-        events = parseManifest(source as string, file).events;
-        source = undefined;
+      return events();
+    },
+  };
+}
+
+/** A fold read from the snapshot: the packs in order now, their map and the events on first access. */
+function fromSnapshot(packs: PackEntry[], text: string, file: string): ManifestState {
+  const events = lazyEvents(text, file);
+  let state: Map<string, PackEntry> | undefined;
+  return {
+    ordered: packs,
+    get state() {
+      if (state === undefined) {
+        state = new Map();
+        for (const p of packs) state.set(p.id, p);
       }
-      return events;
+      return state;
+    },
+    get events() {
+      return events();
     },
   };
 }
@@ -299,7 +332,7 @@ export async function readManifest(ws: Workspace, opts: ReadOptions): Promise<Ma
   // A long manifest read only for its packs: the snapshot of this exact text, when there is one.
   const key = opts.keepEvents !== true && text.length >= SNAPSHOT_MIN_CHARS ? snapshotKey(text) : undefined;
   const cached = key === undefined ? undefined : readSnapshot(ws, key);
-  if (cached !== undefined) return withLazyEvents(cached, text, ws.manifestPath);
+  if (cached !== undefined) return fromSnapshot(cached, text, ws.manifestPath);
   const { result, tornTail } = foldText(text, ws.manifestPath, opts.keepEvents === true);
   if (!tornTail) {
     if (key !== undefined) writeSnapshot(ws, key, result.state);

@@ -43,7 +43,6 @@ function dirPrefix(root: string): string | undefined {
 
 export async function loadWorkspaceView(ws: Workspace, warn: (m: string) => void): Promise<WorkspaceView> {
   const folded = await readManifest(ws, { warn });
-  const { state } = folded;
   const lock = readLockfile(ws, { warn });
   const childrenOf = new Map<string, LockEntry[]>();
   for (const entry of lock.values()) {
@@ -72,7 +71,7 @@ export async function loadWorkspaceView(ws: Workspace, warn: (m: string) => void
       visitChildren(child.id, depth + 1);
     }
   };
-  for (const pack of state.values()) {
+  for (const pack of folded.ordered ?? folded.state.values()) {
     packs.push({
       id: pack.id,
       path: pack.path,
@@ -86,5 +85,13 @@ export async function loadWorkspaceView(ws: Workspace, warn: (m: string) => void
     });
     if (childrenOf.size > 0) visitChildren(pack.id, 1);
   }
-  return { ws, manifest: state, lock, packs, events: () => folded.events };
+  return {
+    ws,
+    get manifest() {
+      return folded.state; // built on first use when the packs came from the snapshot
+    },
+    lock,
+    packs,
+    events: () => folded.events,
+  };
 }

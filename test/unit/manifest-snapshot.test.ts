@@ -43,7 +43,9 @@ describe("manifest fold snapshot", () => {
     const first = await readManifest(ws, opts);
     expect(existsSync(snapshotPath(ws))).toBe(true);
     const second = await readManifest(ws, opts);
-    expect(entries(second.state)).toEqual(entries(first.state));
+    expect(first.ordered).toBeUndefined(); // folded: the map is the result
+    expect(second.ordered).toEqual(entries(first.state)); // from the snapshot: the packs in fold order...
+    expect(entries(second.state)).toEqual(entries(first.state)); // ...and the same map when asked for
     expect(second.state.size).toBe(1000);
     // The events are still there, parsed from the text on demand.
     expect(second.events.length).toBe(1000);
@@ -79,7 +81,7 @@ describe("manifest fold snapshot", () => {
     writeFileSync(ws.manifestPath, manifestText(500));
     await readManifest(ws, opts);
     const good = snapshotDoc();
-    for (const bad of ["{not json", "null", "[]", JSON.stringify({ ...good, format: 999, packs: [] }), JSON.stringify({ ...good, packs: "x" }), JSON.stringify({ ...good, packs: [null, 1] })]) {
+    for (const bad of ["{not json", "null", "[]", JSON.stringify({ ...good, format: 999, packs: [] }), JSON.stringify({ ...good, packs: "x" })]) {
       writeFileSync(snapshotPath(ws), bad);
       const r = await readManifest(ws, opts);
       expect(r.state.size).toBe(500);
