@@ -51,7 +51,7 @@ let heldChain: AsyncLocalStorage<readonly HeldLevel[]> | undefined;
 const chain = {
   getStore: (): readonly HeldLevel[] | undefined => heldChain?.getStore(),
   run<T>(held: readonly HeldLevel[], fn: () => T): T {
-    heldChain ??= new (require("node:async_hooks") as typeof import("node:async_hooks")).AsyncLocalStorage();
+    heldChain ??= new (import.meta.require("node:async_hooks") as typeof import("node:async_hooks")).AsyncLocalStorage();
     return heldChain.run(held, fn);
   },
 };

@@ -11,7 +11,7 @@ const NAME_CHAR = /[A-Za-z0-9_]/;
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** HOME as actions see it: the environment's, else the OS account's (node:os loads only then: it is on every verb's import path). */
-export const homeOf = (env: Env): string => env.HOME ?? (require("node:os") as typeof import("node:os")).homedir();
+export const homeOf = (env: Env): string => env.HOME ?? (import.meta.require("node:os") as typeof import("node:os")).homedir();
 
 function lookup(name: string, env: Env, where: string): string {
   const value = name === "HOME" ? homeOf(env) : env[name];
