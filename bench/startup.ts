@@ -51,6 +51,12 @@ for (let i = 0; i < 1000; i++) {
 }
 writeFileSync(join(big, "grex.jsonl"), manifest);
 writeFileSync(join(big, "grex.lock.jsonl"), "");
+// The same workspace where the fold snapshot cannot be written (.grex/.state is a file): every run folds all lines.
+const bigFold = join(root, "ws-1000-fold");
+mkdirSync(join(bigFold, ".grex"), { recursive: true });
+writeFileSync(join(bigFold, ".grex", ".state"), "not a directory: no fold snapshot\n");
+writeFileSync(join(bigFold, "grex.jsonl"), manifest);
+writeFileSync(join(bigFold, "grex.lock.jsonl"), "");
 
 log("bench/startup: making 100 repositories (30 commits, 50 files each) and syncing them");
 const hundred = join(root, "ws-100");
@@ -77,6 +83,7 @@ const cases: Case[] = [
   { label: "grex --version", cmd: [grexBin, "--version"], cwd: root },
   { label: "grex --help", cmd: [grexBin, "--help"], cwd: root },
   { label: "grex ls --json (1,000 packs)", cmd: [grexBin, "ls", "--json"], cwd: big },
+  { label: "grex ls --json (1,000, no fold snapshot)", cmd: [grexBin, "ls", "--json"], cwd: bigFold },
   { label: "grex status --json (100 packs)", cmd: [grexBin, "status", "--json"], cwd: hundred },
 ];
 
