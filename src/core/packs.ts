@@ -41,6 +41,36 @@ function dirPrefix(root: string): string | undefined {
   return root.endsWith("/") ? root : `${root}/`;
 }
 
+/**
+ * The top-level packs, each followed by its children (`visit`). A function of
+ * its own: this loop runs once per pack and gets compiled by the JIT on a
+ * large workspace, which costs less for a small function than for the caller.
+ */
+function pushTopLevel(
+  packs: PackNode[],
+  tops: Iterable<PackEntry>,
+  root: string,
+  prefix: string | undefined,
+  lock: Map<string, LockEntry>,
+  visit: ((parentId: string, depth: number) => void) | undefined,
+): void {
+  const noLock = lock.size === 0;
+  for (const pack of tops) {
+    packs.push({
+      id: pack.id,
+      path: pack.path,
+      dir: prefix === undefined ? join(root, pack.path) : prefix + pack.path,
+      type: pack.type,
+      url: pack.url,
+      ref: pack.ref,
+      depth: 0,
+      parent: null,
+      lock: noLock ? undefined : lock.get(pack.id),
+    });
+    if (visit !== undefined) visit(pack.id, 1);
+  }
+}
+
 export async function loadWorkspaceView(ws: Workspace, warn: (m: string) => void): Promise<WorkspaceView> {
   const folded = await readManifest(ws, { warn });
   const lock = readLockfile(ws, { warn });
@@ -71,20 +101,7 @@ export async function loadWorkspaceView(ws: Workspace, warn: (m: string) => void
       visitChildren(child.id, depth + 1);
     }
   };
-  for (const pack of folded.ordered ?? folded.state.values()) {
-    packs.push({
-      id: pack.id,
-      path: pack.path,
-      dir: prefix === undefined ? join(ws.root, pack.path) : prefix + pack.path,
-      type: pack.type,
-      url: pack.url,
-      ref: pack.ref,
-      depth: 0,
-      parent: null,
-      lock: lock.size === 0 ? undefined : lock.get(pack.id),
-    });
-    if (childrenOf.size > 0) visitChildren(pack.id, 1);
-  }
+  pushTopLevel(packs, folded.ordered ?? folded.state.values(), ws.root, prefix, lock, childrenOf.size > 0 ? visitChildren : undefined);
   return {
     ws,
     get manifest() {
