@@ -1,9 +1,10 @@
 // Startup latency (`bun bench/startup.ts`): grex compiled (as `npm run build`
 // does) against the true floor, a compiled hello-world writing through Bun's
 // native stdout, all measured in this run. With hyperfine installed, processes
-// are timed by `hyperfine -N` (no shell), in ROUNDS interleaved rounds so
-// background load hits every case alike; the median of the rounds' means is
-// reported. Also shown for reference: the same hello-world through
+// are timed by `hyperfine -N` (no shell), in ROUNDS rounds; within a round
+// each case is timed right after its own floor measurement, and the ratio
+// reported is the median of those paired ratios (on a shared machine the load
+// drifts within a round), the ms the median of the rounds' medians. Also shown for reference: the same hello-world through
 // process.stdout (Node's stream machinery costs ~10 ms to build), and for
 // `serve` a minimal MCP SDK stdio server compiled the same way.
 //
@@ -51,6 +52,12 @@ for (let i = 0; i < 1000; i++) {
 }
 writeFileSync(join(big, "grex.jsonl"), manifest);
 writeFileSync(join(big, "grex.lock.jsonl"), "");
+// The same workspace where the fold snapshot cannot be written (.grex/.state is a file): every run folds all lines.
+const bigFold = join(root, "ws-1000-fold");
+mkdirSync(join(bigFold, ".grex"), { recursive: true });
+writeFileSync(join(bigFold, ".grex", ".state"), "not a directory: no fold snapshot\n");
+writeFileSync(join(bigFold, "grex.jsonl"), manifest);
+writeFileSync(join(bigFold, "grex.lock.jsonl"), "");
 
 log("bench/startup: making 100 repositories (30 commits, 50 files each) and syncing them");
 const hundred = join(root, "ws-100");
@@ -77,41 +84,57 @@ const cases: Case[] = [
   { label: "grex --version", cmd: [grexBin, "--version"], cwd: root },
   { label: "grex --help", cmd: [grexBin, "--help"], cwd: root },
   { label: "grex ls --json (1,000 packs)", cmd: [grexBin, "ls", "--json"], cwd: big },
+  { label: "grex ls --json (1,000, no fold snapshot)", cmd: [grexBin, "ls", "--json"], cwd: bigFold },
   { label: "grex status --json (100 packs)", cmd: [grexBin, "status", "--json"], cwd: hundred },
 ];
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const hyperfine = Bun.which("hyperfine");
 
-/** Mean ms of RUNS runs of each case, per round; cases run back to back within a round. */
-function timeCases(): Map<string, number[]> {
-  const out = new Map<string, number[]>(cases.map((c) => [c.label, []]));
+/** Median ms of RUNS runs of `c`, by hyperfine -N when installed. */
+function timeCase(c: Case): number {
+  if (!hyperfine) {
+    const xs: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      const t0 = Bun.nanoseconds();
+      const p = Bun.spawnSync(c.cmd, { cwd: c.cwd, env, stdout: "ignore", stderr: "ignore" });
+      if (p.exitCode !== 0) throw new Error(`${c.label} exited ${p.exitCode}`);
+      xs.push((Bun.nanoseconds() - t0) / 1e6);
+    }
+    return median(xs);
+  }
+  const json = join(root, "hf.json");
+  const p = Bun.spawnSync([hyperfine, "-N", "-w", "3", "-r", String(RUNS), "--export-json", json, "--", c.cmd.map((a) => `'${a}'`).join(" ")], {
+    cwd: c.cwd,
+    env,
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  if (p.exitCode !== 0) throw new Error(`hyperfine ${c.label}: ${p.stderr.toString()}`);
+  const res = JSON.parse(readFileSync(json, "utf8")) as { results: Array<{ median: number }> };
+  return (res.results[0]?.median ?? Number.NaN) * 1000;
+}
+
+/**
+ * Per case, its median ms in each round and its ratio to a floor timed right
+ * before it: on a shared machine the load drifts within a round, so each
+ * case is held against its own floor measurement, not one taken minutes apart.
+ */
+function timeCases(): { times: Map<string, number[]>; ratios: Map<string, number[]> } {
+  const times = new Map<string, number[]>(cases.map((c) => [c.label, []]));
+  const ratios = new Map<string, number[]>(cases.map((c) => [c.label, []]));
+  const [floorCase, ...rest] = cases as [Case, ...Case[]];
   for (let r = 0; r < ROUNDS; r++) {
-    for (const c of cases) {
-      if (hyperfine) {
-        const json = join(root, "hf.json");
-        const p = Bun.spawnSync([hyperfine, "-N", "-w", "3", "-r", String(RUNS), "--export-json", json, "--", c.cmd.map((a) => `'${a}'`).join(" ")], {
-          cwd: c.cwd,
-          env,
-          stdout: "ignore",
-          stderr: "pipe",
-        });
-        if (p.exitCode !== 0) throw new Error(`hyperfine ${c.label}: ${p.stderr.toString()}`);
-        const res = JSON.parse(readFileSync(json, "utf8")) as { results: Array<{ median: number }> };
-        out.get(c.label)?.push((res.results[0]?.median ?? Number.NaN) * 1000);
-      } else {
-        const xs: number[] = [];
-        for (let i = 0; i < RUNS; i++) {
-          const t0 = Bun.nanoseconds();
-          const p = Bun.spawnSync(c.cmd, { cwd: c.cwd, env, stdout: "ignore", stderr: "ignore" });
-          if (p.exitCode !== 0) throw new Error(`${c.label} exited ${p.exitCode}`);
-          xs.push((Bun.nanoseconds() - t0) / 1e6);
-        }
-        out.get(c.label)?.push(median(xs));
-      }
+    for (const c of rest) {
+      const floorMs = timeCase(floorCase);
+      const ms = timeCase(c);
+      times.get(floorCase.label)?.push(floorMs);
+      times.get(c.label)?.push(ms);
+      ratios.get(c.label)?.push(ms / floorMs);
     }
   }
-  return out;
+  ratios.set(floorCase.label, [1]);
+  return { times, ratios };
 }
 
 /** Peak RSS (MiB) of one run, read by GNU time when present. */
@@ -163,26 +186,26 @@ async function serveTimes(): Promise<{ floor: number; grex: number; sdk: number 
 }
 
 log(`bench/startup: timing (${hyperfine ? "hyperfine -N" : "Bun.spawnSync"}, ${ROUNDS} rounds × ${RUNS} runs)`);
-const times = timeCases();
+const { times, ratios } = timeCases();
 const serve = await serveTimes();
 const ms = (label: string) => median(times.get(label) ?? []);
-const floor = ms(cases[0]?.label as string);
+const ratio = (label: string) => median(ratios.get(label) ?? []);
 
 const rows: string[][] = [];
-for (const c of cases) rows.push([c.label, ms(c.label).toFixed(2), (ms(c.label) / floor).toFixed(2), peakRss(c.cmd, c.cwd)]);
+for (const c of cases) rows.push([c.label, ms(c.label).toFixed(2), ratio(c.label).toFixed(2), peakRss(c.cmd, c.cwd)]);
 rows.push(["serve: floor (hello-world spawn → first line)", serve.floor.toFixed(2), "1.00", "-"]);
 rows.push(["serve: grex serve spawn → initialize reply", serve.grex.toFixed(2), (serve.grex / serve.floor).toFixed(2), peakRss([grexBin, "serve"], big)]);
 rows.push(["serve: minimal SDK server spawn → initialize", serve.sdk.toFixed(2), (serve.sdk / serve.floor).toFixed(2), "-"]);
 
-console.log(`startup benchmark: ${hyperfine ? "hyperfine -N" : "spawnSync"}, median of ${ROUNDS} interleaved rounds × ${RUNS} runs, same run`);
+console.log(`startup benchmark: ${hyperfine ? "hyperfine -N" : "spawnSync"}, median of ${ROUNDS} rounds × ${RUNS} runs; × floor = median of each round's case / the floor timed just before it`);
 console.log(`${"case".padEnd(48)} ${"ms".padStart(8)} ${"× floor".padStart(8)} ${"peak MiB".padStart(9)}`);
 for (const [label, t, ratio, rss] of rows) console.log(`${(label as string).padEnd(48)} ${(t as string).padStart(8)} ${(ratio as string).padStart(8)} ${(rss as string).padStart(9)}`);
 
 const goal = (what: string, ratio: number, max: number) => console.log(`  ${what}: ${ratio.toFixed(2)}× (goal ≤ ${max}×) ${ratio <= max ? "ok" : "NOT MET"}`);
 console.log("Goals (same-run ratios):");
-goal("--version / floor", ms("grex --version") / floor, 1.3);
-goal("ls --json (1,000) / floor", ms("grex ls --json (1,000 packs)") / floor, 2.5);
-goal("status --json (100) / floor", ms("grex status --json (100 packs)") / floor, 6);
+goal("--version / floor", ratio("grex --version"), 1.3);
+goal("ls --json (1,000) / floor", ratio("grex ls --json (1,000 packs)"), 2.5);
+goal("status --json (100) / floor", ratio("grex status --json (100 packs)"), 6);
 goal("serve → initialize / floor", serve.grex / serve.floor, 1.5);
 goal("serve → initialize / SDK server", serve.grex / serve.sdk, 0.3);
 rmSync(root, { recursive: true, force: true });

@@ -5,12 +5,34 @@ import type { CliFlag } from "../verbs/types.ts";
 
 /** The verb word: the first argument that is neither a flag nor a flag's value. */
 export function verbWord(argv: readonly string[], universal: readonly CliFlag[]): string | undefined {
-  const valueFlags = new Set(universal.filter((f) => /[<[]/.test(f.flag)).map((f) => f.flag.split(/[ ,]+/).find((p) => p.startsWith("--"))));
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
     if (a === "--") return undefined;
     if (!a.startsWith("-")) return a;
-    if (valueFlags.has(a)) i++;
+    if (isValueFlag(a, universal)) i++;
+  }
+  return undefined;
+}
+
+// Plain loops, no regex: this runs on every call, in cold code, where each
+// first use of a builtin such as filter or a regex split costs a parse.
+/** Whether `long` (e.g. `--manifest`) names one of `flags` that takes a value. */
+function isValueFlag(long: string, flags: readonly CliFlag[]): boolean {
+  for (const f of flags) {
+    const spec = f.flag;
+    if ((spec.includes("<") || spec.includes("[")) && longFlagName(spec) === long) return true;
+  }
+  return false;
+}
+
+/** The `--name` part of a flag spec such as `-v, --verbose` or `--parallel <n>`. */
+export function longFlagName(spec: string): string | undefined {
+  let start = 0;
+  while (start < spec.length) {
+    let end = start;
+    while (end < spec.length && spec[end] !== " " && spec[end] !== ",") end++;
+    if (spec.startsWith("--", start) && end > start) return spec.slice(start, end);
+    start = end + 1;
   }
   return undefined;
 }

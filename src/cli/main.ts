@@ -9,7 +9,7 @@ const argv = process.argv.slice(2);
 if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
   stdout.write(`grex ${pkg.version}\n`);
 } else {
-  const served = argv[0] === "serve" ? await (await import("../mcp/serve-verb.ts")).serveFromArgv(argv) : undefined;
+  const served = argv[0] === "serve" ? await (await import("../mcp/serve-argv.ts")).serveFromArgv(argv) : undefined;
   if (served !== undefined) process.exitCode = served;
   else {
     const { runCli } = await import("./run.ts");

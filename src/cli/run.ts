@@ -1,16 +1,17 @@
 // The CLI adapter: argv → params (cac) → the verb table → output + exit code.
 // Nothing verb-specific lives here.
-import { cac, type CAC, type Command } from "cac";
+import type { CAC, Command } from "cac";
 import pkg from "../../package.json" with { type: "json" };
 import { CancelledError, GrexError, toGrexError, usageError } from "../core/errors.ts";
 import { PermitScheduler, resolveParallel } from "../core/scheduler.ts";
 import { stderr, stderrIsTTY, stdout, stdoutIsTTY } from "../core/stdio-native.ts";
 import { makeContext } from "../verbs/context.ts";
-import { CLI_VERBS } from "./verbs.ts";
 import { invoke, type Outcome } from "../verbs/invoke.ts";
 import { failureDocument, toJsonDocument } from "../verbs/serialize.ts";
 import type { CliFlag, VerbDef } from "../verbs/types.ts";
-import { runBuiltin, verbWord } from "./builtins.ts";
+import { longFlagName, runBuiltin, verbWord } from "./builtins.ts";
+import { fastArgv } from "./fast-argv.ts";
+import { loadVerb } from "./verb-loaders.ts";
 import { type CliProgress, cancelledMessage, makeProgress } from "./output.ts";
 import { colorWanted } from "../verbs/render-style.ts";
 
@@ -38,8 +39,11 @@ const defaultIO = (): CliIO => ({
   },
 });
 
+// cac and the whole verb table load only when argv is not plain enough for fastArgv.
+const cliVerbs = (): readonly VerbDef[] => (require("./verbs.ts") as typeof import("./verbs.ts")).CLI_VERBS;
+
 /** Universal flags every verb accepts (SPEC §8). */
-const GLOBAL_FLAGS: CliFlag[] = [
+export const GLOBAL_FLAGS: CliFlag[] = [
   { flag: "--json", description: "Print one JSON document on stdout" },
   { flag: "--plain", description: "No colour, no Unicode" },
   { flag: "--dry-run", description: "Show what would change; touch nothing" },
@@ -51,10 +55,10 @@ const GLOBAL_FLAGS: CliFlag[] = [
 
 /** `--no-clone` → `clone`, `--from-repos-json <file>` → `from_repos_json`. */
 export function flagParam(flag: CliFlag): string {
-  return flagKey(flag.flag.split(/[ ,]+/).find((p) => p.startsWith("--")) ?? flag.flag);
+  return flagKey(longFlagName(flag.flag) ?? flag.flag);
 }
 
-const flagKey = (long: string) => long.replace(/^--(no-)?/, "").replaceAll("-", "_");
+const flagKey = (long: string) => (long.startsWith("--no-") ? long.slice(5) : long.startsWith("--") ? long.slice(2) : long).replaceAll("-", "_");
 
 const takesValue = (flag: CliFlag) => /[<[]/.test(flag.flag);
 
@@ -77,11 +81,21 @@ function rawValues(argv: string[], long: string, optionalValue = false): string[
   return out;
 }
 
+// Not `.at(-1)`: a builtin's first call costs ~0.3 ms in a compiled binary, and every call goes through here.
+const lastOf = (xs: readonly string[]): string | undefined => xs[xs.length - 1];
+
+/** `-v`, `-vv`, … (a loop: this runs on every call, before anything else needs a regex). */
+function isVs(a: string): boolean {
+  if (a.length < 2 || a[0] !== "-") return false;
+  for (let i = 1; i < a.length; i++) if (a[i] !== "v") return false;
+  return true;
+}
+
 function verbosity(argv: string[]): number {
   let n = 0;
   for (const a of argv) {
     if (a === "--") break;
-    if (/^-v+$/.test(a)) n += a.length - 1;
+    if (isVs(a)) n += a.length - 1;
     else if (a === "--verbose") n++;
   }
   return n;
@@ -92,10 +106,10 @@ function verbosity(argv: string[]): number {
  * command it tries, so a known verb word gets a parser with just that verb.
  */
 export function buildCli(only?: VerbDef): CAC {
-  const cli = cac("grex");
+  const cli = (require("cac") as typeof import("cac")).cac("grex");
   for (const f of GLOBAL_FLAGS) cli.option(f.flag, f.description);
   cli.help();
-  for (const verb of only ? [only] : CLI_VERBS) {
+  for (const verb of only ? [only] : cliVerbs()) {
     const cmd: Command = cli.command(`${verb.name} ${verb.cli.args}`.trim(), verb.description);
     for (const f of verb.cli.flags) cmd.option(f.flag, f.description);
   }
@@ -107,12 +121,14 @@ export function collectParams(verb: VerbDef, args: readonly string[], options: R
   const keys = new Set(Object.keys(verb.params.entries));
   const params: Record<string, unknown> = {};
   const rest = Array.isArray(options["--"]) ? (options["--"] as string[]) : [];
-  verb.cli.positionals.forEach((name, i) => {
+  const positionals = verb.cli.positionals;
+  for (let i = 0; i < positionals.length; i++) {
+    const name = positionals[i] as string;
     if (name.startsWith("...")) {
       const all = [...args.slice(i), ...rest];
       if (all.length > 0) params[name.slice(3)] = all;
     } else if (args[i] !== undefined) params[name] = args[i];
-  });
+  }
   for (const flag of [...GLOBAL_FLAGS, ...verb.cli.flags]) {
     const key = flagParam(flag);
     if (!keys.has(key)) continue; // universal flags a verb does not use are accepted and ignored
@@ -125,7 +141,7 @@ export function collectParams(verb: VerbDef, args: readonly string[], options: R
       params[key] = last === true || last === "true";
       continue;
     }
-    const long = flag.flag.split(/[ ,]+/).find((p) => p.startsWith("--")) as string;
+    const long = longFlagName(flag.flag) as string;
     const optionalValue = flag.flag.includes("[");
     const raws = rawValues(argv, long, optionalValue);
     if (raws.length === 0) {
@@ -154,7 +170,7 @@ export function collectParams(verb: VerbDef, args: readonly string[], options: R
 function booleanFlagNames(): Set<string> {
   const names = new Set<string>();
   const valued = new Set<string>();
-  for (const f of [...GLOBAL_FLAGS, ...CLI_VERBS.flatMap((v) => v.cli.flags)]) {
+  for (const f of [...GLOBAL_FLAGS, ...cliVerbs().flatMap((v) => v.cli.flags)]) {
     const long = f.flag.split(/[ ,]+/).find((p) => p.startsWith("--"));
     if (long === undefined || long.startsWith("--no-")) continue;
     (takesValue(f) ? valued : names).add(long);
@@ -197,9 +213,8 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     io.stdout(`grex ${pkg.version}\n`);
     return 0;
   }
-  try {
-    const builtin = await runBuiltin(argv, io, GLOBAL_FLAGS);
-    if (builtin !== undefined) return builtin;
+  /** argv read by cac (with its checks and wording); undefined when cac printed help. */
+  const parseWithCac = async (named: VerbDef | undefined): Promise<{ verb: VerbDef; args: readonly string[]; options: Record<string, unknown> } | undefined> => {
     // Only a `--` can need the move below: its module loads only then.
     const suggest = argv.includes("--") ? await import("./suggest.ts") : undefined;
     const parse = (cli: CAC): ReturnType<CAC["parse"]> => {
@@ -209,7 +224,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
       try {
         let parsed = cli.parse(["grex", "grex", ...normaliseSwitches(argv)], { run: false });
         // `grex exec -- git log -1` means `grex exec git -- log -1`.
-        const moved = suggest?.moveCommandAfterDashes(argv, parsed.args, cli.matchedCommand?.name, CLI_VERBS);
+        const moved = suggest?.moveCommandAfterDashes(argv, parsed.args, cli.matchedCommand?.name, cliVerbs());
         if (moved) parsed = cli.parse(["grex", "grex", ...normaliseSwitches((argv = moved))], { run: false });
         return parsed;
       } finally {
@@ -217,12 +232,11 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
       }
     };
     // The verb word picks the one command to build; anything else gets them all (and cac's own verdict).
-    const named = CLI_VERBS.find((v) => v.name === verbWord(argv, GLOBAL_FLAGS));
     let cli = buildCli(named);
     let parsed = parse(cli);
     if (named && !cli.matchedCommand) parsed = parse((cli = buildCli()));
     const options = parsed.options as Record<string, unknown>;
-    if (options.help) return 0;
+    if (options.help) return undefined;
     const command = cli.matchedCommand;
     if (!command) {
       const first = parsed.args[0];
@@ -230,7 +244,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
       throw (await import("./help.ts")).unknownVerb(String(first));
     }
     verbName = command.name;
-    const verb = CLI_VERBS.find((v) => v.name === command.name);
+    const verb = cliVerbs().find((v) => v.name === command.name);
     if (!verb) throw usageError(`Unknown verb '${command.name}'; run \`grex --help\` to see the verbs.`);
     try {
       command.checkUnknownOptions();
@@ -248,10 +262,23 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
           : `${msg} for \`grex ${verb.name}\``;
       throw usageError(`${what}; see \`grex ${verb.name} --help\`.`);
     }
-    const parallelFlag = typeof options.parallel === "undefined" ? undefined : Number(rawValues(argv, "--parallel").at(-1));
+    return { verb, args: parsed.args, options };
+  };
+  try {
+    const builtin = await runBuiltin(argv, io, GLOBAL_FLAGS);
+    if (builtin !== undefined) return builtin;
+    const word = verbWord(argv, GLOBAL_FLAGS);
+    const named = word === undefined ? undefined : await loadVerb(word);
+    // A plain argv is read without cac; anything else goes through cac, errors and all.
+    const fast = named === undefined ? undefined : fastArgv(argv, named, GLOBAL_FLAGS);
+    const read = named !== undefined && fast !== undefined ? { verb: named, ...fast } : await parseWithCac(named);
+    if (read === undefined) return 0; // cac printed help
+    const { verb, args, options } = read;
+    verbName = verb.name;
+    const parallelFlag = typeof options.parallel === "undefined" ? undefined : Number(lastOf(rawValues(argv, "--parallel")));
     const ctx = makeContext({
       cwd: io.cwd,
-      manifest: rawValues(argv, "--manifest").at(-1),
+      manifest: lastOf(rawValues(argv, "--manifest")),
       scheduler: new PermitScheduler(resolveParallel(parallelFlag, io.env)),
       env: io.env,
       surface: "cli",
@@ -267,7 +294,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     let outcome: Outcome;
     progress = makeProgress(!json && !beforeDashes.includes("--plain") && io.stderrTTY, io.stderr, verb.name);
     try {
-      outcome = await invoke(verb, collectParams(verb, parsed.args, options, argv), { surface: "cli", ctx, signal: abort.signal, progress });
+      outcome = await invoke(verb, collectParams(verb, args, options, argv), { surface: "cli", ctx, signal: abort.signal, progress });
     } finally {
       progress.done();
       process.off("SIGINT", onSigint);

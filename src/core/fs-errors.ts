@@ -2,7 +2,6 @@
 // fits: grex's own workspace files (grex.jsonl, grex.lock.jsonl, .grex/.state)
 // that cannot be used are an integrity problem (exit 3), not lock contention
 // (exit 5) and not a raw `EACCES: permission denied, open …`.
-import { statSync } from "node:fs";
 import { basename, sep } from "node:path";
 import { errnoCode, GrexError } from "./errors.ts";
 
@@ -53,19 +52,4 @@ export function fsError(err: unknown, path?: string): GrexError | undefined {
     default:
       return undefined;
   }
-}
-
-/**
- * Refuse to read what is not a plain file before opening it: reading a FIFO
- * would hang, a directory gives EISDIR. Missing files pass (the caller decides).
- */
-export function assertPlainFile(path: string): void {
-  let st: ReturnType<typeof statSync>;
-  try {
-    st = statSync(path);
-  } catch {
-    return;
-  }
-  if (st.isDirectory()) throw fsError(Object.assign(new Error("EISDIR"), { code: "EISDIR", path }));
-  if (!st.isFile()) throw fsError(Object.assign(new Error("ESPIPE"), { code: "ESPIPE", path }));
 }

@@ -6,7 +6,8 @@ import { basename } from "node:path";
 import * as v from "valibot";
 import { fromRustLockEntry } from "./rust-lines.ts";
 import { GrexError, errnoCode, integrityError, usageError } from "./errors.ts";
-import { assertPlainFile, fsError } from "./fs-errors.ts";
+import { fsError } from "./fs-errors.ts";
+import { assertPlainFile } from "./plain-file.ts";
 import { atomicWriteFile } from "./fsutil.ts";
 import { withManifestLock } from "./locks.ts";
 import { firstIssue } from "./issues.ts";
@@ -15,11 +16,11 @@ import { TS_RE } from "./manifest.ts";
 import { PACK_PATH_RE } from "./naming.ts";
 import type { Workspace } from "./workspace.ts";
 
-const Sha = v.pipe(v.string(), v.regex(/^(?:[0-9a-f]{40}|[0-9a-f]{64})?$/, "must be a commit sha, or empty when not a git repo"));
+const shaSchema = () => v.pipe(v.string(), v.regex(/^(?:[0-9a-f]{40}|[0-9a-f]{64})?$/, "must be a commit sha, or empty when not a git repo"));
 
-export const LockEntrySchema = v.object({
+const buildLockEntrySchema = () => v.object({
   id: v.pipe(v.string(), v.regex(PACK_PATH_RE, "must be a pack id")),
-  sha: Sha,
+  sha: shaSchema(),
   /** null when detached. */
   branch: v.nullable(v.string()),
   /** RFC 3339 UTC, or empty when the pack's setup never ran. */
@@ -30,7 +31,7 @@ export const LockEntrySchema = v.object({
   actions_hash: v.pipe(v.string(), v.regex(/^(?:sha256:[0-9a-f]{64})?$/, "must be sha256:<hex> or empty")),
   type: v.pipe(v.string(), v.minLength(1, "must be a non-empty string")),
   /** Commit the pack's setup last ran at (`update` reinstalls when HEAD moved past it). */
-  installed_sha: v.optional(Sha),
+  installed_sha: v.optional(shaSchema()),
   /** Children only: where they come from, so `ls` needs no pack.yaml. */
   url: v.optional(v.string()),
   ref: v.optional(v.nullable(v.string())),
@@ -38,7 +39,11 @@ export const LockEntrySchema = v.object({
   install_error: v.optional(v.string()),
 });
 
-export type LockEntry = v.InferOutput<typeof LockEntrySchema>;
+let builtLockEntrySchema: ReturnType<typeof buildLockEntrySchema> | undefined;
+/** The schema of one entry, built on first use: reading an empty lockfile (`ls` on a fresh workspace) never needs it. */
+const lockEntrySchema = (): ReturnType<typeof buildLockEntrySchema> => (builtLockEntrySchema ??= buildLockEntrySchema());
+
+export type LockEntry = v.InferOutput<ReturnType<typeof buildLockEntrySchema>>;
 
 /** Parse lockfile text: last line wins per id (first-seen order kept). Bad lines but a torn tail are integrity errors naming file:line. */
 export function parseLockfile(text: string, file: string): { entries: Map<string, LockEntry>; tornTail: boolean } {
@@ -62,7 +67,7 @@ export function parseLockfile(text: string, file: string): { entries: Map<string
       throw badLine(name, file, lineNo, "is not valid JSON");
     }
     if (typeof obj !== "object" || obj === null || Array.isArray(obj)) throw badLine(name, file, lineNo, "is not a lock entry object");
-    const parsed = v.safeParse(LockEntrySchema, fromRustLockEntry(obj as Record<string, unknown>));
+    const parsed = v.safeParse(lockEntrySchema(), fromRustLockEntry(obj as Record<string, unknown>));
     if (!parsed.success) {
       const issue = firstIssue(parsed.issues);
       const field = issue.field || "entry";
@@ -100,7 +105,7 @@ export function readLockfile(ws: Workspace, opts?: WarnSink): Map<string, LockEn
 
 /** One validated line in canonical key order. */
 function entryLine(entry: LockEntry): string {
-  const parsed = v.safeParse(LockEntrySchema, entry);
+  const parsed = v.safeParse(lockEntrySchema(), entry);
   if (!parsed.success) {
     const { field: path, message } = firstIssue(parsed.issues);
     const field = path || "entry";

@@ -6,7 +6,7 @@
 // Acquisition order is fixed — workspace → scheduler permit → pack → backend →
 // manifest — and checked at run time per async call chain (AsyncLocalStorage),
 // so an inversion fails loudly in tests instead of deadlocking in production.
-import { AsyncLocalStorage } from "node:async_hooks";
+import type { AsyncLocalStorage } from "node:async_hooks";
 import {
   closeSync,
   constants,
@@ -46,8 +46,15 @@ interface HeldLevel {
   mode?: WorkspaceLockMode;
 }
 
-/** The locks held by the current async call chain, outermost first. */
-const chain = new AsyncLocalStorage<readonly HeldLevel[]>();
+/** The locks held by the current async call chain, outermost first (node:async_hooks loads on first use, off the startup path). */
+let heldChain: AsyncLocalStorage<readonly HeldLevel[]> | undefined;
+const chain = {
+  getStore: (): readonly HeldLevel[] | undefined => heldChain?.getStore(),
+  run<T>(held: readonly HeldLevel[], fn: () => T): T {
+    heldChain ??= new (import.meta.require("node:async_hooks") as typeof import("node:async_hooks")).AsyncLocalStorage();
+    return heldChain.run(held, fn);
+  },
+};
 
 /** Throw (a programming error, not a GrexError) if `level` may not be taken now. */
 export function assertLockOrder(level: LockLevel, what = ""): void {

@@ -5,18 +5,22 @@
 // Reading is on the hot path of every command, so lines are checked by
 // `checkEvent` (plain typeof/regex checks) rather than by running the valibot
 // schemas per line (4x the cost of JSON.parse), and the event objects are only
-// kept when the caller asks for them. The schemas below are the contract:
-// every outgoing event is validated with them, and a test keeps the two in
-// agreement.
+// kept when the caller asks for them. The schemas (manifest-schema.ts) are the
+// contract: every outgoing event is validated with them, and a test keeps the
+// two in agreement. A long manifest's fold is also kept as a snapshot
+// (manifest-snapshot.ts).
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import * as v from "valibot";
+import type * as ManifestSchema from "./manifest-schema.ts";
 import { fromRustEvent } from "./rust-lines.ts";
 import { GrexError, errnoCode, integrityError, usageError } from "./errors.ts";
-import { assertPlainFile, fsError } from "./fs-errors.ts";
+import { fsError } from "./fs-errors.ts";
+import { assertPlainFile } from "./plain-file.ts";
 import { firstIssue } from "./issues.ts";
 import { appendJsonlLines, truncateTornTail, type WarnSink } from "./jsonl.ts";
 import { foldStep } from "./manifest-fold.ts";
+import { readSnapshot, SNAPSHOT_MIN_CHARS, snapshotKey, writeSnapshot } from "./manifest-snapshot.ts";
 import { withManifestLock } from "./locks.ts";
 import { PACK_PATH_RE } from "./naming.ts";
 import type { Workspace } from "./workspace.ts";
@@ -80,81 +84,9 @@ export function makeEvent<O extends KnownOp>(op: O, id: string, fields: EventFie
   return { op, ts: ts ?? new Date().toISOString(), id, schema_version: SCHEMA_VERSION, ...fields } as unknown as EventOf<O>;
 }
 
-// ---------------------------------------------------------------------------
-// valibot schemas (the contract; used on every write and by tests)
-
-const Str = v.pipe(v.string(), v.minLength(1, "must be a non-empty string"));
-const PackPath = v.pipe(v.string(), v.regex(PACK_PATH_RE, "must be a pack path (name segments joined by '/')"));
-const envelope = {
-  ts: v.pipe(v.string(), v.regex(TS_RE, "must be an RFC 3339 UTC timestamp")),
-  id: PackPath,
-  schema_version: v.literal(SCHEMA_VERSION),
-};
-const Idx = v.pipe(v.number(), v.integer(), v.minValue(0));
-const NullableStr = v.nullable(v.string());
-
-export const AddEventSchema = v.looseObject({
-  op: v.literal("add"),
-  ...envelope,
-  url: Str,
-  path: PackPath,
-  type: Str,
-  // Missing `ref` reads as null (hand-written lines); grex always writes it.
-  ref: v.optional(NullableStr),
-});
-export const UpdateEventSchema = v.looseObject({
-  op: v.literal("update"),
-  ...envelope,
-  url: v.optional(Str),
-  type: v.optional(Str),
-  ref: v.optional(NullableStr),
-});
-export const RmEventSchema = v.looseObject({ op: v.literal("rm"), ...envelope });
-export const SyncEventSchema = v.looseObject({ op: v.literal("sync"), ...envelope });
-export const ActionStartedEventSchema = v.looseObject({ op: v.literal("action_started"), ...envelope, action: Str, idx: Idx });
-export const ActionCompletedEventSchema = v.looseObject({
-  op: v.literal("action_completed"),
-  ...envelope,
-  action: Str,
-  idx: Idx,
-  changed: v.boolean(),
-});
-export const ActionHaltedEventSchema = v.looseObject({
-  op: v.literal("action_halted"),
-  ...envelope,
-  action: Str,
-  idx: Idx,
-  reason: v.string(),
-  stderr: v.string(),
-});
-export const UnknownEventSchema = v.looseObject({
-  op: v.pipe(
-    Str,
-    v.check((op) => !(KNOWN_OPS as readonly string[]).includes(op), "is a known op"),
-  ),
-  ...envelope,
-});
-const EVENT_SCHEMAS: Record<KnownOp, v.GenericSchema> = {
-  add: AddEventSchema,
-  update: UpdateEventSchema,
-  rm: RmEventSchema,
-  sync: SyncEventSchema,
-  action_started: ActionStartedEventSchema,
-  action_completed: ActionCompletedEventSchema,
-  action_halted: ActionHaltedEventSchema,
-};
-export const ManifestEventSchema = v.union([
-  v.variant("op", [
-    AddEventSchema,
-    UpdateEventSchema,
-    RmEventSchema,
-    SyncEventSchema,
-    ActionStartedEventSchema,
-    ActionCompletedEventSchema,
-    ActionHaltedEventSchema,
-  ]),
-  UnknownEventSchema,
-]);
+// The valibot schemas of the events (the contract, used on every write and by
+// tests) live in manifest-schema.ts, loaded on the first write: building them
+// costs more than a whole read of a short manifest.
 
 // ---------------------------------------------------------------------------
 // Parsing
@@ -302,6 +234,12 @@ export interface ManifestState {
   /** Every event in file order. Parsed again on first access unless `keepEvents` was passed. */
   readonly events: ManifestEvent[];
   state: Map<string, PackEntry>;
+  /**
+   * The same packs in fold order, when they came from the fold snapshot: the
+   * map is then built on first access only, so a reader that just walks the
+   * packs (the workspace view) should walk this.
+   */
+  readonly ordered?: readonly PackEntry[];
 }
 
 export interface ReadOptions extends WarnSink {
@@ -326,19 +264,50 @@ function foldText(text: string, file: string, keepEvents: boolean): { result: Ma
     return { result: { events, state }, tornTail };
   }
   const tornTail = scanManifest(text, file, (e) => foldStep(state, e));
+  return { result: withLazyEvents(state, text, file), tornTail };
+}
+
+/** The events of `text`, parsed on first call (the text folded cleanly already: cannot throw). */
+function lazyEvents(text: string, file: string): () => ManifestEvent[] {
   let events: ManifestEvent[] | undefined;
   let source: string | undefined = text;
-  const result: ManifestState = {
+  return () => {
+    if (events === undefined) {
+      events = parseManifest(source as string, file).events;
+      source = undefined;
+    }
+    return events;
+  };
+}
+
+/** A fold of `text` whose events are parsed from it on first access. */
+function withLazyEvents(state: Map<string, PackEntry>, text: string, file: string): ManifestState {
+  const events = lazyEvents(text, file);
+  return {
     state,
     get events() {
-      if (events === undefined) {
-        events = parseManifest(source as string, file).events; // the same text passed already: cannot throw
-        source = undefined;
-      }
-      return events;
+      return events();
     },
   };
-  return { result, tornTail };
+}
+
+/** A fold read from the snapshot: the packs in order now, their map and the events on first access. */
+function fromSnapshot(packs: PackEntry[], text: string, file: string): ManifestState {
+  const events = lazyEvents(text, file);
+  let state: Map<string, PackEntry> | undefined;
+  return {
+    ordered: packs,
+    get state() {
+      if (state === undefined) {
+        state = new Map();
+        for (const p of packs) state.set(p.id, p);
+      }
+      return state;
+    },
+    get events() {
+      return events();
+    },
+  };
 }
 
 /** Read and fold while already holding the manifest lock; truncates a torn tail (with a warning). */
@@ -361,8 +330,15 @@ export async function readManifest(ws: Workspace, opts: ReadOptions): Promise<Ma
   } catch (err) {
     throw manifestOpenError(ws.manifestPath, err);
   }
+  // A long manifest read only for its packs: the snapshot of this exact text, when there is one.
+  const key = opts.keepEvents !== true && text.length >= SNAPSHOT_MIN_CHARS ? snapshotKey(text) : undefined;
+  const cached = key === undefined ? undefined : readSnapshot(ws, key);
+  if (cached !== undefined) return fromSnapshot(cached, text, ws.manifestPath);
   const { result, tornTail } = foldText(text, ws.manifestPath, opts.keepEvents === true);
-  if (!tornTail) return result;
+  if (!tornTail) {
+    if (key !== undefined) writeSnapshot(ws, key, result.state);
+    return result;
+  }
   try {
     return await withManifestLock(ws, undefined, () => readManifestLocked(ws, opts));
   } catch (err) {
@@ -381,8 +357,8 @@ const ELLIPSIS = "…";
 
 /** Serialize one event as a line, validated against the schema and capped at 2 KiB (halted-action stderr keeps its tail). */
 export function eventLine(event: ManifestEvent): string {
-  const schema = (KNOWN_OPS as readonly string[]).includes(event.op) ? EVENT_SCHEMAS[event.op as KnownOp] : UnknownEventSchema;
-  const checked = v.safeParse(schema, event);
+  const { eventSchemaFor } = require("./manifest-schema.ts") as typeof ManifestSchema;
+  const checked = v.safeParse(eventSchemaFor(event.op), event);
   if (!checked.success) {
     const { field: path, message } = firstIssue(checked.issues);
     const field = path || "event";

@@ -1,7 +1,7 @@
 // The workspace's packs as one pre-ordered list: top-level packs from the
 // manifest, each followed by its children as recorded in the lockfile. This is
 // what `ls`, `status`, `run` and `exec` iterate; it never loads pack.yaml files.
-import { join } from "node:path";
+import { join, sep } from "node:path";
 import type { LockEntry } from "./lockfile.ts";
 import { readLockfile } from "./lockfile.ts";
 import type { ManifestEvent, PackEntry } from "./manifest.ts";
@@ -30,9 +30,49 @@ export interface WorkspaceView {
   events(): readonly ManifestEvent[];
 }
 
+/**
+ * What `join(root, rel)` puts before a validated pack path (name segments, no
+ * `.`/`..`, no empty ones) under a resolved root: on POSIX a plain prefix, so
+ * the per-pack loops below concatenate instead of calling `join` (a cold call
+ * per pack was most of a 1,000-pack view); undefined where `join` must run.
+ */
+function dirPrefix(root: string): string | undefined {
+  if (sep !== "/") return undefined;
+  return root.endsWith("/") ? root : `${root}/`;
+}
+
+/**
+ * The top-level packs, each followed by its children (`visit`). A function of
+ * its own: this loop runs once per pack and gets compiled by the JIT on a
+ * large workspace, which costs less for a small function than for the caller.
+ */
+function pushTopLevel(
+  packs: PackNode[],
+  tops: Iterable<PackEntry>,
+  root: string,
+  prefix: string | undefined,
+  lock: Map<string, LockEntry>,
+  visit: ((parentId: string, depth: number) => void) | undefined,
+): void {
+  const noLock = lock.size === 0;
+  for (const pack of tops) {
+    packs.push({
+      id: pack.id,
+      path: pack.path,
+      dir: prefix === undefined ? join(root, pack.path) : prefix + pack.path,
+      type: pack.type,
+      url: pack.url,
+      ref: pack.ref,
+      depth: 0,
+      parent: null,
+      lock: noLock ? undefined : lock.get(pack.id),
+    });
+    if (visit !== undefined) visit(pack.id, 1);
+  }
+}
+
 export async function loadWorkspaceView(ws: Workspace, warn: (m: string) => void): Promise<WorkspaceView> {
   const folded = await readManifest(ws, { warn });
-  const { state } = folded;
   const lock = readLockfile(ws, { warn });
   const childrenOf = new Map<string, LockEntry[]>();
   for (const entry of lock.values()) {
@@ -44,12 +84,13 @@ export async function loadWorkspaceView(ws: Workspace, warn: (m: string) => void
     else childrenOf.set(parent, [entry]);
   }
   const packs: PackNode[] = [];
+  const prefix = dirPrefix(ws.root);
   const visitChildren = (parentId: string, depth: number) => {
     for (const child of childrenOf.get(parentId) ?? []) {
       packs.push({
         id: child.id,
         path: child.id,
-        dir: join(ws.root, child.id),
+        dir: prefix === undefined ? join(ws.root, child.id) : prefix + child.id,
         type: child.type,
         url: child.url ?? "",
         ref: child.ref ?? null,
@@ -60,19 +101,14 @@ export async function loadWorkspaceView(ws: Workspace, warn: (m: string) => void
       visitChildren(child.id, depth + 1);
     }
   };
-  for (const pack of state.values()) {
-    packs.push({
-      id: pack.id,
-      path: pack.path,
-      dir: join(ws.root, pack.path),
-      type: pack.type,
-      url: pack.url,
-      ref: pack.ref,
-      depth: 0,
-      parent: null,
-      lock: lock.get(pack.id),
-    });
-    visitChildren(pack.id, 1);
-  }
-  return { ws, manifest: state, lock, packs, events: () => folded.events };
+  pushTopLevel(packs, folded.ordered ?? folded.state.values(), ws.root, prefix, lock, childrenOf.size > 0 ? visitChildren : undefined);
+  return {
+    ws,
+    get manifest() {
+      return folded.state; // built on first use when the packs came from the snapshot
+    },
+    lock,
+    packs,
+    events: () => folded.events,
+  };
 }

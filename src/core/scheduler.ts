@@ -2,9 +2,13 @@
 // scheduler permit is level 2 of the lock order). Waits are FIFO and
 // cancellable; a released permit goes straight to the next waiter, so a
 // permit is never lost and never double-counted.
-import { availableParallelism } from "node:os";
 import { CancelledError, throwIfAborted, usageError } from "./errors.ts";
-import { atLevel } from "./locks.ts";
+import type * as Locks from "./locks.ts";
+
+// The lock-order check lives with the locks (flock, node:fs), which load on the
+// first permit rather than with the scheduler: `grex serve` builds a scheduler
+// before its first reply and may never take a permit.
+const atLevel: typeof Locks.atLevel = (level, fn, what, mode) => (require("./locks.ts") as typeof Locks).atLevel(level, fn, what, mode);
 
 export interface Scheduler {
   /** Maximum concurrent permits; 0 = unbounded. */
@@ -115,7 +119,8 @@ export function resolveParallel(flag: number | undefined, env: Record<string, st
     }
     return n;
   }
-  return Math.max(1, availableParallelism());
+  // Bun's navigator.hardwareConcurrency is os.availableParallelism() (CPU affinity included) without loading node:os (~0.5 ms).
+  return Math.max(1, navigator.hardwareConcurrency);
 }
 
 /**

@@ -2,7 +2,6 @@
 // the environment (HOME always defined), `$$` for a literal `$`. An unset
 // variable is an error naming it — never silently empty. A `$` not followed by
 // a name, `{` or `$` (e.g. `$5`, a trailing `$`) stays literal, as in sh.
-import { homedir } from "node:os";
 import { packOpError } from "./errors.ts";
 
 type Env = Record<string, string | undefined>;
@@ -11,8 +10,8 @@ const NAME_START = /[A-Za-z_]/;
 const NAME_CHAR = /[A-Za-z0-9_]/;
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-/** HOME as actions see it: the environment's, else the OS account's. */
-export const homeOf = (env: Env): string => env.HOME ?? homedir();
+/** HOME as actions see it: the environment's, else the OS account's (node:os loads only then: it is on every verb's import path). */
+export const homeOf = (env: Env): string => env.HOME ?? (import.meta.require("node:os") as typeof import("node:os")).homedir();
 
 function lookup(name: string, env: Env, where: string): string {
   const value = name === "HOME" ? homeOf(env) : env[name];

@@ -1,15 +1,15 @@
 // `grex serve`: the embedded MCP server for this workspace (stdio by default,
 // Streamable HTTP with --http). The verb owns stdout while it runs.
-import { resolve } from "node:path";
 import * as v from "valibot";
 import pkg from "../../package.json" with { type: "json" };
-import { PermitScheduler, resolveParallel } from "../core/scheduler.ts";
 import { usageError } from "../core/errors.ts";
-import { stderr } from "../core/stdio-native.ts";
-import { findWorkspace } from "../core/workspace.ts";
 import { DEFAULT_CHILD_IDLE_MS, DEFAULT_MAX_CHILDREN } from "./gateway/types.ts";
+import { logToStderr, makeGateway, serverLocation } from "./serve-argv.ts";
 import type { ServerOptions } from "./server.ts";
 import { defineVerb, READS_ONLY } from "../verbs/types.ts";
+
+// The plain stdio form runs from argv without this module (see serve-argv.ts).
+export { serveFromArgv, serverLocation } from "./serve-argv.ts";
 
 export const DEFAULT_HTTP_ADDR = "127.0.0.1:8080";
 
@@ -84,20 +84,6 @@ export const serveVerb = defineVerb({
   },
 });
 
-/**
- * One server = one workspace, fixed at launch: `--manifest` (made absolute), else
- * the nearest workspace at or above cwd; with none yet, cwd (where `init` creates it).
- */
-export function serverLocation(cwd: string, manifest: string | undefined): Pick<ServerOptions, "cwd" | "manifest"> {
-  const dir = resolve(cwd);
-  if (manifest !== undefined) return { cwd: dir, manifest: resolve(dir, manifest) };
-  try {
-    return { cwd: findWorkspace(dir).root, manifest: undefined };
-  } catch {
-    return { cwd: dir, manifest: undefined };
-  }
-}
-
 /** Run `work` with a signal that also fires on SIGTERM, so the children are stopped and reaped before grex exits. */
 async function untilTerminated<T>(signal: AbortSignal, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const abort = new AbortController();
@@ -119,90 +105,4 @@ export function envToken(env: Record<string, string | undefined>): string | unde
     if (t !== undefined && t !== "") return t;
   }
   return undefined;
-}
-
-/** The gateway to the workspace's pack-declared MCP servers (loaded on the first tool request). */
-async function makeGateway(
-  location: Pick<ServerOptions, "cwd" | "manifest">,
-  env: Record<string, string | undefined>,
-  o: { approve?: string[]; maxChildren?: number; idleMs?: number },
-) {
-  const { LazyGateway } = await import("./gateway/handle.ts");
-  return new LazyGateway({
-    ...location,
-    env,
-    version: pkg.version,
-    maxChildren: o.maxChildren ?? DEFAULT_MAX_CHILDREN,
-    idleMs: o.idleMs ?? DEFAULT_CHILD_IDLE_MS,
-    approve: o.approve ?? [],
-    log: logToStderr,
-    childStderr: (server, line) => stderr.write(`[${server}] ${line}\n`),
-  });
-}
-
-const logToStderr = (m: string) => {
-  stderr.write(`grex serve: ${m}\n`);
-};
-
-/**
- * `grex serve` over stdio straight from argv, skipping the CLI adapter: cac and
- * the verb table then load on the first tool call instead of before the first
- * reply. Handles only the plain form (`--manifest`, `--parallel`, `-v`, and the
- * ignored `--json`/`--plain`); returns undefined for anything else, and the
- * caller runs the normal CLI path, which also reports bad flags.
- */
-export async function serveFromArgv(argv: readonly string[], cwd = process.cwd(), env: Record<string, string | undefined> = process.env): Promise<number | undefined> {
-  if (argv[0] !== "serve") return undefined;
-  let manifest: string | undefined;
-  let parallel: number | undefined;
-  let verbose = 0;
-  for (let i = 1; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
-    const flag = eq === -1 ? arg : arg.slice(0, eq);
-    if (/^-v+$/.test(arg)) verbose += arg.length - 1;
-    else if (arg === "--verbose") verbose++;
-    else if (arg === "--json" || arg === "--plain") continue;
-    else if (flag === "--manifest" || flag === "--parallel") {
-      const value = eq === -1 ? argv[++i] : arg.slice(eq + 1);
-      if (value === undefined || value === "" || value.startsWith("-")) return undefined;
-      if (flag === "--manifest") manifest = value;
-      else if (/^\d+$/.test(value)) parallel = Number(value);
-      else return undefined;
-    } else return undefined;
-  }
-  let limit: number;
-  try {
-    limit = resolveParallel(parallel, env);
-  } catch {
-    return undefined;
-  }
-  const { serveStdio } = await import("./stdio.ts");
-  const location = serverLocation(cwd, manifest);
-  const gateway = await makeGateway(location, env, {});
-  const abort = new AbortController();
-  const onSigint = () => abort.abort();
-  process.once("SIGINT", onSigint);
-  process.once("SIGTERM", onSigint);
-  try {
-    await serveStdio(
-      {
-        ...location,
-        gateway,
-        scheduler: new PermitScheduler(limit),
-        env,
-        version: pkg.version,
-        log: logToStderr,
-        debug: (level, m) => {
-          if (level <= verbose) stderr.write(`grex: ${m}\n`);
-        },
-      },
-      abort.signal,
-    );
-  } finally {
-    process.off("SIGINT", onSigint);
-    process.off("SIGTERM", onSigint);
-    await gateway.close();
-  }
-  return 0;
 }

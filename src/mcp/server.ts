@@ -20,7 +20,7 @@ export const SUPPORTED_PROTOCOL_VERSIONS: readonly string[] = ["2025-11-25", "20
 
 
 export interface ServerOptions {
-  /** The directory tool calls run from: the workspace root (fixed at launch), or where `init` would create one. */
+  /** The directory tool calls run from: the workspace root (fixed for the server's life), or where `init` would create one. */
   cwd: string;
   manifest: string | undefined;
   /** One scheduler for the whole server: concurrent calls share its permits. */

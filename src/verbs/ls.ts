@@ -46,10 +46,13 @@ export const lsVerb = defineVerb({
   },
   async run(ctx, params) {
     const view = await loadWorkspaceView(ctx.workspace(), ctx.warn);
-    const keep = parseFilter(params.filter);
-    const packs = view.packs
-      .filter((p) => keep(p) && (params.type === undefined || p.type === params.type))
-      .map((p) => ({
+    const keep = params.filter === undefined ? undefined : parseFilter(params.filter);
+    const type = params.type;
+    // One plain loop: on a large workspace this runs once per pack in cold code.
+    const packs = [];
+    for (const p of view.packs) {
+      if ((type !== undefined && p.type !== type) || (keep !== undefined && !keep(p))) continue;
+      packs.push({
         id: p.id,
         type: p.type,
         path: p.path,
@@ -59,7 +62,8 @@ export const lsVerb = defineVerb({
         installed_at: p.lock?.installed_at ?? null,
         depth: p.depth,
         parent: p.parent,
-      }));
+      });
+    }
     return { packs };
   },
   render(r, params, style) {

@@ -15,13 +15,13 @@ import {
   fold,
   MAX_LINE_BYTES,
   type ManifestEvent,
-  ManifestEventSchema,
   makeEvent,
   type PackEntry,
   parseManifest,
   readManifest,
   readManifestLocked,
 } from "../../src/core/manifest.ts";
+import { ManifestEventSchema } from "../../src/core/manifest-schema.ts";
 import { type Workspace, workspaceAt } from "../../src/core/workspace.ts";
 import { TmpDirs } from "../helpers/tmp.ts";
 import { prng } from "../helpers/prng.ts";
