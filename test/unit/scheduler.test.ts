@@ -146,14 +146,14 @@ describe("resolveParallel", () => {
     expect((err as GrexError).kind).toBe("usage");
   };
 
-  test("flag > GREX_PARALLEL > CPU count", () => {
+  test("flag > GREX_PARALLEL > the larger of 8 and the CPU count", () => {
     expect(resolveParallel(4, { GREX_PARALLEL: "7" })).toBe(4);
     expect(resolveParallel(0, { GREX_PARALLEL: "7" })).toBe(0);
     expect(resolveParallel(undefined, { GREX_PARALLEL: "7" })).toBe(7);
     expect(resolveParallel(undefined, { GREX_PARALLEL: "0" })).toBe(0);
     expect(resolveParallel(undefined, { GREX_PARALLEL: " 3 " })).toBe(3);
-    expect(resolveParallel(undefined, {})).toBe(Math.max(1, availableParallelism()));
-    expect(resolveParallel(undefined, { GREX_PARALLEL: "" })).toBe(Math.max(1, availableParallelism()));
+    expect(resolveParallel(undefined, {})).toBe(Math.max(8, availableParallelism()));
+    expect(resolveParallel(undefined, { GREX_PARALLEL: "" })).toBe(Math.max(8, availableParallelism()));
   });
 
   test("invalid values are usage errors", () => {
