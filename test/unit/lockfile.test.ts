@@ -7,10 +7,13 @@ import {
   appendLockEntries,
   type LockEntry,
   parseLockfile,
+  plainLockEntry,
   readLockfile,
+  safeParseLockEntry,
   writeLockfile,
 } from "../../src/core/lockfile.ts";
 import { type Workspace, workspaceAt } from "../../src/core/workspace.ts";
+import { prng } from "../helpers/prng.ts";
 import { TmpDirs } from "../helpers/tmp.ts";
 
 const tmp = new TmpDirs();
@@ -144,5 +147,51 @@ describe("writing", () => {
     await p;
     expect([...readLockfile(ws).keys()]).toEqual(["a"]);
     expect(existsSync(ws.lockPath)).toBe(true);
+  });
+});
+
+describe("plain lock entries (the fast path of reading)", () => {
+  // Values that are valid and invalid for each field, mixed at random: the hand
+  // check may accept only what the schema accepts, and must give the same entry.
+  const FIELD_VALUES: Record<string, unknown[]> = {
+    id: ["tools", "a/b", "", "../x", "a b", 7, null, "x/../y", "-bad"],
+    sha: [SHA, "", "abc", SHA.toUpperCase(), "f".repeat(64), null, 1],
+    branch: ["main", null, "", 3, ["main"]],
+    installed_at: ["2026-01-01T00:00:00.000Z", "", "yesterday", "2026-01-01T00:00:00Z", 0],
+    actions_hash: [HASH, "", "sha256:xyz", "ab".repeat(32), null],
+    type: ["meta", "declarative", "", 5],
+    installed_sha: [undefined, SHA, "", "nope", null],
+    url: [undefined, "https://example.com/x.git", "", 9, null],
+    ref: [undefined, null, "v1", "", 4],
+    install_error: [undefined, "boom", "", false],
+    extra_key: [undefined, "kept?", { nested: true }],
+  };
+  const rand = prng(0x10cf11e);
+  const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)] as T;
+
+  test("agrees with the schema on 5,000 generated entries", () => {
+    let accepted = 0;
+    for (let i = 0; i < 5000; i++) {
+      const o: Record<string, unknown> = {};
+      for (const [k, values] of Object.entries(FIELD_VALUES)) {
+        // Mostly valid values (the first few), so both outcomes are common; sometimes a key is left out.
+        const value = rand() < 0.75 ? values[0] : pick(values);
+        if (value !== undefined && rand() > 0.03) o[k] = value;
+      }
+      const plain = plainLockEntry(structuredClone(o));
+      const reference = safeParseLockEntry(structuredClone(o));
+      if (plain) {
+        accepted++;
+        expect(reference.success).toBe(true);
+        // Same fields in the same order: a re-serialised entry is byte-identical.
+        expect(JSON.stringify(plain)).toBe(JSON.stringify(reference.success ? reference.output : null));
+      }
+    }
+    expect(accepted).toBeGreaterThan(500);
+  });
+
+  test("an entry the hand check leaves to the schema still reads, extra keys dropped", () => {
+    const { entries } = parseLockfile(line({ ...entry("a"), note: "from a newer grex" }), "grex.lock.jsonl");
+    expect(entries.get("a")).toEqual(entry("a"));
   });
 });
