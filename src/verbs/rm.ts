@@ -5,6 +5,7 @@ import * as v from "valibot";
 import { stepLines, type StepLike } from "./render-steps.ts";
 import { packOpError, toGrexError, usageError } from "../core/errors.ts";
 import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks.ts";
+import { statusCacheFile } from "../core/git/status-cache.ts";
 import { readLockfile, writeLockfile } from "../core/lockfile.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { closest } from "../core/closest.ts";
@@ -134,6 +135,8 @@ export const rmVerb = defineVerb({
       updateIgnoreFile(join(ws.root, ".gitignore"), p.id, null);
       await appendEvents(ws, [makeEvent("rm", p.id, {})], signal);
       if (deleted.length > 0) rmSync(trashed ?? dir, { recursive: true, force: true });
+      // The status caches go with their packs (an accelerator only: a leftover would be harmless, just clutter).
+      for (const id of [p.id, ...children.map((c) => c.id)]) rmSync(statusCacheFile(ws.stateDir, id), { force: true });
       return { ...base, removed: true, files_deleted: deleted.length > 0, teardown, dry_run: false, steps };
     } finally {
       lock?.release();

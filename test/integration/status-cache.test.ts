@@ -3,7 +3,7 @@
 // damaged, copied from another clone, or missing — every change must still
 // read as dirty, and an unchanged tree as clean.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backendFor } from "../../src/core/git/backend.ts";
 import { readStatusCache, SETTLED_MS, statusCacheFile } from "../../src/core/git/status-cache.ts";
@@ -186,5 +186,21 @@ describe("grex status", () => {
     writeFileSync(join(t.ws, "plain", "src", "y.txt"), "y\n");
     const dirty = await t.grex("status", "--json");
     expect((dirty.json.packs as Array<{ drift: string; dirty: boolean }>).map((p) => [p.drift, p.dirty])).toEqual([["dirty", true]]);
+  });
+
+  test("rm removes the pack's cache file with the pack", async () => {
+    const w = new TestWorkspace("grex-status-cache-rm-");
+    try {
+      const url = w.repo("gone", { "README.md": "r\n" });
+      expect((await w.grex("init")).code).toBe(0);
+      expect((await w.grex("add", url)).code).toBe(0);
+      expect((await w.grex("status", "--json")).code).toBe(0);
+      const file = statusCacheFile(join(w.ws, ".grex", ".state"), "gone");
+      expect(existsSync(file)).toBe(true);
+      expect((await w.grex("rm", "gone")).code).toBe(0);
+      expect(existsSync(file)).toBe(false);
+    } finally {
+      w.cleanup();
+    }
   });
 });
