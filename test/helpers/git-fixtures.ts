@@ -6,8 +6,19 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 
 const FIXED_DATE = "2020-01-01T00:00:00Z";
-const emptyHome = mkdtempSync(join(tmpdir(), "grex-git-fixture-home-"));
-process.on("exit", () => rmSync(emptyHome, { recursive: true, force: true }));
+const emptyHome = makeEmptyHome();
+
+/**
+ * An empty HOME for git, shared by every test file of the run. It lives in the
+ * run directory of test/setup.ts, whose global afterAll removes it: nothing
+ * here can (a module's afterAll would belong to the first file importing it,
+ * and `process.on("exit")` never fires under bun test).
+ */
+function makeEmptyHome(): string {
+  const run = process.env.GREX_TEST_RUN_DIR;
+  if (!run) throw new Error("test/helpers/git-fixtures.ts needs the test/setup.ts preload (run it with `bun test`).");
+  return mkdtempSync(join(run, "git-fixture-home-"));
+}
 
 /** Environment for every git command a test runs. */
 export function gitEnv(): Record<string, string> {

@@ -7,26 +7,26 @@ import {
   existsSync,
   lstatSync,
   mkdirSync,
-  mkdtempSync,
   readFileSync,
-  rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type RunOptions, runActions, teardownActions } from "../../src/core/actions/executor.ts";
 import type { ActionItem, PackState } from "../../src/core/actions/types.ts";
 import { modeSnapshot, noHooks, persisted, results, sandboxRunOptions } from "../helpers/actions.ts";
+import { TmpDirs } from "../helpers/tmp.ts";
 
 let root: string;
 let home: string;
 let pack: string;
-afterEach(() => rmSync(root, { recursive: true, force: true }));
+// Some tests make two sandboxes: every one is removed, not only the last.
+const sandboxes = new TmpDirs();
+afterEach(() => sandboxes.cleanup());
 
 function sandbox(): void {
-  root = mkdtempSync(join(tmpdir(), "grex-actions-env-"));
+  root = sandboxes.make("grex-actions-env-");
   home = join(root, "home");
   pack = join(root, "pack");
   mkdirSync(home);

@@ -8,7 +8,6 @@ import {
   existsSync,
   lstatSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   readlinkSync,
@@ -17,12 +16,12 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type RunOptions, runActions, teardownActions } from "../../src/core/actions/executor.ts";
 import { Confinement } from "../../src/core/confine.ts";
 import type { ActionItem, PackState } from "../../src/core/actions/types.ts";
 import { modeSnapshot, noHooks, persisted, results } from "../helpers/actions.ts";
+import { TmpDirs } from "../helpers/tmp.ts";
 
 interface Sandbox {
   root: string;
@@ -31,10 +30,12 @@ interface Sandbox {
 }
 
 let sb: Sandbox;
-afterEach(() => rmSync(sb.root, { recursive: true, force: true }));
+// Every sandbox a test makes is removed, not only the last.
+const sandboxes = new TmpDirs();
+afterEach(() => sandboxes.cleanup());
 
 function sandbox(): Sandbox {
-  const root = mkdtempSync(join(tmpdir(), "grex-actions-fs-"));
+  const root = sandboxes.make("grex-actions-fs-");
   const home = join(root, "home");
   const pack = join(root, "pack");
   mkdirSync(home);

@@ -1,6 +1,6 @@
 // The startup path must not pay for modules it does not use (SPEC §11).
-import { describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -17,6 +17,7 @@ const loadedBy = (args: string[], cwd: string): string[] => probe(args, cwd).mod
 
 describe("lazy loading", () => {
   const ws = mkdtempSync(join(tmpdir(), "grex-startup-"));
+  afterAll(() => rmSync(ws, { recursive: true, force: true }));
   writeFileSync(
     join(ws, "grex.jsonl"),
     `${JSON.stringify({ op: "add", ts: "2026-01-01T00:00:00Z", id: "a", schema_version: "1", url: "https://example.invalid/a.git", path: "a", type: "meta", ref: null })}\n`,
