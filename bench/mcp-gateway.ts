@@ -14,6 +14,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StdioConn } from "./fixtures/conn.ts";
+import { COMPILE_FLAGS, GREX_ENTRY as GREX, grexBuildCommand } from "../scripts/compile.ts";
 
 const CALLS = Math.max(200, Number(process.env.BENCH_CALLS ?? 2000));
 const RUNS = Math.max(10, Number(process.env.BENCH_RUNS ?? 20));
@@ -26,15 +27,14 @@ mkdirSync(env.HOME as string, { recursive: true });
 if (!Bun.which("hyperfine")) throw new Error("hyperfine is needed (https://github.com/sharkdp/hyperfine)");
 
 // ---- binaries, built with the project's release flags ----
-const FLAGS = ["--compile", "--minify", "--bytecode", "--format=esm"];
 function build(entry: string, out: string): string {
-  const r = Bun.spawnSync([bun, "build", ...FLAGS, entry, "--outfile", out], { cwd: repo, env, stdout: "ignore", stderr: "pipe" });
+  const r = Bun.spawnSync(entry === GREX ? grexBuildCommand(out) : [bun, "build", ...COMPILE_FLAGS, entry, "--outfile", out], { cwd: repo, env, stdout: "ignore", stderr: "pipe" });
   if (r.exitCode !== 0) throw new Error(`build of ${entry} failed:\n${r.stderr.toString().trim()}`);
   return out;
 }
 writeFileSync(join(root, "hello.ts"), 'await Bun.write(Bun.stdout, "hello\\n");\n');
 const helloBin = build(join(root, "hello.ts"), join(root, "hello"));
-const grexBin = build(join(repo, "src/cli/main.ts"), join(root, "grex"));
+const grexBin = build(GREX, join(root, "grex"));
 const childBin = build(join(import.meta.dir, "fixtures/sdk-server.ts"), join(root, "sdk-server"));
 const driveBin = build(join(import.meta.dir, "fixtures/mcp-drive.ts"), join(root, "mcp-drive"));
 

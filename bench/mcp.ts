@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StdioConn } from "./fixtures/conn.ts";
+import { COMPILE_FLAGS, GREX_ENTRY as GREX, grexBuildCommand } from "../scripts/compile.ts";
 
 const RUNS = Math.max(20, Number(process.env.BENCH_RUNS ?? 25));
 const CALLS = Number(process.env.BENCH_CALLS ?? 1000);
@@ -19,16 +20,15 @@ const env: Record<string, string | undefined> = { ...process.env, HOME: join(roo
 mkdirSync(env.HOME as string, { recursive: true });
 
 // ---- binaries, all built with the project's release flags ----
-const FLAGS = ["--compile", "--minify", "--bytecode", "--format=esm"];
 function build(entry: string, out: string): string | null {
-  const r = Bun.spawnSync([bun, "build", ...FLAGS, entry, "--outfile", out], { cwd: repo, env, stdout: "ignore", stderr: "pipe" });
+  const r = Bun.spawnSync(entry === GREX ? grexBuildCommand(out) : [bun, "build", ...COMPILE_FLAGS, entry, "--outfile", out], { cwd: repo, env, stdout: "ignore", stderr: "pipe" });
   if (r.exitCode === 0) return out;
   console.error(`build of ${entry} failed; its rows are skipped:\n${r.stderr.toString().trim()}`);
   return null;
 }
 writeFileSync(join(root, "hello.ts"), 'process.stdout.write("hello\\n");\n');
 const helloBin = build(join(root, "hello.ts"), join(root, "hello"));
-const grexBin = build(join(repo, "src/cli/main.ts"), join(root, "grex"));
+const grexBin = build(GREX, join(root, "grex"));
 const sdkBin = build(join(import.meta.dir, "fixtures/sdk-server.ts"), join(root, "sdk-server"));
 if (!helloBin) throw new Error("cannot build the hello-world floor");
 

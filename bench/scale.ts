@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { SETTLED_MS } from "../src/core/git/status-cache.ts";
 import { makeReposScript } from "./fixtures/repos.ts";
 import { benchEnv } from "./fixtures/env.ts";
+import { grexBuildCommand } from "../scripts/compile.ts";
 
 const BIG = Number(process.env.BENCH_BIG ?? 1000);
 const SMALL = Number(process.env.BENCH_SMALL ?? 100);
@@ -29,7 +30,7 @@ function sh(cmd: string[], cwd = root): string {
 }
 
 const grex = join(root, "grex");
-sh([process.execPath, "build", "--compile", "--minify", "--bytecode", "--format=esm", "--splitting", join(import.meta.dir, "..", "src", "cli", "main.ts"), "--outfile", grex]);
+sh(grexBuildCommand(grex));
 
 log(`bench/scale: making ${BIG} repositories (${shape.commits} commits, ${shape.files} files each)`);
 const up = join(root, "upstream");

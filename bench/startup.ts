@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { makeReposScript } from "./fixtures/repos.ts";
 import { benchEnv } from "./fixtures/env.ts";
+import { COMPILE_FLAGS, grexBuildCommand } from "../scripts/compile.ts";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 20);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -30,9 +31,8 @@ function sh(cmd: string[], cwd = root): void {
 }
 
 // Binaries, all built the way `npm run build` builds grex.
-const flags = ["--compile", "--minify", "--bytecode", "--format=esm", "--splitting"];
 const build = (entry: string, out: string) => {
-  sh([bun, "build", ...flags, entry, "--outfile", join(root, out)], repo);
+  sh([bun, "build", ...COMPILE_FLAGS, entry, "--outfile", join(root, out)], repo);
   return join(root, out);
 };
 writeFileSync(join(root, "floor.ts"), 'await Bun.write(Bun.stdout, "hello\\n");\n');
@@ -40,7 +40,8 @@ writeFileSync(join(root, "node-stdout.ts"), 'process.stdout.write("hello\\n");\n
 log("bench/startup: building binaries");
 const floorBin = build(join(root, "floor.ts"), "floor");
 const nodeStdoutBin = build(join(root, "node-stdout.ts"), "node-stdout");
-const grexBin = build(join(repo, "src/cli/main.ts"), "grex");
+const grexBin = join(root, "grex");
+sh(grexBuildCommand(grexBin), repo);
 const sdkBin = build(join(repo, "bench/fixtures/sdk-server.ts"), "sdk-server");
 
 // Workspaces: 1,000 registered packs for ls; 100 installed realistic packs for status.

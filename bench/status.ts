@@ -17,6 +17,7 @@ import { SETTLED_MS } from "../src/core/git/status-cache.ts";
 import { startGitHttpServer } from "../test/helpers/git-http-server.ts";
 import { benchEnv } from "./fixtures/env.ts";
 import { makeReposScript } from "./fixtures/repos.ts";
+import { COMPILE_FLAGS, grexBuildCommand } from "../scripts/compile.ts";
 
 const N = Number(process.env.BENCH_N ?? 100);
 const RUNS = Number(process.env.BENCH_RUNS ?? 10);
@@ -40,9 +41,8 @@ async function run(cmd: string[], cwd: string): Promise<string> {
 // Binaries: the floor and grex, compiled the same way.
 const hello = join(root, "hello.ts");
 writeFileSync(hello, 'await Bun.write(Bun.stdout, "hello\\n");\n');
-const flags = ["--compile", "--minify", "--bytecode", "--format=esm"];
-await run([bun, "build", ...flags, hello, "--outfile", join(root, "hello")], root);
-await run([bun, "build", ...flags, join(repo, "src/cli/main.ts"), "--outfile", join(root, "grex")], root);
+await run([bun, "build", ...COMPILE_FLAGS, hello, "--outfile", join(root, "hello")], root);
+await run(grexBuildCommand(join(root, "grex")), root);
 const grex = join(root, "grex");
 
 // Upstreams: N declarative packs, bare copies served over HTTP.

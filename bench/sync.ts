@@ -18,6 +18,7 @@ import { join } from "node:path";
 import { startGitHttpServer } from "../test/helpers/git-http-server.ts";
 import { makeReposScript, REALISTIC } from "./fixtures/repos.ts";
 import { benchEnv } from "./fixtures/env.ts";
+import { grexBuildCommand } from "../scripts/compile.ts";
 
 const N = Number(process.env.BENCH_N ?? 100);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -34,10 +35,7 @@ const env = benchEnv(home);
 // grex compiled the way `npm run build` does it.
 const grexBin = join(root, "grex");
 {
-  const b = Bun.spawnSync(
-    [process.execPath, "build", "--compile", "--minify", "--bytecode", "--format=esm", "--splitting", join(import.meta.dir, "..", "src", "cli", "main.ts"), "--outfile", grexBin],
-    { stdout: "ignore", stderr: "pipe" },
-  );
+  const b = Bun.spawnSync(grexBuildCommand(grexBin), { stdout: "ignore", stderr: "pipe" });
   if (b.exitCode !== 0) throw new Error(`building grex failed: ${b.stderr.toString()}`);
 }
 const GREX = [grexBin];

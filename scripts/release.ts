@@ -9,6 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import pkg from "../package.json" with { type: "json" };
+import { grexBuildCommand } from "./compile.ts";
 
 const root = resolve(import.meta.dir, "..");
 const dist = resolve(root, "dist");
@@ -31,10 +32,7 @@ function step(name: string, ok: boolean, detail = ""): void {
 }
 
 function compile(out: string, target?: string): void {
-  const build = Bun.spawnSync(
-    [process.execPath, "build", "--compile", "--minify", "--bytecode", "--format=esm", "--splitting", ...(target ? [`--target=${target}`] : []), "src/cli/main.ts", "--outfile", out],
-    { cwd: root, stdout: "pipe", stderr: "pipe" },
-  );
+  const build = Bun.spawnSync(grexBuildCommand(out, target), { cwd: root, stdout: "pipe", stderr: "pipe" });
   step(`bun build --compile${target ? ` --target=${target}` : ""}`, build.exitCode === 0, build.exitCode === 0 ? out : build.stderr.toString().trim());
 }
 

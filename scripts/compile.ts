@@ -1,0 +1,21 @@
+// How grex becomes one binary, in one place for `npm run build`,
+// scripts/release.ts and the benchmarks: the flags and the entry point.
+//   bun scripts/compile.ts [outfile]   (default dist/grex)
+import { join } from "node:path";
+
+const repo = join(import.meta.dir, "..");
+
+/** The flags every compiled binary of the project is built with (benchmarks' baselines included). */
+export const COMPILE_FLAGS = ["--compile", "--minify", "--bytecode", "--format=esm", "--splitting"];
+
+export const GREX_ENTRY = join(repo, "src", "cli", "main.ts");
+
+/** The `bun build` command that compiles grex into `outfile` (for `target`, or this machine). */
+export function grexBuildCommand(outfile: string, target?: string): string[] {
+  return [process.execPath, "build", ...COMPILE_FLAGS, ...(target ? [`--target=${target}`] : []), GREX_ENTRY, "--outfile", outfile];
+}
+
+if (import.meta.main) {
+  const build = Bun.spawnSync(grexBuildCommand(process.argv[2] ?? join(repo, "dist", "grex")), { stdout: "inherit", stderr: "inherit" });
+  process.exit(build.exitCode ?? 1);
+}
