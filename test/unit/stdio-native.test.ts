@@ -24,11 +24,13 @@ test("every line arrives whole and in order, even through a slow reader", async 
   expect(await new Response(p.stderr).text()).toBe("done failures=0 error=none\n");
 });
 
-test("a reader that closes early: the writer stops quietly, reports EPIPE once, and the process exits normally", async () => {
+test("a reader that closes early: the writer stops quietly, reports the error once, and the process exits normally", async () => {
   const p = Bun.spawn([process.execPath, WRITER, "200000"], { stdout: "pipe", stderr: "pipe" });
   const reader = p.stdout.getReader();
   await reader.read();
   await reader.cancel(); // closes our end of the pipe
   expect(await p.exited).toBe(0);
-  expect(await new Response(p.stderr).text()).toBe("done failures=1 error=EPIPE\n");
+  // EPIPE from a pipe; Bun may hand the child a socket pair instead, and a socket
+  // closed with unread data in it answers ECONNRESET: the same "reader went away".
+  expect(await new Response(p.stderr).text()).toMatch(/^done failures=1 error=(EPIPE|ECONNRESET)\n$/);
 });
