@@ -1,6 +1,5 @@
 // Durable file writes: nothing grex writes is ever half-written.
 import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
-import { promises as fsp } from "node:fs";
 import { basename, dirname, join } from "node:path";
 
 /** Write `data` to `path` atomically: temp file in the same directory, fsync, rename, fsync the directory. */
@@ -30,6 +29,8 @@ export function atomicWriteFiles(files: Array<[path: string, data: string | Uint
  * fsyncs, others (the next packs of a sync) keep working.
  */
 export async function atomicWriteFilesAsync(files: Array<[path: string, data: string | Uint8Array]>): Promise<void> {
+  // Loaded here, not at the top: node:fs/promises (and node:events) cost every command a millisecond at startup.
+  const fsp = await import("node:fs/promises");
   const temps: Array<[tmp: string, path: string]> = [];
   try {
     for (const [path, data] of files) {

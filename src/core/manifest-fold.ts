@@ -27,3 +27,30 @@ export function fold(events: readonly ManifestEvent[]): Map<string, PackEntry> {
   return state;
 }
 
+
+/**
+ * `action_started` events never closed by a completion or halt: actions cut
+ * short by a crash. A later `sync` marker for the pack closes them too: sync
+ * reinstalls an interrupted pack, and writes the marker only once that worked
+ * (the action that was cut short may no longer exist in its pack.yaml).
+ * Fed event by event, so the manifest's own fold keeps it as it goes.
+ */
+export class OpenBrackets {
+  private readonly open = new Map<string, ManifestEvent>();
+
+  see(e: ManifestEvent): void {
+    const op = e.op;
+    if (op === "action_started") this.open.set(`${e.id}\0${"idx" in e ? String(e.idx) : ""}`, e);
+    else if (op === "action_completed" || op === "action_halted") this.open.delete(`${e.id}\0${"idx" in e ? String(e.idx) : ""}`);
+    else if (op === "sync" && this.open.size > 0) for (const [k, v] of this.open) if (v.id === e.id) this.open.delete(k);
+  }
+
+  events(): ManifestEvent[] {
+    return [...this.open.values()];
+  }
+
+  /** The packs with an open bracket: their install was cut short. */
+  packs(): Set<string> {
+    return new Set([...this.open.values()].map((e) => e.id));
+  }
+}

@@ -16,7 +16,7 @@ import type { PackEntry } from "./manifest.ts";
 import type { Workspace } from "./workspace.ts";
 
 /** Bumped whenever the fold or this file's shape changes: older snapshots are then ignored. */
-const FORMAT = 1;
+const FORMAT = 2;
 /** Manifests shorter than this (about 400 `add` lines) are folded directly. */
 export const SNAPSHOT_MIN_CHARS = 64 * 1024;
 
@@ -29,25 +29,35 @@ interface SnapshotDoc {
   format: number;
   key: string;
   packs: PackEntry[];
+  /** Packs with an install cut short (manifest-fold.ts OpenBrackets). */
+  interrupted: string[];
 }
 
-/** The folded packs (in fold order) recorded for exactly this key, or undefined. */
-export function readSnapshot(ws: Workspace, key: string): PackEntry[] | undefined {
+/** What a snapshot gives back: the folded packs in fold order, and the interrupted ones. */
+export interface Snapshot {
+  packs: PackEntry[];
+  interrupted: ReadonlySet<string>;
+}
+
+/** The fold recorded for exactly this key, or undefined. */
+export function readSnapshot(ws: Workspace, key: string): Snapshot | undefined {
   let doc: Partial<SnapshotDoc>;
   try {
     doc = JSON.parse(readFileSync(snapshotPath(ws), "utf8")) as Partial<SnapshotDoc>;
   } catch {
     return undefined;
   }
-  if (doc === null || typeof doc !== "object" || doc.format !== FORMAT || doc.key !== key || !Array.isArray(doc.packs)) return undefined;
+  if (doc === null || typeof doc !== "object" || doc.format !== FORMAT || doc.key !== key || !Array.isArray(doc.packs) || !Array.isArray(doc.interrupted)) {
+    return undefined;
+  }
   // Entries are not checked one by one (that loop would cost a third of the read): the
   // key is the exact manifest text and only grex writes this file, after a clean fold.
-  return doc.packs;
+  return { packs: doc.packs, interrupted: new Set(doc.interrupted) };
 }
 
 /** Record the fold of the text behind `key` (best effort: a failure only means the next run folds again). */
-export function writeSnapshot(ws: Workspace, key: string, state: Map<string, PackEntry>): void {
-  const doc: SnapshotDoc = { format: FORMAT, key, packs: [...state.values()] };
+export function writeSnapshot(ws: Workspace, key: string, fold: { state: Map<string, PackEntry>; interrupted: ReadonlySet<string> }): void {
+  const doc: SnapshotDoc = { format: FORMAT, key, packs: [...fold.state.values()], interrupted: [...fold.interrupted] };
   try {
     atomicWriteFile(snapshotPath(ws), `${JSON.stringify(doc)}\n`);
   } catch {

@@ -19,8 +19,8 @@ import { fsError } from "./fs-errors.ts";
 import { assertPlainFile } from "./plain-file.ts";
 import { firstIssue } from "./issues.ts";
 import { appendJsonlLines, truncateTornTail, type WarnSink } from "./jsonl.ts";
-import { foldStep } from "./manifest-fold.ts";
-import { readSnapshot, SNAPSHOT_MIN_CHARS, snapshotKey, writeSnapshot } from "./manifest-snapshot.ts";
+import { foldStep, OpenBrackets } from "./manifest-fold.ts";
+import { readSnapshot, type Snapshot, SNAPSHOT_MIN_CHARS, snapshotKey, writeSnapshot } from "./manifest-snapshot.ts";
 import { withManifestLock } from "./locks.ts";
 import { PACK_PATH_RE } from "./naming.ts";
 import type { Workspace } from "./workspace.ts";
@@ -240,6 +240,8 @@ export interface ManifestState {
    * packs (the workspace view) should walk this.
    */
   readonly ordered?: readonly PackEntry[];
+  /** Packs whose last install was cut short (an action bracket never closed; manifest-fold.ts). */
+  readonly interrupted: ReadonlySet<string>;
 }
 
 export interface ReadOptions extends WarnSink {
@@ -255,16 +257,21 @@ export interface ReadOptions extends WarnSink {
 /** Validate and fold `text` in one pass. */
 function foldText(text: string, file: string, keepEvents: boolean): { result: ManifestState; tornTail: boolean } {
   const state = new Map<string, PackEntry>();
+  const open = new OpenBrackets();
   if (keepEvents) {
     const events: ManifestEvent[] = [];
     const tornTail = scanManifest(text, file, (e) => {
       events.push(e);
       foldStep(state, e);
+      open.see(e);
     });
-    return { result: { events, state }, tornTail };
+    return { result: { events, state, interrupted: open.packs() }, tornTail };
   }
-  const tornTail = scanManifest(text, file, (e) => foldStep(state, e));
-  return { result: withLazyEvents(state, text, file), tornTail };
+  const tornTail = scanManifest(text, file, (e) => {
+    foldStep(state, e);
+    open.see(e);
+  });
+  return { result: withLazyEvents(state, open.packs(), text, file), tornTail };
 }
 
 /** The events of `text`, parsed on first call (the text folded cleanly already: cannot throw). */
@@ -281,10 +288,11 @@ function lazyEvents(text: string, file: string): () => ManifestEvent[] {
 }
 
 /** A fold of `text` whose events are parsed from it on first access. */
-function withLazyEvents(state: Map<string, PackEntry>, text: string, file: string): ManifestState {
+function withLazyEvents(state: Map<string, PackEntry>, interrupted: ReadonlySet<string>, text: string, file: string): ManifestState {
   const events = lazyEvents(text, file);
   return {
     state,
+    interrupted,
     get events() {
       return events();
     },
@@ -292,11 +300,12 @@ function withLazyEvents(state: Map<string, PackEntry>, text: string, file: strin
 }
 
 /** A fold read from the snapshot: the packs in order now, their map and the events on first access. */
-function fromSnapshot(packs: PackEntry[], text: string, file: string): ManifestState {
+function fromSnapshot({ packs, interrupted }: Snapshot, text: string, file: string): ManifestState {
   const events = lazyEvents(text, file);
   let state: Map<string, PackEntry> | undefined;
   return {
     ordered: packs,
+    interrupted,
     get state() {
       if (state === undefined) {
         state = new Map();
@@ -336,7 +345,7 @@ export async function readManifest(ws: Workspace, opts: ReadOptions): Promise<Ma
   if (cached !== undefined) return fromSnapshot(cached, text, ws.manifestPath);
   const { result, tornTail } = foldText(text, ws.manifestPath, opts.keepEvents === true);
   if (!tornTail) {
-    if (key !== undefined) writeSnapshot(ws, key, result.state);
+    if (key !== undefined) writeSnapshot(ws, key, result);
     return result;
   }
   try {

@@ -28,6 +28,8 @@ export interface WorkspaceView {
   packs: PackNode[];
   /** The manifest's events, parsed on first call. */
   events(): readonly ManifestEvent[];
+  /** Packs whose last install was cut short (an action bracket never closed). */
+  interrupted: ReadonlySet<string>;
 }
 
 /**
@@ -110,5 +112,6 @@ export async function loadWorkspaceView(ws: Workspace, warn: (m: string) => void
     lock,
     packs,
     events: () => folded.events,
+    interrupted: folded.interrupted,
   };
 }

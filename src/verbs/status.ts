@@ -1,7 +1,6 @@
 // `grex status`: each pack's state (children included) — on disk, installed,
 // dirty, on its branch, setup unchanged and in place, level with its remote.
 // `fetch` first refreshes every pack's remote-tracking refs, in parallel.
-import { readFileSync } from "node:fs";
 import * as v from "valibot";
 import { GrexError, toGrexError, usageError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
@@ -105,11 +104,9 @@ export const statusVerb = defineVerb({
     // A fetch writes remote-tracking refs: a dry run only says it would.
     if (p.fetch && p.dry_run) ctx.warn(`dry run: would fetch ${picked.length} pack(s) first; ahead/behind are as of the last fetch`);
     else if (p.fetch) await fetchAll(ctx, picked, p.parallel, signal);
-    const { interruptedPacksInText } = await import("../core/sync/install-state.ts");
     const { childFacts, inspectPack } = await import("../core/sync/pack-status.ts");
-    const interrupted = interruptedPacksInText(readFileSync(view.ws.manifestPath, "utf8"));
     const rows = await Promise.all(
-      picked.map((n) => inspectPack(view.ws, n, { ...childFacts(view.packs, n), staleMs, interrupted: interrupted.has(n.id) })),
+      picked.map((n) => inspectPack(view.ws, n, { ...childFacts(view.packs, n), staleMs, interrupted: view.interrupted.has(n.id) })),
     );
     return { packs: rows };
   },

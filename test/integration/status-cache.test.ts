@@ -3,7 +3,7 @@
 // damaged, copied from another clone, or missing — every change must still
 // read as dirty, and an unchanged tree as clean.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backendFor } from "../../src/core/git/backend.ts";
 import { readStatusCache, SETTLED_MS, statusCacheFile } from "../../src/core/git/status-cache.ts";
@@ -186,6 +186,24 @@ describe("grex status", () => {
     writeFileSync(join(t.ws, "plain", "src", "y.txt"), "y\n");
     const dirty = await t.grex("status", "--json");
     expect((dirty.json.packs as Array<{ drift: string; dirty: boolean }>).map((p) => [p.drift, p.dirty])).toEqual([["dirty", true]]);
+  });
+
+  test("an install cut short (a bracket never closed) is not-installed until a sync finishes it", async () => {
+    const w = new TestWorkspace("grex-status-interrupted-");
+    try {
+      const url = w.repo("cut", { "README.md": "r\n" });
+      expect((await w.grex("init")).code).toBe(0);
+      expect((await w.grex("add", url)).code).toBe(0);
+      expect(((await w.grex("status", "--json")).json.packs as Array<{ drift: string }>)[0]?.drift).toBe("clean");
+      // A crash after an action started: the manifest holds its start, never its end.
+      appendFileSync(join(w.ws, "grex.jsonl"), `${JSON.stringify({ op: "action_started", ts: "2026-01-01T00:00:00Z", id: "cut", schema_version: "1", action: "exec", idx: 0 })}\n`);
+      const cut = (await w.grex("status", "--json")).json.packs as Array<{ drift: string; install_error: string | null }>;
+      expect(cut[0]).toMatchObject({ drift: "not-installed", install_error: "the last install was interrupted" });
+      expect((await w.grex("sync")).code).toBe(0);
+      expect(((await w.grex("status", "--json")).json.packs as Array<{ drift: string }>)[0]?.drift).toBe("clean");
+    } finally {
+      w.cleanup();
+    }
   });
 
   test("rm removes the pack's cache file with the pack", async () => {

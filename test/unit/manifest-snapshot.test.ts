@@ -89,6 +89,34 @@ describe("manifest fold snapshot", () => {
     }
   });
 
+  test("the packs whose install was cut short come with the fold, from the text and from the snapshot alike", async () => {
+    const bracket = (op: string, id: string, idx: number) => JSON.stringify({ op, ts: "2026-01-01T00:00:00Z", id, schema_version: "1", action: "exec", idx, ...(op === "action_completed" ? { changed: true } : {}) });
+    const lines = [
+      bracket("action_started", "pack-1", 0), // never closed: interrupted
+      bracket("action_started", "pack-2", 0),
+      bracket("action_completed", "pack-2", 0), // closed
+      bracket("action_started", "pack-3", 4),
+      JSON.stringify(makeEvent("sync", "pack-3", {})), // a later sync closes it
+    ];
+    for (const long of [false, true]) {
+      writeFileSync(ws.manifestPath, manifestText(long ? 600 : 20, lines));
+      const folded = await readManifest(ws, opts);
+      expect([...folded.interrupted]).toEqual(["pack-1"]);
+      const again = await readManifest(ws, opts);
+      expect(again.ordered !== undefined).toBe(long); // the second read of a long manifest comes from the snapshot
+      expect([...again.interrupted]).toEqual(["pack-1"]);
+      const events = (await readManifest(ws, { ...opts, keepEvents: true })).interrupted;
+      expect([...events]).toEqual(["pack-1"]);
+    }
+    // A snapshot without the interrupted list (an older format) is not used.
+    const doc = snapshotDoc() as unknown as Record<string, unknown>;
+    delete doc.interrupted;
+    writeFileSync(snapshotPath(ws), JSON.stringify(doc));
+    const fresh = await readManifest(ws, opts);
+    expect(fresh.ordered).toBeUndefined();
+    expect([...fresh.interrupted]).toEqual(["pack-1"]);
+  });
+
   test("a short manifest gets none", async () => {
     writeFileSync(ws.manifestPath, manifestText(20));
     await readManifest(ws, opts);

@@ -5,7 +5,6 @@
 //               MAX_CONDITION_DEPTH lists deep, the Rust grex's limit)
 // reg_key and psversion are Windows only: elsewhere they are "not supported",
 // which counts as false inside a combiner and is an error on its own.
-import { spawnSync } from "node:child_process";
 import { accessSync, constants, readlinkSync, statSync } from "node:fs";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import * as v from "valibot";
@@ -157,6 +156,8 @@ export function findCommand(name: string, env: Record<string, string | undefined
 
 /** Windows-only checks, through the stock tools (reg.exe, PowerShell). */
 function windowsPredicate(key: string, value: unknown, ctx: ActionContext): boolean {
+  // Required here: loading node:child_process at the top would cost every `status` that checks setup drift.
+  const { spawnSync } = require("node:child_process") as typeof import("node:child_process");
   const opts = { encoding: "utf8" as const, timeout: 30_000, windowsHide: true, env: ctx.env };
   if (key === "reg_key") {
     const { path, name } = value as { path: string; name?: string | null };

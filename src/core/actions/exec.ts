@@ -6,7 +6,6 @@
 // process group is killed.
 import * as v from "valibot";
 import { CancelledError } from "../errors.ts";
-import { runProcess } from "../proc.ts";
 import { expandDeep, homeOf } from "../vars.ts";
 import { failed, fieldName, guardTarget, statOrNull, targetPath } from "./paths.ts";
 import type { ActionContext, ActionDef, ActionOutcome } from "./types.ts";
@@ -76,6 +75,8 @@ export const execAction: ActionDef<Args> = {
       return failed(`the working directory ${cwd} (${fieldName(ctx, "cwd")}) does not exist; create it first or fix cwd`, { cwd });
     }
     if (ctx.signal.aborted) throw new CancelledError();
+    // Loaded on first run: node:child_process would otherwise load with every action (status checks them all).
+    const { runProcess } = await import("../proc.ts");
     const r = await runProcess({ argv, cwd, env, signal: ctx.signal, maxBytes: STDERR_TAIL_BYTES, verbatim: cmd.verbatim });
     const details: Record<string, unknown> = { cmd: argv, cwd, exit: r.code, stdout: r.stdout, stderr: r.stderr };
     let problem: string | null = null;

@@ -3,7 +3,7 @@
 // walked when the two differ, so an up-to-date pack costs two small reads.
 import * as fs from "node:fs";
 import { loadGit } from "./iso.ts";
-import { gitdirOf, resolveRefSync } from "./refs.ts";
+import type { RefFiles } from "./refs.ts";
 
 export interface Tracking {
   ahead: number;
@@ -13,11 +13,11 @@ export interface Tracking {
 /** Past this many commits on one side a walk stops and counts what it saw. */
 const WALK_LIMIT = 20_000;
 
-/** Counts against origin/<branch>, or null when there is no such ref (or its commits are not here). */
-export async function aheadBehind(dir: string, branch: string | null, headSha: string): Promise<Tracking | null> {
-  const gitdir = gitdirOf(dir);
-  if (!gitdir || branch === null) return null;
-  const upstream = resolveRefSync(gitdir, `refs/remotes/origin/${branch}`);
+/** Counts against origin/<branch>, or null when there is no such ref (or its commits are not here). `refs` reads the work tree `dir`'s repository. */
+export async function aheadBehind(refs: RefFiles, dir: string, branch: string | null, headSha: string): Promise<Tracking | null> {
+  if (branch === null) return null;
+  const gitdir = refs.gitdir;
+  const upstream = refs.resolve(`refs/remotes/origin/${branch}`);
   if (!upstream) return null;
   if (upstream === headSha) return { ahead: 0, behind: 0 };
   const git = await loadGit();

@@ -67,12 +67,16 @@ export function backendFor(url: string): GitBackend {
   return transportOf(url) === "ssh" ? systemGitBackend : inProcessBackend;
 }
 
-/** Whether `dir` is a git work tree (a `.git` directory, or a `.git` file naming one). Cheap and synchronous. */
-export function isGitRepo(dir: string): boolean {
+/** The git dir of a work tree (a `.git` directory, or the one a `.git` file names); null when `dir` is none. Cheap and synchronous. */
+export function workTreeGitdir(dir: string): string | null {
+  const dotgit = join(dir, ".git");
   try {
-    const st = statSync(join(dir, ".git"));
-    return st.isDirectory() || (st.isFile() && gitdirOf(dir) !== null);
+    const st = statSync(dotgit);
+    return st.isDirectory() ? dotgit : st.isFile() ? gitdirOf(dir) : null;
   } catch {
-    return false;
+    return null;
   }
 }
+
+/** Whether `dir` is a git work tree (a `.git` directory, or a `.git` file naming one). */
+export const isGitRepo = (dir: string): boolean => workTreeGitdir(dir) !== null;

@@ -23,7 +23,7 @@ export async function head(dir: string): Promise<HeadInfo> {
 
 /** Changes to tracked files (staged or not), or untracked files that are not ignored. */
 export async function isDirty(dir: string, opts?: DirtyCheckOptions): Promise<boolean> {
-  const gitdir = requireGitdir(dir);
+  const gitdir = opts?.gitdir ?? requireGitdir(dir);
   const fast = await isDirtyFast(dir, gitdir, opts);
   if (fast !== null) return fast;
   const git = await loadGit();

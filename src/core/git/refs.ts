@@ -54,32 +54,63 @@ export function readPackedRefs(gitdir: string): Map<string, string> {
   return out;
 }
 
-function readLoose(gitdir: string, ref: string): string | null {
-  // HEAD and other pseudo-refs live in the worktree's own gitdir; refs/* in the common store.
-  const base = ref.startsWith("refs/") ? refStore(gitdir) : gitdir;
-  try {
-    return readFileSync(join(base, ref), "utf8").trim();
-  } catch {
+/**
+ * One repository's ref files. Where refs/* live (the common dir of a linked
+ * worktree) is looked up once: `status` reads HEAD, its branch and origin's
+ * ref of every pack through one reader.
+ */
+export class RefFiles {
+  private common: string | undefined;
+  constructor(readonly gitdir: string) {}
+
+  private get store(): string {
+    return (this.common ??= refStore(this.gitdir));
+  }
+
+  /** A loose ref's text, trimmed, or null. */
+  loose(ref: string): string | null {
+    // HEAD and other pseudo-refs live in the worktree's own gitdir; refs/* in the common store.
+    const base = ref.startsWith("refs/") ? this.store : this.gitdir;
+    try {
+      return readFileSync(join(base, ref), "utf8").trim();
+    } catch {
+      return null;
+    }
+  }
+
+  /** Resolve a full ref name (following symbolic refs) to an object id, or null. */
+  resolve(ref: string, packed?: Map<string, string>): string | null {
+    let name = ref;
+    for (let depth = 0; depth < 5; depth++) {
+      const loose = this.loose(name);
+      const value = loose ?? (packed ?? readPackedRefs(this.gitdir)).get(name) ?? null;
+      if (value === null) return null;
+      if (!value.startsWith("ref: ")) return OID.test(value) ? value : null;
+      name = value.slice(5).trim();
+    }
     return null;
+  }
+
+  /** HEAD's commit and branch (null when detached); null when unreadable or unborn. */
+  head(): HeadInfo | null {
+    // HEAD read once: `status` asks this for every pack.
+    const value = this.loose("HEAD");
+    if (value === null) return null;
+    if (!value.startsWith("ref: ")) return OID.test(value) ? { sha: value, branch: null } : null;
+    const sym = value.slice(5).trim();
+    const sha = this.resolve(sym);
+    return sha ? { sha, branch: sym.startsWith("refs/heads/") ? sym.slice("refs/heads/".length) : null } : null;
   }
 }
 
 /** Resolve a full ref name (following symbolic refs) to an object id, or null. */
 export function resolveRefSync(gitdir: string, ref: string, packed?: Map<string, string>): string | null {
-  let name = ref;
-  for (let depth = 0; depth < 5; depth++) {
-    const loose = readLoose(gitdir, name);
-    const value = loose ?? (packed ?? readPackedRefs(gitdir)).get(name) ?? null;
-    if (value === null) return null;
-    if (!value.startsWith("ref: ")) return OID.test(value) ? value : null;
-    name = value.slice(5).trim();
-  }
-  return null;
+  return new RefFiles(gitdir).resolve(ref, packed);
 }
 
 /** The target of a symbolic ref (e.g. HEAD → refs/heads/main), or null when it is not symbolic. */
 export function readSymref(gitdir: string, ref: string): string | null {
-  const v = readLoose(gitdir, ref);
+  const v = new RefFiles(gitdir).loose(ref);
   return v?.startsWith("ref: ") ? v.slice(5).trim() : null;
 }
 
@@ -88,6 +119,7 @@ export function listRefsSync(gitdir: string, prefix: string): Map<string, string
   const out = new Map<string, string>();
   for (const [name, sha] of readPackedRefs(gitdir)) if (name.startsWith(prefix)) out.set(name, sha);
   const store = refStore(gitdir);
+  const refs = new RefFiles(gitdir);
   const walk = (rel: string) => {
     let entries: import("node:fs").Dirent[];
     try {
@@ -99,7 +131,7 @@ export function listRefsSync(gitdir: string, prefix: string): Map<string, string
       const name = `${rel}/${e.name}`;
       if (e.isDirectory()) walk(name);
       else if (e.isFile() && !e.name.endsWith(".lock")) {
-        const v = readLoose(gitdir, name);
+        const v = refs.loose(name);
         if (v && OID.test(v)) out.set(name, v);
       }
     }
@@ -156,12 +188,5 @@ export function deleteRefSync(gitdir: string, ref: string): void {
 /** HEAD's commit and branch (null when detached), read from the files; null when unreadable or unborn. */
 export function readHeadSync(dir: string): HeadInfo | null {
   const gitdir = gitdirOf(dir);
-  if (!gitdir) return null;
-  // HEAD read once: `status` asks this for every pack.
-  const value = readLoose(gitdir, "HEAD");
-  if (value === null) return null;
-  if (!value.startsWith("ref: ")) return OID.test(value) ? { sha: value, branch: null } : null;
-  const sym = value.slice(5).trim();
-  const sha = resolveRefSync(gitdir, sym);
-  return sha ? { sha, branch: sym.startsWith("refs/heads/") ? sym.slice("refs/heads/".length) : null } : null;
+  return gitdir ? new RefFiles(gitdir).head() : null;
 }

@@ -271,6 +271,8 @@ export interface DirtyCheckOptions {
   statusCache?: string;
   /** HEAD's commit, when the caller has just read it (saves reading it again). */
   head?: string;
+  /** The git dir, when the caller has just resolved it (saves looking again). */
+  gitdir?: string;
 }
 
 /** true = dirty, false = clean, null = could not tell (use statusMatrix). */

@@ -6,7 +6,8 @@ import { existsSync } from "node:fs";
 import type { SetupDrift } from "../actions/drift.ts";
 import type { PackState } from "../actions/types.ts";
 import { aheadBehind } from "../git/ahead-behind.ts";
-import { backendFor, isGitRepo, readHeadSync } from "../git/backend.ts";
+import { backendFor, readHeadSync, workTreeGitdir } from "../git/backend.ts";
+import { RefFiles } from "../git/refs.ts";
 import { statusCacheFile } from "../git/status-cache.ts";
 import type { PackNode } from "../packs.ts";
 import { offBranch } from "./off-branch.ts";
@@ -89,13 +90,16 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
   const { interrupted, staleMs } = o;
   const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null };
   const base = { id: p.id, path: p.path, depth: p.depth };
-  if (!isGitRepo(p.dir)) {
+  const gitdir = workTreeGitdir(p.dir);
+  if (gitdir === null) {
     return { ...base, on_disk: existsSync(p.dir), dirty: false, sha_match: false, actions_hash_match: false, drift: "missing", ...none };
   }
-  const head = readHeadSync(p.dir);
+  // One reader for HEAD, its branch and origin's ref.
+  const refs = new RefFiles(gitdir);
+  const head = refs.head();
   // A report: the status cache may spare re-listing unchanged directories.
   const statusCache = statusCacheFile(ws.stateDir, p.id);
-  const dirty = await backendFor(p.url || p.dir).isDirty(p.dir, { statusCache, head: head?.sha });
+  const dirty = await backendFor(p.url || p.dir).isDirty(p.dir, { statusCache, head: head?.sha, gitdir });
   const lock = p.lock;
   const installed = lock !== undefined && lock.installed_at !== "" && lock.install_error === undefined && !interrupted;
   const installError = installed
@@ -123,7 +127,7 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
     const state = (await (packStateModule ??= import("../pack-state.ts"))).readPackState(ws, p.id);
     if (Object.keys(state).length > 0) setupDrift = (await (driftModule ??= import("../actions/drift.ts"))).setupDrift(state as PackState);
   }
-  const tracking = head ? await aheadBehind(p.dir, head.branch, head.sha) : null;
+  const tracking = head ? await aheadBehind(refs, p.dir, head.branch, head.sha) : null;
   const ahead = tracking?.ahead ?? 0;
   const behind = tracking?.behind ?? 0;
   const off = offBranch(head, lock);
