@@ -175,11 +175,12 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   const { childFacts, inspectPack } = await import("../core/sync/pack-status.ts");
   const view = await loadWorkspaceView(ws, warn).catch(() => null);
   const interrupted = interruptedPacks(events);
+  const reads = new Map<string, string | null>(); // one report: shared files are read once
   for (const node of view?.packs ?? []) {
     if (!existsSync(node.dir) || !isGitRepo(node.dir)) continue;
     let st: Awaited<ReturnType<typeof inspectPack>>;
     try {
-      st = await inspectPack(ws, node, { ...childFacts(view?.packs ?? [], node), staleMs: null, interrupted: interrupted.has(node.id) });
+      st = await inspectPack(ws, node, { ...childFacts(view?.packs ?? [], node), staleMs: null, interrupted: interrupted.has(node.id), reads });
     } catch (err) {
       // A pack.yaml or state file grex cannot read: reported (once) with the file it names; its state is unknown.
       if (!(err instanceof GrexError && err.kind === "integrity")) throw err;

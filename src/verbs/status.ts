@@ -105,8 +105,9 @@ export const statusVerb = defineVerb({
     if (p.fetch && p.dry_run) ctx.warn(`dry run: would fetch ${picked.length} pack(s) first; ahead/behind are as of the last fetch`);
     else if (p.fetch) await fetchAll(ctx, picked, p.parallel, signal);
     const { childFacts, inspectPack } = await import("../core/sync/pack-status.ts");
+    const reads = new Map<string, string | null>(); // one report: a file every pack's setup checks (~/.bashrc) is read once
     const rows = await Promise.all(
-      picked.map((n) => inspectPack(view.ws, n, { ...childFacts(view.packs, n), staleMs, interrupted: view.interrupted.has(n.id) })),
+      picked.map((n) => inspectPack(view.ws, n, { ...childFacts(view.packs, n), staleMs, interrupted: view.interrupted.has(n.id), reads })),
     );
     return { packs: rows };
   },

@@ -37,6 +37,22 @@ const ITEMS: ActionItem[] = [
 ];
 
 describe("setup drift", () => {
+  test("one report reads a shared file once: packs checked with the same map see the same ~/.bashrc", async () => {
+    const { home, opts } = sandbox();
+    const a: PackState = {};
+    const b: PackState = {};
+    expect((await runActions([{ env: { name: "GREX_A", value: "1" } }], opts(a), noHooks)).failed).toBeNull();
+    expect((await runActions([{ env: { name: "GREX_B", value: "2" } }], opts(b), noHooks)).failed).toBeNull();
+    const reads = new Map<string, string | null>();
+    expect(setupDrift(persisted(a), reads)).toEqual([]);
+    expect([...reads.keys()]).toEqual([join(home, ".bashrc")]);
+    // Changed after the first pack's check: the report goes on with the text it read...
+    writeFileSync(join(home, ".bashrc"), "");
+    expect(setupDrift(persisted(b), reads)).toEqual([]);
+    // ...and the next report (a new map) reads it again.
+    expect(setupDrift(persisted(b), new Map()).map((d) => d.differs)).toEqual([`${join(home, ".bashrc")} has no GREX_B block`]);
+  });
+
   test("a fresh install has none; each undo is seen with action, path and what differs", async () => {
     const { home, opts } = sandbox();
     const state: PackState = {};

@@ -3,6 +3,7 @@
 // `status` later asks the action's `verify` whether that still holds — a
 // stat or a file read, never a re-run. `sync` re-applies exactly the items
 // whose check fails (see packtypes/run-actions.ts).
+import { existsSync, readFileSync } from "node:fs";
 import { actionDef } from "./index.ts";
 import type { ActionContext, ActionDef, Expectation, PackState } from "./types.ts";
 
@@ -49,8 +50,20 @@ function isRecorded(x: unknown): x is Recorded {
   return typeof r.action === "string" && typeof r.item === "object" && typeof r.fact?.path === "string";
 }
 
-/** Check every recorded expectation; a record grex cannot read is reported rather than trusted. */
-export function setupDrift(state: PackState): SetupDrift[] {
+/**
+ * Check every recorded expectation; a record grex cannot read is reported
+ * rather than trusted. `seen` holds the files already read for this report:
+ * one `status` over many packs reads a shared file (~/.bashrc) once.
+ */
+export function setupDrift(state: PackState, seen: Map<string, string | null> = new Map()): SetupDrift[] {
+  const read = (path: string): string | null => {
+    let text = seen.get(path);
+    if (text === undefined) {
+      text = existsSync(path) ? readFileSync(path, "utf8") : null;
+      seen.set(path, text);
+    }
+    return text;
+  };
   const out: SetupDrift[] = [];
   for (const [key, value] of Object.entries(state)) {
     if (!key.startsWith(PREFIX)) continue;
@@ -59,7 +72,7 @@ export function setupDrift(state: PackState): SetupDrift[] {
       out.push({ action: "?", idx: topIdx(where), where, path: "", differs: "the recorded setup is unreadable; run grex sync --force" });
       continue;
     }
-    const differs = actionDef(value.action)?.verify?.(value.fact) ?? null;
+    const differs = actionDef(value.action)?.verify?.(value.fact, read) ?? null;
     if (differs !== null) out.push({ action: value.action, idx: topIdx(where), where, path: value.fact.path, differs });
   }
   return out.sort((a, b) => a.where.localeCompare(b.where, "en", { numeric: true }));

@@ -287,10 +287,10 @@ export const envAction: ActionDef<Args> = {
     const files = Object.fromEntries(targetFiles(a.scope, ctx).map((f) => [f, lineFor(f, a.scope, a.name, value)]));
     return { path: Object.keys(files)[0] ?? "", name: a.name, files };
   },
-  verify(fact) {
+  verify(fact, readText) {
     const name = String(fact.name);
     for (const [file, line] of Object.entries(fact.files as Record<string, string>)) {
-      const text = read(file);
+      const text = readText(file);
       if (text === null) return `${file} is missing (it held the ${name} block)`;
       // The common case in one search: the whole block, exactly as apply writes it.
       const block = [openMarker(name), line, closeMarker(name)];

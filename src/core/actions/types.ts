@@ -120,8 +120,12 @@ export interface ActionDef<A = unknown> {
   undo(args: A, ctx: ActionContext): Promise<ActionOutcome>;
   /** After a successful apply: what must still hold later (resolved paths), or null when nothing can be checked. */
   expect?(args: A, ctx: ActionContext): Expectation | null;
-  /** A cheap postcondition check of a recorded expectation (never re-runs the action): what differs, or null. */
-  verify?(fact: Expectation): string | null;
+  /**
+   * A cheap postcondition check of a recorded expectation (never re-runs the
+   * action): what differs, or null. Files are read through `read` (a file's
+   * text, or null when it does not exist), shared by the checks of one report.
+   */
+  verify?(fact: Expectation, read: (path: string) => string | null): string | null;
 }
 
 /** What an applied action left behind: `path` names it for people; the rest is the action's own. */

@@ -56,6 +56,8 @@ export interface InspectOptions {
   staleMs: number | null;
   /** An install of this pack was cut short (an action bracket never closed), whatever the lockfile says. */
   interrupted: boolean;
+  /** Files the setup-drift checks of this report already read (one map for every pack of a report). */
+  reads?: Map<string, string | null>;
 }
 
 // Built once per pack list: asked for every pack, a scan of the list each time would cost N² at scale.
@@ -125,7 +127,7 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
     // Setup drift: every recorded postcondition that no longer holds (cheap checks, nothing re-run).
     // A pack with no record (a plain pack) has nothing to drift: the action modules stay unloaded.
     const state = (await (packStateModule ??= import("../pack-state.ts"))).readPackState(ws, p.id);
-    if (Object.keys(state).length > 0) setupDrift = (await (driftModule ??= import("../actions/drift.ts"))).setupDrift(state as PackState);
+    if (Object.keys(state).length > 0) setupDrift = (await (driftModule ??= import("../actions/drift.ts"))).setupDrift(state as PackState, o.reads);
   }
   const tracking = head ? await aheadBehind(refs, p.dir, head.branch, head.sha) : null;
   const ahead = tracking?.ahead ?? 0;
