@@ -49,28 +49,38 @@ function eagerEntry(buf: Buffer, off: number, path: string, stage: number): Inde
 }
 
 /**
- * An entry whose fields are read from the index bytes when asked: a status
- * check reads a few fields of every entry and most of none, and building
- * every field of every entry of every pack is a large share of its time.
- * Read-only, and its fields are getters: a spread would not copy them.
+ * An entry for read-only questions: the fields a status check compares for
+ * every entry (times, inode, mode, size) are read at once, the rest (the
+ * object id as hex above all) only when asked. Building every field of every
+ * entry of every pack is a large share of a status check, and so are getter
+ * calls for the fields every entry needs. Read-only; `oid`, `dev`, `uid` and
+ * `gid` are getters: a spread would not copy them.
  */
-class LazyEntry implements IndexEntry {
+class StatusEntry implements IndexEntry {
+  readonly ctimeSeconds: number;
+  readonly ctimeNanoseconds: number;
+  readonly mtimeSeconds: number;
+  readonly mtimeNanoseconds: number;
+  readonly ino: number;
+  readonly mode: number;
+  readonly size: number;
   constructor(
     private readonly view: DataView,
     private readonly off: number,
     readonly path: string,
     readonly stage: number,
-  ) {}
-  get ctimeSeconds() { return this.view.getUint32(this.off); }
-  get ctimeNanoseconds() { return this.view.getUint32(this.off + 4); }
-  get mtimeSeconds() { return this.view.getUint32(this.off + 8); }
-  get mtimeNanoseconds() { return this.view.getUint32(this.off + 12); }
+  ) {
+    this.ctimeSeconds = view.getUint32(off);
+    this.ctimeNanoseconds = view.getUint32(off + 4);
+    this.mtimeSeconds = view.getUint32(off + 8);
+    this.mtimeNanoseconds = view.getUint32(off + 12);
+    this.ino = view.getUint32(off + 20);
+    this.mode = view.getUint32(off + 24);
+    this.size = view.getUint32(off + 36);
+  }
   get dev() { return this.view.getUint32(this.off + 16); }
-  get ino() { return this.view.getUint32(this.off + 20); }
-  get mode() { return this.view.getUint32(this.off + 24); }
   get uid() { return this.view.getUint32(this.off + 28); }
   get gid() { return this.view.getUint32(this.off + 32); }
-  get size() { return this.view.getUint32(this.off + 36); }
   get oid() { return Buffer.from(this.view.buffer, this.view.byteOffset + this.off + 40, 20).toString("hex"); }
 }
 
@@ -89,13 +99,13 @@ export function readIndex(buf: Buffer): IndexRead | null {
 }
 
 /**
- * readIndex for read-only questions: entries read lazily (LazyEntry) and the
+ * readIndex for read-only questions: entries read lazily (StatusEntry) and the
  * trailing checksum not verified, as git's own reads do (only fsck checks
  * it). A damaged index can at worst read as changes.
  */
 export function readIndexForStatus(buf: Buffer): IndexRead | null {
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  return walkIndex(buf, false, (_, off, path, stage) => new LazyEntry(view, off, path, stage));
+  return walkIndex(buf, false, (_, off, path, stage) => new StatusEntry(view, off, path, stage));
 }
 
 function walkIndex(buf: Buffer, verify: boolean, entryAt: (buf: Buffer, off: number, path: string, stage: number) => IndexEntry): IndexRead | null {
