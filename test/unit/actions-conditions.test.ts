@@ -71,6 +71,12 @@ describe("predicates", () => {
     expect(existsSync(join(pack, "pwned"))).toBe(false);
   });
 
+  test("Windows-only checks run the stock tools; where they are missing (here, off Windows) the check is false", async () => {
+    sandbox(); // the pack's PATH holds neither reg.exe nor pwsh/powershell
+    expect(await holds({ reg_key: { path: "HKCU/Software/grex-test" } }, "windows")).toBe(false);
+    expect(await holds({ psversion: ">=999" }, "windows")).toBe(false); // false with or without a PowerShell here
+  });
+
   test("os and symlink_ok", async () => {
     sandbox();
     expect(await holds({ os: "linux" })).toBe(true);
