@@ -3,7 +3,7 @@
 // plain `grex serve` starts the MCP server without loading the CLI adapter or
 // the verb table's CLI side (the first reply is what agents wait for).
 import pkg from "../../package.json" with { type: "json" };
-import { stdout } from "../core/stdio-native.ts";
+import { stderr, stdout } from "../core/stdio-native.ts";
 
 const argv = process.argv.slice(2);
 if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
@@ -13,6 +13,12 @@ if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
   if (served !== undefined) process.exitCode = served;
   else {
     const { runCli } = await import("./run.ts");
-    process.exitCode = await runCli(argv);
+    const code = await runCli(argv);
+    // Out as soon as everything written has reached the OS: a command's work is
+    // done when runCli returns, and leaving the way a script ends (waiting for
+    // the event loop to empty, then tearing the runtime down) costs another
+    // millisecond or two, which a short command like `ls` notices.
+    await Promise.all([stdout.flush(), stderr.flush()]);
+    process.exit(code);
   }
 }

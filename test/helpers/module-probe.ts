@@ -23,7 +23,13 @@ for (const name of ["stdout", "stderr", "stdin"] as const) {
 const [entry, ...argv] = process.argv.slice(2);
 if (entry === "main") {
   process.argv = [process.argv[0] as string, "grex", ...argv];
+  // main.ts leaves with process.exit once its output is out: held back here so the report below still prints.
+  const exit = process.exit;
+  process.exit = ((code?: number) => {
+    process.exitCode = code;
+  }) as typeof process.exit;
   await import("../../src/cli/main.ts");
+  process.exit = exit;
 } else {
   const { runCli } = await import("../../src/cli/run.ts");
   await runCli(argv, { stdout: () => {}, stderr: () => {} });
