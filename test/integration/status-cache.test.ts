@@ -3,10 +3,10 @@
 // damaged, copied from another clone, or missing — every change must still
 // read as dirty, and an unchanged tree as clean.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { appendFileSync, chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backendFor } from "../../src/core/git/backend.ts";
-import { readStatusCache, SETTLED_MS, statusCacheFile } from "../../src/core/git/status-cache.ts";
+import { fileStampOf, readStatusCache, SETTLED_MS, statusCacheFile } from "../../src/core/git/status-cache.ts";
 import { isDirtyFast } from "../../src/core/git/worktree.ts";
 import { makeRepo, git, tempDir } from "../helpers/git-fixtures.ts";
 import { TestWorkspace } from "../helpers/workspace.ts";
@@ -40,10 +40,23 @@ const check = (d: string) => backendFor(upstream).isDirty(d, { statusCache: cach
 const cached = (d: string) => readStatusCache(cachePath(d));
 const ALL_DIRS = ["", "src", "src/deep"];
 
+/** Give `rel` an mtime an hour back, its content unchanged: its stat data no longer matches the index, so it must be hashed. */
+function touchBack(d: string, rel: string): void {
+  const hourAgo = Date.now() / 1000 - 3600;
+  utimesSync(join(d, rel), hourAgo, hourAgo);
+}
+
 describe("on a settled tree, with every directory remembered", () => {
   const copies: string[] = [];
+  /** Settled clones whose src/a.txt was touched (same content, other mtime) before they settled. */
+  const touched: string[] = [];
   beforeAll(async () => {
     for (let i = 0; i < 13; i++) copies.push(await clone());
+    for (let i = 0; i < 3; i++) {
+      const d = await clone();
+      touchBack(d, "src/a.txt");
+      touched.push(d);
+    }
     await Bun.sleep(SETTLED_MS + 200);
   }, 60_000);
   let next = 0;
@@ -145,6 +158,40 @@ describe("on a settled tree, with every directory remembered", () => {
     expect(await check(b)).toBe(true);
   });
 
+  test("a file hashed and found unchanged is remembered by its stat data, and stays clean", async () => {
+    const d = touched[0] as string;
+    expect(await check(d)).toBe(false);
+    // (Files written in the index's own clock tick, as a fresh checkout's often are, are hashed and remembered too.)
+    expect(cached(d)?.hashed["src/a.txt"]).toEqual(fileStampOf(lstatSync(join(d, "src", "a.txt"))));
+    const before = statSync(cachePath(d));
+    expect(await check(d)).toBe(false);
+    const after = statSync(cachePath(d));
+    expect([after.ino, after.mtimeMs]).toEqual([before.ino, before.mtimeMs]);
+  });
+
+  test("a same-size edit of a remembered file reads as dirty", async () => {
+    const d = touched[1] as string;
+    expect(await check(d)).toBe(false);
+    expect(Object.keys(cached(d)?.hashed ?? {})).toContain("src/a.txt");
+    writeFileSync(join(d, "src", "a.txt"), "AAAA\n");
+    expect(await check(d)).toBe(true);
+  });
+
+  test("damaged or foreign file proofs are never taken as a match", async () => {
+    const d = touched[2] as string;
+    expect(await check(d)).toBe(false);
+    const cache = JSON.parse(readFileSync(cachePath(d), "utf8"));
+    writeFileSync(join(d, "src", "a.txt"), "AAAA\n");
+    const now = fileStampOf(lstatSync(join(d, "src", "a.txt")));
+    for (const hashed of [{ "src/a.txt": "x" }, { "src/a.txt": [now[0], now[1], now[2]] }, [now], null]) {
+      writeFileSync(cachePath(d), JSON.stringify({ ...cache, hashed }));
+      expect(await check(d)).toBe(true);
+    }
+    // The right stamp, but recorded against another index: not trusted either.
+    writeFileSync(cachePath(d), JSON.stringify({ ...cache, index: "f".repeat(40), hashed: { "src/a.txt": now } }));
+    expect(await check(d)).toBe(true);
+  });
+
   test("an unchanged tree does not rewrite the cache", async () => {
     const d = await primed();
     const before = statSync(cachePath(d));
@@ -161,6 +208,15 @@ describe("on a tree changed moments ago", () => {
     // Just checked out: every directory changed within the window, so none may be trusted yet.
     expect(cached(d)?.dirs).toEqual({});
     writeFileSync(join(d, "src", "deep", "new.txt"), "n");
+    expect(await check(d)).toBe(true);
+  });
+
+  test("a file hashed within the settle window is not remembered", async () => {
+    const d = await clone();
+    touchBack(d, "src/a.txt"); // its ctime is now: an edit in the same tick could keep this stat data
+    expect(await check(d)).toBe(false);
+    expect(cached(d)?.hashed).toEqual({});
+    writeFileSync(join(d, "src", "a.txt"), "AAAA\n");
     expect(await check(d)).toBe(true);
   });
 });

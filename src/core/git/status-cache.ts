@@ -8,7 +8,15 @@
 //    same cannot have gained an untracked file and need not be listed again.
 //    The directories are valid only for the index they were listed against.
 //    When every directory holding a tracked path is remembered and none has
-//    changed, not even the list of directories needs working out again.
+//    changed, not even the list of directories needs working out again;
+//  - which tracked files had to be hashed (their stat data no longer matched
+//    the index, or matched it "racily": written in the same clock tick as the
+//    index, the usual state of a fresh checkout) and held their index entry's
+//    content, each with the stat data it had then. Only files already settled
+//    are remembered: a later edit must then give a newer mtime and ctime, so
+//    the same stat data means the same content and the hash is not repeated.
+//    Like the directories, they are valid only for the index they were
+//    checked against.
 // It is only an accelerator: missing, unreadable or foreign content means
 // "nothing known", and everything is proved again.
 import { mkdirSync, readFileSync, renameSync, rmSync, type Stats, writeFileSync } from "node:fs";
@@ -31,6 +39,9 @@ export const SETTLED_MS = 3000;
 /** [mtimeMs, ctimeMs, inode] of a directory. */
 export type DirStamp = [number, number, number];
 
+/** [mtimeMs, ctimeMs, size, inode] of a file whose content was proved by hashing. */
+export type FileStamp = [number, number, number, number];
+
 export interface StatusCache {
   /** The checksum of the index the directories were listed against. */
   index: string;
@@ -41,12 +52,23 @@ export interface StatusCache {
   dirs: Record<string, DirStamp>;
   /** `dirs` holds every directory with a tracked path: if all their stamps match, nothing new can be anywhere. */
   complete: boolean;
+  /** Tracked path → its stamp when hashing showed it holds its index entry's content. */
+  hashed: Record<string, FileStamp>;
 }
 
 const OID = /^[0-9a-f]{40}$/;
 
 export function stampOf(st: Stats): DirStamp {
   return [st.mtimeMs, st.ctimeMs, st.ino];
+}
+
+export function fileStampOf(st: Stats): FileStamp {
+  return [st.mtimeMs, st.ctimeMs, st.size, st.ino];
+}
+
+/** Equal file stamps; a damaged entry read from the file is never equal. */
+export function sameFileStamp(a: unknown, b: FileStamp): boolean {
+  return Array.isArray(a) && a.length === 4 && a[0] === b[0] && a[1] === b[1] && a[2] === b[2] && a[3] === b[3];
 }
 
 /** Equal stamps; anything else read from the file (a damaged entry) is never equal. */
@@ -78,9 +100,10 @@ export function readStatusCache(file: string): StatusCache | null {
   const oidOrNull = (v: unknown) => v === null || (typeof v === "string" && OID.test(v));
   if (c.v !== VERSION || typeof c.index !== "string" || !OID.test(c.index) || !oidOrNull(c.commit) || !oidOrNull(c.tree)) return null;
   if (typeof c.dirs !== "object" || c.dirs === null || Array.isArray(c.dirs)) return null;
-  // Each directory's stamp is checked where it is used (sameStamp): one damaged entry costs one listing.
+  // Each stamp is checked where it is used (sameStamp, sameFileStamp): one damaged entry costs one listing or one hash.
   const dirs = c.dirs as Record<string, DirStamp>;
-  return { index: c.index, commit: c.commit as string | null, tree: c.tree as string | null, dirs, complete: c.complete === true };
+  const hashed = typeof c.hashed === "object" && c.hashed !== null && !Array.isArray(c.hashed) ? (c.hashed as Record<string, FileStamp>) : {};
+  return { index: c.index, commit: c.commit as string | null, tree: c.tree as string | null, dirs, complete: c.complete === true, hashed };
 }
 
 /** Replace the cache (temp + rename: a reader sees the old file or the new one); a failure only costs speed later. */

@@ -18,7 +18,7 @@ import { ObjectStore } from "./object-store.ts";
 import { cacheTreeOf, flatTree } from "./tree-read.ts";
 import { hashBlob, journaledPathsFor, onDisk, readJournal, sameVersion, tempNameOf } from "./checkout-journal.ts";
 import { gitdirOf, resolveRefSync } from "./refs.ts";
-import { type DirStamp, indexKey, readStatusCache, sameStamp, settled, stampOf, writeStatusCache } from "./status-cache.ts";
+import { type DirStamp, type FileStamp, fileStampOf, indexKey, readStatusCache, sameFileStamp, sameStamp, settled, stampOf, writeStatusCache } from "./status-cache.ts";
 
 const GITLINK = 0o160000;
 const SYMLINK = 0o120000;
@@ -116,8 +116,24 @@ function sameTime(s1: number, n1: number, ms: number): boolean {
   return s1 === s2 && Math.abs(n1 - Math.floor((ms - s2 * 1000) * 1000000)) < 1000;
 }
 
-/** Does the work tree file differ from its index entry? `filemode` may be asked lazily: only a mode change needs it. */
-export function fileChanged(dir: string, e: IndexEntry, filemode: boolean | (() => boolean), racyAfterMs: number): boolean {
+/**
+ * Files hashed before (status-cache.ts): `known` is what the cache holds,
+ * `proven` collects this check's files shown to hold their entry's content
+ * (for the next cache), `now` decides which are settled enough to remember.
+ */
+export interface HashProofs {
+  known: Record<string, FileStamp>;
+  proven: Map<string, FileStamp>;
+  now: number;
+}
+
+/**
+ * Does the work tree file differ from its index entry? `filemode` may be asked
+ * lazily: only a mode change needs it. With `proofs`, a file whose stat data
+ * no longer vouches for it is hashed only if the cache has not seen it, with
+ * this very stat data, hold the entry's content.
+ */
+export function fileChanged(dir: string, e: IndexEntry, filemode: boolean | (() => boolean), racyAfterMs: number, proofs?: HashProofs): boolean {
   const abs = `${dir}/${e.path}`;
   let st: fs.Stats;
   try {
@@ -144,7 +160,15 @@ export function fileChanged(dir: string, e: IndexEntry, filemode: boolean | (() 
     st.ino % 2 ** 32 === e.ino &&
     sameTime(mtimeSeconds, mtimeNanoseconds, st.mtimeMs) &&
     sameTime(e.ctimeSeconds, e.ctimeNanoseconds, st.ctimeMs);
-  return statSame ? false : hashBlob(abs, st) !== e.oid;
+  if (statSame) return false;
+  if (!proofs) return hashBlob(abs, st) !== e.oid;
+  const stamp = fileStampOf(st);
+  if (!(Object.hasOwn(proofs.known, e.path) && sameFileStamp(proofs.known[e.path], stamp))) {
+    if (hashBlob(abs, st) !== e.oid) return true;
+    if (!settled(st, proofs.now)) return false; // an edit in the same tick could still keep this stat data
+  }
+  proofs.proven.set(e.path, stamp);
+  return false;
 }
 
 function isRepository(path: string): boolean {
@@ -256,9 +280,10 @@ function unchangedDirs(dir: string, known: Record<string, DirStamp>): boolean {
   return true;
 }
 
-function sameDirs(a: Record<string, DirStamp>, b: Map<string, DirStamp>): boolean {
+/** The cache's record (`a`) holds exactly this check's stamps (`b`). */
+function sameStamps<S>(a: Record<string, S>, b: Map<string, S>, same: (x: unknown, y: S) => boolean): boolean {
   if (Object.keys(a).length !== b.size) return false;
-  for (const [k, v] of b) if (!Object.hasOwn(a, k) || !sameStamp(a[k], v)) return false;
+  for (const [k, v] of b) if (!Object.hasOwn(a, k) || !same(a[k], v)) return false;
   return true;
 }
 
@@ -298,12 +323,13 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
   const key = cacheFile ? indexKey(file.buf) : null;
   const cache = cacheFile && key ? readStatusCache(cacheFile) : null;
 
-  // 1. Tracked files against their index entries.
+  // 1. Tracked files against their index entries (hashes the cache already proved are not repeated).
+  const proofs: HashProofs | undefined = cacheFile && key ? { known: cache?.index === key ? cache.hashed : {}, proven: new Map(), now: Date.now() } : undefined;
   for (const e of entries) {
     if (e.mode === GITLINK) continue; // submodules are their own repositories
     if (journal?.has(e.path)) {
       if (!moveOwns(e.path)) return true;
-    } else if (fileChanged(dir, e, filemode, file.mtimeMs)) return true;
+    } else if (fileChanged(dir, e, filemode, file.mtimeMs, proofs)) return true;
   }
 
   // 2. Files the index does not know: collected now, judged against .gitignore below.
@@ -341,9 +367,18 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
     // Rewritten only when it would say something new.
     const commit = headTree === null ? null : head;
     const complete = listed ? listed.stamps.size === listed.dirCount : true;
+    const proven = (proofs as HashProofs).proven;
     const same =
-      cache?.index === key && cache.commit === commit && cache.tree === headTree && cache.complete === complete && (!listed || sameDirs(cache.dirs, listed.stamps));
-    if (!same) writeStatusCache(cacheFile, { index: key, commit, tree: headTree, dirs: listed ? Object.fromEntries(listed.stamps) : known, complete });
+      cache?.index === key &&
+      cache.commit === commit &&
+      cache.tree === headTree &&
+      cache.complete === complete &&
+      (!listed || sameStamps(cache.dirs, listed.stamps, sameStamp)) &&
+      sameStamps(cache.hashed, proven, sameFileStamp);
+    if (!same) {
+      const dirs = listed ? Object.fromEntries(listed.stamps) : known;
+      writeStatusCache(cacheFile, { index: key, commit, tree: headTree, dirs, complete, hashed: Object.fromEntries(proven) });
+    }
   }
 
   // 4. Untracked files count unless ignored; a directory is looked into only if it is not ignored itself.
