@@ -6,7 +6,9 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { CHECKS } from "../../src/core/actions/checks.ts";
 import { setupDrift, driftedItems } from "../../src/core/actions/drift.ts";
+import { actionDef, actionNames } from "../../src/core/actions/index.ts";
 import { type RunOptions, runActions, teardownActions } from "../../src/core/actions/executor.ts";
 import type { ActionItem, PackState } from "../../src/core/actions/types.ts";
 import { makeEvent } from "../../src/core/manifest.ts";
@@ -112,6 +114,11 @@ describe("setup drift", () => {
     await runActions(ITEMS, opts(ok), noHooks);
     await teardownActions(ITEMS, null, opts(ok), noHooks);
     expect(ok).toEqual({});
+  });
+
+  test("every action that records an expectation has a check, and no check is left without its action", () => {
+    const recording = actionNames().filter((n) => actionDef(n)?.expect !== undefined);
+    expect(recording.sort()).toEqual(Object.keys(CHECKS).sort());
   });
 
   test("an unreadable record is reported, not trusted", () => {

@@ -1,10 +1,10 @@
 // Setup drift: after an action applies, the executor records what it left
 // behind (`expect:<where>` in the pack state, via the action's own `expect`);
-// `status` later asks the action's `verify` whether that still holds — a
-// stat or a file read, never a re-run. `sync` re-applies exactly the items
+// `status` later asks the action's check (checks.ts) whether that still holds —
+// a stat or a file read, never a re-run. `sync` re-applies exactly the items
 // whose check fails (see packtypes/run-actions.ts).
 import { existsSync, readFileSync } from "node:fs";
-import { actionDef } from "./index.ts";
+import { CHECKS } from "./checks.ts";
 import type { ActionContext, ActionDef, Expectation, PackState } from "./types.ts";
 
 const PREFIX = "expect:";
@@ -72,7 +72,7 @@ export function setupDrift(state: PackState, seen: Map<string, string | null> = 
       out.push({ action: "?", idx: topIdx(where), where, path: "", differs: "the recorded setup is unreadable; run grex sync --force" });
       continue;
     }
-    const differs = actionDef(value.action)?.verify?.(value.fact, read) ?? null;
+    const differs = CHECKS[value.action]?.(value.fact, read) ?? null;
     if (differs !== null) out.push({ action: value.action, idx: topIdx(where), where, path: value.fact.path, differs });
   }
   return out.sort((a, b) => a.where.localeCompare(b.where, "en", { numeric: true }));

@@ -19,7 +19,7 @@ import { dirname, join } from "node:path";
 import * as v from "valibot";
 import { errText, expandField, failed, home, rewriteFile } from "./paths.ts";
 import type { ActionContext, ActionDef, ActionOutcome } from "./types.ts";
-import { eolOf, joinLines, type Line, splitLines } from "../lines.ts";
+import { blockBody, dropBlock, openMarker, setBlock, UnclosedBlock } from "./env-block.ts";
 
 const Args = v.strictObject({
   name: v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a variable name (letters, digits, _; not starting with a digit)")),
@@ -31,53 +31,6 @@ const Args = v.strictObject({
   scope: v.optional(v.picklist(["user", "machine", "session"]), "user"),
 });
 type Args = v.InferOutput<typeof Args>;
-
-// ------------------------------------------------------------ managed blocks
-
-const openMarker = (name: string) => `# >>> grex:env:${name} >>>`;
-const closeMarker = (name: string) => `# <<< grex:env:${name} <<<`;
-
-class UnclosedBlock extends Error {}
-
-/** Line indexes of the block's markers, or null when there is none. */
-function findBlock(lines: Line[], name: string): { start: number; end: number } | null {
-  const start = lines.findIndex((l) => l.text.trimEnd() === openMarker(name));
-  if (start === -1) return null;
-  const rel = lines.slice(start + 1).findIndex((l) => l.text.trimEnd() === closeMarker(name));
-  if (rel === -1) throw new UnclosedBlock(`line ${start + 1}`);
-  return { start, end: start + 1 + rel };
-}
-
-function blockBody(text: string, name: string): string[] | null {
-  const lines = splitLines(text);
-  const b = findBlock(lines, name);
-  return b ? lines.slice(b.start + 1, b.end).map((l) => l.text) : null;
-}
-
-/** Set the block's body; a new block goes at the end. `addedEol`: a line break had to be added before it. */
-function setBlock(text: string, name: string, body: string[]): { text: string; addedEol: boolean } {
-  const lines = splitLines(text);
-  const eol = eolOf(text);
-  const b = findBlock(lines, name);
-  if (b) {
-    const bodyLines = body.map((t) => ({ text: t, eol }));
-    return { text: joinLines([...lines.slice(0, b.start + 1), ...bodyLines, ...lines.slice(b.end)]), addedEol: false };
-  }
-  const addedEol = text !== "" && !text.endsWith("\n");
-  const block = [openMarker(name), ...body, closeMarker(name)].map((t) => t + eol).join("");
-  return { text: (addedEol ? text + eol : text) + block, addedEol };
-}
-
-/** Take the block out; `stripEol`: also drop the line break setBlock added before it (when it is still last). */
-function dropBlock(text: string, name: string, stripEol: boolean): string {
-  const lines = splitLines(text);
-  const b = findBlock(lines, name);
-  if (!b) return text;
-  const last = b.end === lines.length - 1;
-  const out = joinLines([...lines.slice(0, b.start), ...lines.slice(b.end + 1)]);
-  if (stripEol && last) return out.replace(/\r?\n$/, "");
-  return out;
-}
 
 // ------------------------------------------------------------ targets
 
@@ -286,24 +239,5 @@ export const envAction: ActionDef<Args> = {
     const value = expandField(a.value, ctx, "value");
     const files = Object.fromEntries(targetFiles(a.scope, ctx).map((f) => [f, lineFor(f, a.scope, a.name, value)]));
     return { path: Object.keys(files)[0] ?? "", name: a.name, files };
-  },
-  verify(fact, readText) {
-    const name = String(fact.name);
-    for (const [file, line] of Object.entries(fact.files as Record<string, string>)) {
-      const text = readText(file);
-      if (text === null) return `${file} is missing (it held the ${name} block)`;
-      // The common case in one search: the whole block, exactly as apply writes it.
-      const block = [openMarker(name), line, closeMarker(name)];
-      if (text.includes(block.join("\n")) || text.includes(block.join("\r\n"))) continue;
-      let body: string[] | null;
-      try {
-        body = blockBody(text, name);
-      } catch {
-        return `${file} has an unclosed ${name} block`;
-      }
-      if (body === null) return `${file} has no ${name} block`;
-      if (body.length !== 1 || body[0] !== line) return `${file} sets ${name} differently (${body.join(" ")})`;
-    }
-    return null;
   },
 };

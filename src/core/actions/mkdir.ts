@@ -103,8 +103,4 @@ export const mkdirAction: ActionDef<Args> = {
   expect(a, ctx) {
     return { path: targetPath(a.path, ctx, "path") };
   },
-  verify(fact) {
-    if (statOrNull(fact.path)?.isDirectory()) return null;
-    return lstatOrNull(fact.path) ? "exists but is not a directory" : "directory is missing";
-  },
 };

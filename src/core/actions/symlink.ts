@@ -3,8 +3,8 @@
 //                      (`.`/`..` and doubled separators collapsed, native separators);
 //   normalize: false → the link target is the pack dir and src joined verbatim.
 // Either way "already linked" compares resolved paths, and src must stay in the pack.
-import { readlinkSync, renameSync, rmSync, symlinkSync } from "node:fs";
-import { dirname, isAbsolute, resolve } from "node:path";
+import { renameSync, rmSync, symlinkSync } from "node:fs";
+import { dirname, isAbsolute } from "node:path";
 import * as v from "valibot";
 import {
   backupPath,
@@ -19,6 +19,7 @@ import {
   packPath,
   statOrNull,
 } from "./paths.ts";
+import { describeExisting, linkTarget } from "./checks.ts";
 import type { ActionContext, ActionDef, ActionOutcome } from "./types.ts";
 
 const Args = v.strictObject({
@@ -42,18 +43,6 @@ function resolveArgs(a: Args, ctx: ActionContext) {
   const raw = expandPath(a.src, ctx, "src");
   const target = a.normalize ? src : isAbsolute(raw) ? raw : `${ctx.packDir}/${raw}`;
   return { src, target, dst: confinedTarget(a.dst, ctx, "dst") };
-}
-
-/** Where the link at `dst` points (resolved), or null when dst is not a link. */
-function linkTarget(dst: string): string | null {
-  if (!lstatOrNull(dst)?.isSymbolicLink()) return null;
-  return resolve(dirname(dst), readlinkSync(dst));
-}
-
-function describeExisting(dst: string): string {
-  const st = lstatOrNull(dst);
-  if (st?.isSymbolicLink()) return `a link to ${readlinkSync(dst)}`;
-  return st?.isDirectory() ? "a directory" : "a file";
 }
 
 /** Put a backup back at `dst` (dst must be free). Returns the backup used, or null. */
@@ -139,12 +128,5 @@ export const symlinkAction: ActionDef<Args> = {
   expect(a, ctx) {
     const { src, dst } = resolveArgs(a, ctx);
     return { path: dst, src };
-  },
-  verify(fact) {
-    const src = String(fact.src);
-    const points = linkTarget(fact.path);
-    if (points === src) return null;
-    if (points !== null) return `links to ${points} instead of ${src}`;
-    return lstatOrNull(fact.path) ? `is ${describeExisting(fact.path)}, not a link to ${src}` : `link to ${src} is missing`;
   },
 };

@@ -118,14 +118,8 @@ export interface ActionDef<A = unknown> {
   apply(args: A, ctx: ActionContext): Promise<ActionOutcome>;
   /** Teardown without an explicit list: undo what apply did. Idempotent: a second undo is a no-op. */
   undo(args: A, ctx: ActionContext): Promise<ActionOutcome>;
-  /** After a successful apply: what must still hold later (resolved paths), or null when nothing can be checked. */
+  /** After a successful apply: what must still hold later (resolved paths), or null when nothing can be checked; its check is in checks.ts. */
   expect?(args: A, ctx: ActionContext): Expectation | null;
-  /**
-   * A cheap postcondition check of a recorded expectation (never re-runs the
-   * action): what differs, or null. Files are read through `read` (a file's
-   * text, or null when it does not exist), shared by the checks of one report.
-   */
-  verify?(fact: Expectation, read: (path: string) => string | null): string | null;
 }
 
 /** What an applied action left behind: `path` names it for people; the rest is the action's own. */
