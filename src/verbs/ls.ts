@@ -7,17 +7,23 @@ import { paint } from "./render-style.ts";
 import { table } from "./render-table.ts";
 import { defineVerb, READS_ONLY } from "./types.ts";
 
-const PackRow = v.object({
-  id: v.string(),
-  type: v.string(),
-  path: v.string(),
-  url: v.string(),
-  ref: v.nullable(v.string()),
-  sha: v.nullable(v.string()),
-  installed_at: v.nullable(v.string()),
-  depth: v.number(),
-  parent: v.nullable(v.string()),
-});
+// The result's schema is built on first use: only MCP's tools/list (and the
+// tests) read it, and `ls` is timed from its start.
+let resultSchema: ReturnType<typeof buildResult> | undefined;
+function buildResult() {
+  const PackRow = v.object({
+    id: v.string(),
+    type: v.string(),
+    path: v.string(),
+    url: v.string(),
+    ref: v.nullable(v.string()),
+    sha: v.nullable(v.string()),
+    installed_at: v.nullable(v.string()),
+    depth: v.number(),
+    parent: v.nullable(v.string()),
+  });
+  return v.object({ packs: v.array(PackRow) });
+}
 
 export const lsVerb = defineVerb({
   name: "ls",
@@ -29,7 +35,9 @@ export const lsVerb = defineVerb({
     tree: v.optional(v.boolean(), false),
     filter: filterParam,
   }),
-  result: v.object({ packs: v.array(PackRow) }),
+  get result() {
+    return (resultSchema ??= buildResult());
+  },
   readOnly: true,
   effects: () => READS_ONLY,
   destructive: false,
