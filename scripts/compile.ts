@@ -5,8 +5,14 @@ import { join } from "node:path";
 
 const repo = join(import.meta.dir, "..");
 
-/** The flags every compiled binary of the project is built with (benchmarks' baselines included). */
-export const COMPILE_FLAGS = ["--compile", "--minify", "--bytecode", "--format=esm", "--splitting"];
+/**
+ * The flags every compiled binary of the project is built with (benchmarks'
+ * baselines included). By default a compiled Bun program still reads `.env`
+ * (into its environment) and `bunfig.toml` (whose `preload` runs code) from
+ * the working directory, and grex often runs inside a pack, someone else's
+ * files: it reads neither.
+ */
+export const COMPILE_FLAGS = ["--compile", "--minify", "--bytecode", "--format=esm", "--splitting", "--no-compile-autoload-dotenv", "--no-compile-autoload-bunfig"];
 
 export const GREX_ENTRY = join(repo, "src", "cli", "main.ts");
 

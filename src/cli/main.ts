@@ -1,4 +1,4 @@
-#!/usr/bin/env bun
+#!/usr/bin/env -S bun --no-env-file --config=/dev/null
 // Entry point. `grex --version` answers before anything else is loaded, and a
 // plain `grex serve` starts the MCP server without loading the CLI adapter or
 // the verb table's CLI side (the first reply is what agents wait for).
