@@ -6,6 +6,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { GrexError, usageError } from "../core/errors.ts";
+import { normalJitPolicy } from "./jit.ts";
 import { McpSession, type Id, type ServerOptions } from "./server.ts";
 
 /** Request bodies larger than this are answered 413 without being read further. */
@@ -369,6 +370,7 @@ export async function serveHttp(opts: HttpServeOptions): Promise<HttpServer> {
     throw new GrexError("generic", `Cannot listen on ${opts.addr} (${why.replace(/\.$/, "")}); pick another address with --http host:port.`);
   }
   boundPort = server.port ?? wantedPort;
+  normalJitPolicy(); // listening: from here on this process serves
   const urlHost = hostname.includes(":") ? `[${hostname}]` : hostname;
 
   const sweep = setInterval(() => {

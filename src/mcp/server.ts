@@ -10,6 +10,7 @@ import type { Progress, VerbDef } from "../verbs/types.ts";
 import { mapRustAliases } from "./aliases.ts";
 import { ClientRequests } from "./client-requests.ts";
 import type { GatewayPort } from "./gateway/types.ts";
+import { normalJitPolicy } from "./jit.ts";
 import { RPC, RpcError } from "./wire/jsonrpc.ts";
 
 export { RPC, RpcError };
@@ -248,6 +249,7 @@ export class McpSession {
       instructions:
         "grex manages one workspace of git repositories (packs). Inspect with ls, status and doctor (read-only); bring packs up to date with sync and update; change the set of packs with add, rm and import; act across packs with run and exec.",
     });
+    normalJitPolicy(); // the reply is out: from here on this process serves
   }
 
   /** Run a request under its own AbortController; answer -32800 if it was cancelled. */
