@@ -28,6 +28,25 @@ export function writeToolCache(ws: Workspace, server: string, key: string, tools
   }
 }
 
+/** Tool entries a server listed that grex left out, next to the tool cache (same key). */
+export function writeDroppedTools(ws: Workspace, server: string, key: string, dropped: string[]): void {
+  try {
+    mkdirSync(dirOf(ws), { recursive: true });
+    atomicWriteFile(join(dirOf(ws), `${server}.dropped.json`), `${JSON.stringify({ key, dropped })}\n`);
+  } catch {
+    // only informational
+  }
+}
+
+export function readDroppedTools(ws: Workspace, server: string, key: string): string[] | undefined {
+  try {
+    const doc = JSON.parse(readFileSync(join(dirOf(ws), `${server}.dropped.json`), "utf8")) as { key?: unknown; dropped?: unknown };
+    return doc.key === key && Array.isArray(doc.dropped) ? doc.dropped.filter((d): d is string => typeof d === "string") : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export interface ServerStatusRecord {
   status: "live" | "idle" | "error";
   pid: number | null;
