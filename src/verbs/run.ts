@@ -2,7 +2,7 @@
 import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { stepLines } from "./render-steps.ts";
-import { packOpError, usageError } from "../core/errors.ts";
+import { packOpError, pluginError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
 import { actionChoices, BUILTIN_ACTIONS, isKnownAction } from "../core/registry.ts";
 import { loadWorkspaceView } from "../core/packs.ts";
@@ -37,7 +37,7 @@ export const runVerb = defineVerb({
   cli: { args: "<action>", positionals: ["action"], flags: [allowOutsideHomeFlag] },
   async run(ctx, p, signal, progress) {
     if (!isKnownAction(p.action)) {
-      throw usageError(`Unknown action '${p.action}'; use one of ${actionChoices()}.`, { field: "action" });
+      throw pluginError(`Unknown action '${p.action}'; use one of ${actionChoices()}.`, { field: "action" });
     }
     const ws = ctx.workspace();
     const view = await loadWorkspaceView(ws, ctx.warn);

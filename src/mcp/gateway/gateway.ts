@@ -318,7 +318,9 @@ export class Gateway implements GatewayPort {
   }
 
   private async reread(): Promise<void> {
-    const before = this.declaredSet ? await this.declaredSet.catch(() => undefined) : undefined;
+    // Never read yet: no client has a list from us that could have changed (the next tools/list reads it).
+    if (!this.declaredSet) return;
+    const before = await this.declaredSet.catch(() => undefined);
     this.declaredSet = this.readDeclared();
     const after = await this.declaredSet.catch(() => undefined);
     if (!after || before?.fingerprint === after.fingerprint) return;
