@@ -31,7 +31,9 @@ const tools: unknown[] = [
   { name: "pid", description: "Answer with the process id.", inputSchema: { type: "object" } },
 ];
 
-const out = (msg: object) => process.stdout.write(`${JSON.stringify(msg)}\n`);
+const out = (msg: object): void => {
+  process.stdout.write(`${JSON.stringify(msg)}\n`);
+};
 const text = (t: string) => ({ content: [{ type: "text", text: t }] });
 
 function flood(id: unknown): void {
