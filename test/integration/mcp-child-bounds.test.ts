@@ -77,7 +77,7 @@ describe("message size cap", () => {
     expect(r?.isError).toBe(true);
     const text = textOf(r);
     expect(text).toContain("MCP server 'hostile'");
-    expect(text).toContain("4 MiB");
+    expect(text).toContain("over the 4 MiB limit");
     expect(text).toContain("GREX_MCP_MAX_MESSAGE_BYTES");
     expect(text).toContain("flood");
     await until(() => !running(first), "the flooding child to be stopped");
@@ -91,7 +91,7 @@ describe("message size cap", () => {
     const g = gateway({ GREX_MCP_MAX_MESSAGE_BYTES: "65536" }, logs);
     const r = await g.call("small__flood", {}, hooks());
     expect(r?.isError).toBe(true);
-    expect(textOf(r)).toContain("65536-byte (GREX_MCP_MAX_MESSAGE_BYTES)");
+    expect(textOf(r)).toContain("over the 65536-byte limit (GREX_MCP_MAX_MESSAGE_BYTES)");
     // Under the default cap the same 200 kB answer goes through.
     const plain = await gateway().call("small__flood", {}, hooks());
     expect(plain?.isError).toBeFalsy();

@@ -33,7 +33,7 @@ export interface StdioSpec {
   stderrLine(line: string): void;
   /** Largest message accepted from the child; a bigger one stops it (default MAX_MESSAGE_BYTES). */
   maxMessageBytes?: number;
-  /** Names the limit in the error, e.g. "4 MiB (GREX_MCP_MAX_MESSAGE_BYTES)". */
+  /** Names the limit in the error, e.g. "4 MiB limit (set GREX_MCP_MAX_MESSAGE_BYTES to raise it)". */
   limitText?: string;
 }
 
@@ -93,7 +93,7 @@ export function spawnStdioChannel(spec: StdioSpec): Channel {
     },
     () => {
       // A message over the limit: its call cannot be answered, and the child's stream is suspect. Stop it.
-      reason ??= `sent a message larger than the ${spec.limitText ?? `${max}-byte`} limit, so grex stopped it`;
+      reason ??= `sent a message over the ${spec.limitText ?? `${max}-byte limit`}, so grex stopped it`;
       spec.stderrLine(`(a message over ${max} bytes on stdout; stopping the server)`);
       void stop(0);
     },

@@ -25,10 +25,10 @@ export const MAX_MESSAGE_ENV = "GREX_MCP_MAX_MESSAGE_BYTES";
 export function childMessageLimit(env: Record<string, string | undefined>, warn: (m: string) => void): { bytes: number; text: string } {
   const raw = env[MAX_MESSAGE_ENV]?.trim();
   if (raw !== undefined && raw !== "") {
-    if (/^\d+$/.test(raw) && Number(raw) >= 1024 && Number.isSafeInteger(Number(raw))) return { bytes: Number(raw), text: `${raw}-byte (${MAX_MESSAGE_ENV})` };
+    if (/^\d+$/.test(raw) && Number(raw) >= 1024 && Number.isSafeInteger(Number(raw))) return { bytes: Number(raw), text: `${raw}-byte limit (${MAX_MESSAGE_ENV})` };
     warn(`warning: ${MAX_MESSAGE_ENV}='${raw}' is not a whole number of bytes >= 1024; using the default of ${MAX_MESSAGE_BYTES} bytes.`);
   }
-  return { bytes: MAX_MESSAGE_BYTES, text: `${MAX_MESSAGE_BYTES / (1024 * 1024)} MiB (set ${MAX_MESSAGE_ENV} to change it)` };
+  return { bytes: MAX_MESSAGE_BYTES, text: `${MAX_MESSAGE_BYTES / (1024 * 1024)} MiB limit (set ${MAX_MESSAGE_ENV} to raise it)` };
 }
 
 interface Slot {
