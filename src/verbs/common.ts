@@ -5,7 +5,7 @@ import { BARE_NAME_RE } from "../core/naming.ts";
 
 export const dryRunParam = desc(
   v.optional(v.boolean(), false),
-  "true: only report what would change (the result says would_perform_change); nothing is written, cloned or run and no lock is taken. Default false.",
+  "true: only report what would change (steps say would_perform_change); the workspace, its packs and HOME are left as they are, no command is run and no lock is taken. Default false.",
 );
 export const filterParam = desc(
   v.optional(v.string()),

@@ -12,7 +12,7 @@ import type { RenderStyle } from "./types.ts";
 export const syncSelectionEntries = {
   ids: desc(
     v.optional(v.array(v.string()), []),
-    "Pack ids to work on (as ls shows them, e.g. [\"dotfiles\", \"tools/mine\"]); children of a named pack come along. Default []: every registered pack.",
+    "Registered pack ids to work on, as ls shows them, e.g. [\"dotfiles\", \"tools/mine\"]. Default []: every registered pack.",
   ),
   ref: desc(
     v.optional(v.pipe(v.string(), v.minLength(1))),
@@ -20,7 +20,7 @@ export const syncSelectionEntries = {
   ),
   force: desc(
     v.optional(v.boolean(), false),
-    "true: also move packs with uncommitted changes (their changes to tracked files are overwritten) and reinstall every selected pack. Default false: dirty packs are skipped and reported.",
+    "true: also move packs that have uncommitted changes or are off their branch, and reinstall every selected pack. Default false: such packs are left as they are and reported.",
   ),
   dry_run: dryRunParam,
   filter: filterParam,
