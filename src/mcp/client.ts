@@ -7,7 +7,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import pkg from "../../package.json" with { type: "json" };
 import { CancelledError, GrexError, errnoCode } from "../core/errors.ts";
-import { normaliseTool } from "./gateway/normalise.ts";
+import { normaliseCallResult, normaliseTool } from "./gateway/normalise.ts";
 
 /** The protocol version the SDK client asks for (its LATEST_PROTOCOL_VERSION), assumed when a server names none. */
 const LATEST_ASKED_VERSION = "2025-11-25";
@@ -139,7 +139,7 @@ class TrackedTransport implements Transport {
   }
 
   send(message: JSONRPCMessage, options?: Parameters<Transport["send"]>[1]): Promise<void> {
-    if ("method" in message && "id" in message && (message.method === "initialize" || message.method === "tools/list")) this.asked.set(message.id, message.method);
+    if ("method" in message && "id" in message && (message.method === "initialize" || message.method === "tools/list" || message.method === "tools/call")) this.asked.set(message.id, message.method);
     return this.inner.send(message, options);
   }
 
@@ -162,6 +162,8 @@ class TrackedTransport implements Transport {
       }
       if (!isObject(r.capabilities)) r.capabilities = {};
       if (!isObject(r.serverInfo)) r.serverInfo = { name: "", version: "" };
+    } else if (method === "tools/call") {
+      return { ...m, result: normaliseCallResult(r) } as JSONRPCMessage;
     } else if (Array.isArray(r.tools)) {
       const tools: Record<string, unknown>[] = [];
       for (const raw of r.tools) {

@@ -3,6 +3,7 @@
 //   with no schema at all, one with an inputSchema that is a string, one whose
 //   name has a space (invalid), and plain ones; none has annotations but `echo`;
 // - initialize: without protocolVersion when FIXTURE_NO_VERSION is set;
+// - `fails`: a tool-level failure spelled `is_error` (snake_case);
 // - `flood`: answers with one line of FLOOD_BYTES (default 200 MB) bytes;
 // - `fork`: starts two grandchildren (`sleep`), one in its process group and
 //   one in a session of its own (setsid), and answers with their pids;
@@ -29,6 +30,7 @@ const tools: unknown[] = [
   { name: "hang", description: "Never answer.", inputSchema: { type: "object" } },
   { name: "ignore-term", description: "Ignore SIGTERM from now on.", inputSchema: { type: "object" } },
   { name: "pid", description: "Answer with the process id.", inputSchema: { type: "object" } },
+  { name: "fails", description: "A tool-level failure spelled is_error.", input_schema: { type: "object" } },
 ];
 
 const out = (msg: object): void => {
@@ -88,6 +90,8 @@ function handle(msg: Record<string, unknown>): void {
         case "ignore-term":
           process.on("SIGTERM", () => record("ignored SIGTERM"));
           return out({ jsonrpc: "2.0", id, result: text("ignoring SIGTERM") });
+        case "fails":
+          return out({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: "it failed" }], is_error: true } });
         case "pid":
           return out({ jsonrpc: "2.0", id, result: text(String(process.pid)) });
         default:

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { join } from "node:path";
 import { EVERYTHING, serversPackYaml } from "../helpers/mcp-gateway.ts";
 import { HttpServeProcess } from "../helpers/http-serve.ts";
@@ -73,7 +74,7 @@ async function drive(client: Client): Promise<void> {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name);
   expect(names.slice(0, 11)).toEqual(GREX_TOOLS);
-  expect(names.filter((n) => n.startsWith("odd__")).sort()).toEqual(["odd__bare", "odd__echo", "odd__flood", "odd__fork", "odd__hang", "odd__ignore-term", "odd__pid", "odd__snake", "odd__stringy"]);
+  expect(names.filter((n) => n.startsWith("odd__")).sort()).toEqual(["odd__bare", "odd__echo", "odd__fails", "odd__flood", "odd__fork", "odd__hang", "odd__ignore-term", "odd__pid", "odd__snake", "odd__stringy"]);
   expect(names.filter((n) => n.startsWith("legacy__")).sort()).toEqual(["legacy__echo", "legacy__get-sum"]);
   const tool = (n: string) => tools.find((t) => t.name === n);
   expect(tool("odd__snake")?.inputSchema).toEqual({ type: "object", properties: { q: { type: "string" } }, required: ["q"] });
@@ -84,6 +85,7 @@ async function drive(client: Client): Promise<void> {
   for (const t of tools.slice(0, 11)) for (const p of Object.values(t.inputSchema.properties ?? {})) expect((p as { description?: string }).description).toBeString();
   const call = (name: string, args: Record<string, unknown>) => client.callTool({ name, arguments: args }) as Promise<ToolResult>;
   expect((await call("odd__snake", { q: "x" })).content[0]?.text).toBe("q=x");
+  expect(await call("odd__fails", {})).toMatchObject({ isError: true, content: [{ type: "text", text: "it failed" }] });
   expect((await call("legacy__echo", { message: "hi" })).content[0]?.text).toContain("hi");
   const rm = await call("rm", { id: "nope" });
   expect(rm.isError).toBe(true);
@@ -124,6 +126,23 @@ describe("the SDK Client lists every tool despite a non-conformant child, and re
   });
 });
 
+test("no spurious tools/list_changed: a sync that changes no declared server sends none, listed or not", async () => {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [GREX_MAIN, "serve"], cwd: tw.ws, env: tw.env as Record<string, string>, stderr: "pipe" });
+  const client = new Client({ name: "agents-test", version: "1" });
+  clients.push(client);
+  let changes = 0;
+  client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+    changes++;
+  });
+  await client.connect(transport);
+  expect((await client.callTool({ name: "sync", arguments: {} })).isError).toBe(false);
+  await Bun.sleep(500); // the re-read is debounced by 50 ms: give a notification every chance to show
+  await client.listTools();
+  expect((await client.callTool({ name: "sync", arguments: {} })).isError).toBe(false);
+  await Bun.sleep(500);
+  expect(changes).toBe(0);
+});
+
 describe("plain JSON-RPC clients (curl)", () => {
   const post = (url: string, body: object, headers: Record<string, string> = {}) =>
     fetch(url, { method: "POST", headers: { "Content-Type": "application/json", ...headers }, body: JSON.stringify(body) });
@@ -161,6 +180,9 @@ describe("grex mcp accepts what the gateway accepts", () => {
     const call = await tw.grex("mcp", "call", "snake", "--args", '{"q":"y"}', "--json", "--", "env", "FIXTURE_NO_VERSION=1", process.execPath, HOSTILE);
     expect(call.code).toBe(0);
     expect(call.json.content).toEqual([{ type: "text", text: "q=y" }]);
+    const failed = await tw.grex("mcp", "call", "fails", "--json", "--", process.execPath, HOSTILE);
+    expect(failed.json.is_error).toBe(true);
+    expect(failed.code).toBe(4);
   });
 
   test("--url tries Streamable HTTP, then falls back to the legacy SSE transport", async () => {

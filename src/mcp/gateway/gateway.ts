@@ -9,7 +9,7 @@ import { CancelledError } from "../../core/errors.ts";
 import { findWorkspace, LOCK_FILE, MANIFEST_FILE, type Workspace } from "../../core/workspace.ts";
 import { RPC, RpcError } from "../wire/jsonrpc.ts";
 import { ChildGoneError, ChildRpcError } from "./child.ts";
-import { normaliseTool } from "./normalise.ts";
+import { normaliseCallResult, normaliseTool } from "./normalise.ts";
 
 export { normaliseTool };
 import { ChildPool, type ServerStatus } from "./pool.ts";
@@ -242,7 +242,7 @@ export class Gateway implements GatewayPort {
         },
       );
       ok = true;
-      return result;
+      return normaliseCallResult(result);
     } catch (err) {
       if (err instanceof CancelledError || hooks.signal.aborted) throw err;
       if (err instanceof ChildRpcError) {

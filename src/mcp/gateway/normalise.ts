@@ -14,6 +14,13 @@ export const LISTABLE_NAME = /^[\x21-\x7e]{1,128}$/;
  * child's `input_schema` when that is an object, else {"type":"object"}; a schema
  * without "type" gets type object; fields of the wrong type are left out (never invented).
  */
+/** A tools/call result as MCP spells it: some servers answer `is_error` (snake_case) for `isError`. */
+export function normaliseCallResult(result: Record<string, unknown>): Record<string, unknown> {
+  if (typeof result.isError === "boolean" || typeof result.is_error !== "boolean") return result;
+  const { is_error: isError, ...rest } = result;
+  return { ...rest, isError };
+}
+
 export function normaliseTool(raw: unknown): { tool: Tool } | { dropped: string } {
   if (!isObject(raw)) return { dropped: "a tools/list entry that is not an object" };
   const name = raw.name;
