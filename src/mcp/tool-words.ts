@@ -44,5 +44,11 @@ export function inToolWords(text: string, tools: readonly VerbDef[]): string {
     const call = swap(name);
     return call ? `${lead === "see" ? "see" : "call"} ${call}` : whole;
   });
+  // A bare flag ("or pass --force") that some tool takes as an argument: its argument form.
+  out = out.replace(/(^|[\s(])--([a-z][a-z-]*)\b(?![`\w-])/g, (whole, lead: string, flag: string) => {
+    const key = flag.replaceAll("-", "_");
+    const taken = tools.some((t) => key in t.params.entries && !t.cliOnly?.includes(key));
+    return taken ? `${lead}${key}: true` : whole;
+  });
   return out.replace(/\brun the (\w+) tool/g, "call the $1 tool");
 }

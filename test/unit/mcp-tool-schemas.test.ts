@@ -54,6 +54,9 @@ test("CLI command lines in messages become tool calls; others stay command lines
   expect(inToolWords("run `grex doctor --fix`", tools)).toBe("run `grex doctor --fix` (on the command line)");
   expect(inToolWords("run `grex teardown x`", tools)).toBe("run `grex teardown x` (on the command line)");
   expect(inToolWords("see grex status for what to run", tools)).toBe("see the status tool for what to run");
+  expect(inToolWords("commit or stash them, or pass --force", tools)).toBe("commit or stash them, or pass force: true");
+  expect(inToolWords("or pass --manifest <path>", tools)).toBe("or pass --manifest <path>");
+  expect(inToolWords("(--allow-outside-home)", tools)).toBe("(--allow-outside-home)");
 });
 
 test("child tools: a missing or snake_case schema is repaired, annotations never invented, bad names dropped", () => {
