@@ -9,6 +9,8 @@ import { envToken } from "./serve-verb.ts";
 import { defineVerb, type RenderStyle, type VerbContext, READS_ONLY } from "../verbs/types.ts";
 
 export const DEFAULT_CLIENT_TIMEOUT_MS = 10_000;
+/** Where `grex mcp status|call` looks when given neither --url nor a command: `grex serve --http`'s default address. */
+export const DEFAULT_CLIENT_URL = "http://127.0.0.1:8080/mcp";
 
 const Tool = v.object({
   name: v.string(),
@@ -23,7 +25,7 @@ const Tool = v.object({
 });
 
 const Status = v.object({
-  transport: v.picklist(["http", "stdio"]),
+  transport: v.picklist(["http", "sse", "stdio"]),
   endpoint: v.string(),
   server: v.object({ name: v.string(), version: v.string(), title: v.optional(v.string()) }),
   protocol_version: v.string(),
@@ -48,6 +50,7 @@ const Servers = v.object({
       status: v.picklist(["live", "idle", "error"]),
       tool_count: v.nullable(v.number()),
       error: v.optional(v.string()),
+      dropped: v.optional(v.array(v.string())),
     }),
   ),
 });
@@ -64,6 +67,7 @@ function renderServers(r: ServersResult): string {
   const widths = rows[0]?.map((_, i) => Math.max(...rows.map((row) => (row[i] ?? "").length))) ?? [];
   const lines = rows.map((row) => row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join("  "));
   for (const s of r.servers) if (s.error) lines.push(`${s.id}: ${s.error}`);
+  for (const s of r.servers) for (const d of s.dropped ?? []) lines.push(`${s.id}: left out ${d}`);
   return lines.join("\n");
 }
 
@@ -140,7 +144,7 @@ export const mcpVerb = defineVerb({
     args: "<subcommand> [tool] [...command]",
     positionals: ["subcommand", "tool", "...command"],
     flags: [
-      { flag: "--url <url>", description: "Streamable HTTP endpoint of the server (e.g. http://127.0.0.1:8080/mcp)" },
+      { flag: "--url <url>", description: `HTTP endpoint of the server: Streamable HTTP, else legacy SSE (default ${"http://127.0.0.1:8080/mcp"} when no command is given)` },
       { flag: "--token <token>", description: "Bearer token for --url (default: env GREX_MCP_TOKEN, else MCP_TOKEN)" },
       { flag: "--args <json>", description: "Tool arguments for `call`, as a JSON object" },
       { flag: "--timeout <ms>", description: `How long to wait for each answer (default ${DEFAULT_CLIENT_TIMEOUT_MS})`, number: true },
@@ -171,13 +175,12 @@ export const mcpVerb = defineVerb({
     if (p.url !== undefined && command.length > 0) {
       throw usageError("Give either --url or a server command after `--`, not both.", { field: "url" });
     }
-    if (p.url === undefined && command.length === 0) {
-      throw usageError(`No MCP server given; pass --url URL or a command after \`--\` (grex mcp ${sub} -- grex serve).`, { field: "url" });
-    }
-    if (p.url !== undefined) {
+    // Neither a URL nor a command: the address `grex serve --http` listens on by default.
+    const urlText = p.url ?? (command.length === 0 ? DEFAULT_CLIENT_URL : undefined);
+    if (urlText !== undefined) {
       let url: URL | undefined;
       try {
-        url = new URL(p.url);
+        url = new URL(urlText);
       } catch {
         url = undefined;
       }
@@ -196,8 +199,8 @@ export const mcpVerb = defineVerb({
       timeoutMs: p.timeout ?? DEFAULT_CLIENT_TIMEOUT_MS,
       debug: ctx.debug,
     };
-    if (p.url !== undefined) {
-      target.url = p.url;
+    if (urlText !== undefined) {
+      target.url = urlText;
       if (token !== undefined) target.token = token;
     } else target.command = command;
     const client = await import("./client.ts");
@@ -270,6 +273,7 @@ async function callDeclared(
   } else {
     target.url = server.decl.url ?? "";
     target.headers = childHeaders(server, ctx.env);
+    if (server.decl.transport === "sse") target.sse = true;
   }
   const client = await import("./client.ts");
   if (sub === "status") return client.mcpStatus(target, signal);

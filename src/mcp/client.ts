@@ -7,10 +7,16 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import pkg from "../../package.json" with { type: "json" };
 import { CancelledError, GrexError, errnoCode } from "../core/errors.ts";
+import { normaliseCallResult, normaliseTool } from "./gateway/normalise.ts";
+
+/** The protocol version the SDK client asks for (its LATEST_PROTOCOL_VERSION), assumed when a server names none. */
+const LATEST_ASKED_VERSION = "2025-11-25";
 
 export interface ClientTarget {
-  /** Streamable HTTP endpoint (http/https). Exactly one of `url` and `command`. */
+  /** Streamable HTTP endpoint (http/https), or a legacy SSE endpoint (see `sse`). Exactly one of `url` and `command`. */
   url?: string;
+  /** `url` is a legacy HTTP+SSE endpoint (a declared `transport: sse` server); otherwise Streamable HTTP is tried first, then SSE. */
+  sse?: boolean;
   /** Bearer token sent with every HTTP request. */
   token?: string;
   /** Other HTTP headers (a pack-declared server's `headers`). */
@@ -40,7 +46,7 @@ export interface ToolInfo {
 }
 
 export interface StatusResult {
-  transport: "http" | "stdio";
+  transport: "http" | "sse" | "stdio";
   /** The URL, or the spawned command line. */
   endpoint: string;
   server: { name: string; version: string; title?: string };
@@ -70,10 +76,11 @@ const KILL_GRACE_MS = 500;
 type Sdk = Awaited<ReturnType<typeof loadSdk>>;
 
 async function loadSdk() {
-  const [client, stdio, http, types, auth] = await Promise.all([
+  const [client, stdio, http, sse, types, auth] = await Promise.all([
     import("@modelcontextprotocol/sdk/client/index.js"),
     import("@modelcontextprotocol/sdk/client/stdio.js"),
     import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
+    import("@modelcontextprotocol/sdk/client/sse.js"),
     import("@modelcontextprotocol/sdk/types.js"),
     import("@modelcontextprotocol/sdk/client/auth.js"),
   ]);
@@ -82,6 +89,8 @@ async function loadSdk() {
     StdioClientTransport: stdio.StdioClientTransport,
     StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
     StreamableHTTPError: http.StreamableHTTPError,
+    SSEClientTransport: sse.SSEClientTransport,
+    SseError: sse.SseError,
     UnauthorizedError: auth.UnauthorizedError,
     McpError: types.McpError,
     ErrorCode: types.ErrorCode,
@@ -99,7 +108,12 @@ class TrackedTransport implements Transport {
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
   protocolVersion: string | undefined;
+  kind: "http" | "sse" | "stdio" = "stdio";
+  /** The server's initialize result named no protocolVersion (grex assumed the one it asked for). */
+  versionMissing = false;
   closed = false;
+  /** Methods of our requests in flight, by id: their answers may need normalising. */
+  private readonly asked = new Map<string | number, string>();
   private pid: number | null = null;
   private closing: Promise<void> | undefined;
 
@@ -107,7 +121,7 @@ class TrackedTransport implements Transport {
     private readonly inner: Transport & { pid?: number | null; setProtocolVersion?(v: string): void },
     private readonly terminate?: () => Promise<void>,
   ) {
-    inner.onmessage = (m) => this.onmessage?.(m);
+    inner.onmessage = (m) => this.onmessage?.(this.tolerate(m));
     inner.onerror = (e) => this.onerror?.(e);
     inner.onclose = () => {
       this.closed = true;
@@ -125,8 +139,45 @@ class TrackedTransport implements Transport {
   }
 
   send(message: JSONRPCMessage, options?: Parameters<Transport["send"]>[1]): Promise<void> {
+    if ("method" in message && "id" in message && (message.method === "initialize" || message.method === "tools/list" || message.method === "tools/call")) this.asked.set(message.id, message.method);
     return this.inner.send(message, options);
   }
+
+  /**
+   * Accept what the gateway accepts: an initialize result without protocolVersion
+   * (or capabilities, serverInfo) gets the defaults, and tools/list entries are
+   * normalised (a missing inputSchema, `input_schema`) or dropped (invalid names)
+   * before the SDK's strict validation sees them.
+   */
+  private tolerate(m: JSONRPCMessage): JSONRPCMessage {
+    if (!("id" in m) || !("result" in m) || !isObject(m.result)) return m;
+    const method = this.asked.get(m.id);
+    if (method === undefined) return m;
+    this.asked.delete(m.id);
+    const r: Record<string, unknown> = { ...m.result };
+    if (method === "initialize") {
+      if (typeof r.protocolVersion !== "string") {
+        this.versionMissing = true;
+        r.protocolVersion = LATEST_ASKED_VERSION;
+      }
+      if (!isObject(r.capabilities)) r.capabilities = {};
+      if (!isObject(r.serverInfo)) r.serverInfo = { name: "", version: "" };
+    } else if (method === "tools/call") {
+      return { ...m, result: normaliseCallResult(r) } as JSONRPCMessage;
+    } else if (Array.isArray(r.tools)) {
+      const tools: Record<string, unknown>[] = [];
+      for (const raw of r.tools) {
+        const n = normaliseTool(raw);
+        if ("tool" in n) tools.push(n.tool);
+        else this.dropped.push(n.dropped);
+      }
+      r.tools = tools;
+    }
+    return { ...m, result: r } as JSONRPCMessage;
+  }
+
+  /** tools/list entries left out (see tolerate). */
+  readonly dropped: string[] = [];
 
   setProtocolVersion(version: string): void {
     this.protocolVersion = version;
@@ -217,6 +268,10 @@ function failure(err: unknown, step: string, target: ClientTarget, conn: Partial
   if (err instanceof sdk.UnauthorizedError || (err instanceof sdk.StreamableHTTPError && err.code === 401)) {
     return mcp(`${server} rejected the request as unauthorized (HTTP 401); pass the right --token or set GREX_MCP_TOKEN.`, { http_status: 401 });
   }
+  if (err instanceof sdk.SseError && typeof err.code === "number" && err.code >= 400) {
+    if (err.code === 401) return mcp(`${server} rejected the request as unauthorized (HTTP 401); pass the right --token or set GREX_MCP_TOKEN.`, { http_status: 401 });
+    return mcp(`${server} answered the SSE stream's GET with HTTP ${err.code}; check that the URL is an MCP endpoint.`, { http_status: err.code });
+  }
   if (err instanceof sdk.StreamableHTTPError) {
     const detail = err.message.replace(/^Streamable HTTP error: /, "").replace(/\s+/g, " ").slice(0, 200).replace(/\.$/, "");
     const hint = err.code === 404 ? "check the URL (grex serves MCP at /mcp)" : "check that the URL is an MCP Streamable HTTP endpoint";
@@ -257,19 +312,49 @@ function stringEnv(env: Record<string, string | undefined>): Record<string, stri
 async function withClient<T>(target: ClientTarget, signal: AbortSignal, work: (conn: Connection, step: (name: string) => void) => Promise<T>): Promise<T> {
   if (signal.aborted) throw new CancelledError();
   const sdk = await loadSdk();
+  if (target.url === undefined || target.sse === true) return withTransport(sdk, target, target.url === undefined ? "stdio" : "sse", signal, work);
+  try {
+    return await withTransport(sdk, target, "http", signal, work);
+  } catch (err) {
+    // The SDK's documented pattern: a server that refuses the Streamable HTTP initialize
+    // with an HTTP 4xx (404, 405, 400) may speak the legacy HTTP+SSE transport instead.
+    const status = err instanceof GrexError ? err.data?.http_status : undefined;
+    const refusedInit = err instanceof GrexError && err.data?.step === "initialize" && typeof status === "number" && status >= 400 && status < 500 && status !== 401 && status !== 403;
+    if (!refusedInit || signal.aborted) throw err;
+    target.debug?.(1, `Streamable HTTP refused (HTTP ${String(status)}); trying the legacy SSE transport`);
+    try {
+      return await withTransport(sdk, target, "sse", signal, work);
+    } catch (sseErr) {
+      if (sseErr instanceof GrexError && sseErr.data?.step === "initialize") throw err; // neither: report the Streamable HTTP answer
+      throw sseErr;
+    }
+  }
+}
+
+async function withTransport<T>(
+  sdk: Sdk,
+  target: ClientTarget,
+  kind: "http" | "sse" | "stdio",
+  signal: AbortSignal,
+  work: (conn: Connection, step: (name: string) => void) => Promise<T>,
+): Promise<T> {
   const stderr = new StderrTail();
   let inner: ConstructorParameters<typeof TrackedTransport>[0];
   let terminate: (() => Promise<void>) | undefined;
-  if (target.url !== undefined) {
+  if (kind !== "stdio") {
     const headers: Record<string, string> = { ...target.headers };
     if (target.token !== undefined) headers.Authorization = `Bearer ${target.token}`;
-    const http = new sdk.StreamableHTTPClientTransport(new URL(target.url), {
-      requestInit: { headers },
-      // A dropped stream is not worth reconnect attempts: the call times out or fails.
-      reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 },
-    });
-    inner = http;
-    terminate = () => http.terminateSession();
+    const url = new URL(target.url ?? "");
+    if (kind === "sse") inner = new sdk.SSEClientTransport(url, { requestInit: { headers } });
+    else {
+      const http = new sdk.StreamableHTTPClientTransport(url, {
+        requestInit: { headers },
+        // A dropped stream is not worth reconnect attempts: the call times out or fails.
+        reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 },
+      });
+      inner = http;
+      terminate = () => http.terminateSession();
+    }
   } else {
     const [command, ...args] = target.command ?? [];
     if (command === undefined) throw new GrexError("usage", "No MCP server given; pass --url URL or a command after `--`.");
@@ -282,6 +367,7 @@ async function withClient<T>(target: ClientTarget, signal: AbortSignal, work: (c
     inner = stdio;
   }
   const transport = new TrackedTransport(inner, terminate);
+  transport.kind = kind;
   const client = new sdk.Client({ name: "grex", version: pkg.version }, { capabilities: {} });
   // Errors also surface through the pending request; this only keeps them off the console.
   client.onerror = (e) => target.debug?.(3, `transport: ${e.message}`);
@@ -344,10 +430,11 @@ export function mcpStatus(target: ClientTarget, signal: AbortSignal): Promise<St
       }
     }
     const result: StatusResult = {
-      transport: target.url !== undefined ? "http" : "stdio",
+      transport: transport.kind,
       endpoint: describeTarget(target),
       server: { name: info?.name ?? "", version: info?.version ?? "" },
-      protocol_version: transport.protocolVersion ?? "",
+      // "" when the server named none (grex then spoke the version it asked for).
+      protocol_version: transport.versionMissing ? "" : (transport.protocolVersion ?? ""),
       capabilities: capabilities as Record<string, unknown>,
       tools,
     };

@@ -7,7 +7,7 @@ import type { WebStandardStreamableHTTPServerTransport } from "@modelcontextprot
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { GrexError, usageError } from "../core/errors.ts";
 import { normalJitPolicy } from "./jit.ts";
-import { McpSession, type Id, type ServerOptions } from "./server.ts";
+import { McpSession, PREFERRED_PROTOCOL_VERSION, type Id, type ServerOptions } from "./server.ts";
 
 /** Request bodies larger than this are answered 413 without being read further. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -204,6 +204,23 @@ function answerAsJson(session: McpSession, direct: Map<Id, (answer: object) => v
   });
 }
 
+/**
+ * An initialize without params (or without some of them) gets the defaults, so the
+ * SDK transport, which insists on the full shape, opens a session for it.
+ */
+function withInitializeDefaults(msg: Record<string, unknown>): Record<string, unknown> {
+  const params = isObject(msg.params) ? msg.params : {};
+  return {
+    ...msg,
+    params: {
+      ...params,
+      protocolVersion: params.protocolVersion ?? PREFERRED_PROTOCOL_VERSION,
+      capabilities: isObject(params.capabilities) ? params.capabilities : {},
+      clientInfo: isObject(params.clientInfo) ? params.clientInfo : { name: "unknown", version: "0" },
+    },
+  };
+}
+
 /** Start serving; resolves once listening. Refuses a non-loopback bind without a token. */
 export async function serveHttp(opts: HttpServeOptions): Promise<HttpServer> {
   const { hostname, port: wantedPort } = parseAddr(opts.addr);
@@ -302,7 +319,9 @@ export async function serveHttp(opts: HttpServeOptions): Promise<HttpServer> {
   async function handle(req: Request): Promise<Response> {
     const blocked = hostGuard(req);
     if (blocked) return blocked;
-    if (new URL(req.url).pathname !== MCP_PATH) return rpcError(404, -32000, `Not Found: the MCP endpoint is ${MCP_PATH}.`);
+    const path = new URL(req.url).pathname;
+    // /mcp is the documented endpoint; plain JSON-RPC clients often POST to the root.
+    if (path !== MCP_PATH && path !== "/") return rpcError(404, -32000, `Not Found: the MCP endpoint is ${MCP_PATH}.`);
     if (!authorized(req)) return unauthorized();
     const sid = req.headers.get("mcp-session-id");
     const existing = () => {
@@ -340,11 +359,12 @@ export async function serveHttp(opts: HttpServeOptions): Promise<HttpServer> {
       if (isObject(msg) && (typeof msg.id === "string" || typeof msg.id === "number") && typeof msg.method === "string") entry.pending.add(msg.id);
       return answerAsJson(entry.session, entry.direct, msg);
     }
-    if (!isObject(msg) || msg.method !== "initialize") return existing() as Response;
+    // No session and not an initialize: answered on its own, like --stateless (plain JSON-RPC clients).
+    if (!isObject(msg) || msg.method !== "initialize") return answerStateless(msg);
     if (!accepting) return rpcError(503, -32000, "Service Unavailable: the server is shutting down.");
     if (sessions.size >= MAX_SESSIONS) return rpcError(503, -32000, `Service Unavailable: ${MAX_SESSIONS} sessions are open; close one (HTTP DELETE) and retry.`);
     const entry = await newSession(jsonOnly);
-    const res = await entry.transport.handleRequest(jsonOnly ? withFullAccept(req) : req, { parsedBody: msg });
+    const res = await entry.transport.handleRequest(jsonOnly ? withFullAccept(req) : req, { parsedBody: withInitializeDefaults(msg) });
     // The transport refused the initialize (bad headers or params): no session came of it.
     if (entry.transport.sessionId === undefined) await entry.transport.close();
     return res;

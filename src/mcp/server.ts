@@ -47,15 +47,20 @@ const isId = (v: unknown): v is Id => typeof v === "string" || typeof v === "num
 
 /** The verb machinery, loaded once on first use (keeps `initialize` cheap). */
 async function loadRuntime() {
-  const [index, context, invoke, serialize, tools] = await Promise.all([
+  const [index, context, invoke, serialize, tools, validate, words] = await Promise.all([
     import("../verbs/index.ts"),
     import("../verbs/context.ts"),
     import("../verbs/invoke.ts"),
     import("../verbs/serialize.ts"),
     import("./tools.ts"),
+    import("../verbs/validate.ts"),
+    import("./tool-words.ts"),
   ]);
   return {
     tools: index.MCP_TOOL_VERBS,
+    parseParams: validate.parseParams,
+    confineFileParams: validate.confineFileParams,
+    inToolWords: words.inToolWords,
     makeContext: context.makeContext,
     invoke: invoke.invoke,
     toJsonDocument: serialize.toJsonDocument,
@@ -67,14 +72,16 @@ let runtime: Promise<Runtime> | undefined;
 const getRuntime = (): Promise<Runtime> => (runtime ??= loadRuntime());
 
 
-const invalidParams = (err: GrexError) =>
-  new RpcError(RPC.invalidParams, err.message, { kind: "usage", field: err.data?.field ?? null });
+const invalidParams = (err: GrexError, words: (text: string) => string = (t) => t) =>
+  new RpcError(RPC.invalidParams, words(err.message), { kind: "usage", field: err.data?.field ?? null });
 
 /** One MCP client session: feed it messages, it answers through `send`. */
 export class McpSession {
   private initialized = false;
   private ending = false;
   private readonly inflight = new Map<Id, AbortController>();
+  /** In-flight calls to pack-declared servers: cancelled at EOF (a child may never answer). */
+  private readonly childCalls = new Set<Id>();
   private readonly running = new Set<Promise<void>>();
   private clientCapabilities: Record<string, unknown> = {};
   /** Requests we sent the client (elicitation). */
@@ -157,6 +164,8 @@ export class McpSession {
   /** The client is gone or the input ended (EOF): refuse new requests, let in-flight ones finish, then close. */
   async end(): Promise<void> {
     this.ending = true;
+    // Nobody waits on a child that may never answer: its calls are cancelled, grex's own calls finish.
+    for (const id of this.childCalls) this.inflight.get(id)?.abort();
     this.unsubscribe?.();
     this.unsubscribe = undefined;
     await this.drain();
@@ -233,9 +242,10 @@ export class McpSession {
       this.error(id, RPC.initState, "Server already initialized: initialize may be sent once per session.", { kind: "init_state" });
       return;
     }
-    const asked = params.protocolVersion;
+    // A plain JSON-RPC client may send initialize without params: it gets the defaults.
+    const asked = params.protocolVersion ?? PREFERRED_PROTOCOL_VERSION;
     if (typeof asked !== "string") {
-      this.error(id, RPC.invalidParams, 'Invalid params: initialize needs "protocolVersion" (a string).', { field: "protocolVersion" });
+      this.error(id, RPC.invalidParams, 'Invalid params: "protocolVersion" must be a string such as "2025-06-18".', { field: "protocolVersion" });
       return;
     }
     this.initialized = true;
@@ -279,7 +289,14 @@ export class McpSession {
     const name = params.name;
     if (typeof name !== "string") throw new RpcError(RPC.invalidParams, 'Invalid params: tools/call needs "name" (a string).', { field: "name" });
     const verb: VerbDef | undefined = rt.tools.find((v) => v.name === name);
-    if (!verb) return this.callChildTool(id, name, params, signal);
+    if (!verb) {
+      this.childCalls.add(id);
+      try {
+        return await this.callChildTool(id, name, params, signal);
+      } finally {
+        this.childCalls.delete(id);
+      }
+    }
     if (this.opts.readOnly && !verb.readOnly) {
       throw new RpcError(RPC.methodNotFound, `Tool ${name} is not available: grex serve runs with --read-only and ${name} changes the workspace.`, { tool: name });
     }
@@ -293,11 +310,24 @@ export class McpSession {
       warn: (m) => log(`warning: ${m}`),
       debug: (level, m) => debug?.(level, m),
     });
+    const words = (text: string) => rt.inToolWords(text, rt.tools);
+    // Protocol faults first (JSON-RPC -32602): arguments the schema refuses, a file argument
+    // outside the workspace. Anything that goes wrong with valid arguments is a tool result.
     let args: unknown;
     try {
       args = mapRustAliases(verb, params.arguments, ctx.cwd);
+      const parsed = rt.parseParams(verb, args, "mcp");
+      if (verb.fileParams) {
+        let inWorkspace = true;
+        try {
+          ctx.workspace();
+        } catch {
+          inWorkspace = false; // no workspace: the verb itself reports that, as a tool result
+        }
+        if (inWorkspace) rt.confineFileParams(verb, parsed, ctx);
+      }
     } catch (err) {
-      if (err instanceof GrexError && err.kind === "usage") throw invalidParams(err);
+      if (err instanceof GrexError && err.kind === "usage") throw invalidParams(err, words);
       throw err;
     }
     let finished = false;
@@ -309,8 +339,12 @@ export class McpSession {
       finished = true;
       if (!verb.readOnly) this.opts.gateway?.afterWrite();
     }
-    if (!outcome.ok && outcome.error.kind === "usage") throw invalidParams(outcome.error);
-    this.toolResult(id, outcome.document, !outcome.ok, rt.toJsonDocument);
+    if (outcome.ok) return this.toolResult(id, outcome.document, false, rt.toJsonDocument);
+    // The model reads the first text: the message, in tool words; the JSON document follows.
+    const doc = outcome.document as Record<string, unknown> & { error: Record<string, unknown> };
+    const message = words(outcome.error.message);
+    const failed = { ...doc, error: { ...doc.error, message } };
+    this.reply(id, { content: [{ type: "text", text: message }, { type: "text", text: rt.toJsonDocument(failed) }], structuredContent: failed, isError: true });
   }
 
   /** A tool of a pack-declared server, routed through the gateway. */

@@ -2,10 +2,11 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
+import { desc } from "./describe.ts";
 import { GrexError, usageError } from "../core/errors.ts";
 import { tryAcquireWorkspaceLock } from "../core/locks.ts";
 import { readManifest } from "../core/manifest.ts";
-import { isKnownPackType, packTypeChoices } from "../core/registry.ts";
+import { BUILTIN_PACK_TYPES, isKnownPackType, packTypeChoices } from "../core/registry.ts";
 import { defaultPathFromUrl, isBareName } from "../core/naming.ts";
 import { dryRunParam } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
@@ -38,11 +39,24 @@ export const addVerb = defineVerb({
   description:
     "Register and clone a pack: clones the git repository at url into the workspace (path defaults to the last URL segment), validates its pack.yaml and children, installs it (children and setup) unless install is false, and only then records it in grex.jsonl and .gitignore. All or nothing: on any failure the clone is removed and its setup undone. A dry run clones into a temporary place, validates and plans, then removes it.",
   params: v.strictObject({
-    url: v.pipe(v.string(), v.minLength(1, "is required")),
-    path: v.optional(v.string()),
-    type: v.optional(v.string()),
-    ref: v.optional(v.pipe(v.string(), v.minLength(1))),
-    install: v.optional(v.boolean(), true),
+    url: desc(
+      v.pipe(v.string(), v.minLength(1, "is required")),
+      "The git repository to clone: https://host/owner/repo(.git), git@host:owner/repo.git, ssh://…, file://… or a local path. Required.",
+    ),
+    path: desc(
+      v.optional(v.string()),
+      "Where to clone it, relative to the workspace root, e.g. \"tools/mine\"; it becomes the pack id. Default: the URL's last segment without .git (https://…/dotfiles.git → dotfiles).",
+    ),
+    type: desc(
+      v.optional(v.string()),
+      "Pack type to use when the repository has no pack.yaml: meta (children only), declarative (actions) or scripted (hook scripts). Default: from pack.yaml, else meta.",
+      BUILTIN_PACK_TYPES,
+    ),
+    ref: desc(
+      v.optional(v.pipe(v.string(), v.minLength(1))),
+      "Branch, tag or commit sha to pin, e.g. \"v1.2.0\". Default: the remote's HEAD branch, unpinned.",
+    ),
+    install: desc(v.optional(v.boolean(), true), "false: clone and register only, without running the pack's setup (children and actions). Default true."),
     dry_run: dryRunParam,
     ...allowOutsideHomeEntry,
   }),

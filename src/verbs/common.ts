@@ -1,11 +1,21 @@
 // Param schema pieces shared by several verbs (the universal flags).
 import * as v from "valibot";
+import { desc } from "./describe.ts";
 import { BARE_NAME_RE } from "../core/naming.ts";
 
-export const dryRunParam = v.optional(v.boolean(), false);
-export const filterParam = v.optional(v.string());
+export const dryRunParam = desc(
+  v.optional(v.boolean(), false),
+  "true: only report what would change (steps say would_perform_change); the workspace, its packs and HOME are left as they are, no command is run and no lock is taken. Default false.",
+);
+export const filterParam = desc(
+  v.optional(v.string()),
+  "Which packs: comma-separated terms that must all match. A glob on the pack id or workspace path ('tools/*'; * and ? stay within one path segment, ** crosses '/'), name=<glob> (last path segment), type=<meta|declarative|scripted>, depth=<n> or depth<=<n> (top-level packs have depth 0). Example: 'type=declarative,depth<=1'. Default: every pack.",
+);
 /** Per-call cap on parallel packs (0 = unbounded); the process-wide scheduler still applies. */
-export const parallelParam = v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)));
+export const parallelParam = desc(
+  v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+  "Most packs worked on at once in this call (an integer; 0 = no per-call cap). Default: the server's --parallel (GREX_PARALLEL, else the number of CPUs); the server-wide limit still applies.",
+);
 
 export const PACK_ID_RE = BARE_NAME_RE;
 

@@ -7,7 +7,12 @@ import type { CliFlag, VerbContext } from "./types.ts";
 
 export const ALLOW_OUTSIDE_HOME = "allow_outside_home";
 
-export const allowOutsideHomeEntry = { allow_outside_home: v.optional(v.boolean(), false) };
+export const allowOutsideHomeEntry = {
+  allow_outside_home: v.pipe(
+    v.optional(v.boolean(), false),
+    v.description("CLI only: let packs' actions touch paths outside HOME for this run."),
+  ),
+};
 
 export const allowOutsideHomeFlag: CliFlag = {
   flag: "--allow-outside-home",

@@ -3,6 +3,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
+import { desc } from "./describe.ts";
 import { GrexError, toGrexError } from "../core/errors.ts";
 import type { PackManifest } from "../core/pack/schema.ts";
 import { inspectLocks, removeStaleLocks, withManifestLock } from "../core/locks.ts";
@@ -322,9 +323,12 @@ export const doctorVerb = defineVerb({
   description:
     "Check the workspace: manifest and lockfile integrity, .gitignore blocks, packs missing or changed on disk, pack.yaml validity, stale locks, interrupted actions, orphans and leftovers of a REPOS.json setup. Read-only over MCP; reports findings with severity.",
   params: v.strictObject({
-    fix: v.optional(v.boolean(), false),
-    compact: v.optional(v.boolean(), false),
-    lint_config: v.optional(v.boolean(), false),
+    fix: desc(v.optional(v.boolean(), false), "CLI only: heal .gitignore blocks, stale locks and orphan lock entries, then check again."),
+    compact: desc(v.optional(v.boolean(), false), "CLI only: rewrite grex.jsonl and grex.lock.jsonl in compacted form."),
+    lint_config: desc(
+      v.optional(v.boolean(), false),
+      "true: also lint each pack's layout (warns about a pack without README.md and one declaring more than 50 actions), reported as pack-schema warnings. Default false: validity checks only.",
+    ),
     dry_run: dryRunParam,
   }),
   result: Result,
@@ -332,7 +336,8 @@ export const doctorVerb = defineVerb({
   effects: (p) => (p.fix || p.compact ? { workspace: "none", packs: "none", writes: true } : READS_ONLY),
   destructive: false,
   mcp: true,
-  cliOnly: ["fix", "compact"],
+  // dry_run only previews --fix/--compact, which are CLI-only too.
+  cliOnly: ["fix", "compact", "dry_run"],
   examples: ["grex doctor", "grex doctor --fix", "grex doctor --compact"],
   cli: {
     args: "",

@@ -1,6 +1,7 @@
 // `grex exec <cmd> [-- args]`: run one command in every matched pack's directory.
 import { existsSync } from "node:fs";
 import * as v from "valibot";
+import { desc } from "./describe.ts";
 import { constants as osConstants } from "node:os";
 import { packOpError, usageError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
@@ -19,9 +20,12 @@ export const execVerb = defineVerb({
   description:
     "Execute one command (argv: cmd plus args, no shell interpretation) in the directory of every matched pack, in parallel; returns each pack's stdout, stderr and exit code. Fails if any command exits non-zero.",
   params: v.strictObject({
-    cmd: v.pipe(v.string(), v.minLength(1, "is required")),
-    args: v.optional(v.array(v.string()), []),
-    shell: v.optional(v.boolean(), false),
+    cmd: desc(
+      v.pipe(v.string(), v.minLength(1, "is required")),
+      "The program to run in each pack's directory, found on PATH, e.g. \"git\". No shell: pipes, globs and $VARS are not interpreted. Required.",
+    ),
+    args: desc(v.optional(v.array(v.string()), []), "Its arguments, one string each, e.g. [\"status\", \"--short\"]. Default []."),
+    shell: desc(v.optional(v.boolean(), false), "CLI only: run cmd through sh -c."),
     dry_run: dryRunParam,
     filter: filterParam,
     parallel: parallelParam,

@@ -3,13 +3,14 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
+import { desc } from "./describe.ts";
 import { usageError } from "../core/errors.ts";
 import { firstIssue } from "../core/issues.ts";
 import { isBareName } from "../core/naming.ts";
 import { withManifestLock } from "../core/locks.ts";
 import { appendEventsLocked, makeEvent, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
 import type { editIgnoreFile } from "../core/gitignore.ts";
-import { isKnownPackType, packTypeChoices } from "../core/registry.ts";
+import { BUILTIN_PACK_TYPES, isKnownPackType, packTypeChoices } from "../core/registry.ts";
 import { dryRunParam } from "./common.ts";
 import { defineVerb, unlessDryRun } from "./types.ts";
 
@@ -84,11 +85,20 @@ export const importVerb = defineVerb({
   description:
     "Register existing repositories as packs: from a REPOS.json index ([{url,path}]) and/or by scanning the workspace for untracked git directories. Registers only (run sync to clone); idempotent, deduplicated by path.",
   params: v.strictObject({
-    from_repos_json: v.optional(v.string()),
-    scan: v.optional(v.boolean(), false),
-    default_type: v.optional(v.string(), "meta"),
-    force: v.optional(v.boolean(), false),
-    migrate_gitignore: v.optional(v.boolean(), false),
+    from_repos_json: desc(
+      v.optional(v.string()),
+      "Path of a REPOS.json file (a JSON array of {\"url\", \"path\"} objects) inside the workspace, relative to its root, e.g. \"REPOS.json\". Give this, scan, or both.",
+    ),
+    scan: desc(
+      v.optional(v.boolean(), false),
+      "true: also register git directories one level below the workspace root that are not packs yet (their origin URL becomes the pack url). Default false.",
+    ),
+    default_type: desc(v.optional(v.string(), "meta"), "Pack type for repositories without a pack.yaml. Default meta.", BUILTIN_PACK_TYPES),
+    force: desc(v.optional(v.boolean(), false), "true: re-point a path that is already registered to the URL found now. Default false: such paths are skipped."),
+    migrate_gitignore: desc(
+      v.optional(v.boolean(), false),
+      "true: move hand-written .gitignore lines for the imported directories into grex's managed blocks. Default false.",
+    ),
     dry_run: dryRunParam,
   }),
   result: Result,

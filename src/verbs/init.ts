@@ -2,6 +2,7 @@
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import * as v from "valibot";
+import { desc } from "./describe.ts";
 import { LOCK_FILE, MANIFEST_FILE, workspaceAt } from "../core/workspace.ts";
 import { dryRunParam } from "./common.ts";
 import { defineVerb, unlessDryRun } from "./types.ts";
@@ -21,7 +22,7 @@ export const initVerb = defineVerb({
   description:
     "Initialise a grex workspace in the current directory: creates grex.jsonl and grex.lock.jsonl, ignores grex's runtime state in .gitignore, and clones registered packs that are missing. Idempotent.",
   params: v.strictObject({
-    clone: v.optional(v.boolean(), true),
+    clone: desc(v.optional(v.boolean(), true), "false: do not clone registered packs that are missing on disk (create the workspace files only). Default true."),
     dry_run: dryRunParam,
   }),
   result: Result,

@@ -1,5 +1,7 @@
 // `grex ls`: the registered packs (children included), from the manifest and lockfile only.
 import * as v from "valibot";
+import { desc } from "./describe.ts";
+import { BUILTIN_PACK_TYPES } from "../core/registry.ts";
 import { parseFilter } from "../core/filter.ts";
 import { loadWorkspaceView } from "../core/packs.ts";
 import { filterParam } from "./common.ts";
@@ -30,9 +32,9 @@ export const lsVerb = defineVerb({
   description:
     "List registered packs, children included, in pre-order (each parent followed by its subtree), with type, path, url, pinned ref, installed sha and install time. Read-only.",
   params: v.strictObject({
-    type: v.optional(v.string()),
-    long: v.optional(v.boolean(), false),
-    tree: v.optional(v.boolean(), false),
+    type: desc(v.optional(v.string()), "Only packs of this type. Default: every type.", BUILTIN_PACK_TYPES),
+    long: desc(v.optional(v.boolean(), false), "Changes the CLI's text only; the tool's result always carries url, ref, sha and installed_at. Default false."),
+    tree: desc(v.optional(v.boolean(), false), "Changes the CLI's text only (children indented); the result's depth and parent give the tree. Default false."),
     filter: filterParam,
   }),
   get result() {

@@ -2,6 +2,7 @@
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
+import { desc } from "./describe.ts";
 import { stepLines, type StepLike } from "./render-steps.ts";
 import { packOpError, toGrexError, usageError } from "../core/errors.ts";
 import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks.ts";
@@ -33,10 +34,13 @@ export const rmVerb = defineVerb({
   description:
     "Unregister a pack: runs its teardown (children first, unless skip_teardown), records the removal in grex.jsonl, drops its .gitignore block and deletes its directory (unless keep_files). Refuses when the pack or a child holds work that exists only here (uncommitted or untracked files, unpushed commits, stashes, branches without upstream) unless force.",
   params: v.strictObject({
-    id: v.pipe(v.string(), v.minLength(1, "is required")),
-    keep_files: v.optional(v.boolean(), false),
-    skip_teardown: v.optional(v.boolean(), false),
-    force: v.optional(v.boolean(), false),
+    id: desc(v.pipe(v.string(), v.minLength(1, "is required")), "The pack id to remove, as ls shows it, e.g. \"dotfiles\" or \"tools/mine\". Required."),
+    keep_files: desc(v.optional(v.boolean(), false), "true: leave the pack's directory on disk (only unregister it). Default false: the directory is deleted."),
+    skip_teardown: desc(v.optional(v.boolean(), false), "true: do not undo the pack's setup (symlinks, env blocks, created directories stay). Default false: teardown runs, children first."),
+    force: desc(
+      v.optional(v.boolean(), false),
+      "true: remove even when work that exists only here would be lost (uncommitted or untracked files, unpushed commits, stashes) or teardown failed. Default false: refuse and name that work.",
+    ),
     dry_run: dryRunParam,
     ...allowOutsideHomeEntry,
   }),

@@ -1,9 +1,10 @@
 // `grex run <action>`: run the declared actions of one kind (e.g. `symlink`) in every matched pack.
 import * as v from "valibot";
+import { desc } from "./describe.ts";
 import { stepLines } from "./render-steps.ts";
-import { packOpError, usageError } from "../core/errors.ts";
+import { packOpError, pluginError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
-import { actionChoices, isKnownAction } from "../core/registry.ts";
+import { actionChoices, BUILTIN_ACTIONS, isKnownAction } from "../core/registry.ts";
 import { loadWorkspaceView } from "../core/packs.ts";
 import { workspaceConfinement } from "../core/confine.ts";
 import { dryRunParam, filterParam } from "./common.ts";
@@ -17,7 +18,11 @@ export const runVerb = defineVerb({
   description:
     "Run the declared actions of one kind (symlink, env, mkdir, rmdir, require, when, exec — including those nested in `when`) in every matched pack, through the same executor as install; returns one step per action.",
   params: v.strictObject({
-    action: v.pipe(v.string(), v.minLength(1, "is required")),
+    action: desc(
+      v.pipe(v.string(), v.minLength(1, "is required")),
+      "The action kind to run in every matched pack, as declared in pack.yaml (those nested in `when` included). Required.",
+      BUILTIN_ACTIONS,
+    ),
     filter: filterParam,
     dry_run: dryRunParam,
     ...allowOutsideHomeEntry,
@@ -32,7 +37,7 @@ export const runVerb = defineVerb({
   cli: { args: "<action>", positionals: ["action"], flags: [allowOutsideHomeFlag] },
   async run(ctx, p, signal, progress) {
     if (!isKnownAction(p.action)) {
-      throw usageError(`Unknown action '${p.action}'; use one of ${actionChoices()}.`, { field: "action" });
+      throw pluginError(`Unknown action '${p.action}'; use one of ${actionChoices()}.`, { field: "action" });
     }
     const ws = ctx.workspace();
     const view = await loadWorkspaceView(ws, ctx.warn);

@@ -2,6 +2,7 @@
 // dirty, on its branch, setup unchanged and in place, level with its remote.
 // `fetch` first refreshes every pack's remote-tracking refs, in parallel.
 import * as v from "valibot";
+import { desc } from "./describe.ts";
 import { GrexError, toGrexError, usageError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
 import { withBackendLock } from "../core/locks.ts";
@@ -80,9 +81,18 @@ export const statusVerb = defineVerb({
   description:
     "Report every pack's state (children included): clean, dirty, missing, not-installed (with install_error), setup-changed, setup-drift (with setup_drift: action, path, what differs), behind, ahead, diverged or off-branch, plus branch and ahead/behind against origin. fetch: refresh remote-tracking refs first. Changes no pack.",
   params: v.strictObject({
-    stale_after: v.optional(v.string()),
-    fail_on_drift: v.optional(v.boolean(), false),
-    fetch: v.optional(v.boolean(), false),
+    stale_after: desc(
+      v.optional(v.string()),
+      "Also report packs installed longer ago than this as setup-changed: a whole number and a unit s, m, h, d or w (90s, 15m, 24h, 7d, 2w). Default: no age limit.",
+    ),
+    fail_on_drift: desc(
+      v.optional(v.boolean(), false),
+      "true: the call fails (isError, code -32004, kind drift) when any pack is not clean; the report is still returned. Default false.",
+    ),
+    fetch: desc(
+      v.optional(v.boolean(), false),
+      "true: fetch every pack from origin first (network; updates remote-tracking refs only, never the checkout) so ahead/behind are current. Default false: as of the last fetch.",
+    ),
     filter: filterParam,
     parallel: parallelParam,
     dry_run: dryRunParam,
@@ -94,6 +104,8 @@ export const statusVerb = defineVerb({
   effects: () => READS_ONLY,
   destructive: false,
   mcp: true,
+  // --dry-run only changes what --fetch does on the CLI; a read-only tool offers none.
+  cliOnly: ["dry_run"],
   examples: ["grex status", "grex status --stale-after 7d", "grex status --fail-on-drift --json"],
   cli: {
     args: "",

@@ -1,5 +1,6 @@
 // Schema pieces and rendering shared by `sync`, `update` and `add`.
 import * as v from "valibot";
+import { desc } from "./describe.ts";
 import { dryRunParam, filterParam, parallelParam } from "./common.ts";
 import { allowOutsideHomeEntry } from "./confine-param.ts";
 import { stepLines, type StepLike } from "./render-steps.ts";
@@ -9,9 +10,18 @@ import type { RenderStyle } from "./types.ts";
 
 /** Params `sync` and `update` share: which packs, which ref, force, and the universal flags. */
 export const syncSelectionEntries = {
-  ids: v.optional(v.array(v.string()), []),
-  ref: v.optional(v.pipe(v.string(), v.minLength(1))),
-  force: v.optional(v.boolean(), false),
+  ids: desc(
+    v.optional(v.array(v.string()), []),
+    "Registered pack ids to work on, as ls shows them, e.g. [\"dotfiles\", \"tools/mine\"]. Default []: every registered pack.",
+  ),
+  ref: desc(
+    v.optional(v.pipe(v.string(), v.minLength(1))),
+    "A branch, tag or commit sha to move the selected packs to, e.g. \"main\", \"v1.2.0\" or a 40-hex sha. Default: each pack's pinned ref (the remote HEAD when none is pinned).",
+  ),
+  force: desc(
+    v.optional(v.boolean(), false),
+    "true: also move packs that have uncommitted changes or are off their branch, and reinstall every selected pack. Default false: such packs are left as they are and reported.",
+  ),
   dry_run: dryRunParam,
   filter: filterParam,
   parallel: parallelParam,

@@ -1,5 +1,6 @@
 // `grex sync`: bring every pack (and its children) to its pinned ref and converge its setup.
 import * as v from "valibot";
+import { desc } from "./describe.ts";
 import { packOpError } from "../core/errors.ts";
 import type { SyncReport } from "../core/sync/engine.ts";
 import { HaltedSchema, renderSyncReport, StepSchema, SummarySchema, syncSelectionEntries } from "./sync-shared.ts";
@@ -30,9 +31,12 @@ export const syncVerb = defineVerb({
     "Sync packs recursively: clone missing ones, fetch and fast-forward existing ones to their pinned ref (dirty packs are skipped, never modified), then run each pack's setup when it changed or was never installed. Optional ids limit it to those packs.",
   params: v.strictObject({
     ...syncSelectionEntries,
-    only: v.optional(v.array(v.string()), []),
-    fail_fast: v.optional(v.boolean(), false),
-    recursive: v.optional(v.boolean(), true),
+    only: desc(
+      v.optional(v.array(v.string()), []),
+      "Globs on the workspace-relative pack path; only packs matching one of them are synced, e.g. [\"tools/*\"] (* within one segment, ** across). Default []: no such limit.",
+    ),
+    fail_fast: desc(v.optional(v.boolean(), false), "true: start no further pack after the first failure (packs already running finish). Default false: every pack is tried."),
+    recursive: desc(v.optional(v.boolean(), true), "false: sync only the top-level packs, not the children their pack.yaml declares. Default true."),
   }),
   result: Result,
   readOnly: false,

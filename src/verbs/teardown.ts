@@ -37,7 +37,8 @@ export const teardownVerb = defineVerb({
   readOnly: false,
   effects: unlessDryRun(MUTATION_PASS),
   destructive: true,
-  mcp: true,
+  // A lifecycle hook of rm, kept as a CLI verb; MCP serves the design's 11 tools.
+  mcp: false,
   cliOnly: [ALLOW_OUTSIDE_HOME],
   examples: ["grex teardown dotfiles", "grex teardown dev-env/themes --dry-run"],
   cli: { args: "<id>", positionals: ["id"], flags: [allowOutsideHomeFlag] },

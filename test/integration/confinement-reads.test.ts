@@ -107,7 +107,7 @@ describe("--allow-outside-home is CLI-only", () => {
   test("no MCP tool accepts it; the verbs that apply actions take it on the CLI", () => {
     for (const verb of MCP_TOOL_VERBS) expect(allowedKeys(verb, "mcp")).not.toContain("allow_outside_home");
     const appliers = MCP_TOOL_VERBS.filter((v) => allowedKeys(v, "cli").includes("allow_outside_home")).map((v) => v.name);
-    expect(appliers.sort()).toEqual(["add", "rm", "run", "sync", "teardown", "update"]);
+    expect(appliers.sort()).toEqual(["add", "rm", "run", "sync", "update"]);
     const sync = MCP_TOOL_VERBS.find((v) => v.name === "sync");
     if (!sync) throw new Error("no sync verb");
     expect(() => parseParams(sync, { allow_outside_home: true }, "mcp")).toThrow("available on the CLI only");

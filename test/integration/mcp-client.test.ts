@@ -87,12 +87,12 @@ describe("against the reference everything server (third party)", () => {
 });
 
 describe("against our own grex serve", () => {
-  test("status lists the 12 grex tools", async () => {
+  test("status lists the 11 grex tools", async () => {
     const r = await tw.grex("mcp", "status", "--json", ...grexServe);
     expect(r.code).toBe(0);
     expect(r.json.server).toEqual({ name: "grex", version: expect.any(String) });
     const tools = r.json.tools as { name: string; read_only: boolean; destructive: boolean }[];
-    expect(tools.map((t) => t.name)).toEqual(["init", "add", "rm", "ls", "status", "sync", "update", "doctor", "import", "run", "exec", "teardown"]);
+    expect(tools.map((t) => t.name)).toEqual(["init", "add", "rm", "ls", "status", "sync", "update", "doctor", "import", "run", "exec"]);
     expect(tools.find((t) => t.name === "ls")?.read_only).toBe(true);
     expect(tools.find((t) => t.name === "rm")?.destructive).toBe(true);
   });
@@ -203,9 +203,15 @@ describe("servers that misbehave", () => {
   });
 });
 
+test("neither --url nor a command: grex serve --http's default address, http://127.0.0.1:8080/mcp", async () => {
+  // Whatever listens there on this machine (most often nothing), the URL it tried is named or it answered.
+  const r = await tw.grex("mcp", "status", "--timeout", "2000", "--json");
+  if (r.code === 0) expect(r.json.endpoint).toBe("http://127.0.0.1:8080/mcp");
+  else expect(r.stderr).toContain("http://127.0.0.1:8080/mcp");
+});
+
 describe("usage errors exit 2", () => {
   const cases: [string, string[], string][] = [
-    ["no server", ["mcp", "status"], "No MCP server given"],
     ["both --url and a command", ["mcp", "status", "--url", "http://127.0.0.1:1/mcp", "--", "x"], "either --url or"],
     ["bad --args JSON", ["mcp", "call", "probe", "--args", "{nope", "--", "x"], "Invalid --args"],
     ["--args not an object", ["mcp", "call", "probe", "--args", "[1,2]", "--", "x"], "must be a JSON object"],

@@ -45,7 +45,7 @@ describe("schema", () => {
   });
 
   const bad: [string, unknown, string, string][] = [
-    ["unknown transport", { id: "a", transport: "sse", url: "http://x/mcp" }, "mcp.servers[0].transport", "'sse' is not a known transport"],
+    ["unknown transport", { id: "a", transport: "websocket", url: "http://x/mcp" }, "mcp.servers[0].transport", "'websocket' is not a known transport"],
     ["a shell string instead of argv", { id: "a", transport: "stdio", command: "bun server.ts" }, "mcp.servers[0].command", "write it as [bun, server.ts]"],
     ["missing command", { id: "a", transport: "stdio" }, "mcp.servers[0].command", "is missing"],
     ["missing url", { id: "a", transport: "streamable-http" }, "mcp.servers[0].url", "is missing"],
@@ -69,7 +69,7 @@ describe("schema", () => {
 
 describe("grex add refuses bad declarations", () => {
   const cases: [string, string, string][] = [
-    ["unknown transport", "mcp:\n  servers:\n    - id: a\n      transport: sse\n      url: http://127.0.0.1:1/mcp\n", "mcp.servers[0].transport"],
+    ["unknown transport", "mcp:\n  servers:\n    - id: a\n      transport: websocket\n      url: http://127.0.0.1:1/mcp\n", "mcp.servers[0].transport"],
     ["shell string", "mcp:\n  servers:\n    - id: a\n      transport: stdio\n      command: bun server.ts\n", "mcp.servers[0].command"],
     ["duplicate id", "mcp:\n  servers:\n    - id: a\n      transport: stdio\n      command: [x]\n    - id: a\n      transport: stdio\n      command: [y]\n", "mcp.servers[1].id"],
     ["missing command", "mcp:\n  servers:\n    - id: a\n      transport: stdio\n", "mcp.servers[0].command"],

@@ -55,7 +55,7 @@ describe("sessions", () => {
     expect(transport.sessionId).toBeString();
     expect(client.getServerVersion()?.name).toBe("grex");
     const { tools } = await client.listTools();
-    expect(tools).toHaveLength(12);
+    expect(tools).toHaveLength(11);
     const ls = await call(client, "ls");
     expect(ls.isError).toBe(false);
     expect(ls.content[0]?.text).toBe((await tw.grex("ls", "--json")).stdout.trim());
@@ -190,7 +190,11 @@ describe("request checks", () => {
     const bad = await rawPost(s.url, "{not json");
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { code: number } }).error.code).toBe(-32700);
-    expect((await rawPost(s.url, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }))).status).toBe(400);
+    // A POST without a session that is not initialize is answered on its own (plain JSON-RPC clients).
+    const sessionless = await rawPost(s.url, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }));
+    expect(sessionless.status).toBe(200);
+    expect(await sessionless.json()).toEqual({ jsonrpc: "2.0", id: 1, result: {} });
+    expect((await fetch(s.url, { method: "GET", headers: { Accept: "text/event-stream" } })).status).toBe(400);
     expect((await rawPost(s.url, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }), { "Mcp-Session-Id": "nope" })).status).toBe(404);
     expect((await fetch(s.url, { method: "PUT" })).status).toBe(405);
   });
@@ -230,7 +234,7 @@ describe("grex serve --http (process) with grex mcp --url", () => {
       const status = await tw.grex("mcp", "status", "--json", "--url", server.url, "--token", "env-token");
       expect(status.code).toBe(0);
       expect(status.json.transport).toBe("http");
-      expect((status.json.tools as unknown[]).length).toBe(12);
+      expect((status.json.tools as unknown[]).length).toBe(11);
       const ls = await tw.grex("mcp", "call", "ls", "--json", "--url", server.url, "--token", "env-token");
       expect(ls.code).toBe(0);
       expect(JSON.stringify(ls.json.structured_content)).toBe((await tw.grex("ls", "--json")).stdout.trim());

@@ -19,12 +19,12 @@ function inspect(...args: string[]): unknown {
   return JSON.parse(r.stdout.toString());
 }
 
-test("the inspector lists the 12 tools and calls ls", async () => {
+test("the inspector lists the 11 tools and calls ls", async () => {
   expect((await t.grex("init")).code).toBe(0);
   expect((await t.grex("add", t.repo("notes", { "n.md": "n\n" }))).code).toBe(0);
   const list = inspect("--method", "tools/list") as { tools: Array<{ name: string }> };
   expect(list.tools.map((x) => x.name).sort()).toEqual(MCP_TOOL_VERBS.map((v) => v.name).sort());
-  expect(list.tools).toHaveLength(12);
+  expect(list.tools).toHaveLength(11);
   const call = inspect("--method", "tools/call", "--tool-name", "ls") as { structuredContent: unknown; content: Array<{ text: string }> };
   const cli = await t.grex("ls", "--json");
   expect(call.content[0]?.text).toBe(cli.stdout.trimEnd());

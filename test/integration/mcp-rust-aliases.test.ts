@@ -70,14 +70,19 @@ describe("Rust argument spellings", () => {
   });
 });
 
-describe("teardown tool", () => {
-  test("is listed as destructive and undoes the setup", async () => {
+describe("teardown", () => {
+  test("is a CLI verb, not a tool (a lifecycle hook of rm): not listed, not callable; the CLI still undoes the setup", async () => {
     const { tools } = await client.listTools();
-    expect(tools.find((t) => t.name === "teardown")?.annotations?.destructiveHint).toBe(true);
+    expect(tools.find((t) => t.name === "teardown")).toBeUndefined();
+    const err = await call("teardown", { id: "teardown" }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((err as McpError).code).toBe(-32601);
     expect(existsSync(join(tw.home, ".teardown/rc"))).toBe(true);
-    const r = await call("teardown", { id: "teardown" });
-    expect(r.isError).toBeFalsy();
-    expect(r.structuredContent).toMatchObject({ id: "teardown", teardown: "ok" });
+    const r = await tw.grex("teardown", "teardown", "--json");
+    expect(r.code).toBe(0);
+    expect(r.json).toMatchObject({ id: "teardown", teardown: "ok" });
     expect(existsSync(join(tw.home, ".teardown"))).toBe(false);
   });
 });

@@ -10,8 +10,8 @@ import { MCP_TOOL_VERBS } from "../../src/verbs/index.ts";
 import { SessionTransport, serverOptions } from "../helpers/mcp.ts";
 import { TestWorkspace } from "../helpers/workspace.ts";
 
-/** SPEC §9: exactly these 12 tools. */
-const SPEC_TOOLS = ["init", "add", "rm", "ls", "status", "sync", "update", "doctor", "import", "run", "exec", "teardown"];
+/** The design freezes exactly these 11 tools (teardown is a CLI verb, a lifecycle hook of rm). */
+const SPEC_TOOLS = ["init", "add", "rm", "ls", "status", "sync", "update", "doctor", "import", "run", "exec"];
 
 let tw: TestWorkspace;
 let client: Client;
@@ -61,9 +61,9 @@ describe("handshake", () => {
 });
 
 describe("tools/list", () => {
-  test("exactly the 12 tools, driven by one constant", async () => {
+  test("exactly the 11 tools, driven by one constant", async () => {
     const { tools } = await client.listTools();
-    expect(MCP_TOOL_VERBS.length).toBe(12);
+    expect(MCP_TOOL_VERBS.length).toBe(11);
     expect(MCP_TOOL_NAMES).toEqual(SPEC_TOOLS);
     expect(tools.map((t) => t.name)).toEqual(SPEC_TOOLS);
   });
@@ -81,7 +81,7 @@ describe("tools/list", () => {
     const hint = (k: "readOnlyHint" | "destructiveHint") =>
       tools.filter((t) => t.annotations?.[k]).map((t) => t.name).sort();
     expect(hint("readOnlyHint")).toEqual(["doctor", "ls", "status"]);
-    expect(hint("destructiveHint")).toEqual(["exec", "rm", "run", "teardown"]);
+    expect(hint("destructiveHint")).toEqual(["exec", "rm", "run"]);
   });
 
   test("agent safety: exec has no shell, doctor has no fix, no tool takes a workspace path", async () => {
@@ -128,7 +128,9 @@ describe("tools/call", () => {
     const r = await call("add", { url: join(tw.root, "no-such-repo") });
     expect(r.isError).toBe(true);
     expect(r.structuredContent).toMatchObject({ verb: "add", error: { kind: "pack_op", code: -32002, data: { kind: "pack_op" } } });
-    expect(JSON.parse(r.content[0]?.text as string)).toEqual(r.structuredContent as object);
+    // First the message for the model, then the JSON document.
+    expect(r.content[0]?.text).toBe((r.structuredContent?.error as { message: string }).message);
+    expect(JSON.parse(r.content[1]?.text as string)).toEqual(r.structuredContent as object);
   });
 
   test("invalid params → JSON-RPC -32602; unknown tool → -32601", async () => {

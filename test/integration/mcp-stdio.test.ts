@@ -116,7 +116,10 @@ for (const entry of ["cli", "fast"] as const) describe(`raw wire (${entry})`, ()
     mkdirSync(dir);
     const s = serve(dir);
     await s.initialize();
-    expect((await s.request(1, "tools/call", { name: "ls", arguments: {} })).error?.code).toBe(-32602);
+    // No workspace yet: a tool result telling the model to call init, not a protocol error.
+    const before = await s.request(1, "tools/call", { name: "ls", arguments: {} });
+    expect(before.result).toMatchObject({ isError: true, structuredContent: { error: { kind: "usage", code: -32602 } } });
+    expect(JSON.stringify(before.result)).toContain("the init tool");
     const r = await s.request(2, "tools/call", { name: "init", arguments: {} });
     expect(r.result).toMatchObject({ isError: false, structuredContent: { workspace: dir } });
     expect((await s.request(3, "tools/call", { name: "ls", arguments: {} })).result?.isError).toBe(false);
@@ -165,7 +168,7 @@ describe("SDK stdio client", () => {
     try {
       expect(client.getServerVersion()?.name).toBe("grex");
       const { tools } = await client.listTools();
-      expect(tools).toHaveLength(12);
+      expect(tools).toHaveLength(11);
       const r = (await client.callTool({ name: "ls", arguments: {} })) as { content: { text: string }[]; isError: boolean };
       expect(r.isError).toBe(false);
       expect(`${r.content[0]?.text}\n`).toBe((await tw.grex("ls", "--json")).stdout);

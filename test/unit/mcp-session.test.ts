@@ -164,11 +164,15 @@ describe("lifecycle", () => {
     }
   });
 
-  test("initialize without a protocolVersion → -32602 and the session stays uninitialized", () => {
-    const { send, out } = open(false);
-    send({ jsonrpc: "2.0", id: 1, method: "initialize", params: {} });
-    send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
-    expect(out.map((m) => m.error?.code)).toEqual([-32602, -32002]);
+  test("initialize without params gets the defaults; a protocolVersion that is not a string → -32602, still uninitialized", () => {
+    const plain = open(false);
+    plain.send({ jsonrpc: "2.0", id: 1, method: "initialize" });
+    expect(plain.out[0]?.result).toMatchObject({ protocolVersion: "2025-06-18", serverInfo: { name: "grex" } });
+    const bad = open(false);
+    bad.send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 7 } });
+    bad.send({ jsonrpc: "2.0", id: 2, method: "ping" });
+    bad.send({ jsonrpc: "2.0", id: 3, method: "tools/list" });
+    expect(bad.out.map((m) => m.error?.code ?? "ok")).toEqual([-32602, "ok", -32002]);
   });
 
   test("shutdown drains, answers, closes the session and refuses later requests", async () => {
@@ -237,10 +241,21 @@ describe("tools/call error mapping", () => {
     expect(r.error).toMatchObject({ code: -32602, data: { field: "from_repos_json" } });
   });
 
-  test("a usage error raised by the verb itself → -32602", async () => {
+  test("valid arguments the verb refuses (an unknown pack id) → an isError result naming tools, not CLI commands", async () => {
     const { call } = open();
     const r = await call(1, "tools/call", { name: "rm", arguments: { id: "not-registered" } });
-    expect(r.error?.code).toBe(-32602);
+    expect(r.error).toBeUndefined();
+    const result = r.result as { content: { type: string; text: string }[]; structuredContent: Record<string, unknown>; isError: boolean };
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({ verb: "rm", error: { kind: "usage", code: -32602, data: { kind: "usage", field: "id" } } });
+    expect(result.content[0]?.text).toContain("the ls tool");
+    expect(result.content[0]?.text).not.toContain("grex ls");
+  });
+
+  test("run with an unknown action → isError with code -32005 (kind plugin)", async () => {
+    const { call } = open();
+    const r = await call(1, "tools/call", { name: "run", arguments: { action: "nope" } });
+    expect(r.result).toMatchObject({ isError: true, structuredContent: { error: { kind: "plugin", code: -32005, data: { kind: "plugin", field: "action" } } } });
   });
 
   test("a verb that fails → isError result whose structuredContent carries the grex code", async () => {
@@ -250,7 +265,11 @@ describe("tools/call error mapping", () => {
     const result = r.result as { content: { type: string; text: string }[]; structuredContent: Record<string, unknown>; isError: boolean };
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toMatchObject({ verb: "add", error: { kind: "pack_op", code: -32002, data: { kind: "pack_op" } } });
-    expect(result.content).toEqual([{ type: "text", text: JSON.stringify(result.structuredContent) }]);
+    const err = result.structuredContent.error as { message: string };
+    expect(result.content).toEqual([
+      { type: "text", text: err.message },
+      { type: "text", text: JSON.stringify(result.structuredContent) },
+    ]);
   });
 
   test("success → text is the --json document, structuredContent the same object", async () => {

@@ -7,7 +7,7 @@ import * as v from "valibot";
 import { describeValue as got } from "./describe.ts";
 
 export const MCP_SERVER_ID_RE = /^[a-z][a-z0-9-]*$/;
-export const MCP_TRANSPORTS = ["stdio", "streamable-http"] as const;
+export const MCP_TRANSPORTS = ["stdio", "streamable-http", "sse"] as const;
 export type McpTransportName = (typeof MCP_TRANSPORTS)[number];
 
 export interface McpServerDecl {
@@ -15,7 +15,7 @@ export interface McpServerDecl {
   transport: McpTransportName;
   /** argv (stdio), run in the pack directory; never a shell string. */
   command: string[] | null;
-  /** Endpoint (streamable-http). */
+  /** Endpoint (streamable-http, or the event stream of a legacy sse server). */
   url: string | null;
   /** HTTP headers (streamable-http); values expand `$VAR` at connect time. */
   headers: Record<string, string>;
@@ -60,9 +60,9 @@ const server = v.pipe(
     if (s.id === undefined) addIssue({ path: keyPath(s, "id"), message: "is missing; add an id such as id: notes" });
     else if (typeof s.id !== "string" || !MCP_SERVER_ID_RE.test(s.id)) {
       addIssue({ path: keyPath(s, "id"), message: `${typeof s.id === "string" ? `'${s.id}'` : got(s.id)} is not a valid server id; use lowercase letters, digits and '-', starting with a letter (such as notes)` });
-    } else if (s.transport === undefined) addIssue({ path: keyPath(s, "transport"), message: "is missing; add transport: stdio or transport: streamable-http" });
+    } else if (s.transport === undefined) addIssue({ path: keyPath(s, "transport"), message: "is missing; add transport: stdio, streamable-http or sse" });
     else if (!MCP_TRANSPORTS.includes(s.transport as McpTransportName)) {
-      addIssue({ path: keyPath(s, "transport"), message: `${typeof s.transport === "string" ? `'${s.transport}'` : got(s.transport)} is not a known transport; use stdio or streamable-http` });
+      addIssue({ path: keyPath(s, "transport"), message: `${typeof s.transport === "string" ? `'${s.transport}'` : got(s.transport)} is not a known transport; use stdio, streamable-http or sse` });
     } else if (s.transport === "stdio") {
       if (s.command === undefined) addIssue({ path: keyPath(s, "command"), message: "is missing; a stdio server needs command: [program, arg, ...]" });
       else if (typeof s.command === "string") {
@@ -71,10 +71,10 @@ const server = v.pipe(
         addIssue({ path: keyPath(s, "command"), message: `must be a non-empty list of non-empty strings (got ${got(s.command)}); write it as [program, arg, ...]` });
       } else if (s.url !== undefined || s.headers !== undefined) {
         const k = s.url !== undefined ? "url" : "headers";
-        addIssue({ path: keyPath(s, k), message: `applies to streamable-http servers only; remove it or set transport: streamable-http` });
+        addIssue({ path: keyPath(s, k), message: `applies to streamable-http and sse servers only; remove it or set transport: streamable-http` });
       }
     } else {
-      if (s.url === undefined) addIssue({ path: keyPath(s, "url"), message: "is missing; a streamable-http server needs url: http://host:port/mcp" });
+      if (s.url === undefined) addIssue({ path: keyPath(s, "url"), message: `is missing; a ${String(s.transport)} server needs url: ${s.transport === "sse" ? "http://host:port/sse" : "http://host:port/mcp"}` });
       else if (typeof s.url !== "string" || !/^https?:\/\/[^\s]+$/.test(s.url)) {
         addIssue({ path: keyPath(s, "url"), message: `${got(s.url)} is not an http:// or https:// URL; write url: http://127.0.0.1:9000/mcp` });
       } else if (s.command !== undefined || s.env !== undefined) {

@@ -12,8 +12,8 @@ export interface ExitInfo {
 export interface Channel {
   send(message: object): Promise<void>;
   onmessage?: (message: unknown) => void;
-  /** Called once when the channel is gone; `exit` only for a process. */
-  onclose?: (exit: ExitInfo | null) => void;
+  /** Called once when the channel is gone; `exit` only for a process; `reason` when grex ended it for a cause of its own. */
+  onclose?: (exit: ExitInfo | null, reason?: string) => void;
   /** Stop it: SIGTERM, then SIGKILL after `graceMs`; resolves once reaped. */
   close(graceMs: number): Promise<void>;
   /** The last lines of the child's stderr ("" for HTTP). */
@@ -22,6 +22,8 @@ export interface Channel {
 }
 
 const STDERR_TAIL_BYTES = 2048;
+/** After the child exits, how long its pipes may stay open (a grandchild holding them) before grex stops reading. */
+const PIPE_LINGER_MS = 250;
 
 export interface StdioSpec {
   argv: string[];
@@ -29,15 +31,42 @@ export interface StdioSpec {
   env: Record<string, string>;
   /** One line of the child's stderr (grex prefixes it with the server id). */
   stderrLine(line: string): void;
+  /** Largest message accepted from the child; a bigger one stops it (default MAX_MESSAGE_BYTES). */
+  maxMessageBytes?: number;
+  /** Names the limit in the error, e.g. "4 MiB limit (set GREX_MCP_MAX_MESSAGE_BYTES to raise it)". */
+  limitText?: string;
 }
 
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref?.());
+
 export function spawnStdioChannel(spec: StdioSpec): Channel {
-  const proc = Bun.spawn(spec.argv, { cwd: spec.cwd, env: spec.env, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+  // Its own session and process group: stopping it reaches whatever it started (proc-tree.ts).
+  const proc = Bun.spawn(spec.argv, { cwd: spec.cwd, env: spec.env, stdin: "pipe", stdout: "pipe", stderr: "pipe", detached: true });
+  const pid = proc.pid;
   let tail = "";
   let gone = false;
+  let reason: string | undefined;
+  let stopping: Promise<void> | undefined;
   const decoder = new TextDecoder();
+  const stop = (graceMs: number): Promise<void> =>
+    (stopping ??= (async () => {
+      const { descendants, signalTree } = await import("./proc-tree.ts");
+      try {
+        proc.stdin.end();
+      } catch {
+        // already closed
+      }
+      // Taken while the child lives: once it is gone its children are re-parented and cannot be told apart.
+      let tree = descendants(pid);
+      signalTree(pid, tree, "SIGTERM");
+      const exited = await Promise.race([proc.exited.then(() => true), sleep(graceMs).then(() => false)]);
+      if (!exited) tree = new Map([...tree, ...descendants(pid)]);
+      // The rest of the group, and descendants that left it, get SIGKILL either way: nothing it started outlives it.
+      signalTree(pid, tree, "SIGKILL");
+      await proc.exited;
+    })());
   const channel: Channel = {
-    pid: proc.pid,
+    pid,
     async send(message) {
       if (gone) throw new Error("the server process has exited");
       proc.stdin.write(`${JSON.stringify(message)}\n`);
@@ -45,22 +74,13 @@ export function spawnStdioChannel(spec: StdioSpec): Channel {
     },
     stderrTail: () => tail.trim(),
     async close(graceMs) {
-      if (!gone) {
-        try {
-          proc.stdin.end();
-        } catch {
-          // already closed
-        }
-        proc.kill("SIGTERM");
-        const timer = setTimeout(() => proc.kill("SIGKILL"), graceMs);
-        await proc.exited;
-        clearTimeout(timer);
-      }
+      if (!gone) await stop(graceMs);
       await closed;
     },
   };
+  const max = spec.maxMessageBytes ?? MAX_MESSAGE_BYTES;
   const splitter = new LineSplitter(
-    MAX_MESSAGE_BYTES,
+    max,
     (bytes) => {
       let msg: unknown;
       try {
@@ -71,11 +91,22 @@ export function spawnStdioChannel(spec: StdioSpec): Channel {
       }
       channel.onmessage?.(msg);
     },
-    () => spec.stderrLine("(a message over the size limit on stdout was dropped)"),
+    () => {
+      // A message over the limit: its call cannot be answered, and the child's stream is suspect. Stop it.
+      reason ??= `sent a message over the ${spec.limitText ?? `${max}-byte limit`}, so grex stopped it`;
+      spec.stderrLine(`(a message over ${max} bytes on stdout; stopping the server)`);
+      void stop(0);
+    },
   );
+  const stdoutReader = proc.stdout.getReader();
+  const stderrReader = proc.stderr.getReader();
   const reading = (async () => {
     try {
-      for await (const chunk of proc.stdout) splitter.push(chunk);
+      for (;;) {
+        const { value, done } = await stdoutReader.read();
+        if (done) break;
+        if (reason === undefined) splitter.push(value);
+      }
     } catch {
       // the pipe broke: the exit below reports it
     }
@@ -83,8 +114,10 @@ export function spawnStdioChannel(spec: StdioSpec): Channel {
   const stderrReading = (async () => {
     let partial = "";
     try {
-      for await (const chunk of proc.stderr) {
-        const text = decoder.decode(chunk, { stream: true });
+      for (;;) {
+        const { value, done } = await stderrReader.read();
+        if (done) break;
+        const text = decoder.decode(value, { stream: true });
         tail = (tail + text).slice(-STDERR_TAIL_BYTES);
         const lines = (partial + text).split("\n");
         partial = lines.pop() ?? "";
@@ -97,9 +130,16 @@ export function spawnStdioChannel(spec: StdioSpec): Channel {
   })();
   const closed = (async () => {
     await proc.exited;
-    await Promise.all([reading, stderrReading]);
+    // What stayed in its group goes with it; a grandchild that keeps the pipes open must not keep us waiting.
+    const { signalTree } = await import("./proc-tree.ts");
+    signalTree(pid, new Map(), "SIGKILL");
+    const drained = await Promise.race([Promise.all([reading, stderrReading]).then(() => true), sleep(PIPE_LINGER_MS).then(() => false)]);
+    if (!drained) {
+      void stdoutReader.cancel().catch(() => {});
+      void stderrReader.cancel().catch(() => {});
+    }
     gone = true;
-    channel.onclose?.({ code: proc.exitCode, signal: proc.signalCode === null ? null : String(proc.signalCode) });
+    channel.onclose?.({ code: proc.exitCode, signal: proc.signalCode === null ? null : String(proc.signalCode) }, reason);
   })();
   return channel;
 }
@@ -136,5 +176,48 @@ export async function openHttpChannel(spec: HttpSpec): Promise<Channel & { setPr
   };
   transport.onerror = () => {};
   await transport.start();
+  return channel;
+}
+
+/** How long the legacy SSE transport may take to open its stream and name its message endpoint. */
+const SSE_OPEN_TIMEOUT_MS = 10_000;
+
+/** A legacy HTTP+SSE child (GET the event stream, POST to the endpoint it names) through the SDK's client transport. */
+export async function openSseChannel(spec: HttpSpec): Promise<Channel> {
+  const { SSEClientTransport } = await import("@modelcontextprotocol/sdk/client/sse.js");
+  const transport = new SSEClientTransport(new URL(spec.url), {
+    // The SDK sends these on the event stream's GET and on every POST.
+    requestInit: { headers: spec.headers },
+  });
+  let done = false;
+  const channel: Channel = {
+    pid: null,
+    send: (message) => transport.send(message as never),
+    stderrTail: () => "",
+    async close() {
+      if (!done) await transport.close();
+    },
+  };
+  transport.onmessage = (m) => channel.onmessage?.(m);
+  transport.onclose = () => {
+    if (done) return;
+    done = true;
+    channel.onclose?.(null);
+  };
+  transport.onerror = () => {};
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await Promise.race([
+      transport.start(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`the SSE stream at ${spec.url} named no message endpoint within ${SSE_OPEN_TIMEOUT_MS} ms`)), SSE_OPEN_TIMEOUT_MS);
+      }),
+    ]);
+  } catch (err) {
+    await transport.close().catch(() => {});
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
   return channel;
 }

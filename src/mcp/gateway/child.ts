@@ -17,7 +17,7 @@ export class ChildGoneError extends Error {
     readonly stderrTail: string,
     reason?: string,
   ) {
-    const status = exit === null ? (reason ?? "closed the connection") : exit.signal ? `was killed by ${exit.signal}` : `exited with status ${exit.code}`;
+    const status = reason ?? (exit === null ? "closed the connection" : exit.signal ? `was killed by ${exit.signal}` : `exited with status ${exit.code}`);
     const tail = stderrTail.split("\n").filter((l) => l.trim() !== "").slice(-3).join(" | ");
     super(`MCP server '${server}' ${status}${tail ? `; its stderr ended with: ${tail.slice(-400)}` : ""}`);
   }
@@ -65,7 +65,7 @@ export class ChildConnection {
     private readonly channel: Channel,
   ) {
     channel.onmessage = (m) => this.receive(m);
-    channel.onclose = (exit) => this.closed(exit);
+    channel.onclose = (exit, reason) => this.closed(exit, reason);
   }
 
   get pid(): number | null {

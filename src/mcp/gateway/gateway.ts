@@ -9,8 +9,11 @@ import { CancelledError } from "../../core/errors.ts";
 import { findWorkspace, LOCK_FILE, MANIFEST_FILE, type Workspace } from "../../core/workspace.ts";
 import { RPC, RpcError } from "../wire/jsonrpc.ts";
 import { ChildGoneError, ChildRpcError } from "./child.ts";
+import { normaliseCallResult, normaliseTool } from "./normalise.ts";
+
+export { normaliseTool };
 import { ChildPool, type ServerStatus } from "./pool.ts";
-import { readServerStatus, readToolCache, writeServerStatus, writeToolCache } from "./tool-cache.ts";
+import { readDroppedTools, readServerStatus, readToolCache, writeDroppedTools, writeServerStatus, writeToolCache } from "./tool-cache.ts";
 import type { GatewayCallHooks, GatewayOptions, GatewayPort } from "./types.ts";
 
 type Tool = Record<string, unknown>;
@@ -26,7 +29,6 @@ const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typ
 const safeName = (tool: string) => tool.replace(/[^A-Za-z0-9_-]/g, "_");
 export const exposedName = (server: string, tool: string) => `${server}${NAME_SEP}${safeName(tool)}`;
 const isReadOnly = (t: Tool) => isObject(t.annotations) && t.annotations.readOnlyHint === true;
-
 /** `server__tool` or `server:tool` → its two parts; undefined for anything else. */
 export function splitToolName(name: string): { server: string; tool: string } | undefined {
   // The first separator wins: server ids contain neither, tool names may contain either.
@@ -52,6 +54,8 @@ export interface ServerReport {
   status: ServerStatus;
   tool_count: number | null;
   error?: string;
+  /** Tools its last tools/list held that grex left out (invalid names). */
+  dropped?: string[];
 }
 
 export class Gateway implements GatewayPort {
@@ -62,6 +66,8 @@ export class Gateway implements GatewayPort {
   private readonly listing = new Map<string, Promise<Tool[] | undefined>>();
   private readonly listeners = new Set<() => void>();
   private readonly warned = new Set<string>();
+  /** Per server: what its last tools/list held that grex could not pass on (for `grex mcp servers`). */
+  private readonly droppedNames = new Map<string, string[]>();
   private watcher: FSWatcher | undefined;
   private rereadTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly refreshTimers = new Set<ReturnType<typeof setTimeout>>();
@@ -113,9 +119,11 @@ export class Gateway implements GatewayPort {
     const lists = await Promise.all(servers.map((s) => this.toolsOf(s)));
     const out: Tool[] = [];
     servers.forEach((s, i) => {
-      for (const t of lists[i] ?? []) {
-        if (readOnly && !isReadOnly(t)) continue;
-        out.push(this.expose(s, t));
+      for (const cached of lists[i] ?? []) {
+        // Lists cached by an older grex may predate normalisation: normalise again (idempotent).
+        const n = normaliseTool(cached);
+        if (!("tool" in n) || (readOnly && !isReadOnly(n.tool))) continue;
+        out.push(this.expose(s, n.tool));
       }
     });
     return out;
@@ -157,14 +165,27 @@ export class Gateway implements GatewayPort {
       try {
         const conn = await this.pool.get(s);
         const tools: Tool[] = [];
+        const dropped: string[] = [];
         let cursor: string | undefined;
         for (let page = 0; page < MAX_PAGES; page++) {
           const res = await conn.request("tools/list", cursor === undefined ? {} : { cursor }, { timeoutMs: LIST_TIMEOUT_MS });
-          if (Array.isArray(res.tools)) for (const t of res.tools) if (isObject(t) && typeof t.name === "string") tools.push(t);
+          if (Array.isArray(res.tools)) {
+            for (const raw of res.tools) {
+              const n = normaliseTool(raw);
+              if ("tool" in n) {
+                const exposed = exposedName(id, String(n.tool.name));
+                if (tools.some((t) => exposedName(id, String(t.name)) === exposed)) dropped.push(`tool '${String(n.tool.name)}' (its listed name ${exposed} is taken by another of its tools)`);
+                else tools.push(n.tool);
+              } else dropped.push(n.dropped);
+            }
+          }
           cursor = typeof res.nextCursor === "string" ? res.nextCursor : undefined;
           if (cursor === undefined) break;
         }
         this.pool.release(id, true);
+        for (const d of dropped) this.warnOnce(`warning: MCP server '${id}' of pack '${s.pack}' lists ${d}; it is left out.`);
+        this.droppedNames.set(id, dropped);
+        if (this.ws) writeDroppedTools(this.ws, id, s.key, dropped);
         const allowed = s.decl.tools === null ? tools : tools.filter((t) => s.decl.tools?.includes(String(t.name)));
         const before = this.tools.get(id);
         this.tools.set(id, { key: s.key, tools: allowed });
@@ -221,7 +242,7 @@ export class Gateway implements GatewayPort {
         },
       );
       ok = true;
-      return result;
+      return normaliseCallResult(result);
     } catch (err) {
       if (err instanceof CancelledError || hooks.signal.aborted) throw err;
       if (err instanceof ChildRpcError) {
@@ -297,7 +318,9 @@ export class Gateway implements GatewayPort {
   }
 
   private async reread(): Promise<void> {
-    const before = this.declaredSet ? await this.declaredSet.catch(() => undefined) : undefined;
+    // Never read yet: no client has a list from us that could have changed (the next tools/list reads it).
+    if (!this.declaredSet) return;
+    const before = await this.declaredSet.catch(() => undefined);
     this.declaredSet = this.readDeclared();
     const after = await this.declaredSet.catch(() => undefined);
     if (!after || before?.fingerprint === after.fingerprint) return;
@@ -324,6 +347,8 @@ export class Gateway implements GatewayPort {
       const recorded = this.ws ? readServerStatus(this.ws, id) : undefined;
       const r: ServerReport = { pack: s.pack, id, transport: s.decl.transport, status: recorded?.status ?? "idle", tool_count: cached ? cached.length : null };
       if (recorded?.status === "error" && recorded.error !== undefined) r.error = recorded.error;
+      const dropped = this.droppedNames.get(id) ?? (this.ws ? readDroppedTools(this.ws, id, s.key) : undefined);
+      if (dropped && dropped.length > 0) r.dropped = dropped;
       return r;
     });
   }

@@ -3,7 +3,8 @@
 // room), closed after an idle timeout, and respawned after a crash, with a
 // growing wait once a server keeps crashing (its status is then `error`).
 import type { DeclaredServer } from "../../core/pack/mcp-declared.ts";
-import { type Channel, openHttpChannel, spawnStdioChannel } from "./channel.ts";
+import { MAX_MESSAGE_BYTES } from "../wire/lines.ts";
+import { type Channel, openHttpChannel, openSseChannel, spawnStdioChannel } from "./channel.ts";
 import { ChildConnection } from "./child.ts";
 import { childEnv, childHeaders } from "./spawn-spec.ts";
 
@@ -16,6 +17,19 @@ const INITIALIZE_TIMEOUT_MS = 10_000;
 export const KILL_GRACE_MS = 1000;
 
 export type ServerStatus = "live" | "idle" | "error";
+
+/** The environment variable that sets the largest message a child may send (bytes). */
+export const MAX_MESSAGE_ENV = "GREX_MCP_MAX_MESSAGE_BYTES";
+
+/** The message cap for children: GREX_MCP_MAX_MESSAGE_BYTES when it is a whole number >= 1024, else 4 MiB (a warning says so). */
+export function childMessageLimit(env: Record<string, string | undefined>, warn: (m: string) => void): { bytes: number; text: string } {
+  const raw = env[MAX_MESSAGE_ENV]?.trim();
+  if (raw !== undefined && raw !== "") {
+    if (/^\d+$/.test(raw) && Number(raw) >= 1024 && Number.isSafeInteger(Number(raw))) return { bytes: Number(raw), text: `${raw}-byte limit (${MAX_MESSAGE_ENV})` };
+    warn(`warning: ${MAX_MESSAGE_ENV}='${raw}' is not a whole number of bytes >= 1024; using the default of ${MAX_MESSAGE_BYTES} bytes.`);
+  }
+  return { bytes: MAX_MESSAGE_BYTES, text: `${MAX_MESSAGE_BYTES / (1024 * 1024)} MiB limit (set ${MAX_MESSAGE_ENV} to raise it)` };
+}
 
 interface Slot {
   conn: Promise<ChildConnection> | undefined;
@@ -45,8 +59,11 @@ export class ChildPool {
   /** Every connection ever opened and not yet reaped (shutdown waits for them). */
   private readonly open = new Set<ChildConnection>();
   private shuttingDown = false;
+  private readonly limit: { bytes: number; text: string };
 
-  constructor(private readonly opts: PoolOptions) {}
+  constructor(private readonly opts: PoolOptions) {
+    this.limit = childMessageLimit(opts.env, opts.log);
+  }
 
   private slot(id: string): Slot {
     let s = this.slots.get(id);
@@ -134,7 +151,11 @@ export class ChildPool {
           cwd: server.packDir,
           env: childEnv(server, this.opts.env),
           stderrLine: (line) => this.opts.childStderr(id, line),
+          maxMessageBytes: this.limit.bytes,
+          limitText: this.limit.text,
         });
+      } else if (server.decl.transport === "sse") {
+        channel = await openSseChannel({ url: server.decl.url ?? "", headers: childHeaders(server, this.opts.env) });
       } else {
         channel = await openHttpChannel({ url: server.decl.url ?? "", headers: childHeaders(server, this.opts.env) });
       }
@@ -212,7 +233,9 @@ export class ChildPool {
       s.live = undefined;
       if (s.idleTimer) clearTimeout(s.idleTimer);
     }
+    // Children still starting are stopped too (their initialize then fails): none may hold shutdown up.
     const starting = [...this.slots.values()].map((s) => s.conn?.catch(() => undefined));
+    await Promise.all([...this.open].map((c) => c.close(KILL_GRACE_MS)));
     await Promise.all(starting);
     await Promise.all([...this.open].map((c) => c.close(KILL_GRACE_MS)));
     for (const id of this.lru.keys()) this.opts.onStatus?.(id, "idle", {});

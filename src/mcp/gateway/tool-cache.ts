@@ -3,7 +3,7 @@
 // keyed by the declaration and the pack's commit, so a restarted `grex serve`
 // answers tools/list without spawning anything. A cache that is missing,
 // unreadable or for another key is simply not used (it is only a cache).
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { atomicWriteFile } from "../../core/fsutil.ts";
 import type { Workspace } from "../../core/workspace.ts";
@@ -25,6 +25,27 @@ export function writeToolCache(ws: Workspace, server: string, key: string, tools
     atomicWriteFile(join(dirOf(ws), `${server}.json`), `${JSON.stringify({ key, tools })}\n`);
   } catch (err) {
     warn(`cannot cache the tool list of MCP server '${server}' (${err instanceof Error ? err.message : String(err)})`);
+  }
+}
+
+/** Tool entries a server listed that grex left out, next to the tool cache (same key). */
+export function writeDroppedTools(ws: Workspace, server: string, key: string, dropped: string[]): void {
+  try {
+    const file = join(dirOf(ws), `${server}.dropped.json`);
+    if (dropped.length === 0) return rmSync(file, { force: true });
+    mkdirSync(dirOf(ws), { recursive: true });
+    atomicWriteFile(join(dirOf(ws), `${server}.dropped.json`), `${JSON.stringify({ key, dropped })}\n`);
+  } catch {
+    // only informational
+  }
+}
+
+export function readDroppedTools(ws: Workspace, server: string, key: string): string[] | undefined {
+  try {
+    const doc = JSON.parse(readFileSync(join(dirOf(ws), `${server}.dropped.json`), "utf8")) as { key?: unknown; dropped?: unknown };
+    return doc.key === key && Array.isArray(doc.dropped) ? doc.dropped.filter((d): d is string => typeof d === "string") : undefined;
+  } catch {
+    return undefined;
   }
 }
 
