@@ -26,39 +26,63 @@ function readSmallText(file: string, packDir: string): string | typeof ABSENT {
   }
 }
 
-/** Parse YAML text to a JS value, refusing anchors and aliases. */
+/** Deeper nesting than any pack needs; refused before converting (a stack-depth guard). */
+export const MAX_YAML_DEPTH = 64;
+
+/**
+ * Parse YAML text to a JS value, refusing anchors, aliases, duplicate keys and
+ * deep nesting. The yaml library's own `uniqueKeys` check compares each key
+ * with every earlier key of its mapping (quadratic: 30,000 keys took half a
+ * minute), so it is off and duplicates are found here with one Set per mapping.
+ */
 export async function parsePackYamlText(text: string, file: string): Promise<unknown> {
   const YAML = await import("yaml");
   const lines = new YAML.LineCounter();
   // core schema + merge off: no YAML 1.1 `<<` merge keys or exotic tags.
-  const doc = YAML.parseDocument(text, { schema: "core", merge: false, uniqueKeys: true, prettyErrors: false, lineCounter: lines });
+  const doc = YAML.parseDocument(text, { schema: "core", merge: false, uniqueKeys: false, prettyErrors: false, lineCounter: lines });
   const err = doc.errors[0];
   if (err) {
     const line = lines.linePos(err.pos[0]).line;
     const reason = (err.message.split("\n")[0] ?? "").replace(/[.;:\s]+$/, "");
     throw integrityError(`${file} line ${line} is not valid YAML (${reason}); fix the syntax.`, { file, line });
   }
-  const found: { what?: string; offset?: number } = {};
+  const found: { what?: string; offset?: number; fix?: string } = {};
+  const stop = (what: string, offset: number | undefined, fix: string) => {
+    Object.assign(found, { what, offset: offset ?? 0, fix });
+    return YAML.visit.BREAK;
+  };
   YAML.visit(doc, {
-    Node(_key, node) {
-      if (YAML.isAlias(node)) found.what = `alias *${node.source}`;
-      else if (node.anchor) found.what = `anchor &${node.anchor}`;
-      else return undefined;
-      found.offset = node.range?.[0] ?? 0;
-      return YAML.visit.BREAK;
+    Node(_key, node, path) {
+      if (YAML.isAlias(node)) return stop(`uses a YAML alias *${node.source}`, node.range?.[0], ALIAS_FIX);
+      if (node.anchor) return stop(`uses a YAML anchor &${node.anchor}`, node.range?.[0], ALIAS_FIX);
+      if (path.length > MAX_YAML_DEPTH * 2) {
+        return stop(`nests deeper than ${MAX_YAML_DEPTH} levels`, node.range?.[0], "flatten it; no pack field needs that depth");
+      }
+      if (!YAML.isMap(node)) return undefined;
+      const seen = new Set<string>();
+      for (const pair of node.items) {
+        const key = pair.key;
+        if (!YAML.isScalar(key)) {
+          return stop("uses a mapping or list as a key", YAML.isNode(key) ? key.range?.[0] : node.range?.[0], "use plain text keys");
+        }
+        // Compared as text: `1:` and `"1":` become the same property.
+        const text = String(key.value);
+        if (seen.has(text)) return stop(`is not valid YAML (Map keys must be unique: '${text}' is repeated)`, key.range?.[0], "fix the syntax");
+        seen.add(text);
+      }
+      return undefined;
     },
   });
   if (found.what !== undefined) {
-    const { what, offset = 0 } = found;
+    const { what, offset = 0, fix } = found;
     const line = lines.linePos(offset).line;
-    throw integrityError(
-      `${file} line ${line} uses a YAML ${what}, and anchors and aliases are not allowed in pack files (alias-bomb defence); write the values out in full.`,
-      { file, line },
-    );
+    throw integrityError(`${file} line ${line} ${what}${fix.startsWith("and ") ? ", " : "; "}${fix}.`, { file, line });
   }
   // maxAliasCount 0: a second guard, any alias that slipped through throws instead of expanding.
   return doc.toJS({ maxAliasCount: 0 });
 }
+
+const ALIAS_FIX = "and anchors and aliases are not allowed in pack files (alias-bomb defence); write the values out in full";
 
 async function readYaml(file: string, packDir: string): Promise<unknown | typeof ABSENT> {
   const text = readSmallText(file, packDir);
