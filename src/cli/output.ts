@@ -4,6 +4,8 @@ import type { Progress } from "../verbs/types.ts";
 
 export type CliProgress = Progress & {
   done(): void;
+  /** Take the line off the screen before other output (it comes back on the next report). */
+  clear(): void;
   /** The last count reported, for the summary of a cancelled run. */
   last: { done: number; total: number } | undefined;
 };
@@ -22,6 +24,7 @@ export function makeProgress(enabled: boolean, write: (s: string) => void, label
     if (shown) write("\r\x1b[2K");
     shown = false;
   };
+  progress.clear = progress.done;
   return progress;
 }
 

@@ -2,7 +2,7 @@
 import * as v from "valibot";
 import { packOpError } from "../core/errors.ts";
 import type { SyncReport } from "../core/sync/engine.ts";
-import { HaltedSchema, renderSyncReport, StepSchema, SummarySchema, syncSelectionEntries } from "./sync-shared.ts";
+import { HaltedSchema, renderSyncReport, StepSchema, streamPackRows, SummarySchema, syncSelectionEntries } from "./sync-shared.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
 
@@ -69,6 +69,7 @@ export const syncVerb = defineVerb({
         dryRun: p.dry_run,
         parallel: p.parallel,
         allowOutsideHome: allowsOutsideHome(ctx, p),
+        onPackDone: streamPackRows(ctx.rows),
       },
       signal,
       progress,

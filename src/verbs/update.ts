@@ -4,7 +4,7 @@ import { packOpError, usageError } from "../core/errors.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { tryAcquireWorkspaceLock } from "../core/locks.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
-import { renderPackTable, syncSelectionEntries } from "./sync-shared.ts";
+import { renderPackTable, streamPackRows, summaryLine, syncSelectionEntries } from "./sync-shared.ts";
 import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
 
 const Result = v.object({
@@ -72,6 +72,7 @@ export const updateVerb = defineVerb({
           parallel: p.parallel,
           lockHeld: true,
           allowOutsideHome: allowsOutsideHome(ctx, p),
+          onPackDone: streamPackRows(ctx.rows, updateRow),
         },
         signal,
         progress,
@@ -103,7 +104,15 @@ export const updateVerb = defineVerb({
     return packOpError(`${failed.length} pack(s) failed to update (first: ${failed[0]?.id}: ${failed[0]?.message}).`);
   },
   render(r, _p, style) {
-    const rows = r.packs.map((p) => ({ ...p, message: [p.message, p.reinstalled ? `reinstalled (${p.reason})` : ""].filter((m) => m !== "").join("; ") }));
-    return renderPackTable(rows, style);
+    const count = (res: string) => r.packs.filter((p) => p.result === res).length;
+    const summary = summaryLine(r.dry_run, { total: r.packs.length, ok: count("ok"), skipped: count("skipped"), dirty: count("dirty"), failed: count("failed") });
+    if (style.rowsStreamed) return summary;
+    return [renderPackTable(r.packs.map(updateRow), style), summary].filter((l) => l !== "").join("\n");
   },
 });
+
+/** A pack's row: what happened, and whether (and why) its setup ran again. */
+function updateRow<P extends { id: string; result: string; message: string; reinstalled: boolean; reason: string }>(p: P): P {
+  const reason = p.reason === "never-installed" ? "hash-changed" : p.reason;
+  return { ...p, message: [p.message, p.reinstalled ? `reinstalled (${reason})` : ""].filter((m) => m !== "").join("; ") };
+}

@@ -74,7 +74,7 @@ export async function parsePackYamlText(text: string, file: string): Promise<unk
     },
   });
   if (found.what !== undefined) {
-    const { what, offset = 0, fix } = found;
+    const { what, offset = 0, fix = "" } = found;
     const line = lines.linePos(offset).line;
     throw integrityError(`${file} line ${line} ${what}${fix.startsWith("and ") ? ", " : "; "}${fix}.`, { file, line });
   }

@@ -16,7 +16,7 @@ import { converge, type ConvergeReason } from "../packtypes/index.ts";
 import type { Step } from "../actions/types.ts";
 import type { Workspace } from "../workspace.ts";
 import type { CallContext, Progress } from "../call.ts";
-import { installOrder, planChecks } from "./plan.ts";
+import { installOrder, planChecks, prerequisitesOf } from "./plan.ts";
 import { effectiveType, fetchTree, flatten, newNode, type PackOutcome, type TreeNode } from "./tree.ts";
 import { globMatch } from "../filter.ts";
 import { interruptedPacks, notInstalled, openBrackets } from "./install-state.ts";
@@ -45,6 +45,8 @@ export interface SyncOptions {
   pending?: { entry: PackEntry; dir: string };
   /** Leave the records (events, lockfile, ignore blocks) to the caller: report.record() (`add`, after it registered). */
   deferRecord?: boolean;
+  /** A pack's row is final (with the steps its setup took): called as each pack completes, for output that streams. */
+  onPackDone?(pack: PackReport, steps: Step[]): void;
 }
 
 export interface PackReport {
@@ -67,6 +69,15 @@ export interface SyncReport {
   /** With deferRecord: writes what this run did. */
   record?: () => Promise<void>;
 }
+
+/** Why the setup ran at a commit that did not move (a bare "up to date" would hide it). */
+const RAN_BECAUSE: Record<ConvergeReason, string> = {
+  "never-installed": "setup installed (it was not installed)",
+  "hash-changed": "setup ran again (its setup changed)",
+  "sha-changed": "setup ran again (the commit changed since install)",
+  forced: "setup ran again (--force)",
+  none: "setup ran",
+};
 
 /** Report `action_started` brackets that never closed (a crash mid-action). */
 export function incompleteActions(events: readonly ManifestEvent[]): string[] {
@@ -159,7 +170,7 @@ async function syncLocked(
     },
     onDone: (node) => {
       done++;
-      progress(done, total, `${node.id}: ${node.outcome === "ok" ? node.message : node.outcome}`);
+      progress(done, total, `fetch: ${node.id}: ${node.outcome === "ok" ? node.message : node.outcome}`);
       ctx.debug(1, `fetched ${node.id}: ${node.outcome} ${node.message}`);
     },
   });
@@ -184,14 +195,26 @@ async function syncLocked(
   const reasons = new Map<string, { reinstalled: boolean; reason: ConvergeReason; hash: string | null }>();
   /** Packs whose install failed (or never ran after a clone): recorded not-installed. */
   const installErrors = new Map<string, string>();
-  for (const node of installOrder(nodes, known)) {
-    if (node.outcome !== "ok" || (node.head === null && !opts.dryRun)) continue;
-    if (halted && opts.failFast) {
-      node.outcome = "skipped";
-      node.message = "not installed: an earlier pack failed (--fail-fast)";
-      if (node.cloned) installErrors.set(node.id, node.message);
-      continue;
-    }
+  const order = installOrder(nodes, known);
+  const eligible = (n: TreeNode) => n.outcome === "ok" && (n.head !== null || opts.dryRun);
+  const reportOf = (n: TreeNode): PackReport => ({
+    id: n.id,
+    result: n.outcome,
+    sha_before: n.shaBefore,
+    sha_after: n.wouldMoveTo ?? n.head?.sha ?? null,
+    message: n.message,
+    reinstalled: reasons.get(n.id)?.reinstalled ?? false,
+    reason: reasons.get(n.id)?.reason ?? "none",
+  });
+  // Packs with nothing to install are final now: their rows go out first.
+  for (const n of nodes) if (!eligible(n)) opts.onPackDone?.(reportOf(n), []);
+  const installing = order.filter(eligible);
+  const stepsOf = new Map<string, Step[]>();
+  const running: string[] = [];
+  let finishedCount = 0;
+  const showProgress = () =>
+    progress(finishedCount, installing.length, `setup: ${running.length} running${running.length > 0 ? ` (${running.slice(0, 3).join(", ")}${running.length > 3 ? ", …" : ""})` : ""}`);
+  const installOne = async (node: TreeNode): Promise<void> => {
     try {
       const install = () =>
         converge({
@@ -210,7 +233,7 @@ async function syncLocked(
         });
       // Setup runs under the pack's lock (hooks too), like `run` and teardown.
       const r = opts.dryRun ? await install() : await withPackLock(ws, node.dir, signal, install);
-      steps.push(...r.steps);
+      stepsOf.set(node.id, r.steps);
       reasons.set(node.id, { reinstalled: r.ran, reason: r.reason, hash: r.actionsHash });
       if (r.failed) {
         node.outcome = "failed";
@@ -220,6 +243,9 @@ async function syncLocked(
       } else if (r.skipped) {
         node.outcome = "skipped";
         node.message = r.skipped;
+      } else if (r.ran && node.message === "up to date") {
+        // The commit did not move but the setup ran: say why, not "up to date".
+        node.message = `up to date; ${RAN_BECAUSE[r.reason]}`;
       }
     } catch (err) {
       const e = toGrexError(err);
@@ -229,7 +255,38 @@ async function syncLocked(
       installErrors.set(node.id, e.message);
       halted ??= { pack: node.id, action: "", idx: -1, reason: e.message };
     }
-  }
+  };
+  const { runInstallPhase } = await import("./install.ts");
+  await runInstallPhase({
+    verb: opts.mode,
+    nodes: installing,
+    prerequisites: prerequisitesOf(installing, known),
+    scheduler: capScheduler(ctx.scheduler, opts.parallel),
+    signal,
+    failFast: opts.failFast,
+    install: installOne,
+    halted: () => halted !== null,
+    skip: (node) => {
+      node.outcome = "skipped";
+      node.message = "not installed: an earlier pack failed (--fail-fast)";
+      if (node.cloned) installErrors.set(node.id, node.message);
+    },
+    onStart: (node) => {
+      running.push(node.id);
+      showProgress();
+      ctx.debug(1, `setup of ${node.id} started`);
+    },
+    onDone: (node) => {
+      const i = running.indexOf(node.id);
+      if (i >= 0) running.splice(i, 1);
+      finishedCount++;
+      showProgress();
+      ctx.debug(1, `setup of ${node.id}: ${node.outcome} ${node.message}`);
+      opts.onPackDone?.(reportOf(node), stepsOf.get(node.id) ?? []);
+    },
+  });
+  // Steps in install order, whatever order the packs finished in.
+  for (const n of installing) steps.push(...(stepsOf.get(n.id) ?? []));
 
   // Children their parent no longer lists (only when the tree was walked).
   const pruned: Pruned[] = [];
@@ -244,18 +301,12 @@ async function syncLocked(
   const record = () => recordResults(ws, nodes, previous, reasons, warn, signal, installErrors, pruned);
   if (!opts.dryRun && !opts.deferRecord) await record();
 
-  const packs: PackReport[] = nodes.map((n) => ({
-    id: n.id,
-    result: n.outcome,
-    sha_before: n.shaBefore,
-    sha_after: n.wouldMoveTo ?? n.head?.sha ?? null,
-    message: n.message,
-    reinstalled: reasons.get(n.id)?.reinstalled ?? false,
-    reason: reasons.get(n.id)?.reason ?? "none",
-  }));
+  const packs: PackReport[] = nodes.map(reportOf);
   for (const p of pruned) {
     const sha = previous.get(p.id)?.sha ?? null;
-    packs.push({ id: p.id, result: p.ok ? "ok" : "failed", sha_before: sha, sha_after: null, message: p.message, reinstalled: false, reason: "none" });
+    const row: PackReport = { id: p.id, result: p.ok ? "ok" : "failed", sha_before: sha, sha_after: null, message: p.message, reinstalled: false, reason: "none" };
+    packs.push(row);
+    opts.onPackDone?.(row, p.steps);
   }
   const count = (o: PackOutcome) => packs.filter((p) => p.result === o).length;
   return {

@@ -68,6 +68,34 @@ export function planChecks(nodes: TreeNode[], known: KnownPack[]): void {
   if (cycle) throw cycleError("depends_on", cycle);
 }
 
+/**
+ * For the parallel install phase: the packs each pack waits for, the same
+ * edges installOrder follows (its children and its depends_on targets among
+ * `nodes`; the children of a child not in `nodes` count as its own).
+ */
+export function prerequisitesOf(nodes: readonly TreeNode[], known: readonly KnownPack[] = knownOf(nodes)): (n: TreeNode) => TreeNode[] {
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const resolveDep = dependencyResolver(known);
+  return (n) => {
+    const out: TreeNode[] = [];
+    // A child that installs nothing (dirty, failed to fetch) passes the wait on to its own children.
+    const addChildren = (of: TreeNode) => {
+      for (const c of of.children) {
+        const hit = byId.get(c.id);
+        if (hit) out.push(hit);
+        else addChildren(c);
+      }
+    };
+    addChildren(n);
+    for (const dep of n.manifest?.depends_on ?? []) {
+      const hit = resolveDep(dep);
+      const target = hit && byId.get(hit.id);
+      if (target && target !== n) out.push(target);
+    }
+    return out;
+  };
+}
+
 const knownOf = (nodes: readonly TreeNode[]): KnownPack[] => nodes.map((n) => ({ id: n.id, url: n.url, name: n.manifest?.name ?? null }));
 
 /**
