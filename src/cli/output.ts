@@ -4,8 +4,13 @@ import type { Progress } from "../verbs/types.ts";
 
 export type CliProgress = Progress & {
   done(): void;
-  /** Take the line off the screen before other output (it comes back on the next report). */
-  clear(): void;
+  /**
+   * Before other output on the same terminal: the bytes that take the line off
+   * the screen ("" when none is shown). They go out in front of that output, on
+   * its own stream: a clear written to stderr can reach the terminal after a
+   * row written to stdout.
+   */
+  clear(): string;
   /** The last count reported, for the summary of a cancelled run. */
   last: { done: number; total: number } | undefined;
 };
@@ -24,7 +29,11 @@ export function makeProgress(enabled: boolean, write: (s: string) => void, label
     if (shown) write("\r\x1b[2K");
     shown = false;
   };
-  progress.clear = progress.done;
+  progress.clear = () => {
+    const was = shown;
+    shown = false;
+    return was ? "\r\x1b[2K" : "";
+  };
   return progress;
 }
 

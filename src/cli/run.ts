@@ -295,8 +295,8 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
         : (render) => {
             const text = render(style());
             if (text === "") return;
-            progress?.clear();
-            io.stdout(`${text}\n`);
+            const clear = progress?.clear() ?? "";
+            io.stdout(`${io.stdoutTTY ? clear : ""}${text}\n`);
           },
     });
     const abort = new AbortController();

@@ -46,11 +46,12 @@ interface Reportish {
 }
 
 /** One aligned row per pack: a coloured mark (the word with --plain), the id, what happened. */
-export function renderPackTable(packs: ReadonlyArray<{ id: string; result: string; message: string }>, style: RenderStyle): string {
+export function renderPackTable(packs: ReadonlyArray<{ id: string; result: string; message: string }>, style: RenderStyle, idWidth = 0): string {
   const c = paint(style.color);
   const colour = (res: string) => (res === "ok" ? c.green : res === "failed" ? c.red : c.yellow);
-  const mark = (res: string) => colour(res)(style.plain ? res : ({ ok: "✓", skipped: "–", dirty: "!", failed: "✗" }[res] ?? res));
-  return table(packs.map((p) => [mark(p.result), c.bold(p.id), p.message]));
+  // With --plain the mark is a word: pad it to the widest ("skipped") so streamed rows line up too.
+  const mark = (res: string) => colour(res)(style.plain ? res.padEnd(idWidth > 0 ? 7 : 0) : ({ ok: "✓", skipped: "–", dirty: "!", failed: "✗" }[res] ?? res));
+  return table(packs.map((p) => [mark(p.result), c.bold(p.id) + " ".repeat(Math.max(0, idWidth - p.id.length)), p.message]));
 }
 
 /**
@@ -60,9 +61,9 @@ export function renderPackTable(packs: ReadonlyArray<{ id: string; result: strin
 export function streamPackRows(
   rows: VerbContext["rows"],
   row: (p: { id: string; result: string; message: string; reinstalled: boolean; reason: string }) => { id: string; result: string; message: string } = (p) => p,
-): ((p: { id: string; result: string; message: string; reinstalled: boolean; reason: string }, steps: StepLike[]) => void) | undefined {
+): ((p: { id: string; result: string; message: string; reinstalled: boolean; reason: string }, steps: StepLike[], idWidth: number) => void) | undefined {
   if (!rows) return undefined;
-  return (p, steps) => rows((style) => [renderPackTable([row(p)], style), ...stepLines(steps, style)].filter((l) => l !== "").join("\n"));
+  return (p, steps, idWidth) => rows((style) => [renderPackTable([row(p)], style, idWidth), ...stepLines(steps, style)].filter((l) => l !== "").join("\n"));
 }
 
 /** `3 packs: 2 ok, 0 skipped, 0 dirty, 1 failed` (with `dry run: ` in front). */

@@ -96,6 +96,6 @@ test("Ctrl-C during setup says what finished, what was cut short and what never 
   const code = await proc.exited;
   const stderr = await new Response(proc.stderr).text();
   expect(code).toBe(130);
-  expect(stderr).toContain("sync was cancelled during setup: setup finished for 1 pack; cut short for stuck (its next sync runs it again); never started for after.");
+  expect(stderr).toContain("sync was cancelled during setup: setup finished for 1 pack; cut short for stuck (its next sync runs it again); never started for after. What finished is recorded");
   expect(readFileSync(logFile, "utf8")).not.toContain("start-after");
 });

@@ -109,7 +109,7 @@ describe.skipIf(!hasScript)("on a terminal", () => {
     const before = out.slice(0, at);
     expect(before === "" || before.endsWith("\n") || before.endsWith("\r\x1b[2K")).toBe(true);
     expect(out.slice(at)).toBe(
-      "grex: sync was cancelled after 1 of 1 packs; what finished is recorded, nothing is half-written. Run `grex sync` again to finish.\n",
+      "grex: sync was cancelled during setup: setup finished for 0 packs; cut short for slow (its next sync runs it again); none left unstarted. What finished is recorded, nothing is half-written. Run `grex sync` again to finish.\n",
     );
     writeFileSync(join(t.root, "done"), "");
   });

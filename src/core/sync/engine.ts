@@ -46,7 +46,7 @@ export interface SyncOptions {
   /** Leave the records (events, lockfile, ignore blocks) to the caller: report.record() (`add`, after it registered). */
   deferRecord?: boolean;
   /** A pack's row is final (with the steps its setup took): called as each pack completes, for output that streams. */
-  onPackDone?(pack: PackReport, steps: Step[]): void;
+  onPackDone?(pack: PackReport, steps: Step[], idWidth: number): void;
 }
 
 export interface PackReport {
@@ -206,8 +206,10 @@ async function syncLocked(
     reinstalled: reasons.get(n.id)?.reinstalled ?? false,
     reason: reasons.get(n.id)?.reason ?? "none",
   });
+  // Streamed rows line up on the widest id of this run.
+  const idWidth = Math.max(0, ...nodes.map((n) => n.id.length), ...[...previous.keys()].map((id) => id.length));
   // Packs with nothing to install are final now: their rows go out first.
-  for (const n of nodes) if (!eligible(n)) opts.onPackDone?.(reportOf(n), []);
+  for (const n of nodes) if (!eligible(n)) opts.onPackDone?.(reportOf(n), [], idWidth);
   const installing = order.filter(eligible);
   const stepsOf = new Map<string, Step[]>();
   const running: string[] = [];
@@ -280,9 +282,9 @@ async function syncLocked(
       const i = running.indexOf(node.id);
       if (i >= 0) running.splice(i, 1);
       finishedCount++;
-      showProgress();
       ctx.debug(1, `setup of ${node.id}: ${node.outcome} ${node.message}`);
-      opts.onPackDone?.(reportOf(node), stepsOf.get(node.id) ?? []);
+      opts.onPackDone?.(reportOf(node), stepsOf.get(node.id) ?? [], idWidth);
+      showProgress();
     },
   });
   // Steps in install order, whatever order the packs finished in.
@@ -306,7 +308,7 @@ async function syncLocked(
     const sha = previous.get(p.id)?.sha ?? null;
     const row: PackReport = { id: p.id, result: p.ok ? "ok" : "failed", sha_before: sha, sha_after: null, message: p.message, reinstalled: false, reason: "none" };
     packs.push(row);
-    opts.onPackDone?.(row, p.steps);
+    opts.onPackDone?.(row, p.steps, idWidth);
   }
   const count = (o: PackOutcome) => packs.filter((p) => p.result === o).length;
   return {

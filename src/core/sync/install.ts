@@ -47,7 +47,7 @@ export function installCancelledMessage(verb: string, finished: readonly string[
   const parts = [`setup finished for ${finished.length} pack${finished.length === 1 ? "" : "s"}`];
   if (cutShort.length > 0) parts.push(`cut short for ${listOf(cutShort)} (its next sync runs it again)`);
   parts.push(notStarted.length > 0 ? `never started for ${listOf(notStarted)}` : "none left unstarted");
-  return `${verb} was cancelled during setup: ${parts.join("; ")}. Run \`grex ${verb}\` again to finish.`;
+  return `${verb} was cancelled during setup: ${parts.join("; ")}. What finished is recorded, nothing is half-written. Run \`grex ${verb}\` again to finish.`;
 }
 
 export async function runInstallPhase(opts: InstallPhaseOptions): Promise<void> {
