@@ -1,6 +1,7 @@
 // `grex update`: re-resolve refs (optionally re-pinning them) and reinstall packs whose commit or setup changed.
 import * as v from "valibot";
 import { packOpError, usageError } from "../core/errors.ts";
+import { unknownPackId } from "../core/pack-ids.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { tryAcquireWorkspaceLock } from "../core/locks.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
@@ -53,7 +54,7 @@ export const updateVerb = defineVerb({
       if (p.ref !== undefined) {
         const { state } = await readManifest(ws, { warn: ctx.warn });
         for (const id of p.ids) {
-          if (!state.has(id)) throw usageError(`No pack '${id}' is registered; see \`grex ls\`.`, { field: "ids" });
+          if (!state.has(id)) throw unknownPackId(id, state.keys(), ws.manifestPath);
         }
       }
       const { runSync } = await import("../core/sync/engine.ts"); // lazy: `ls` and `--help` never load the engine

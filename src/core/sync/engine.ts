@@ -3,7 +3,8 @@
 //   loading, children) → plan checks → install phase (pack-type lifecycle, in
 //   dependency order) → sync markers, lockfile rewrite, ignore blocks → report.
 import { join } from "node:path";
-import { GrexError, toGrexError, usageError } from "../errors.ts";
+import { GrexError, toGrexError } from "../errors.ts";
+import { unknownPackId } from "../pack-ids.ts";
 import { parseFilter } from "../filter.ts";
 import { updateIgnoreBlocks } from "../gitignore.ts";
 import { packIgnoreLines } from "../pack/x-gitignore.ts";
@@ -88,7 +89,7 @@ export function incompleteActions(events: readonly ManifestEvent[]): string[] {
 
 function selectRoots(ws: Workspace, state: Map<string, PackEntry>, opts: SyncOptions): TreeNode[] {
   for (const id of opts.ids) {
-    if (!state.has(id)) throw usageError(`No pack '${id}' is registered in ${ws.manifestPath}; see \`grex ls\`.`, { field: "ids" });
+    if (!state.has(id)) throw unknownPackId(id, state.keys(), ws.manifestPath);
   }
   const keep = parseFilter(opts.filter);
   const roots: TreeNode[] = [];
