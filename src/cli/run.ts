@@ -278,7 +278,11 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     let styled: RenderStyle | undefined;
     const style = (): RenderStyle =>
       (styled ??= { plain, streamed: pretty, rowsStreamed: true, color: colorWanted(pretty, io.env), home: io.env.HOME, cwd: io.cwd });
-    const parallelFlag = typeof options.parallel === "undefined" ? undefined : Number(lastOf(rawValues(argv, "--parallel")));
+    const rawParallel = typeof options.parallel === "undefined" ? undefined : lastOf(rawValues(argv, "--parallel"));
+    if (rawParallel !== undefined && !/^\d+$/.test(rawParallel)) {
+      throw usageError(`Flag --parallel takes a whole number of packs at once (0 = no limit), got '${rawParallel}'; see \`grex ${verb.name} --help\`.`, { field: "parallel" });
+    }
+    const parallelFlag = rawParallel === undefined ? undefined : Number(rawParallel);
     const ctx = makeContext({
       cwd: io.cwd,
       manifest: lastOf(rawValues(argv, "--manifest")),

@@ -6,7 +6,7 @@ import { join, normalize } from "node:path";
 import { integrityError } from "../errors.ts";
 import { ABSENT, readRegularFile } from "../read-file.ts";
 import { currentOs, type OsName } from "../os.ts";
-import { type ActionItem, type PackManifest, type PackOverride, validateOverride, validatePack } from "./schema.ts";
+import { type ActionItem, type MoreChecks, type PackManifest, type PackOverride, validateOverride, validatePack } from "./schema.ts";
 
 export const MAX_PACK_YAML_BYTES = 1024 * 1024;
 
@@ -141,20 +141,20 @@ function checkChildPaths(m: PackManifest, baseCount: number, file: string, targe
  * Throws GrexError: integrity (exit 3), or plugin (exit 8) for an unknown
  * action or pack type.
  */
-export async function loadPackYaml(packDir: string, opts?: { os?: OsName }): Promise<PackManifest | null> {
+export async function loadPackYaml(packDir: string, opts?: { os?: OsName; more?: MoreChecks }): Promise<PackManifest | null> {
   const file = join(packDir, ".grex", "pack.yaml");
   const doc = await readYaml(file, packDir);
   if (doc === ABSENT) return null;
   if (doc === null || doc === undefined) {
     throw integrityError(`${file} is empty; write at least schema_version: "1", name and type.`, { file });
   }
-  let manifest = validatePack(doc, file);
+  let manifest = validatePack(doc, file, opts?.more);
   const targetFile = join(packDir, ".grex", "targets", `${opts?.os ?? currentOs()}.yaml`);
   const over = await readYaml(targetFile, packDir);
   const baseChildren = manifest.children.length;
   // An empty override file changes nothing.
   if (over !== ABSENT && over !== null && over !== undefined) {
-    manifest = applyOverride(manifest, validateOverride(over, targetFile));
+    manifest = applyOverride(manifest, validateOverride(over, targetFile, opts?.more));
   }
   checkChildPaths(manifest, baseChildren, file, targetFile);
   return manifest;
@@ -168,15 +168,15 @@ interface DstEntry {
   scope: number[];
 }
 
-function collectSymlinks(items: ActionItem[], where: string, scope: number[], out: DstEntry[]): void {
+function collectSymlinks(items: ActionItem[], where: string, scope: number[], out: DstEntry[], expand: (dst: string) => string): void {
   items.forEach((item, i) => {
     const sym = item.symlink;
     if (sym !== null && typeof sym === "object" && "dst" in sym && typeof sym.dst === "string") {
-      out.push({ key: normalizeDst(sym.dst), dst: sym.dst, where: `${where}[${i}].symlink.dst`, scope });
+      out.push({ key: normalizeDst(expand(sym.dst)), dst: sym.dst, where: `${where}[${i}].symlink.dst`, scope });
     }
     const when = item.when;
     if (when !== null && typeof when === "object" && "actions" in when && Array.isArray(when.actions)) {
-      collectSymlinks(when.actions as ActionItem[], `${where}[${i}].when.actions`, [...scope, i], out);
+      collectSymlinks(when.actions as ActionItem[], `${where}[${i}].when.actions`, [...scope, i], out, expand);
     }
   });
 }
@@ -192,30 +192,35 @@ const isPrefix = (a: number[], b: number[]) => a.length <= b.length && a.every((
 /**
  * Plan-phase check: two `symlink` actions of one pack must not share a `dst`.
  *
- * `dst` is compared as written, after `path.normalize` and with trailing
- * slashes removed. Variables are NOT expanded here (that belongs to the action
- * modules), so `$HOME/x` and `${HOME}/x` count as different targets.
+ * `dst` is compared as the action will use it: `expand` (the sync engine's:
+ * variables, a leading `~`, resolved against the pack) turns `$HOME/x`,
+ * `${HOME}/x` and `~/x` into one path; then `path.normalize`, trailing slashes
+ * removed. Without `expand`, the text as written is compared.
  * Symlinks in two different `when` blocks are not compared with each other:
  * their conditions may exclude each other (one per OS, say). A symlink inside a
  * `when` is compared with those at the levels around it. `actions` and
  * `teardown` are checked separately.
  */
-export function checkDuplicateSymlinkDst(manifest: PackManifest, file: string): void {
+export function checkDuplicateSymlinkDst(manifest: PackManifest, file: string, expand: (dst: string) => string = (d) => d): void {
   const lists: Array<[ActionItem[], string]> = [[manifest.actions, "actions"]];
   if (manifest.teardown) lists.push([manifest.teardown, "teardown"]);
   for (const [items, name] of lists) {
     const all: DstEntry[] = [];
-    collectSymlinks(items, name, [], all);
-    for (let j = 1; j < all.length; j++) {
-      const b = all[j] as DstEntry;
-      for (let i = 0; i < j; i++) {
-        const a = all[i] as DstEntry;
-        if (a.key !== b.key || !(isPrefix(a.scope, b.scope) || isPrefix(b.scope, a.scope))) continue;
+    collectSymlinks(items, name, [], all, expand);
+    // Only entries with the same key are compared: linear in the number of symlinks.
+    const byKey = new Map<string, DstEntry[]>();
+    for (const b of all) {
+      const same = byKey.get(b.key);
+      const a = same?.find((x) => isPrefix(x.scope, b.scope) || isPrefix(b.scope, x.scope));
+      if (a) {
+        const how = a.dst === b.dst ? "" : ` ('${a.dst}' names the same path)`;
         throw integrityError(
-          `${file}: ${b.where} '${b.dst}' is the same target as ${a.where}; give each symlink its own dst or remove one of them.`,
+          `${file}: ${b.where} '${b.dst}' is the same target as ${a.where}${how}; give each symlink its own dst or remove one of them.`,
           { file, field: b.where },
         );
       }
+      if (same) same.push(b);
+      else byKey.set(b.key, [b]);
     }
   }
 }

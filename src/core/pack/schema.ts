@@ -260,22 +260,31 @@ export const MAX_REPORTED_ISSUES = 20;
  * lists each `{ field, reason }`.
  */
 export function issuesError(issues: readonly Issue[], file: string, doc: unknown): GrexError {
+  const sorted = issues;
+  const first = sorted[0] as Issue;
+  if (sorted.length === 1) return issueError(first, file);
+  return groupedError(problemsOf(sorted, doc), file);
+}
+
+function problemsOf(issues: readonly Issue[], doc: unknown): Problem[] {
   const order = isMapping(doc) ? Object.keys(doc) : [];
   const rank = (i: Issue) => {
     const top = i.path?.[0]?.key;
     return typeof top === "string" ? order.indexOf(top) : -1;
   };
-  const sorted = issues.map((issue, n) => ({ issue, n })).sort((a, b) => rank(a.issue) - rank(b.issue) || a.n - b.n).map((x) => x.issue);
-  const first = sorted[0] as Issue;
-  if (sorted.length === 1) return issueError(first, file);
-  return groupedError(
-    sorted.map((i) => ({ field: fieldPath(i.path), reason: i.message.replace(/\s*\n\s*/g, " "), plugin: i.expected === PLUGIN_EXPECTED })),
-    file,
-  );
+  return issues
+    .map((issue, n) => ({ issue, n }))
+    .sort((a, b) => rank(a.issue) - rank(b.issue) || a.n - b.n)
+    .map(({ issue: i }) => ({ field: fieldPath(i.path), reason: i.message.replace(/\s*\n\s*/g, " "), plugin: i.expected === PLUGIN_EXPECTED }));
+}
+
+function oneProblem(p: Problem, file: string): GrexError {
+  const message = `${file}${p.field ? `: ${p.field}` : ""} ${p.reason.replace(/[.\s]+$/, "")}.`;
+  return p.plugin ? pluginError(message, { file, field: p.field }) : integrityError(message, { file, field: p.field });
 }
 
 /** Several problems of one file as one error (see issuesError). */
-export function groupedError(problems: ReadonlyArray<{ field: string; reason: string; plugin: boolean }>, file: string): GrexError {
+export function groupedError(problems: readonly Problem[], file: string): GrexError {
   const shown = problems.slice(0, MAX_REPORTED_ISSUES);
   const more = problems.length - shown.length;
   const parts = shown.map((p, i) => `(${i + 1}) ${p.field ? `${p.field} ` : ""}${p.reason.replace(/[.\s]+$/, "")}`);
@@ -291,10 +300,29 @@ function extensionsOf(doc: Record<string, unknown>): Record<string, unknown> {
   return ext;
 }
 
+/** One problem of a document: where, why, and whether it is an unknown action or pack type (exit 8). */
+export interface Problem {
+  field: string;
+  reason: string;
+  plugin: boolean;
+}
+
+/**
+ * Extra checks a caller adds to validation (the sync engine: every action's
+ * arguments), so a document's problems all come in one error. Kept out of
+ * this module: a report that reads pack.yaml loads no action schema.
+ */
+export type MoreChecks = (doc: Record<string, unknown>) => Problem[];
+
 /** Validate a parsed pack.yaml document. `file` only appears in messages. */
-export function validatePack(doc: unknown, file: string): PackManifest {
+export function validatePack(doc: unknown, file: string, more?: MoreChecks): PackManifest {
   const r = v.safeParse(PackYamlSchema, doc);
-  if (!r.success) throw issuesError(r.issues, file, doc);
+  const extra = more && isMapping(doc) ? more(doc) : [];
+  if (!r.success) {
+    if (extra.length === 0) throw issuesError(r.issues, file, doc);
+    throw groupedError([...problemsOf(r.issues, doc), ...extra], file);
+  }
+  if (extra.length > 0) throw extra.length === 1 ? oneProblem(extra[0] as Problem, file) : groupedError(extra, file);
   const o = r.output;
   checkXGitignore(o, file);
   return {
@@ -312,9 +340,14 @@ export function validatePack(doc: unknown, file: string): PackManifest {
 }
 
 /** Validate a parsed platform override document (a partial pack.yaml). */
-export function validateOverride(doc: unknown, file: string): PackOverride {
+export function validateOverride(doc: unknown, file: string, more?: MoreChecks): PackOverride {
   const r = v.safeParse(PackOverrideSchema, doc);
-  if (!r.success) throw issuesError(r.issues, file, doc);
+  const extra = more && isMapping(doc) ? more(doc) : [];
+  if (!r.success) {
+    if (extra.length === 0) throw issuesError(r.issues, file, doc);
+    throw groupedError([...problemsOf(r.issues, doc), ...extra], file);
+  }
+  if (extra.length > 0) throw extra.length === 1 ? oneProblem(extra[0] as Problem, file) : groupedError(extra, file);
   const o = r.output;
   checkXGitignore(o, file);
   const out: PackOverride = {

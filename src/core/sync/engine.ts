@@ -17,7 +17,7 @@ import { converge, type ConvergeReason } from "../packtypes/index.ts";
 import type { Step } from "../actions/types.ts";
 import type { Workspace } from "../workspace.ts";
 import type { CallContext, Progress } from "../call.ts";
-import { installOrder, planChecks, prerequisitesOf } from "./plan.ts";
+import { actionProblems, installOrder, planChecks, prerequisitesOf } from "./plan.ts";
 import { effectiveType, fetchTree, flatten, newNode, type PackOutcome, type TreeNode } from "./tree.ts";
 import { globMatch } from "../filter.ts";
 import { interruptedPacks, notInstalled, openBrackets } from "./install-state.ts";
@@ -159,7 +159,7 @@ async function syncLocked(
     recursive: opts.recursive,
     updateExisting: !opts.cloneOnly,
     failFast: opts.failFast,
-    loadPack: (dir) => loadPackYaml(dir),
+    loadPack: (dir) => loadPackYaml(dir, { more: actionProblems }),
     // A new pin given for this run (update --ref) is the user's say-so to move it.
     leaveAlone: (n) => {
       if (opts.ref !== null && n.depth === 0) return null;
@@ -182,7 +182,7 @@ async function syncLocked(
     ...[...state.values()].map((p) => ({ id: p.id, url: p.url, name: null })),
     ...nodes.map((n) => ({ id: n.id, url: n.url, name: n.manifest?.name ?? null })),
   ];
-  planChecks(nodes.filter((n) => n.outcome === "ok"), known);
+  planChecks(nodes.filter((n) => n.outcome === "ok"), known, ctx.env);
 
   // Install phase, children and dependencies first.
   const confine = workspaceConfinement(
