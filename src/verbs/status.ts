@@ -106,7 +106,7 @@ export const statusVerb = defineVerb({
   effects: () => READS_ONLY,
   destructive: false,
   mcp: true,
-  examples: ["grex status", "grex status dotfiles", "grex status --stale-after 7d", "grex status --fail-on-drift --json"],
+  examples: ["grex status", "grex status dotfiles --fail-on-drift", "grex status --stale-after 7d --json"],
   cli: {
     args: "[...ids]",
     positionals: ["...ids"],

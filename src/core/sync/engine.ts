@@ -7,7 +7,8 @@ import { GrexError, toGrexError } from "../errors.ts";
 import { unknownPackId } from "../pack-ids.ts";
 import { parseFilter } from "../filter.ts";
 import { updateIgnoreBlocks } from "../gitignore.ts";
-import { packIgnoreLines } from "../pack/x-gitignore.ts";
+import { GENERATED_BLOCK, generatedExcludeLines, packIgnoreLines } from "../pack/x-gitignore.ts";
+import { existsSync } from "node:fs";
 import { type HeldLock, tryAcquireWorkspaceLock, withPackLock } from "../locks.ts";
 import { type LockEntry, readLockfile, writeLockfile } from "../lockfile.ts";
 import { appendEvents, makeEvent, type ManifestEvent, type PackEntry, readManifest } from "../manifest.ts";
@@ -368,9 +369,14 @@ async function recordResults(
     warn(`could not rewrite ${ws.lockPath} (${toGrexError(err).message}); the work itself is done, run sync again to record it`);
   }
   // One pass per ignore file, whatever the number of packs in it.
-  const ignoreUpdates = new Map<string, Array<[string, string[]]>>();
+  const ignoreUpdates = new Map<string, Array<[string, string[] | null]>>();
   for (const n of nodes) {
     if (n.outcome === "failed" && !n.head) continue;
+    // x-generated: what the pack's own setup writes into it, excluded in its own repository so it stays clean.
+    if (n.manifest !== null || existsSync(join(n.dir, ".git", "info", "exclude"))) {
+      const own = join(n.dir, ".git", "info", "exclude");
+      ignoreUpdates.set(own, [...(ignoreUpdates.get(own) ?? []), [GENERATED_BLOCK, generatedExcludeLines(n.manifest)]]);
+    }
     const [file, rel] =
       n.parent === null ? [join(ws.root, ".gitignore"), n.path] : [join(n.parent.dir, ".git", "info", "exclude"), n.path.slice(n.parent.path.length + 1)];
     const list = ignoreUpdates.get(file) ?? [];
