@@ -15,7 +15,7 @@ import { withBackendLock, withPackLock } from "../core/locks.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { manifestMark, rollbackManifest } from "../core/manifest-rollback.ts";
 import { runSync, type SyncOptions, type SyncReport } from "../core/sync/engine.ts";
-import { planChecks } from "../core/sync/plan.ts";
+import { actionProblems, planChecks } from "../core/sync/plan.ts";
 import { fetchTree, flatten, newNode } from "../core/sync/tree.ts";
 import type { Workspace } from "../core/workspace.ts";
 import type { Progress, VerbContext } from "./types.ts";
@@ -62,7 +62,7 @@ async function cloneInto(ctx: VerbContext, spec: AddSpec, dir: string, signal: A
 /** Read the pack's own pack.yaml (exit 3 when invalid) and build the entry it would be registered with. */
 async function entryFor(spec: AddSpec, dir: string) {
   const { loadPackYaml } = await import("../core/pack/load.ts");
-  const manifest = await loadPackYaml(dir);
+  const manifest = await loadPackYaml(dir, { more: actionProblems });
   const type = manifest?.type ?? spec.type ?? "meta";
   return { entry: { id: spec.id, url: spec.url, path: spec.id, type, ref: spec.ref }, manifest };
 }
@@ -73,7 +73,7 @@ async function checkAlone(ctx: VerbContext, spec: AddSpec, found: Awaited<Return
   const node = newNode({ id: spec.id, path: spec.id, dir, url: spec.url, ref: spec.ref, recordedType: found.entry.type, depth: 0, parent: null });
   node.manifest = found.manifest;
   const known = [...state.values()].map((p) => ({ id: p.id, url: p.url, name: null }));
-  planChecks([node], [...known, { id: spec.id, url: spec.url, name: found.manifest?.name ?? null }]);
+  planChecks([node], [...known, { id: spec.id, url: spec.url, name: found.manifest?.name ?? null }], ctx.env);
 }
 
 /** The engine run for the pack being added: it alone, children cloned, nothing recorded. */
@@ -193,7 +193,7 @@ export async function planAdd(ctx: VerbContext, spec: AddSpec, signal: AbortSign
       recursive: true,
       updateExisting: false,
       failFast: true,
-      loadPack: (d) => loadPackYaml(d),
+      loadPack: (d) => loadPackYaml(d, { more: actionProblems }),
       onDone: () => {},
       onDiscovered: () => {},
     });

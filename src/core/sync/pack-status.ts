@@ -145,7 +145,8 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
       ? "the last install was interrupted"
       : lock === undefined
         ? "never installed on this machine"
-        : (lock.install_error ?? "never installed");
+        : // An entry with no install time and no error: `grex teardown` undid the setup.
+          (lock.install_error ?? "torn down (grex teardown); grex sync installs it again");
   const shaMatch = lock !== undefined && head !== null && head.sha === lock.sha;
   let hashMatch = false;
   let setupDrift: SetupDrift[] = [];
