@@ -81,9 +81,8 @@ export const lsVerb = defineVerb({
         : "No packs registered; add one with `grex add <url>`.";
     }
     const c = paint(style.color);
-    const parents = new Set(r.packs.map((p) => p.parent));
-    // A childless meta pack is just a repository grex clones and syncs: its type tells nothing.
-    const type = (p: (typeof r.packs)[number]) => (p.type === "meta" && !parents.has(p.id) && !params.long ? "" : c.dim(p.type));
+    // The type as --json gives it (a plain repository, with no pack.yaml, is a meta pack with no children).
+    const type = (p: (typeof r.packs)[number]) => c.dim(p.type);
     const rows = r.packs.map((p) => {
       const indent = params.tree ? "  ".repeat(p.depth) : "";
       const branch = params.tree && p.depth > 0 ? (style.plain ? "- " : "└ ") : "";

@@ -58,11 +58,11 @@ describe.skipIf(!hasScript)("on a terminal", () => {
     );
   });
 
-  test("ls --long: a header and aligned columns; a plain repository shows no type", () => {
+  test("ls --long: a header and aligned columns; a plain repository shows its type as --json does", () => {
     const { code, out } = onTty(["ls", "--tree"]);
     expect(code).toBe(0);
     const plain = out.replace(SGR, "");
-    expect(plain).toBe(["dev-env              meta", "  └ dev-env/child-a  declarative", "  └ dev-env/second   declarative", "notes", ""].join("\n"));
+    expect(plain).toBe(["dev-env              meta", "  └ dev-env/child-a  declarative", "  └ dev-env/second   declarative", "notes                meta", ""].join("\n"));
     expect(out).toContain("\x1b[2mdeclarative\x1b[22m");
     const long = onTty(["ls", "--long"]).out;
     expect(long.split("\n")[0]?.replace(SGR, "")).toMatch(/^ID +TYPE +URL +REF +SHA +INSTALLED$/);
