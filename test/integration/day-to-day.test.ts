@@ -176,3 +176,15 @@ test("after a teardown: status says torn down, sync says why the setup runs agai
   expect(sync.stdout).not.toMatch(/dotfiles\s+up to date\n/);
   expect(sync.stdout).toContain("setup installed (it was not installed)");
 });
+
+test("words: a missing upstream directory, update's summary line, -v on status", async () => {
+  const missing = await t.grex("add", join(t.upstream, "nowhere"), "nowhere");
+  expect(missing.code).toBe(4);
+  expect(missing.stderr).toContain(`${join(t.upstream, "nowhere")} does not exist; check the pack URL`);
+  await threePacks();
+  const update = await t.grex("update", "--plain");
+  expect(update.code).toBe(0);
+  expect(update.stdout.trimEnd().split("\n").at(-1)).toBe("3 packs: 3 ok, 0 skipped, 0 dirty, 0 failed");
+  const verbose = await t.grex("status", "-v", "tools");
+  expect(verbose.stderr).toMatch(/grex: tools: clean; HEAD main, at the recorded commit: true, setup unchanged: true, dirty: false, installed: \d{4}-/);
+});
