@@ -80,7 +80,7 @@ export const syncVerb = defineVerb({
     const failed = r.packs.filter((p) => p.result === "failed");
     if (failed.length === 0) return undefined;
     return packOpError(
-      `${failed.length} pack${failed.length > 1 ? "s" : ""} failed to sync (first: ${failed[0]?.id}: ${failed[0]?.message}); fix it and run grex sync again.`,
+      `${failed.length} pack${failed.length > 1 ? "s" : ""} failed to sync (first: ${failed[0]?.id}: ${failed[0]?.message.replace(/\.$/, "")}); fix it and run grex sync again.`,
     );
   },
   render: (r, _p, style) => renderSyncReport(r, style),

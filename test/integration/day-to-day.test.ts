@@ -56,6 +56,15 @@ test("one bad pack.yaml: sync goes on with the others; status and doctor report 
   expect(typo.stderr).toContain("No pack 'tool' is registered");
   expect(typo.stderr).toContain("Did you mean 'tools'?");
 
+  const long = await t.grex("ls", "--long", "--json");
+  expect(long.code).toBe(8);
+  const listed = long.json.packs as Array<{ id: string; error: { field: string } | null }>;
+  expect(listed.map((p) => [p.id, p.error?.field ?? null])).toEqual([["dotfiles", "actions[0].symlnk"], ["tools", null], ["notes", null]]);
+  const longText = await t.grex("ls", "--long", "--plain");
+  expect(longText.stdout).toMatch(/^dotfiles .*invalid: .*actions\[0\]\.symlnk is not a known action/m);
+  // Plain ls reads no pack.yaml: nothing to report.
+  expect((await t.grex("ls", "--json")).code).toBe(0);
+
   const doctor = await t.grex("doctor", "--json");
   expect(doctor.code).toBe(7);
   const findings = doctor.json.findings as Array<{ check: string; severity: string; pack: string | null; detail: string }>;
