@@ -80,11 +80,14 @@ export const syncVerb = defineVerb({
     const failed = r.packs.filter((p) => p.result === "failed");
     if (failed.length === 0) return undefined;
     return packOpError(
-      `${failed.length} pack${failed.length > 1 ? "s" : ""} failed to sync (first: ${failed[0]?.id}: ${failed[0]?.message.replace(/\.$/, "")}); fix it and run grex sync again.`,
+      `${failed.length} pack${failed.length > 1 ? "s" : ""} failed to sync (${failed.length > 1 ? `${listIds(failed.map((f) => f.id))}; ` : ""}first: ${failed[0]?.id}: ${failed[0]?.message.replace(/\.$/, "")}); fix ${failed.length > 1 ? "them" : "it"} and run grex sync again.`,
     );
   },
   render: (r, _p, style) => renderSyncReport(r, style),
 });
+
+/** `a, b, c and 4 more` */
+const listIds = (ids: readonly string[]) => (ids.length <= 5 ? ids.join(", ") : `${ids.slice(0, 5).join(", ")} and ${ids.length - 5} more`);
 
 function toSyncDocument(report: SyncReport, dryRun: boolean) {
   return {
