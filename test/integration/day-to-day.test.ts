@@ -2,7 +2,7 @@
 // pack.yaml does not take the workspace down, every pack.yaml mistake arrives
 // at once, named by its place in the pack, and the small mistakes get answers.
 import { afterEach, beforeEach, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { git, TestWorkspace } from "../helpers/workspace.ts";
 
@@ -81,6 +81,15 @@ test("a damaged state file is the pack's own invalid row (exit 3), the others re
   expect(rows.find((r) => r.id === "tools")).toMatchObject({ drift: "invalid", error: { kind: "integrity" } });
   expect(rows.find((r) => r.id === "dotfiles")?.drift).toBe("clean");
   expect(status.code).toBe(3);
+  // sync goes on with the others and fails at the end; the damaged file is left as it is.
+  const sync = await t.grex("sync", "--force", "--plain");
+  expect(sync.code).toBe(3);
+  expect(sync.stderr).toContain(join(t.ws, ".grex", ".state", "packs", "tools.json"));
+  expect(sync.stderr).toContain("every other pack was synced");
+  expect(sync.stdout).toMatch(/^ok +dotfiles /m);
+  expect(sync.stdout).toMatch(/^failed +tools /m);
+  expect(sync.stdout).toMatch(/^ok +notes /m);
+  expect(readFileSync(join(t.ws, ".grex", ".state", "packs", "tools.json"), "utf8")).toBe("{ not json");
 });
 
 test("every pack.yaml mistake at once, named by its place in the pack, with did-you-mean for enum values", async () => {

@@ -218,6 +218,8 @@ async function syncLocked(
   let finishedCount = 0;
   const showProgress = () =>
     progress(finishedCount, installing.length, `setup: ${running.length} running${running.length > 0 ? ` (${running.slice(0, 3).join(", ")}${running.length > 3 ? ", …" : ""})` : ""}`);
+  /** Integrity errors of single packs (a state file that cannot be read): the run goes on and ends with exit 3. */
+  const unreadable: GrexError[] = [];
   const installOne = async (node: TreeNode): Promise<void> => {
     try {
       const install = () =>
@@ -253,10 +255,13 @@ async function syncLocked(
       }
     } catch (err) {
       const e = toGrexError(err);
-      if (e.kind === "cancelled" || e.kind === "integrity") throw e; // integrity: a state file grex must not overwrite
+      if (e.kind === "cancelled") throw e;
       node.outcome = "failed";
       node.message = e.message;
-      installErrors.set(node.id, e.message);
+      // integrity: a state file grex could not read and must not overwrite; the pack fails alone and its
+      // lock entry stays as it was (recording "not installed" would hide the setup that is still in place).
+      if (e.kind !== "integrity") installErrors.set(node.id, e.message);
+      else unreadable.push(e);
       halted ??= { pack: node.id, action: "", idx: -1, reason: e.message };
     }
   };
@@ -304,6 +309,12 @@ async function syncLocked(
 
   const record = () => recordResults(ws, nodes, previous, reasons, warn, signal, installErrors, pruned);
   if (!opts.dryRun && !opts.deferRecord) await record();
+  // The other packs are done and recorded; a file grex must not overwrite still ends the run with exit 3, naming it.
+  const firstUnreadable = unreadable[0];
+  if (firstUnreadable) {
+    const others = unreadable.length > 1 ? ` (${unreadable.length - 1} more pack${unreadable.length > 2 ? "s" : ""} alike)` : "";
+    throw new GrexError("integrity", `${firstUnreadable.message.replace(/\.$/, "")}${others}; every other pack was synced.`, firstUnreadable.data);
+  }
 
   const packs: PackReport[] = nodes.map(reportOf);
   for (const p of pruned) {
