@@ -216,8 +216,10 @@ async function syncLocked(
   const stepsOf = new Map<string, Step[]>();
   const running: string[] = [];
   let finishedCount = 0;
+  // Counted on from the fetch phase: progress only ever grows (MCP requires it).
+  const fetched = total;
   const showProgress = () =>
-    progress(finishedCount, installing.length, `setup: ${running.length} running${running.length > 0 ? ` (${running.slice(0, 3).join(", ")}${running.length > 3 ? ", …" : ""})` : ""}`);
+    progress(fetched + finishedCount, fetched + installing.length, `setup: ${running.length} running${running.length > 0 ? ` (${running.slice(0, 3).join(", ")}${running.length > 3 ? ", …" : ""})` : ""}`);
   /** Integrity errors of single packs (a state file that cannot be read): the run goes on and ends with exit 3. */
   const unreadable: GrexError[] = [];
   const installOne = async (node: TreeNode): Promise<void> => {
