@@ -275,9 +275,8 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     if (read === undefined) return 0; // cac printed help
     const { verb, args, options } = read;
     verbName = verb.name;
-    let styled: RenderStyle | undefined;
-    const style = (): RenderStyle =>
-      (styled ??= { plain, streamed: pretty, rowsStreamed: true, color: colorWanted(pretty, io.env), home: io.env.HOME, cwd: io.cwd });
+    let rowsStreamed = false; // whether the verb wrote rows as it went: its final rendering leaves them out
+    const style = (): RenderStyle => ({ plain, streamed: pretty, rowsStreamed, color: colorWanted(pretty, io.env), home: io.env.HOME, cwd: io.cwd });
     const rawParallel = typeof options.parallel === "undefined" ? undefined : lastOf(rawValues(argv, "--parallel"));
     if (rawParallel !== undefined && !/^\d+$/.test(rawParallel)) {
       throw usageError(`Flag --parallel takes a whole number of packs at once (0 = no limit), got '${rawParallel}'; see \`grex ${verb.name} --help\`.`, { field: "parallel" });
@@ -299,6 +298,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
         : (render) => {
             const text = render(style());
             if (text === "") return;
+            rowsStreamed = true;
             const clear = progress?.clear() ?? "";
             io.stdout(`${io.stdoutTTY ? clear : ""}${text}\n`);
           },
