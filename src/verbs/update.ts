@@ -58,6 +58,11 @@ export const updateVerb = defineVerb({
         }
       }
       const { runSync } = await import("../core/sync/engine.ts"); // lazy: `ls` and `--help` never load the engine
+      // Known as each pack completes (its result alone decides it), so streamed rows say it too.
+      const unpinned = (r: { id: string; result: string }) =>
+        p.ref !== undefined && !p.dry_run && p.ids.includes(r.id) && r.result !== "ok";
+      const note = <R extends { id: string; result: string; message: string }>(r: R): R =>
+        unpinned(r) ? { ...r, message: `${r.message.replace(/\.$/, "")}; the pin to '${p.ref}' was not recorded` } : r;
       const report = await runSync(
         ctx,
         {
@@ -73,7 +78,7 @@ export const updateVerb = defineVerb({
           parallel: p.parallel,
           lockHeld: true,
           allowOutsideHome: allowsOutsideHome(ctx, p),
-          onPackDone: streamPackRows(ctx.rows, updateRow),
+          onPackDone: streamPackRows(ctx.rows, (r) => updateRow(note(r))),
         },
         signal,
         progress,
@@ -81,8 +86,6 @@ export const updateVerb = defineVerb({
       // The new pin is recorded only for packs that reached it; the others keep their old pin.
       const pinned = p.ref === undefined || p.dry_run ? [] : report.packs.filter((r) => p.ids.includes(r.id) && r.result === "ok");
       if (pinned.length > 0) await appendEvents(ws, pinned.map((r) => makeEvent("update", r.id, { ref: p.ref ?? null })), signal);
-      const unpinned = (r: { id: string; result: string }) =>
-        p.ref !== undefined && !p.dry_run && p.ids.includes(r.id) && r.result !== "ok";
       return {
         verb: "update" as const,
         dry_run: p.dry_run,
@@ -92,7 +95,7 @@ export const updateVerb = defineVerb({
           reinstalled: r.reinstalled,
           reason: r.reason === "never-installed" ? ("hash-changed" as const) : r.reason,
           result: r.result,
-          message: unpinned(r) ? `${r.message.replace(/\.$/, "")}; the pin to '${p.ref}' was not recorded` : r.message,
+          message: note(r).message,
         })),
       };
     } finally {
