@@ -2,12 +2,19 @@
 // Builds three small upstream repositories (a meta pack with a declarative
 // child, and a plain repo), then runs the real CLI against them: init → add →
 // ls --tree → sync → status. Everything lives under one temp directory,
-// including the HOME that the declarative pack links into.
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+// including the HOME that the declarative pack links into; it is removed when
+// the demo ends, however it ends (GREX_DEMO_KEEP=1 keeps it to look around).
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const root = mkdtempSync(join(tmpdir(), "grex-demo-"));
+const keep = process.env.GREX_DEMO_KEEP === "1";
+// "exit" also runs after process.exit() and an uncaught error.
+process.on("exit", () => {
+  if (!keep) rmSync(root, { recursive: true, force: true });
+});
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => process.exit(130));
 const upstream = join(root, "upstream");
 const home = join(root, "home");
 const ws = join(root, "workspace");
@@ -84,7 +91,7 @@ function grex(...args: string[]): void {
   }
 }
 
-process.stdout.write(`Demo workspace: ${ws}\n(HOME for pack actions: ${home})\n`);
+process.stdout.write(`Demo workspace: ${ws}\n(HOME for pack actions: ${home}; ${keep ? "kept after the demo" : "removed after the demo, GREX_DEMO_KEEP=1 keeps it"})\n`);
 grex("init");
 grex("add", join(upstream, "dev-env"));
 grex("add", join(upstream, "notes"));

@@ -4,6 +4,13 @@ import type { Progress } from "../verbs/types.ts";
 
 export type CliProgress = Progress & {
   done(): void;
+  /**
+   * Before other output on the same terminal: the bytes that take the line off
+   * the screen ("" when none is shown). They go out in front of that output, on
+   * its own stream: a clear written to stderr can reach the terminal after a
+   * row written to stdout.
+   */
+  clear(): string;
   /** The last count reported, for the summary of a cancelled run. */
   last: { done: number; total: number } | undefined;
 };
@@ -21,6 +28,11 @@ export function makeProgress(enabled: boolean, write: (s: string) => void, label
   progress.done = () => {
     if (shown) write("\r\x1b[2K");
     shown = false;
+  };
+  progress.clear = () => {
+    const was = shown;
+    shown = false;
+    return was ? "\r\x1b[2K" : "";
   };
   return progress;
 }

@@ -8,7 +8,7 @@ import { stderr, stderrIsTTY, stdout, stdoutIsTTY } from "../core/stdio-native.t
 import { makeContext } from "../verbs/context.ts";
 import { invoke, type Outcome } from "../verbs/invoke.ts";
 import { failureDocument, toJsonDocument } from "../verbs/serialize.ts";
-import type { CliFlag, VerbDef } from "../verbs/types.ts";
+import type { CliFlag, RenderStyle, VerbDef } from "../verbs/types.ts";
 import { longFlagName, runBuiltin, verbWord } from "./builtins.ts";
 import { fastArgv } from "./fast-argv.ts";
 import { loadVerb } from "./verb-loaders.ts";
@@ -275,7 +275,13 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     if (read === undefined) return 0; // cac printed help
     const { verb, args, options } = read;
     verbName = verb.name;
-    const parallelFlag = typeof options.parallel === "undefined" ? undefined : Number(lastOf(rawValues(argv, "--parallel")));
+    let rowsStreamed = false; // whether the verb wrote rows as it went: its final rendering leaves them out
+    const style = (): RenderStyle => ({ plain, streamed: pretty, rowsStreamed, color: colorWanted(pretty, io.env), home: io.env.HOME, cwd: io.cwd });
+    const rawParallel = typeof options.parallel === "undefined" ? undefined : lastOf(rawValues(argv, "--parallel"));
+    if (rawParallel !== undefined && !/^\d+$/.test(rawParallel)) {
+      throw usageError(`Flag --parallel takes a whole number of packs at once (0 = no limit), got '${rawParallel}'; see \`grex ${verb.name} --help\`.`, { field: "parallel" });
+    }
+    const parallelFlag = rawParallel === undefined ? undefined : Number(rawParallel);
     const ctx = makeContext({
       cwd: io.cwd,
       manifest: lastOf(rawValues(argv, "--manifest")),
@@ -287,6 +293,15 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
         if (level <= verbose) io.stderr(`grex: ${m}\n`);
       },
       live: pretty ? io.stdout : undefined,
+      rows: json
+        ? undefined
+        : (render) => {
+            const text = render(style());
+            if (text === "") return;
+            rowsStreamed = true;
+            const clear = progress?.clear() ?? "";
+            io.stdout(`${io.stdoutTTY ? clear : ""}${text}\n`);
+          },
     });
     const abort = new AbortController();
     const onSigint = () => abort.abort();
@@ -302,7 +317,7 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     if (verb.ownsStdout && outcome.ok) return 0;
     if (json) io.stdout(`${toJsonDocument(outcome.document)}\n`);
     else if (outcome.render) {
-      const text = outcome.render({ plain, streamed: pretty, color: colorWanted(pretty, io.env), home: io.env.HOME, cwd: io.cwd });
+      const text = outcome.render(style());
       if (text !== "") io.stdout(`${text}\n`);
     }
     if (!outcome.ok) {
@@ -312,7 +327,9 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     return 0;
   } catch (raw) {
     const thrown = toGrexError(raw);
-    const err = thrown.kind === "cancelled" && progress !== undefined ? new CancelledError(cancelledMessage(verbName, progress)) : thrown;
+    // A cancel that says what it cut short keeps its own sentence.
+    const own = thrown.kind === "cancelled" && thrown.message !== new CancelledError().message;
+    const err = thrown.kind === "cancelled" && progress !== undefined && !own ? new CancelledError(cancelledMessage(verbName, progress)) : thrown;
     if (verbose >= 1 && !(raw instanceof GrexError) && raw instanceof Error && raw.stack) io.stderr(`${raw.stack}\n`);
     io.stderr(`grex: ${err.message}\n`);
     if (json) io.stdout(`${toJsonDocument(failureDocument(verbName, err, "cli"))}\n`);

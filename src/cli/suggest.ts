@@ -19,7 +19,12 @@ const longName = (f: CliFlag) => f.flag.split(/[ ,]+/).find((p) => p.startsWith(
 export function explainUnknownOption(cacMessage: string, argv: readonly string[], verb: VerbDef, universal: readonly CliFlag[]): GrexError | undefined {
   const m = /^Unknown option `(.+)`$/.exec(cacMessage);
   if (!m) return undefined;
-  const given = m[1] as string;
+  // cac names the flag camelCased (`--failOnDrfit`): find what the user typed.
+  const camel = (a: string) => a.replace(/(?<=\w)-([a-z])/g, (_, c: string) => c.toUpperCase());
+  const dashes = argv.indexOf("--");
+  const own = dashes === -1 ? argv : argv.slice(0, dashes);
+  const typed = own.find((a) => a.startsWith("-") && (a === m[1] || camel(a.split("=")[0] as string) === m[1]));
+  const given = typed === undefined ? (m[1] as string) : (typed.split("=")[0] as string);
   const flags = [...verb.cli.flags, ...universal];
   const at = argv.findIndex((a) => a === given || a.startsWith(`${given}=`));
   const before = at > 0 ? argv[at - 1] : undefined;
@@ -29,6 +34,15 @@ export function explainUnknownOption(cacMessage: string, argv: readonly string[]
     return usageError(`Flag ${before} ${what}, got '${argv[at]}'; see \`grex ${verb.name} --help\`.`, { field: before?.slice(2) });
   }
   const hint = didYouMean(given.split("=")[0] as string, flags.map(longName));
+  // A verb running a command (exec): the flag was probably the command's own.
+  const rest = verb.cli.positionals.at(-1)?.startsWith("...") === true && verb.cli.args.startsWith("<");
+  if (rest && hint === "") {
+    const words = argv.slice(argv.indexOf(verb.name) + 1).filter((w) => w !== "--");
+    const example = words.length > 1 ? `grex ${verb.name} ${words[0]} -- ${words.slice(1).join(" ")}` : `grex ${verb.name} <command> -- ${given}`;
+    return usageError(
+      `Unknown flag '${given}' for \`grex ${verb.name}\`; if it is the command's own, put \`--\` before the command's arguments: \`${example}\`.`,
+    );
+  }
   return usageError(`Unknown flag '${given}' for \`grex ${verb.name}\`.${hint} See \`grex ${verb.name} --help\`.`);
 }
 

@@ -2,6 +2,7 @@
 // install, and only then register) and the dry run (the same checks against a
 // temporary clone that is removed afterwards). Registration is the last step,
 // so a failure, or a crash, never leaves a registered half-added pack.
+import { relabelError, sourceLabel } from "../core/pack/source-label.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,7 +15,7 @@ import { withBackendLock, withPackLock } from "../core/locks.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { manifestMark, rollbackManifest } from "../core/manifest-rollback.ts";
 import { runSync, type SyncOptions, type SyncReport } from "../core/sync/engine.ts";
-import { planChecks } from "../core/sync/plan.ts";
+import { actionProblems, planChecks } from "../core/sync/plan.ts";
 import { fetchTree, flatten, newNode } from "../core/sync/tree.ts";
 import type { Workspace } from "../core/workspace.ts";
 import type { Progress, VerbContext } from "./types.ts";
@@ -61,7 +62,7 @@ async function cloneInto(ctx: VerbContext, spec: AddSpec, dir: string, signal: A
 /** Read the pack's own pack.yaml (exit 3 when invalid) and build the entry it would be registered with. */
 async function entryFor(spec: AddSpec, dir: string) {
   const { loadPackYaml } = await import("../core/pack/load.ts");
-  const manifest = await loadPackYaml(dir);
+  const manifest = await loadPackYaml(dir, { more: actionProblems });
   const type = manifest?.type ?? spec.type ?? "meta";
   return { entry: { id: spec.id, url: spec.url, path: spec.id, type, ref: spec.ref }, manifest };
 }
@@ -72,7 +73,7 @@ async function checkAlone(ctx: VerbContext, spec: AddSpec, found: Awaited<Return
   const node = newNode({ id: spec.id, path: spec.id, dir, url: spec.url, ref: spec.ref, recordedType: found.entry.type, depth: 0, parent: null });
   node.manifest = found.manifest;
   const known = [...state.values()].map((p) => ({ id: p.id, url: p.url, name: null }));
-  planChecks([node], [...known, { id: spec.id, url: spec.url, name: found.manifest?.name ?? null }]);
+  planChecks([node], [...known, { id: spec.id, url: spec.url, name: found.manifest?.name ?? null }], ctx.env);
 }
 
 /** The engine run for the pack being added: it alone, children cloned, nothing recorded. */
@@ -117,9 +118,11 @@ export async function addAllOrNothing(
   const { ws, dir } = spec;
   const mark = manifestMark(ws);
   let installing = false;
+  let sha: string | null = null;
   try {
     progress(0, 1, spec.adopted ? `taking over ${dir}` : `cloning ${spec.url}`);
     const head = await cloneInto(ctx, spec, dir, signal, spec.adopted);
+    sha = head.sha;
     const found = await entryFor(spec, dir);
     const { entry } = found;
     let report: SyncReport | null = null;
@@ -141,7 +144,8 @@ export async function addAllOrNothing(
       steps: report?.steps ?? [],
     };
   } catch (raw) {
-    const err = toGrexError(raw);
+    // The clone is removed below: name its files by their place in the pack, not by a path that is gone.
+    const err = spec.adopted ? toGrexError(raw) : relabelError(toGrexError(raw), dir, sourceLabel(spec.url, sha));
     if (installing) await undoInstall(ctx, spec, signal);
     if (!spec.adopted) rmSync(dir, { recursive: true, force: true });
     await rollbackManifest(ws, mark);
@@ -171,9 +175,11 @@ async function undoInstall(ctx: VerbContext, spec: AddSpec & { dir: string }, si
 export async function planAdd(ctx: VerbContext, spec: AddSpec, signal: AbortSignal, progress: Progress): Promise<AddOutcome> {
   const tmp = mkdtempSync(join(tmpdir(), "grex-add-"));
   const dir = join(tmp, spec.id);
+  let sha: string | null = null;
   try {
     progress(0, 1, `cloning ${spec.url} into a temporary directory`);
     const head = await cloneInto(ctx, spec, dir, signal);
+    sha = head.sha;
     const { entry } = await entryFor(spec, dir);
     // Children too, so their pack.yaml files are validated as well.
     const { loadPackYaml } = await import("../core/pack/load.ts");
@@ -187,7 +193,7 @@ export async function planAdd(ctx: VerbContext, spec: AddSpec, signal: AbortSign
       recursive: true,
       updateExisting: false,
       failFast: true,
-      loadPack: (d) => loadPackYaml(d),
+      loadPack: (d) => loadPackYaml(d, { more: actionProblems }),
       onDone: () => {},
       onDiscovered: () => {},
     });
@@ -207,6 +213,9 @@ export async function planAdd(ctx: VerbContext, spec: AddSpec, signal: AbortSign
       children: report.packs.filter((n) => n.id !== spec.id).map((n) => n.id),
       steps,
     };
+  } catch (raw) {
+    // The temporary clone is deleted below: name its files by their place in the pack.
+    throw relabelError(toGrexError(raw), dir, sourceLabel(spec.url, sha));
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }

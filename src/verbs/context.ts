@@ -1,7 +1,7 @@
 // Builds the per-call VerbContext both adapters hand to a verb.
 import type { Scheduler } from "../core/scheduler.ts";
 import { findWorkspace, type Workspace } from "../core/workspace.ts";
-import type { VerbContext } from "./types.ts";
+import type { RenderStyle, VerbContext } from "./types.ts";
 
 export interface ContextOptions {
   cwd: string;
@@ -12,6 +12,7 @@ export interface ContextOptions {
   warn(message: string): void;
   debug(level: number, message: string): void;
   live?: (text: string) => void;
+  rows?: (render: (style: RenderStyle) => string) => void;
 }
 
 export function makeContext(opts: ContextOptions): VerbContext {
@@ -21,6 +22,7 @@ export function makeContext(opts: ContextOptions): VerbContext {
     // The call's own copy: what it changes (env scope session) stays in this call.
     env: { ...opts.env },
     live: opts.live,
+    rows: opts.rows,
     workspace() {
       ws ??= findWorkspace(opts.cwd, opts.manifest);
       return ws;

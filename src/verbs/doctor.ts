@@ -183,9 +183,11 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
     try {
       st = await inspectPack(ws, node, { ...childFacts(view?.packs ?? [], node), staleMs: null, interrupted: interrupted.has(node.id), reads });
     } catch (err) {
-      // A pack.yaml or state file grex cannot read: reported (once) with the file it names; its state is unknown.
-      if (!(err instanceof GrexError && err.kind === "integrity")) throw err;
-      if (!findings.some((f) => f.check === "pack-schema" && f.pack === node.id)) add("pack-schema", "error", node.id, err.message);
+      // A pack.yaml or state file grex cannot read (bad YAML, an unknown action, a damaged state file):
+      // reported (once) with the file it names; its state is unknown, the other packs are checked as usual.
+      const e = toGrexError(err);
+      if (e.kind === "cancelled") throw e;
+      if (!findings.some((f) => f.check === "pack-schema" && f.pack === node.id)) add("pack-schema", "error", node.id, e.message);
       continue;
     }
     // A pack never synced here is just new; a failed or interrupted install is a finding.

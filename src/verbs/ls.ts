@@ -2,6 +2,7 @@
 import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { BUILTIN_PACK_TYPES } from "../core/registry.ts";
+import { GrexError, toGrexError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
 import { loadWorkspaceView } from "../core/packs.ts";
 import { filterParam } from "./common.ts";
@@ -23,8 +24,32 @@ function buildResult() {
     installed_at: v.nullable(v.string()),
     depth: v.number(),
     parent: v.nullable(v.string()),
+    // With `long` only: why the pack's pack.yaml cannot be read (null when it can).
+    error: v.optional(v.nullable(v.object({ kind: v.string(), file: v.nullable(v.string()), field: v.nullable(v.string()), reason: v.string() }))),
   });
   return v.object({ packs: v.array(PackRow) });
+}
+
+/**
+ * `ls --long` only: the packs whose pack.yaml cannot be read, each with its
+ * error. Plain `ls` reads the manifest and lockfile alone and stays fast.
+ */
+async function unreadablePacks(packs: ReadonlyArray<{ id: string; dir: string }>) {
+  const { loadPackYaml } = await import("../core/pack/load.ts");
+  const { existsSync } = await import("node:fs");
+  const out = new Map<string, { kind: string; file: string | null; field: string | null; reason: string }>();
+  for (const p of packs) {
+    if (!existsSync(p.dir)) continue;
+    try {
+      await loadPackYaml(p.dir);
+    } catch (err) {
+      const e = toGrexError(err);
+      if (e.kind === "cancelled") throw e;
+      const str = (x: unknown) => (typeof x === "string" && x !== "" ? x : null);
+      out.set(p.id, { kind: e.kind, file: str(e.data?.file), field: str(e.data?.field), reason: e.message });
+    }
+  }
+  return out;
 }
 
 export const lsVerb = defineVerb({
@@ -60,9 +85,11 @@ export const lsVerb = defineVerb({
     const type = params.type;
     // One plain loop: on a large workspace this runs once per pack in cold code.
     const packs = [];
+    const invalid = params.long ? await unreadablePacks(view.packs) : undefined;
     for (const p of view.packs) {
       if ((type !== undefined && p.type !== type) || (keep !== undefined && !keep(p))) continue;
       packs.push({
+        ...(invalid ? { error: invalid.get(p.id) ?? null } : {}),
         id: p.id,
         type: p.type,
         path: p.path,
@@ -76,6 +103,16 @@ export const lsVerb = defineVerb({
     }
     return { packs };
   },
+  failure(r) {
+    // `--long` read every pack.yaml: one that cannot be read is a problem, with its own exit code (3, or 8 for an unknown action or type).
+    const bad = r.packs.filter((p) => p.error);
+    const first = bad[0]?.error;
+    if (!first) return undefined;
+    return new GrexError(
+      first.kind === "plugin" ? "plugin" : "integrity",
+      `${bad.length} pack${bad.length === 1 ? "" : "s"} could not be read (first: ${bad[0]?.id}: ${first.reason.replace(/\.$/, "")}); the other packs are listed above.`,
+    );
+  },
   render(r, params, style) {
     if (r.packs.length === 0) {
       return params.filter !== undefined || params.type !== undefined
@@ -83,16 +120,15 @@ export const lsVerb = defineVerb({
         : "No packs registered; add one with `grex add <url>`.";
     }
     const c = paint(style.color);
-    const parents = new Set(r.packs.map((p) => p.parent));
-    // A childless meta pack is just a repository grex clones and syncs: its type tells nothing.
-    const type = (p: (typeof r.packs)[number]) => (p.type === "meta" && !parents.has(p.id) && !params.long ? "" : c.dim(p.type));
+    // The type as --json gives it (a plain repository, with no pack.yaml, is a meta pack with no children).
+    const type = (p: (typeof r.packs)[number]) => c.dim(p.type);
     const rows = r.packs.map((p) => {
       const indent = params.tree ? "  ".repeat(p.depth) : "";
       const branch = params.tree && p.depth > 0 ? (style.plain ? "- " : "└ ") : "";
       const id = `${indent}${branch}${c.bold(p.id)}`;
       if (!params.long) return [id, type(p)];
       const sha = p.sha ? p.sha.slice(0, 12) : "-";
-      return [id, type(p), p.url, p.ref ?? "HEAD", sha, p.installed_at ?? "never"];
+      return [id, type(p), p.url, p.ref ?? "HEAD", sha, p.installed_at ?? "never", ...(p.error ? [c.red(`invalid: ${p.error.reason}`)] : [])];
     });
     const header = params.long ? [["ID", "TYPE", "URL", "REF", "SHA", "INSTALLED"].map(c.dim)] : [];
     return table([...header, ...rows]);

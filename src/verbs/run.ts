@@ -2,6 +2,7 @@
 import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { stepLines } from "./render-steps.ts";
+import { closest } from "../core/closest.ts";
 import { packOpError, pluginError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
 import { actionChoices, BUILTIN_ACTIONS, isKnownAction } from "../core/registry.ts";
@@ -37,7 +38,9 @@ export const runVerb = defineVerb({
   cli: { args: "<action>", positionals: ["action"], flags: [allowOutsideHomeFlag] },
   async run(ctx, p, signal, progress) {
     if (!isKnownAction(p.action)) {
-      throw pluginError(`Unknown action '${p.action}'; use one of ${actionChoices()}.`, { field: "action" });
+      // Exit 8, as for an unknown action in pack.yaml.
+      const hint = closest(p.action, actionChoices().split(", "));
+      throw pluginError(`Unknown action '${p.action}'.${hint ? ` Did you mean '${hint}'?` : ""} Use one of ${actionChoices()}.`, { field: "action" });
     }
     const ws = ctx.workspace();
     const view = await loadWorkspaceView(ws, ctx.warn);
@@ -72,7 +75,14 @@ export const runVerb = defineVerb({
   render(r, _p, style) {
     if (r.steps.length === 0) return "No matching actions declared.";
     const changed = stepLines(r.steps, style);
-    const unchanged = r.steps.length - r.steps.filter((s) => s.result === "performed_change" || s.result === "would_perform_change" || s.result === "failed").length;
-    return [...changed, `${r.steps.length} action${r.steps.length === 1 ? "" : "s"}: ${r.steps.length - unchanged} changed or failed, ${unchanged} already in place`].join("\n");
+    const count = (...results: string[]) => r.steps.filter((s) => results.includes(s.result)).length;
+    // Each count says what it is: a dry run changed nothing, it would change.
+    const parts = [
+      `${count("performed_change")} changed`,
+      ...(count("would_perform_change") > 0 ? [`${count("would_perform_change")} would change`] : []),
+      `${count("failed")} failed`,
+      `${r.steps.length - count("performed_change", "would_perform_change", "failed")} already in place`,
+    ];
+    return [...changed, `${r.steps.length} action${r.steps.length === 1 ? "" : "s"}: ${parts.join(", ")}`].join("\n");
   },
 });

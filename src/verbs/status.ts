@@ -5,6 +5,7 @@ import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { GrexError, toGrexError, usageError } from "../core/errors.ts";
 import { parseFilter } from "../core/filter.ts";
+import { unknownPackId } from "../core/pack-ids.ts";
 import { withBackendLock } from "../core/locks.ts";
 import type { PackStatus } from "../core/sync/pack-status.ts";
 import { PACK_STATES } from "../core/sync/pack-states.ts";
@@ -43,6 +44,7 @@ function buildResult() {
     setup_drift: v.array(v.object({ action: v.string(), idx: v.number(), where: v.string(), path: v.string(), differs: v.string() })),
     install_error: v.nullable(v.string()),
     off_branch: v.nullable(v.string()),
+    error: v.nullable(v.object({ kind: v.string(), file: v.nullable(v.string()), field: v.nullable(v.string()), reason: v.string() })),
   });
   return v.object({ packs: v.array(Row) });
 }
@@ -68,6 +70,7 @@ async function fetchAll(ctx: VerbContext, packs: PackNode[], parallel: number | 
 }
 
 function describe(x: PackStatus): string {
+  if (x.error) return x.error.reason;
   const parts: string[] = [];
   if (x.branch !== null) parts.push(x.ahead === null ? x.branch : `${x.branch} +${x.ahead}/-${x.behind}`);
   if (x.drift === "not-installed" && x.install_error) parts.push(x.install_error);
@@ -76,11 +79,23 @@ function describe(x: PackStatus): string {
   return parts.join("; ");
 }
 
+/** Which packs the ids name: each id and everything under it; an unknown id is a usage error with a suggestion. */
+function selectIds(packs: readonly PackNode[], ids: readonly string[], manifestPath: string): (id: string) => boolean {
+  if (ids.length === 0) return () => true;
+  const known = new Set(packs.map((n) => n.id));
+  for (const id of ids) if (!known.has(id)) throw unknownPackId(id, known, manifestPath);
+  return (id) => ids.some((want) => id === want || id.startsWith(`${want}/`));
+}
+
 export const statusVerb = defineVerb({
   name: "status",
   description:
-    "Report every pack's state (children included): clean, dirty, missing, not-installed (with install_error), setup-changed, setup-drift (with setup_drift: action, path, what differs), behind, ahead, diverged or off-branch, plus branch and ahead/behind against origin. fetch: refresh remote-tracking refs first. Changes no pack.",
+    "Report every pack's state (children included), or only the packs the optional ids name (with their children): invalid (its pack.yaml or state file cannot be read; error names file, field, reason), clean, dirty, missing, not-installed (with install_error), setup-changed, setup-drift (with setup_drift: action, path, what differs), behind, ahead, diverged or off-branch, plus branch and ahead/behind against origin. fetch: refresh remote-tracking refs first. Changes no pack.",
   params: v.strictObject({
+    ids: desc(
+      v.optional(v.array(v.string()), []),
+      "Registered pack ids to report, as ls shows them (their children come along), e.g. [\"dotfiles\"]. Default []: every registered pack.",
+    ),
     stale_after: desc(
       v.optional(v.string()),
       "Also report packs installed longer ago than this as setup-changed: a whole number and a unit s, m, h, d or w (90s, 15m, 24h, 7d, 2w). Default: no age limit.",
@@ -106,10 +121,10 @@ export const statusVerb = defineVerb({
   mcp: true,
   // --dry-run only changes what --fetch does on the CLI; a read-only tool offers none.
   cliOnly: ["dry_run"],
-  examples: ["grex status", "grex status --stale-after 7d", "grex status --fail-on-drift --json"],
+  examples: ["grex status", "grex status dotfiles --fail-on-drift", "grex status --stale-after 7d --json"],
   cli: {
-    args: "",
-    positionals: [],
+    args: "[...ids]",
+    positionals: ["...ids"],
     flags: [
       { flag: "--stale-after <dur>", description: "Also call packs installed longer ago than this setup-changed (e.g. 7d)" },
       { flag: "--fail-on-drift", description: "Exit 7 when any pack is not clean" },
@@ -120,18 +135,41 @@ export const statusVerb = defineVerb({
     const staleMs = p.stale_after === undefined ? null : parseDuration(p.stale_after);
     const view = await loadWorkspaceView(ctx.workspace(), ctx.warn);
     const keep = parseFilter(p.filter);
-    const picked = view.packs.filter((n) => keep(n));
+    const chosen = selectIds(view.packs, p.ids, view.ws.manifestPath);
+    const picked = view.packs.filter((n) => keep(n) && chosen(n.id));
     // A fetch writes remote-tracking refs: a dry run only says it would.
     if (p.fetch && p.dry_run) ctx.warn(`dry run: would fetch ${picked.length} pack(s) first; ahead/behind are as of the last fetch`);
     else if (p.fetch) await fetchAll(ctx, picked, p.parallel, signal);
     const { childFacts, inspectPack } = await import("../core/sync/pack-status.ts");
     const reads = new Map<string, string | null>(); // one report: a file every pack's setup checks (~/.bashrc) is read once
     const rows = await Promise.all(
-      picked.map((n) => inspectPack(view.ws, n, { ...childFacts(view.packs, n), staleMs, interrupted: view.interrupted.has(n.id), reads })),
+      picked.map(async (n) => {
+        try {
+          const row = await inspectPack(view.ws, n, { ...childFacts(view.packs, n), staleMs, interrupted: view.interrupted.has(n.id), reads });
+          ctx.debug(1, `${n.id}: ${row.drift}; HEAD ${row.branch ?? "detached"}, at the recorded commit: ${row.sha_match}, setup unchanged: ${row.actions_hash_match}, dirty: ${row.dirty}, installed: ${n.lock?.installed_at || "never"}`);
+          return row;
+        } catch (err) {
+          // One pack's unreadable pack.yaml or state file is its own row; the others are reported normally.
+          const e = toGrexError(err);
+          if (e.kind === "cancelled") throw e;
+          const { invalidStatus } = await import("../core/sync/pack-status.ts");
+          return invalidStatus(n, e);
+        }
+      }),
     );
     return { packs: rows };
   },
   failure(r, p) {
+    const invalid = r.packs.filter((x) => x.error !== null);
+    const first = invalid[0]?.error;
+    if (first) {
+      // A pack grex cannot read is a problem whatever the flags: the exit code is its error's (3 integrity, 8 unknown action or type).
+      const kind = (["integrity", "plugin"].includes(first.kind) ? first.kind : "integrity") as "integrity" | "plugin";
+      return new GrexError(
+        kind,
+        `${invalid.length} pack${invalid.length === 1 ? "" : "s"} could not be read (first: ${invalid[0]?.id}: ${first.reason.replace(/\.$/, "")}); the other packs are reported above.`,
+      );
+    }
     if (!p.fail_on_drift) return undefined;
     const drifted = r.packs.filter((x) => x.drift !== "clean");
     if (drifted.length === 0) return undefined;
@@ -144,7 +182,7 @@ export const statusVerb = defineVerb({
         : "No packs registered; add one with `grex add <url>`.";
     }
     const c = paint(style.color);
-    const colour = (state: string) => (state === "clean" ? c.green : state === "missing" || state === "diverged" ? c.red : c.yellow)(state);
+    const colour = (state: string) => (state === "clean" ? c.green : state === "missing" || state === "diverged" || state === "invalid" ? c.red : c.yellow)(state);
     return table(
       r.packs.map((x) => {
         const extra = describe(x);

@@ -3,7 +3,7 @@ import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { packOpError } from "../core/errors.ts";
 import type { SyncReport } from "../core/sync/engine.ts";
-import { HaltedSchema, renderSyncReport, StepSchema, SummarySchema, syncSelectionEntries } from "./sync-shared.ts";
+import { HaltedSchema, renderSyncReport, StepSchema, streamPackRows, SummarySchema, syncSelectionEntries } from "./sync-shared.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
 
@@ -73,6 +73,7 @@ export const syncVerb = defineVerb({
         dryRun: p.dry_run,
         parallel: p.parallel,
         allowOutsideHome: allowsOutsideHome(ctx, p),
+        onPackDone: streamPackRows(ctx.rows),
       },
       signal,
       progress,
@@ -83,11 +84,14 @@ export const syncVerb = defineVerb({
     const failed = r.packs.filter((p) => p.result === "failed");
     if (failed.length === 0) return undefined;
     return packOpError(
-      `${failed.length} pack${failed.length > 1 ? "s" : ""} failed to sync (first: ${failed[0]?.id}: ${failed[0]?.message}); fix it and run grex sync again.`,
+      `${failed.length} pack${failed.length > 1 ? "s" : ""} failed to sync (${failed.length > 1 ? `${listIds(failed.map((f) => f.id))}; ` : ""}first: ${failed[0]?.id}: ${failed[0]?.message.replace(/\.$/, "")}); fix ${failed.length > 1 ? "them" : "it"} and run grex sync again.`,
     );
   },
   render: (r, _p, style) => renderSyncReport(r, style),
 });
+
+/** `a, b, c and 4 more` */
+const listIds = (ids: readonly string[]) => (ids.length <= 5 ? ids.join(", ") : `${ids.slice(0, 5).join(", ")} and ${ids.length - 5} more`);
 
 function toSyncDocument(report: SyncReport, dryRun: boolean) {
   return {

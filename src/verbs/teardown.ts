@@ -2,6 +2,7 @@
 // children's, as `rm` does) but keep it registered and on disk. The lockfile
 // marks the pack and its children as not installed, so the next `grex sync`
 // installs them again.
+import { unknownPackId } from "../core/pack-ids.ts";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
@@ -52,7 +53,7 @@ export const teardownVerb = defineVerb({
       const top = state.get(p.id);
       const child = top ? undefined : lockEntries.get(p.id);
       if (!top && (!child || !p.id.includes("/"))) {
-        throw usageError(`No pack '${p.id}' is registered in ${ws.manifestPath}; see \`grex ls\`.`, { field: "id" });
+        throw unknownPackId(p.id, [...state.keys(), ...lockEntries.keys()], ws.manifestPath, "id");
       }
       const dir = join(ws.root, top ? top.path : p.id);
       if (!existsSync(dir)) {

@@ -20,6 +20,13 @@ export interface VerbContext extends CallContext {
    * streams through it leaves that content out of its rendering.
    */
   live: ((text: string) => void) | undefined;
+  /**
+   * Human output as it happens (the CLI without --json, terminal or not;
+   * undefined over MCP): a verb hands it lines rendered in the caller's style
+   * as work completes, and leaves them out of its final rendering
+   * (RenderStyle.rowsStreamed).
+   */
+  rows?: ((render: (style: RenderStyle) => string) => void) | undefined;
 }
 
 export interface RenderStyle {
@@ -27,6 +34,8 @@ export interface RenderStyle {
   plain: boolean;
   /** The verb's output already went out live (see VerbContext.live). */
   streamed: boolean;
+  /** Rows went out through VerbContext.rows as they completed; render the rest only. */
+  rowsStreamed?: boolean;
   /** ANSI colour allowed: a terminal, no --plain/--json, NO_COLOR unset. */
   color?: boolean;
   /** For naming paths the way people read them: `~/…` under home, relative under cwd. */

@@ -1,10 +1,11 @@
 // `grex update`: re-resolve refs (optionally re-pinning them) and reinstall packs whose commit or setup changed.
 import * as v from "valibot";
 import { packOpError, usageError } from "../core/errors.ts";
+import { unknownPackId } from "../core/pack-ids.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
 import { tryAcquireWorkspaceLock } from "../core/locks.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
-import { renderPackTable, syncSelectionEntries } from "./sync-shared.ts";
+import { renderPackTable, streamPackRows, summaryLine, syncSelectionEntries } from "./sync-shared.ts";
 import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
 
 const Result = v.object({
@@ -53,10 +54,15 @@ export const updateVerb = defineVerb({
       if (p.ref !== undefined) {
         const { state } = await readManifest(ws, { warn: ctx.warn });
         for (const id of p.ids) {
-          if (!state.has(id)) throw usageError(`No pack '${id}' is registered; see \`grex ls\`.`, { field: "ids" });
+          if (!state.has(id)) throw unknownPackId(id, state.keys(), ws.manifestPath);
         }
       }
       const { runSync } = await import("../core/sync/engine.ts"); // lazy: `ls` and `--help` never load the engine
+      // Known as each pack completes (its result alone decides it), so streamed rows say it too.
+      const unpinned = (r: { id: string; result: string }) =>
+        p.ref !== undefined && !p.dry_run && p.ids.includes(r.id) && r.result !== "ok";
+      const note = <R extends { id: string; result: string; message: string }>(r: R): R =>
+        unpinned(r) ? { ...r, message: `${r.message.replace(/\.$/, "")}; the pin to '${p.ref}' was not recorded` } : r;
       const report = await runSync(
         ctx,
         {
@@ -72,6 +78,7 @@ export const updateVerb = defineVerb({
           parallel: p.parallel,
           lockHeld: true,
           allowOutsideHome: allowsOutsideHome(ctx, p),
+          onPackDone: streamPackRows(ctx.rows, (r) => updateRow(note(r))),
         },
         signal,
         progress,
@@ -79,8 +86,6 @@ export const updateVerb = defineVerb({
       // The new pin is recorded only for packs that reached it; the others keep their old pin.
       const pinned = p.ref === undefined || p.dry_run ? [] : report.packs.filter((r) => p.ids.includes(r.id) && r.result === "ok");
       if (pinned.length > 0) await appendEvents(ws, pinned.map((r) => makeEvent("update", r.id, { ref: p.ref ?? null })), signal);
-      const unpinned = (r: { id: string; result: string }) =>
-        p.ref !== undefined && !p.dry_run && p.ids.includes(r.id) && r.result !== "ok";
       return {
         verb: "update" as const,
         dry_run: p.dry_run,
@@ -90,7 +95,7 @@ export const updateVerb = defineVerb({
           reinstalled: r.reinstalled,
           reason: r.reason === "never-installed" ? ("hash-changed" as const) : r.reason,
           result: r.result,
-          message: unpinned(r) ? `${r.message.replace(/\.$/, "")}; the pin to '${p.ref}' was not recorded` : r.message,
+          message: note(r).message,
         })),
       };
     } finally {
@@ -103,7 +108,15 @@ export const updateVerb = defineVerb({
     return packOpError(`${failed.length} pack(s) failed to update (first: ${failed[0]?.id}: ${failed[0]?.message}).`);
   },
   render(r, _p, style) {
-    const rows = r.packs.map((p) => ({ ...p, message: [p.message, p.reinstalled ? `reinstalled (${p.reason})` : ""].filter((m) => m !== "").join("; ") }));
-    return renderPackTable(rows, style);
+    const count = (res: string) => r.packs.filter((p) => p.result === res).length;
+    const summary = summaryLine(r.dry_run, { total: r.packs.length, ok: count("ok"), skipped: count("skipped"), dirty: count("dirty"), failed: count("failed") });
+    if (style.rowsStreamed) return summary;
+    return [renderPackTable(r.packs.map(updateRow), style), summary].filter((l) => l !== "").join("\n");
   },
 });
+
+/** A pack's row: what happened, and whether (and why) its setup ran again. */
+function updateRow<P extends { id: string; result: string; message: string; reinstalled: boolean; reason: string }>(p: P): P {
+  const reason = p.reason === "never-installed" ? "hash-changed" : p.reason;
+  return { ...p, message: [p.message, p.reinstalled ? `reinstalled (${reason})` : ""].filter((m) => m !== "").join("; ") };
+}

@@ -45,7 +45,7 @@ test("sync, a dry run, run and rm each say what they did to which path", async (
 
   const run = await t.grex("run", "exec");
   expect(run.stdout).toContain("    [vim] hello\n");
-  expect(run.stdout).toContain("1 action: 1 changed or failed, 0 already in place");
+  expect(run.stdout).toContain("1 action: 1 changed, 0 failed, 0 already in place");
 
   const rm = await t.grex("rm", "vim");
   expect(rm.code).toBe(0);

@@ -58,11 +58,11 @@ describe.skipIf(!hasScript)("on a terminal", () => {
     );
   });
 
-  test("ls --long: a header and aligned columns; a plain repository shows no type", () => {
+  test("ls --long: a header and aligned columns; a plain repository shows its type as --json does", () => {
     const { code, out } = onTty(["ls", "--tree"]);
     expect(code).toBe(0);
     const plain = out.replace(SGR, "");
-    expect(plain).toBe(["dev-env              meta", "  └ dev-env/child-a  declarative", "  └ dev-env/second   declarative", "notes", ""].join("\n"));
+    expect(plain).toBe(["dev-env              meta", "  └ dev-env/child-a  declarative", "  └ dev-env/second   declarative", "notes                meta", ""].join("\n"));
     expect(out).toContain("\x1b[2mdeclarative\x1b[22m");
     const long = onTty(["ls", "--long"]).out;
     expect(long.split("\n")[0]?.replace(SGR, "")).toMatch(/^ID +TYPE +URL +REF +SHA +INSTALLED$/);
@@ -109,7 +109,7 @@ describe.skipIf(!hasScript)("on a terminal", () => {
     const before = out.slice(0, at);
     expect(before === "" || before.endsWith("\n") || before.endsWith("\r\x1b[2K")).toBe(true);
     expect(out.slice(at)).toBe(
-      "grex: sync was cancelled after 1 of 1 packs; what finished is recorded, nothing is half-written. Run `grex sync` again to finish.\n",
+      "grex: sync was cancelled during setup: setup finished for 0 packs; cut short for slow (its next sync runs it again); none left unstarted. What finished is recorded, nothing is half-written. Run `grex sync` again to finish.\n",
     );
     writeFileSync(join(t.root, "done"), "");
   });

@@ -213,7 +213,7 @@ describe("run", () => {
       ["mkdir", 5], // the nested mkdir, reported under its when's index
     ]);
     expect(steps.every((s) => s.result === "already_satisfied")).toBe(true);
-    expect((await t.grex("run", "nope")).code).toBe(8);
+    expect((await t.grex("run", "nope")).code).toBe(8); // an unknown action, as in pack.yaml
   });
 });
 

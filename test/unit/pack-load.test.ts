@@ -389,11 +389,11 @@ describe("duplicate symlink dst (plan-phase check)", () => {
     expect(err?.kind).toBe("integrity");
     expect(err?.exitCode).toBe(3);
     expect(err?.message).toBe(
-      "/x/.grex/pack.yaml: actions[2].symlink.dst '$HOME/.config/./app' is the same target as actions[0].symlink.dst; give each symlink its own dst or remove one of them.",
+      "/x/.grex/pack.yaml: actions[2].symlink.dst '$HOME/.config/./app' is the same target as actions[0].symlink.dst ('$HOME/.config/app/' names the same path); give each symlink its own dst or remove one of them.",
     );
   });
 
-  test("different dst strings pass (variables are not expanded here)", async () => {
+  test("different dst strings pass when no expansion is given (the sync engine gives one: see day-to-day.test.ts)", async () => {
     expect(await check("  - symlink: { src: a, dst: $HOME/x }\n  - symlink: { src: b, dst: '${HOME}/x' }\n  - symlink: { src: c, dst: $HOME/y }\n")).toBeNull();
   });
 

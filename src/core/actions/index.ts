@@ -1,5 +1,6 @@
 // The action registry (name → definition), validation of one pack.yaml action
 // item, and picking the actions of one kind for `grex run <action>`.
+import { closest } from "../closest.ts";
 import * as v from "valibot";
 import { integrityError, pluginError } from "../errors.ts";
 import { registerActionName } from "../registry.ts";
@@ -59,6 +60,17 @@ function issuePath(issue: v.BaseIssue<unknown>): string {
 
 /** One clause for an issue: "is missing", "must be a string (got number 5)", or the schema's own message. */
 function issueReason(issue: v.BaseIssue<unknown>, allowed: string[]): string {
+  const reason = baseReason(issue, allowed);
+  if (issue.type !== "picklist" || typeof issue.input !== "string") return reason;
+  // An enum value (scope, os, kind, on_fail) one or two edits away from an option: say which.
+  const options = [...(issue.expected ?? "").matchAll(/"([^"]*)"/g)].map((m) => m[1] as string);
+  const hint = closest(issue.input, options, 3);
+  if (hint === undefined) return reason;
+  const cut = reason.indexOf(";");
+  return cut < 0 ? `${reason} (did you mean ${hint}?)` : `${reason.slice(0, cut)} (did you mean ${hint}?)${reason.slice(cut)}`;
+}
+
+function baseReason(issue: v.BaseIssue<unknown>, allowed: string[]): string {
   const last = issue.path?.at(-1);
   const isKey = last?.type === "object" && issue.kind === "schema" && /object$/.test(issue.type);
   if (isKey && issue.expected === "never") return `is not a known field; remove it (allowed: ${allowed.join(", ")})`;

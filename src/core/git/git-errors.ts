@@ -16,7 +16,11 @@ export const diverged = (branch: string, dir: string, url: string, local: string
     { branch, dir, url },
   );
 
-export const notARepo = (path: string) => packOpError(`${path} is not a git repository; check the pack URL.`, { path });
+/** A local source that is not a repository: say whether it is missing altogether, which is the usual case (a typo, a moved directory). */
+export const notARepo = (path: string) =>
+  (require("node:fs") as typeof import("node:fs")).existsSync(path)
+    ? packOpError(`${path} is not a git repository; check the pack URL.`, { path })
+    : packOpError(`${path} does not exist; check the pack URL (a local path or file:// URL names a directory holding a git repository).`, { path });
 
 /** Map whatever a transport threw (fs, network, a corrupt pack) to a pack_op GrexError. */
 export function transportError(url: string, err: unknown): GrexError {

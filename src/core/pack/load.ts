@@ -6,7 +6,7 @@ import { join, normalize } from "node:path";
 import { integrityError } from "../errors.ts";
 import { ABSENT, readRegularFile } from "../read-file.ts";
 import { currentOs, type OsName } from "../os.ts";
-import { type ActionItem, type PackManifest, type PackOverride, validateOverride, validatePack } from "./schema.ts";
+import { type ActionItem, type MoreChecks, type PackManifest, type PackOverride, validateOverride, validatePack } from "./schema.ts";
 
 export const MAX_PACK_YAML_BYTES = 1024 * 1024;
 
@@ -26,39 +26,63 @@ function readSmallText(file: string, packDir: string): string | typeof ABSENT {
   }
 }
 
-/** Parse YAML text to a JS value, refusing anchors and aliases. */
+/** Deeper nesting than any pack needs; refused before converting (a stack-depth guard). */
+export const MAX_YAML_DEPTH = 64;
+
+/**
+ * Parse YAML text to a JS value, refusing anchors, aliases, duplicate keys and
+ * deep nesting. The yaml library's own `uniqueKeys` check compares each key
+ * with every earlier key of its mapping (quadratic: 30,000 keys took half a
+ * minute), so it is off and duplicates are found here with one Set per mapping.
+ */
 export async function parsePackYamlText(text: string, file: string): Promise<unknown> {
   const YAML = await import("yaml");
   const lines = new YAML.LineCounter();
   // core schema + merge off: no YAML 1.1 `<<` merge keys or exotic tags.
-  const doc = YAML.parseDocument(text, { schema: "core", merge: false, uniqueKeys: true, prettyErrors: false, lineCounter: lines });
+  const doc = YAML.parseDocument(text, { schema: "core", merge: false, uniqueKeys: false, prettyErrors: false, lineCounter: lines });
   const err = doc.errors[0];
   if (err) {
     const line = lines.linePos(err.pos[0]).line;
     const reason = (err.message.split("\n")[0] ?? "").replace(/[.;:\s]+$/, "");
     throw integrityError(`${file} line ${line} is not valid YAML (${reason}); fix the syntax.`, { file, line });
   }
-  const found: { what?: string; offset?: number } = {};
+  const found: { what?: string; offset?: number; fix?: string } = {};
+  const stop = (what: string, offset: number | undefined, fix: string) => {
+    Object.assign(found, { what, offset: offset ?? 0, fix });
+    return YAML.visit.BREAK;
+  };
   YAML.visit(doc, {
-    Node(_key, node) {
-      if (YAML.isAlias(node)) found.what = `alias *${node.source}`;
-      else if (node.anchor) found.what = `anchor &${node.anchor}`;
-      else return undefined;
-      found.offset = node.range?.[0] ?? 0;
-      return YAML.visit.BREAK;
+    Node(_key, node, path) {
+      if (YAML.isAlias(node)) return stop(`uses a YAML alias *${node.source}`, node.range?.[0], ALIAS_FIX);
+      if (node.anchor) return stop(`uses a YAML anchor &${node.anchor}`, node.range?.[0], ALIAS_FIX);
+      if (path.length > MAX_YAML_DEPTH * 2) {
+        return stop(`nests deeper than ${MAX_YAML_DEPTH} levels`, node.range?.[0], "flatten it; no pack field needs that depth");
+      }
+      if (!YAML.isMap(node)) return undefined;
+      const seen = new Set<string>();
+      for (const pair of node.items) {
+        const key = pair.key;
+        if (!YAML.isScalar(key)) {
+          return stop("uses a mapping or list as a key", YAML.isNode(key) ? key.range?.[0] : node.range?.[0], "use plain text keys");
+        }
+        // Compared as text: `1:` and `"1":` become the same property.
+        const text = String(key.value);
+        if (seen.has(text)) return stop(`is not valid YAML (Map keys must be unique: '${text}' is repeated)`, key.range?.[0], "fix the syntax");
+        seen.add(text);
+      }
+      return undefined;
     },
   });
   if (found.what !== undefined) {
-    const { what, offset = 0 } = found;
+    const { what, offset = 0, fix = "" } = found;
     const line = lines.linePos(offset).line;
-    throw integrityError(
-      `${file} line ${line} uses a YAML ${what}, and anchors and aliases are not allowed in pack files (alias-bomb defence); write the values out in full.`,
-      { file, line },
-    );
+    throw integrityError(`${file} line ${line} ${what}${fix.startsWith("and ") ? ", " : "; "}${fix}.`, { file, line });
   }
   // maxAliasCount 0: a second guard, any alias that slipped through throws instead of expanding.
   return doc.toJS({ maxAliasCount: 0 });
 }
+
+const ALIAS_FIX = "and anchors and aliases are not allowed in pack files (alias-bomb defence); write the values out in full";
 
 async function readYaml(file: string, packDir: string): Promise<unknown | typeof ABSENT> {
   const text = readSmallText(file, packDir);
@@ -117,20 +141,20 @@ function checkChildPaths(m: PackManifest, baseCount: number, file: string, targe
  * Throws GrexError: integrity (exit 3), or plugin (exit 8) for an unknown
  * action or pack type.
  */
-export async function loadPackYaml(packDir: string, opts?: { os?: OsName }): Promise<PackManifest | null> {
+export async function loadPackYaml(packDir: string, opts?: { os?: OsName; more?: MoreChecks }): Promise<PackManifest | null> {
   const file = join(packDir, ".grex", "pack.yaml");
   const doc = await readYaml(file, packDir);
   if (doc === ABSENT) return null;
   if (doc === null || doc === undefined) {
     throw integrityError(`${file} is empty; write at least schema_version: "1", name and type.`, { file });
   }
-  let manifest = validatePack(doc, file);
+  let manifest = validatePack(doc, file, opts?.more);
   const targetFile = join(packDir, ".grex", "targets", `${opts?.os ?? currentOs()}.yaml`);
   const over = await readYaml(targetFile, packDir);
   const baseChildren = manifest.children.length;
   // An empty override file changes nothing.
   if (over !== ABSENT && over !== null && over !== undefined) {
-    manifest = applyOverride(manifest, validateOverride(over, targetFile));
+    manifest = applyOverride(manifest, validateOverride(over, targetFile, opts?.more));
   }
   checkChildPaths(manifest, baseChildren, file, targetFile);
   return manifest;
@@ -144,15 +168,15 @@ interface DstEntry {
   scope: number[];
 }
 
-function collectSymlinks(items: ActionItem[], where: string, scope: number[], out: DstEntry[]): void {
+function collectSymlinks(items: ActionItem[], where: string, scope: number[], out: DstEntry[], expand: (dst: string) => string): void {
   items.forEach((item, i) => {
     const sym = item.symlink;
     if (sym !== null && typeof sym === "object" && "dst" in sym && typeof sym.dst === "string") {
-      out.push({ key: normalizeDst(sym.dst), dst: sym.dst, where: `${where}[${i}].symlink.dst`, scope });
+      out.push({ key: normalizeDst(expand(sym.dst)), dst: sym.dst, where: `${where}[${i}].symlink.dst`, scope });
     }
     const when = item.when;
     if (when !== null && typeof when === "object" && "actions" in when && Array.isArray(when.actions)) {
-      collectSymlinks(when.actions as ActionItem[], `${where}[${i}].when.actions`, [...scope, i], out);
+      collectSymlinks(when.actions as ActionItem[], `${where}[${i}].when.actions`, [...scope, i], out, expand);
     }
   });
 }
@@ -168,30 +192,35 @@ const isPrefix = (a: number[], b: number[]) => a.length <= b.length && a.every((
 /**
  * Plan-phase check: two `symlink` actions of one pack must not share a `dst`.
  *
- * `dst` is compared as written, after `path.normalize` and with trailing
- * slashes removed. Variables are NOT expanded here (that belongs to the action
- * modules), so `$HOME/x` and `${HOME}/x` count as different targets.
+ * `dst` is compared as the action will use it: `expand` (the sync engine's:
+ * variables, a leading `~`, resolved against the pack) turns `$HOME/x`,
+ * `${HOME}/x` and `~/x` into one path; then `path.normalize`, trailing slashes
+ * removed. Without `expand`, the text as written is compared.
  * Symlinks in two different `when` blocks are not compared with each other:
  * their conditions may exclude each other (one per OS, say). A symlink inside a
  * `when` is compared with those at the levels around it. `actions` and
  * `teardown` are checked separately.
  */
-export function checkDuplicateSymlinkDst(manifest: PackManifest, file: string): void {
+export function checkDuplicateSymlinkDst(manifest: PackManifest, file: string, expand: (dst: string) => string = (d) => d): void {
   const lists: Array<[ActionItem[], string]> = [[manifest.actions, "actions"]];
   if (manifest.teardown) lists.push([manifest.teardown, "teardown"]);
   for (const [items, name] of lists) {
     const all: DstEntry[] = [];
-    collectSymlinks(items, name, [], all);
-    for (let j = 1; j < all.length; j++) {
-      const b = all[j] as DstEntry;
-      for (let i = 0; i < j; i++) {
-        const a = all[i] as DstEntry;
-        if (a.key !== b.key || !(isPrefix(a.scope, b.scope) || isPrefix(b.scope, a.scope))) continue;
+    collectSymlinks(items, name, [], all, expand);
+    // Only entries with the same key are compared: linear in the number of symlinks.
+    const byKey = new Map<string, DstEntry[]>();
+    for (const b of all) {
+      const same = byKey.get(b.key);
+      const a = same?.find((x) => isPrefix(x.scope, b.scope) || isPrefix(b.scope, x.scope));
+      if (a) {
+        const how = a.dst === b.dst ? "" : ` ('${a.dst}' names the same path)`;
         throw integrityError(
-          `${file}: ${b.where} '${b.dst}' is the same target as ${a.where}; give each symlink its own dst or remove one of them.`,
+          `${file}: ${b.where} '${b.dst}' is the same target as ${a.where}${how}; give each symlink its own dst or remove one of them.`,
           { file, field: b.where },
         );
       }
+      if (same) same.push(b);
+      else byKey.set(b.key, [b]);
     }
   }
 }

@@ -3,6 +3,7 @@
 // validation); spawning and routing belong to src/mcp/gateway. Messages follow
 // schema.ts's "<reason>; <what to do>" convention so the loader can prefix the
 // file and field path.
+import { closest } from "../closest.ts";
 import * as v from "valibot";
 import { describeValue as got } from "./describe.ts";
 
@@ -62,7 +63,11 @@ const server = v.pipe(
       addIssue({ path: keyPath(s, "id"), message: `${typeof s.id === "string" ? `'${s.id}'` : got(s.id)} is not a valid server id; use lowercase letters, digits and '-', starting with a letter (such as notes)` });
     } else if (s.transport === undefined) addIssue({ path: keyPath(s, "transport"), message: "is missing; add transport: stdio, streamable-http or sse" });
     else if (!MCP_TRANSPORTS.includes(s.transport as McpTransportName)) {
-      addIssue({ path: keyPath(s, "transport"), message: `${typeof s.transport === "string" ? `'${s.transport}'` : got(s.transport)} is not a known transport; use stdio, streamable-http or sse` });
+      const hint = typeof s.transport === "string" ? closest(s.transport, MCP_TRANSPORTS, 3) : undefined;
+      addIssue({
+        path: keyPath(s, "transport"),
+        message: `${typeof s.transport === "string" ? `'${s.transport}'` : got(s.transport)} is not a known transport${hint ? ` (did you mean ${hint}?)` : ""}; use stdio, streamable-http or sse`,
+      });
     } else if (s.transport === "stdio") {
       if (s.command === undefined) addIssue({ path: keyPath(s, "command"), message: "is missing; a stdio server needs command: [program, arg, ...]" });
       else if (typeof s.command === "string") {

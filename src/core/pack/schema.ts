@@ -142,9 +142,10 @@ const packType = v.pipe(
   v.string(mustBe("a string", `use ${packTypeChoices()}`)),
   v.rawCheck(({ dataset, addIssue }) => {
     if (dataset.typed && !isKnownPackType(dataset.value)) {
+      const hint = closest(dataset.value, knownPackTypes(), 3);
       addIssue({
         expected: PLUGIN_EXPECTED,
-        message: `'${dataset.value}' is not a known pack type; use one of ${knownPackTypes().join(", ")}, or install the plugin that provides it`,
+        message: `'${dataset.value}' is not a known pack type${hint ? ` (did you mean ${hint}?)` : ""}; use one of ${knownPackTypes().join(", ")}, or install the plugin that provides it`,
       });
     }
   }),
@@ -187,9 +188,10 @@ const MISSING_HINTS: Record<string, string> = {
 };
 
 /** Reject top-level keys that are neither schema fields nor `x-` extensions. */
-const topKeys = (allowed: string[], override: boolean) =>
-  v.rawCheck<Record<string, unknown>>(({ dataset, addIssue }) => {
-    if (!dataset.typed) return;
+const topKeys = <T extends Record<string, unknown>>(allowed: string[], override: boolean) =>
+  v.rawCheck<T>(({ dataset, addIssue }) => {
+    // Runs after the fields' own checks, whatever they found, so every mistake is reported at once.
+    if (!isMapping(dataset.value)) return;
     for (const key of Object.keys(dataset.value)) {
       if (key.startsWith("x-") || allowed.includes(key)) continue;
       const hint = closest(key, allowed, 2);
@@ -200,31 +202,25 @@ const topKeys = (allowed: string[], override: boolean) =>
             ? "is allowed only in .grex/targets/<os>.yaml override files; remove it from pack.yaml"
             : `is not a pack.yaml field${hint ? ` (did you mean ${hint}?)` : ""}; remove it, or prefix it with x- to keep your own data`,
       });
-      return;
     }
   });
 
 const docMsg = mustBe("a mapping of pack.yaml fields", "write key: value pairs such as name: my-pack");
 
+const packObject = v.looseObject(entries, mappingMsg("a mapping", "write key: value pairs", MISSING_HINTS));
+
 /** Schema of a full `.grex/pack.yaml`. */
-export const PackYamlSchema = v.pipe(
-  mapping(docMsg),
-  topKeys(BASE_KEYS, false),
-  v.looseObject(entries, mappingMsg("a mapping", "write key: value pairs", MISSING_HINTS)),
-);
+export const PackYamlSchema = v.pipe(mapping(docMsg), packObject, topKeys<v.InferOutput<typeof packObject>>(BASE_KEYS, false));
 
 /** Schema of a platform override `.grex/targets/<os>.yaml`: every field optional, plus `actions_replace`. */
-export const PackOverrideSchema = v.pipe(
-  mapping(docMsg),
-  topKeys(OVERRIDE_KEYS, true),
-  v.looseObject(
-    {
-      ...v.partial(v.object(entries)).entries,
-      actions_replace: v.optional(v.boolean(mustBe("true or false", "write actions_replace: true"))),
-    },
-    mappingMsg("a mapping", "write key: value pairs"),
-  ),
+const overrideObject = v.looseObject(
+  {
+    ...v.partial(v.object(entries)).entries,
+    actions_replace: v.optional(v.boolean(mustBe("true or false", "write actions_replace: true"))),
+  },
+  mappingMsg("a mapping", "write key: value pairs"),
 );
+export const PackOverrideSchema = v.pipe(mapping(docMsg), overrideObject, topKeys<v.InferOutput<typeof overrideObject>>(OVERRIDE_KEYS, true));
 
 export type PackOverride = Partial<Omit<PackManifest, "schema_version" | "extensions">> & {
   actions_replace: boolean;
@@ -253,16 +249,80 @@ export function issueError(issue: Issue, file: string): GrexError {
   return issue.expected === PLUGIN_EXPECTED ? pluginError(message, data) : integrityError(message, data);
 }
 
+/** How many problems one error lists at most: enough to fix a file in one pass, short enough to read. */
+export const MAX_REPORTED_ISSUES = 20;
+
+/**
+ * Every problem of a document in one error, in the order they appear in it:
+ * one problem reads as before ("<file>: <field> <reason>."); several read
+ * "<file> has N problems: <field> <reason>; …". The exit code is the first
+ * problem's (3, or 8 for an unknown action or pack type). `data.problems`
+ * lists each `{ field, reason }`.
+ */
+export function issuesError(issues: readonly Issue[], file: string, doc: unknown): GrexError {
+  const sorted = issues;
+  const first = sorted[0] as Issue;
+  if (sorted.length === 1) return issueError(first, file);
+  return groupedError(problemsOf(sorted, doc), file);
+}
+
+function problemsOf(issues: readonly Issue[], doc: unknown): Problem[] {
+  const order = isMapping(doc) ? Object.keys(doc) : [];
+  const rank = (i: Issue) => {
+    const top = i.path?.[0]?.key;
+    return typeof top === "string" ? order.indexOf(top) : -1;
+  };
+  return issues
+    .map((issue, n) => ({ issue, n }))
+    .sort((a, b) => rank(a.issue) - rank(b.issue) || a.n - b.n)
+    .map(({ issue: i }) => ({ field: fieldPath(i.path), reason: i.message.replace(/\s*\n\s*/g, " "), plugin: i.expected === PLUGIN_EXPECTED }));
+}
+
+function oneProblem(p: Problem, file: string): GrexError {
+  const message = `${file}${p.field ? `: ${p.field}` : ""} ${p.reason.replace(/[.\s]+$/, "")}.`;
+  return p.plugin ? pluginError(message, { file, field: p.field }) : integrityError(message, { file, field: p.field });
+}
+
+/** Several problems of one file as one error (see issuesError). */
+export function groupedError(problems: readonly Problem[], file: string): GrexError {
+  const shown = problems.slice(0, MAX_REPORTED_ISSUES);
+  const more = problems.length - shown.length;
+  const parts = shown.map((p, i) => `(${i + 1}) ${p.field ? `${p.field} ` : ""}${p.reason.replace(/[.\s]+$/, "")}`);
+  const message = `${file} has ${problems.length} problems: ${parts.join("; ")}${more > 0 ? `; and ${more} more` : ""}.`;
+  const first = problems[0];
+  const data = { file, field: first?.field ?? "", problems: shown.map(({ field, reason }) => ({ field, reason })) };
+  return first?.plugin ? pluginError(message, data) : integrityError(message, data);
+}
+
 function extensionsOf(doc: Record<string, unknown>): Record<string, unknown> {
   const ext: Record<string, unknown> = {};
   for (const [k, val] of Object.entries(doc)) if (k.startsWith("x-")) ext[k] = val;
   return ext;
 }
 
+/** One problem of a document: where, why, and whether it is an unknown action or pack type (exit 8). */
+export interface Problem {
+  field: string;
+  reason: string;
+  plugin: boolean;
+}
+
+/**
+ * Extra checks a caller adds to validation (the sync engine: every action's
+ * arguments), so a document's problems all come in one error. Kept out of
+ * this module: a report that reads pack.yaml loads no action schema.
+ */
+export type MoreChecks = (doc: Record<string, unknown>) => Problem[];
+
 /** Validate a parsed pack.yaml document. `file` only appears in messages. */
-export function validatePack(doc: unknown, file: string): PackManifest {
-  const r = v.safeParse(PackYamlSchema, doc, { abortEarly: true });
-  if (!r.success) throw issueError(r.issues[0], file);
+export function validatePack(doc: unknown, file: string, more?: MoreChecks): PackManifest {
+  const r = v.safeParse(PackYamlSchema, doc);
+  const extra = more && isMapping(doc) ? more(doc) : [];
+  if (!r.success) {
+    if (extra.length === 0) throw issuesError(r.issues, file, doc);
+    throw groupedError([...problemsOf(r.issues, doc), ...extra], file);
+  }
+  if (extra.length > 0) throw extra.length === 1 ? oneProblem(extra[0] as Problem, file) : groupedError(extra, file);
   const o = r.output;
   checkXGitignore(o, file);
   return {
@@ -280,9 +340,14 @@ export function validatePack(doc: unknown, file: string): PackManifest {
 }
 
 /** Validate a parsed platform override document (a partial pack.yaml). */
-export function validateOverride(doc: unknown, file: string): PackOverride {
-  const r = v.safeParse(PackOverrideSchema, doc, { abortEarly: true });
-  if (!r.success) throw issueError(r.issues[0], file);
+export function validateOverride(doc: unknown, file: string, more?: MoreChecks): PackOverride {
+  const r = v.safeParse(PackOverrideSchema, doc);
+  const extra = more && isMapping(doc) ? more(doc) : [];
+  if (!r.success) {
+    if (extra.length === 0) throw issuesError(r.issues, file, doc);
+    throw groupedError([...problemsOf(r.issues, doc), ...extra], file);
+  }
+  if (extra.length > 0) throw extra.length === 1 ? oneProblem(extra[0] as Problem, file) : groupedError(extra, file);
   const o = r.output;
   checkXGitignore(o, file);
   const out: PackOverride = {

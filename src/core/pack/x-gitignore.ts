@@ -6,12 +6,22 @@ import { integrityError } from "../errors.ts";
 import { ignoreLinesFor } from "../gitignore.ts";
 
 export const X_GITIGNORE = "x-gitignore";
+/** Patterns of files the pack's own setup generates: written into the pack's `.git/info/exclude`. */
+export const X_GENERATED = "x-generated";
+/** The managed block in the pack's `.git/info/exclude` holding its `x-generated` patterns. */
+export const GENERATED_BLOCK = "generated";
 
 const MARKER_RE = /^\s*#\s*(?:>>>|<<<)/;
 
 /** Throw an integrity error naming `file` when `x-gitignore` is present but not a list of one-line patterns. */
 export function checkXGitignore(extensions: Record<string, unknown>, file: string): void {
-  const value = extensions[X_GITIGNORE];
+  checkPatterns(extensions, X_GITIGNORE, file);
+  checkPatterns(extensions, X_GENERATED, file);
+}
+
+function checkPatterns(extensions: Record<string, unknown>, key: string, file: string): void {
+  const X_GITIGNORE = key;
+  const value = extensions[key];
   if (value === undefined || value === null) return;
   const fail = (field: string, why: string) => {
     throw integrityError(`${file}: ${field} ${why}.`, { file, field });
@@ -26,9 +36,15 @@ export function checkXGitignore(extensions: Record<string, unknown>, file: strin
 }
 
 /** The pack's `x-gitignore` patterns (already checked at parse time). */
-export function xGitignorePatterns(manifest: { extensions: Record<string, unknown> } | null | undefined): string[] {
-  const value = manifest?.extensions[X_GITIGNORE];
+export function xGitignorePatterns(manifest: { extensions: Record<string, unknown> } | null | undefined, key = X_GITIGNORE): string[] {
+  const value = manifest?.extensions[key];
   return Array.isArray(value) ? value.filter((p): p is string => typeof p === "string") : [];
+}
+
+/** The block for the pack's own `.git/info/exclude`: its `x-generated` patterns, or null (no block) when it declares none. */
+export function generatedExcludeLines(manifest: { extensions: Record<string, unknown> } | null | undefined): string[] | null {
+  const lines = xGitignorePatterns(manifest, X_GENERATED);
+  return lines.length > 0 ? lines : null;
 }
 
 /** The managed block body for a pack at `relPath`: its directory, then its `x-gitignore` patterns. */

@@ -3,10 +3,12 @@
 //   loading, children) → plan checks → install phase (pack-type lifecycle, in
 //   dependency order) → sync markers, lockfile rewrite, ignore blocks → report.
 import { join } from "node:path";
-import { GrexError, toGrexError, usageError } from "../errors.ts";
+import { GrexError, toGrexError } from "../errors.ts";
+import { unknownPackId } from "../pack-ids.ts";
 import { parseFilter } from "../filter.ts";
 import { updateIgnoreBlocks } from "../gitignore.ts";
-import { packIgnoreLines } from "../pack/x-gitignore.ts";
+import { GENERATED_BLOCK, generatedExcludeLines, packIgnoreLines } from "../pack/x-gitignore.ts";
+import { existsSync } from "node:fs";
 import { type HeldLock, tryAcquireWorkspaceLock, withPackLock } from "../locks.ts";
 import { type LockEntry, readLockfile, writeLockfile } from "../lockfile.ts";
 import { appendEvents, makeEvent, type ManifestEvent, type PackEntry, readManifest } from "../manifest.ts";
@@ -16,7 +18,7 @@ import { converge, type ConvergeReason } from "../packtypes/index.ts";
 import type { Step } from "../actions/types.ts";
 import type { Workspace } from "../workspace.ts";
 import type { CallContext, Progress } from "../call.ts";
-import { installOrder, planChecks } from "./plan.ts";
+import { actionProblems, installOrder, planChecks, prerequisitesOf } from "./plan.ts";
 import { effectiveType, fetchTree, flatten, newNode, type PackOutcome, type TreeNode } from "./tree.ts";
 import { globMatch } from "../filter.ts";
 import { interruptedPacks, notInstalled, openBrackets } from "./install-state.ts";
@@ -45,6 +47,8 @@ export interface SyncOptions {
   pending?: { entry: PackEntry; dir: string };
   /** Leave the records (events, lockfile, ignore blocks) to the caller: report.record() (`add`, after it registered). */
   deferRecord?: boolean;
+  /** A pack's row is final (with the steps its setup took): called as each pack completes, for output that streams. */
+  onPackDone?(pack: PackReport, steps: Step[], idWidth: number): void;
 }
 
 export interface PackReport {
@@ -68,6 +72,15 @@ export interface SyncReport {
   record?: () => Promise<void>;
 }
 
+/** Why the setup ran at a commit that did not move (a bare "up to date" would hide it). */
+const RAN_BECAUSE: Record<ConvergeReason, string> = {
+  "never-installed": "setup installed (it was not installed)",
+  "hash-changed": "setup ran again (its setup changed)",
+  "sha-changed": "setup ran again (the commit changed since install)",
+  forced: "setup ran again (--force)",
+  none: "setup ran",
+};
+
 /** Report `action_started` brackets that never closed (a crash mid-action). */
 export function incompleteActions(events: readonly ManifestEvent[]): string[] {
   return openBrackets(events).map(
@@ -77,7 +90,7 @@ export function incompleteActions(events: readonly ManifestEvent[]): string[] {
 
 function selectRoots(ws: Workspace, state: Map<string, PackEntry>, opts: SyncOptions): TreeNode[] {
   for (const id of opts.ids) {
-    if (!state.has(id)) throw usageError(`No pack '${id}' is registered in ${ws.manifestPath}; see \`grex ls\`.`, { field: "ids" });
+    if (!state.has(id)) throw unknownPackId(id, state.keys(), ws.manifestPath);
   }
   const keep = parseFilter(opts.filter);
   const roots: TreeNode[] = [];
@@ -147,7 +160,7 @@ async function syncLocked(
     recursive: opts.recursive,
     updateExisting: !opts.cloneOnly,
     failFast: opts.failFast,
-    loadPack: (dir) => loadPackYaml(dir),
+    loadPack: (dir) => loadPackYaml(dir, { more: actionProblems }),
     // A new pin given for this run (update --ref) is the user's say-so to move it.
     leaveAlone: (n) => {
       if (opts.ref !== null && n.depth === 0) return null;
@@ -159,7 +172,7 @@ async function syncLocked(
     },
     onDone: (node) => {
       done++;
-      progress(done, total, `${node.id}: ${node.outcome === "ok" ? node.message : node.outcome}`);
+      progress(done, total, `fetch: ${node.id}: ${node.outcome === "ok" ? node.message : node.outcome}`);
       ctx.debug(1, `fetched ${node.id}: ${node.outcome} ${node.message}`);
     },
   });
@@ -170,7 +183,7 @@ async function syncLocked(
     ...[...state.values()].map((p) => ({ id: p.id, url: p.url, name: null })),
     ...nodes.map((n) => ({ id: n.id, url: n.url, name: n.manifest?.name ?? null })),
   ];
-  planChecks(nodes.filter((n) => n.outcome === "ok"), known);
+  planChecks(nodes.filter((n) => n.outcome === "ok"), known, ctx.env);
 
   // Install phase, children and dependencies first.
   const confine = workspaceConfinement(
@@ -184,14 +197,32 @@ async function syncLocked(
   const reasons = new Map<string, { reinstalled: boolean; reason: ConvergeReason; hash: string | null }>();
   /** Packs whose install failed (or never ran after a clone): recorded not-installed. */
   const installErrors = new Map<string, string>();
-  for (const node of installOrder(nodes, known)) {
-    if (node.outcome !== "ok" || (node.head === null && !opts.dryRun)) continue;
-    if (halted && opts.failFast) {
-      node.outcome = "skipped";
-      node.message = "not installed: an earlier pack failed (--fail-fast)";
-      if (node.cloned) installErrors.set(node.id, node.message);
-      continue;
-    }
+  const order = installOrder(nodes, known);
+  const eligible = (n: TreeNode) => n.outcome === "ok" && (n.head !== null || opts.dryRun);
+  const reportOf = (n: TreeNode): PackReport => ({
+    id: n.id,
+    result: n.outcome,
+    sha_before: n.shaBefore,
+    sha_after: n.wouldMoveTo ?? n.head?.sha ?? null,
+    message: n.message,
+    reinstalled: reasons.get(n.id)?.reinstalled ?? false,
+    reason: reasons.get(n.id)?.reason ?? "none",
+  });
+  // Streamed rows line up on the widest id of this run.
+  const idWidth = Math.max(0, ...nodes.map((n) => n.id.length), ...[...previous.keys()].map((id) => id.length));
+  // Packs with nothing to install are final now: their rows go out first.
+  for (const n of nodes) if (!eligible(n)) opts.onPackDone?.(reportOf(n), [], idWidth);
+  const installing = order.filter(eligible);
+  const stepsOf = new Map<string, Step[]>();
+  const running: string[] = [];
+  let finishedCount = 0;
+  // Counted on from the fetch phase: progress only ever grows (MCP requires it).
+  const fetched = total;
+  const showProgress = () =>
+    progress(fetched + finishedCount, fetched + installing.length, `setup: ${running.length} running${running.length > 0 ? ` (${running.slice(0, 3).join(", ")}${running.length > 3 ? ", …" : ""})` : ""}`);
+  /** Integrity errors of single packs (a state file that cannot be read): the run goes on and ends with exit 3. */
+  const unreadable: GrexError[] = [];
+  const installOne = async (node: TreeNode): Promise<void> => {
     try {
       const install = () =>
         converge({
@@ -210,7 +241,7 @@ async function syncLocked(
         });
       // Setup runs under the pack's lock (hooks too), like `run` and teardown.
       const r = opts.dryRun ? await install() : await withPackLock(ws, node.dir, signal, install);
-      steps.push(...r.steps);
+      stepsOf.set(node.id, r.steps);
       reasons.set(node.id, { reinstalled: r.ran, reason: r.reason, hash: r.actionsHash });
       if (r.failed) {
         node.outcome = "failed";
@@ -220,16 +251,53 @@ async function syncLocked(
       } else if (r.skipped) {
         node.outcome = "skipped";
         node.message = r.skipped;
+      } else if (r.ran && node.message === "up to date") {
+        // The commit did not move but the setup ran: say why, not "up to date".
+        node.message = `up to date; ${RAN_BECAUSE[r.reason]}`;
       }
     } catch (err) {
       const e = toGrexError(err);
-      if (e.kind === "cancelled" || e.kind === "integrity") throw e; // integrity: a state file grex must not overwrite
+      if (e.kind === "cancelled") throw e;
       node.outcome = "failed";
       node.message = e.message;
-      installErrors.set(node.id, e.message);
+      // integrity: a state file grex could not read and must not overwrite; the pack fails alone and its
+      // lock entry stays as it was (recording "not installed" would hide the setup that is still in place).
+      if (e.kind !== "integrity") installErrors.set(node.id, e.message);
+      else unreadable.push(e);
       halted ??= { pack: node.id, action: "", idx: -1, reason: e.message };
     }
-  }
+  };
+  const { runInstallPhase } = await import("./install.ts");
+  await runInstallPhase({
+    verb: opts.mode,
+    nodes: installing,
+    prerequisites: prerequisitesOf(installing, known),
+    scheduler: capScheduler(ctx.scheduler, opts.parallel),
+    signal,
+    failFast: opts.failFast,
+    install: installOne,
+    halted: () => halted !== null,
+    skip: (node) => {
+      node.outcome = "skipped";
+      node.message = "not installed: an earlier pack failed (--fail-fast)";
+      if (node.cloned) installErrors.set(node.id, node.message);
+    },
+    onStart: (node) => {
+      running.push(node.id);
+      showProgress();
+      ctx.debug(1, `setup of ${node.id} started`);
+    },
+    onDone: (node) => {
+      const i = running.indexOf(node.id);
+      if (i >= 0) running.splice(i, 1);
+      finishedCount++;
+      ctx.debug(1, `setup of ${node.id}: ${node.outcome} ${node.message}`);
+      opts.onPackDone?.(reportOf(node), stepsOf.get(node.id) ?? [], idWidth);
+      showProgress();
+    },
+  });
+  // Steps in install order, whatever order the packs finished in.
+  for (const n of installing) steps.push(...(stepsOf.get(n.id) ?? []));
 
   // Children their parent no longer lists (only when the tree was walked).
   const pruned: Pruned[] = [];
@@ -243,19 +311,19 @@ async function syncLocked(
 
   const record = () => recordResults(ws, nodes, previous, reasons, warn, signal, installErrors, pruned);
   if (!opts.dryRun && !opts.deferRecord) await record();
+  // The other packs are done and recorded; a file grex must not overwrite still ends the run with exit 3, naming it.
+  const firstUnreadable = unreadable[0];
+  if (firstUnreadable) {
+    const others = unreadable.length > 1 ? ` (${unreadable.length - 1} more pack${unreadable.length > 2 ? "s" : ""} alike)` : "";
+    throw new GrexError("integrity", `${firstUnreadable.message.replace(/\.$/, "")}${others}; every other pack was synced.`, firstUnreadable.data);
+  }
 
-  const packs: PackReport[] = nodes.map((n) => ({
-    id: n.id,
-    result: n.outcome,
-    sha_before: n.shaBefore,
-    sha_after: n.wouldMoveTo ?? n.head?.sha ?? null,
-    message: n.message,
-    reinstalled: reasons.get(n.id)?.reinstalled ?? false,
-    reason: reasons.get(n.id)?.reason ?? "none",
-  }));
+  const packs: PackReport[] = nodes.map(reportOf);
   for (const p of pruned) {
     const sha = previous.get(p.id)?.sha ?? null;
-    packs.push({ id: p.id, result: p.ok ? "ok" : "failed", sha_before: sha, sha_after: null, message: p.message, reinstalled: false, reason: "none" });
+    const row: PackReport = { id: p.id, result: p.ok ? "ok" : "failed", sha_before: sha, sha_after: null, message: p.message, reinstalled: false, reason: "none" };
+    packs.push(row);
+    opts.onPackDone?.(row, p.steps, idWidth);
   }
   const count = (o: PackOutcome) => packs.filter((p) => p.result === o).length;
   return {
@@ -314,9 +382,14 @@ async function recordResults(
     warn(`could not rewrite ${ws.lockPath} (${toGrexError(err).message}); the work itself is done, run sync again to record it`);
   }
   // One pass per ignore file, whatever the number of packs in it.
-  const ignoreUpdates = new Map<string, Array<[string, string[]]>>();
+  const ignoreUpdates = new Map<string, Array<[string, string[] | null]>>();
   for (const n of nodes) {
     if (n.outcome === "failed" && !n.head) continue;
+    // x-generated: what the pack's own setup writes into it, excluded in its own repository so it stays clean.
+    if (n.manifest !== null || existsSync(join(n.dir, ".git", "info", "exclude"))) {
+      const own = join(n.dir, ".git", "info", "exclude");
+      ignoreUpdates.set(own, [...(ignoreUpdates.get(own) ?? []), [GENERATED_BLOCK, generatedExcludeLines(n.manifest)]]);
+    }
     const [file, rel] =
       n.parent === null ? [join(ws.root, ".gitignore"), n.path] : [join(n.parent.dir, ".git", "info", "exclude"), n.path.slice(n.parent.path.length + 1)];
     const list = ignoreUpdates.get(file) ?? [];

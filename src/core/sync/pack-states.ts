@@ -3,6 +3,7 @@
 
 /** Every state, in the order they win when several hold. */
 export const PACK_STATES = [
+  "invalid",
   "missing",
   "not-installed",
   "dirty",

@@ -9,6 +9,7 @@ import { aheadBehind } from "../git/ahead-behind.ts";
 import { backendFor, readHeadSync, workTreeGitdir } from "../git/backend.ts";
 import { RefFiles } from "../git/refs.ts";
 import { statusCacheFile } from "../git/status-cache.ts";
+import type { GrexError } from "../errors.ts";
 import type { PackNode } from "../packs.ts";
 import { offBranch } from "./off-branch.ts";
 import type { Workspace } from "../workspace.ts";
@@ -18,6 +19,7 @@ export { PACK_STATES, type PackStateName } from "./pack-states.ts";
 
 /** What to run for each state (docs/cli.md carries the same table). */
 export const NEXT_STEP: Record<PackStateName, string> = {
+  invalid: "fix the file the error names, then grex sync",
   missing: "grex sync",
   "not-installed": "fix the install_error, then grex sync",
   dirty: "commit or stash, then grex sync",
@@ -46,6 +48,39 @@ export interface PackStatus {
   install_error: string | null;
   /** Why the pack is off-branch, or null. */
   off_branch: string | null;
+  /** Why the pack is `invalid` (its pack.yaml or state file cannot be read), or null. */
+  error: PackError | null;
+}
+
+export interface PackError {
+  /** The error kind (`integrity`, `plugin`, …): the exit code a report uses. */
+  kind: string;
+  file: string | null;
+  field: string | null;
+  reason: string;
+}
+
+/** A pack whose own files cannot be read: its own row, the others reported normally. */
+export function invalidStatus(p: PackNode, err: GrexError): PackStatus {
+  const data = err.data ?? {};
+  const str = (x: unknown) => (typeof x === "string" && x !== "" ? x : null);
+  return {
+    id: p.id,
+    path: p.path,
+    depth: p.depth,
+    on_disk: true,
+    dirty: false,
+    sha_match: false,
+    actions_hash_match: false,
+    drift: "invalid",
+    branch: null,
+    ahead: null,
+    behind: null,
+    setup_drift: [],
+    install_error: null,
+    off_branch: null,
+    error: { kind: err.kind, file: str(data.file), field: str(data.field), reason: err.message },
+  };
 }
 
 export interface InspectOptions {
@@ -90,7 +125,7 @@ let driftModule: Promise<typeof import("../actions/drift.ts")> | undefined;
 
 export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions): Promise<PackStatus> {
   const { interrupted, staleMs } = o;
-  const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null };
+  const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null, error: null };
   const base = { id: p.id, path: p.path, depth: p.depth };
   const gitdir = workTreeGitdir(p.dir);
   if (gitdir === null) {
@@ -110,7 +145,8 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
       ? "the last install was interrupted"
       : lock === undefined
         ? "never installed on this machine"
-        : (lock.install_error ?? "never installed");
+        : // An entry with no install time and no error: `grex teardown` undid the setup.
+          (lock.install_error ?? "torn down (grex teardown); grex sync installs it again");
   const shaMatch = lock !== undefined && head !== null && head.sha === lock.sha;
   let hashMatch = false;
   let setupDrift: SetupDrift[] = [];
@@ -166,5 +202,6 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
     setup_drift: setupDrift,
     install_error: installError,
     off_branch: off,
+    error: null,
   };
 }

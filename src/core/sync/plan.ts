@@ -4,8 +4,11 @@ import { GrexError, integrityError } from "../errors.ts";
 import { findCycle, cycleError } from "../pack/graph.ts";
 import { checkDuplicateSymlinkDst } from "../pack/load.ts";
 import { parseActionItem } from "../actions/index.ts";
+import { isKnownAction } from "../registry.ts";
+import type { MoreChecks, Problem } from "../pack/schema.ts";
 import type { TreeNode } from "./tree.ts";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { expandVars, homeOf } from "../vars.ts";
 import { urlKey } from "../naming.ts";
 
 export interface KnownPack {
@@ -36,12 +39,12 @@ export function dependencyResolver(packs: readonly KnownPack[]): (dep: string) =
  * depends_on resolution (against every pack known to the workspace) and
  * depends_on cycles.
  */
-export function planChecks(nodes: TreeNode[], known: KnownPack[]): void {
+export function planChecks(nodes: TreeNode[], known: KnownPack[], env?: Record<string, string | undefined>): void {
   for (const node of nodes) {
     const m = node.manifest;
     if (!m) continue;
     const file = join(node.dir, ".grex", "pack.yaml");
-    checkDuplicateSymlinkDst(m, file);
+    checkDuplicateSymlinkDst(m, file, env && ((dst) => expandTarget(dst, env, node.dir)));
     m.actions.forEach((item, i) => parseActionItem(item, `${file}: actions[${i}]`));
     m.teardown?.forEach((item, i) => parseActionItem(item, `${file}: teardown[${i}]`));
   }
@@ -66,6 +69,78 @@ export function planChecks(nodes: TreeNode[], known: KnownPack[]): void {
   }
   const cycle = findCycle([...edges.keys()], (id) => edges.get(id) ?? []);
   if (cycle) throw cycleError("depends_on", cycle);
+}
+
+/**
+ * For the parallel install phase: the packs each pack waits for, the same
+ * edges installOrder follows (its children and its depends_on targets among
+ * `nodes`; the children of a child not in `nodes` count as its own).
+ */
+export function prerequisitesOf(nodes: readonly TreeNode[], known: readonly KnownPack[] = knownOf(nodes)): (n: TreeNode) => TreeNode[] {
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const resolveDep = dependencyResolver(known);
+  return (n) => {
+    const out: TreeNode[] = [];
+    // A child that installs nothing (dirty, failed to fetch) passes the wait on to its own children.
+    const addChildren = (of: TreeNode) => {
+      for (const c of of.children) {
+        const hit = byId.get(c.id);
+        if (hit) out.push(hit);
+        else addChildren(c);
+      }
+    };
+    addChildren(n);
+    for (const dep of n.manifest?.depends_on ?? []) {
+      const hit = resolveDep(dep);
+      const target = hit && byId.get(hit.id);
+      if (target && target !== n) out.push(target);
+    }
+    return out;
+  };
+}
+
+/**
+ * Every action argument problem of a pack.yaml document (actions and
+ * teardown, `when` blocks included), for the loader to report together with
+ * the document's own problems. Items the schema already refuses (not a
+ * one-key mapping, an unknown action) are left to it.
+ */
+export const actionProblems: MoreChecks = (doc) => {
+  const out: Problem[] = [];
+  for (const list of ["actions", "teardown"] as const) {
+    const items = doc[list];
+    if (!Array.isArray(items)) continue;
+    items.forEach((item: unknown, i) => {
+      if (item === null || typeof item !== "object" || Array.isArray(item)) return;
+      const keys = Object.keys(item);
+      if (keys.length !== 1 || !isKnownAction(keys[0] as string)) return;
+      const where = `${list}[${i}]`;
+      try {
+        parseActionItem(item, where);
+      } catch (err) {
+        if (!(err instanceof GrexError)) throw err;
+        const field = typeof err.data?.field === "string" && err.message.startsWith(err.data.field) ? err.data.field : where;
+        out.push({ field, reason: err.message.slice(field.length).trim(), plugin: err.kind === "plugin" });
+      }
+    });
+  }
+  return out;
+};
+
+/**
+ * A symlink `dst` as the action resolves it (variables, a leading `~`, then
+ * against the pack), for the duplicate check. A variable that is not set is
+ * left as written: the action reports it with its own message.
+ */
+function expandTarget(dst: string, env: Record<string, string | undefined>, packDir: string): string {
+  let p = dst;
+  try {
+    p = expandVars(dst, env, "dst");
+  } catch {
+    return dst;
+  }
+  if (p === "~" || p.startsWith("~/")) p = homeOf(env) + p.slice(1);
+  return resolve(packDir, p);
 }
 
 const knownOf = (nodes: readonly TreeNode[]): KnownPack[] => nodes.map((n) => ({ id: n.id, url: n.url, name: n.manifest?.name ?? null }));
