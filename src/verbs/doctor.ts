@@ -14,6 +14,7 @@ import { dryRunParam } from "./common.ts";
 import { paint } from "./render-style.ts";
 import { table } from "./render-table.ts";
 import { defineVerb, READS_ONLY } from "./types.ts";
+import { fixTeamFiles, TEAM_CHECKS, teamFindings } from "./doctor-team.ts";
 
 export const DOCTOR_CHECKS = [
   "manifest-schema",
@@ -28,6 +29,7 @@ export const DOCTOR_CHECKS = [
   "install-state",
   "setup-drift",
   "off-branch",
+  ...TEAM_CHECKS,
 ] as const;
 type Check = (typeof DOCTOR_CHECKS)[number];
 type Severity = "ok" | "warning" | "error";
@@ -174,7 +176,9 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   const { loadWorkspaceView } = await import("../core/packs.ts");
   const { childFacts, inspectPack } = await import("../core/sync/pack-status.ts");
   const view = await loadWorkspaceView(ws, warn).catch(() => null);
-  const interrupted = interruptedPacks(events);
+  const { runtimeEvents } = await import("../core/journal.ts");
+  const runtime = runtimeEvents(ws, events, { warn }); // the journal's, after any an older grex left in grex.jsonl
+  const interrupted = interruptedPacks(runtime);
   const reads = new Map<string, string | null>(); // one report: shared files are read once
   for (const node of view?.packs ?? []) {
     if (!existsSync(node.dir) || !isGitRepo(node.dir)) continue;
@@ -205,7 +209,8 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
 
   // incomplete-actions.
   const { incompleteActions } = await import("../core/sync/engine.ts");
-  for (const w of incompleteActions(events)) add("incomplete-actions", "warning", null, w);
+  for (const w of incompleteActions(runtime)) add("incomplete-actions", "warning", null, w);
+  await teamFindings(ws, events, add);
 
   // orphans: lock entries without a live pack; git dirs nobody registered.
   for (const id of lock.keys()) {
@@ -263,7 +268,7 @@ function plannedFixes(findings: Finding[]): string[] {
   return findings
     .filter((f) => f.auto_fixable)
     .map((f) => {
-      const what = f.check === "gitignore-sync" ? "rewrite the .gitignore block" : f.check === "stale-locks" ? "remove the stale lock" : "remove the leftover";
+      const what = f.check === "gitignore-sync" ? "rewrite the .gitignore block" : f.check === "stale-locks" ? "remove the stale lock" : f.check === "team-files" ? "add the union-merge lines to .gitattributes" : "remove the leftover";
       return `${f.check}${f.pack ? ` [${f.pack}]` : ""}: ${what} (${f.detail})`;
     });
 }
@@ -295,6 +300,7 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
     });
     fixed.push("gitignore-sync");
   }
+  if (fixable.has("team-files") && (await fixTeamFiles(ws))) fixed.push("team-files");
   if (fixable.has("stale-locks")) {
     removeStaleLocks(ws);
     fixed.push("stale-locks");

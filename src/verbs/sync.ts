@@ -5,6 +5,7 @@ import type { SyncReport } from "../core/sync/engine.ts";
 import { HaltedSchema, renderSyncReport, StepSchema, SummarySchema, syncSelectionEntries } from "./sync-shared.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
+import { isLocked, lockedFlag, lockedParam } from "./locked-param.ts";
 
 const Result = v.object({
   verb: v.literal("sync"),
@@ -33,6 +34,7 @@ export const syncVerb = defineVerb({
     only: v.optional(v.array(v.string()), []),
     fail_fast: v.optional(v.boolean(), false),
     recursive: v.optional(v.boolean(), true),
+    locked: lockedParam,
   }),
   result: Result,
   readOnly: false,
@@ -40,7 +42,7 @@ export const syncVerb = defineVerb({
   destructive: false,
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],
-  examples: ["grex sync", "grex sync dotfiles tools/mine", "grex sync --filter 'depth<=1' --parallel 4"],
+  examples: ["grex sync", "grex sync --locked", "grex sync dotfiles tools/mine", "grex sync --filter 'depth<=1' --parallel 4"],
   cli: {
     args: "[...ids]",
     positionals: ["...ids"],
@@ -50,6 +52,7 @@ export const syncVerb = defineVerb({
       { flag: "--force", description: "Also move packs with uncommitted changes; reinstall every pack" },
       { flag: "--fail-fast", description: "Stop starting new packs after the first failure" },
       { flag: "--no-recursive", description: "Do not descend into children" },
+      lockedFlag,
       allowOutsideHomeFlag,
     ],
   },
@@ -69,6 +72,7 @@ export const syncVerb = defineVerb({
         dryRun: p.dry_run,
         parallel: p.parallel,
         allowOutsideHome: allowsOutsideHome(ctx, p),
+        locked: isLocked(ctx, p),
       },
       signal,
       progress,

@@ -1,0 +1,150 @@
+// The runtime journal, `.grex/.state/journal.jsonl`: sync markers and action
+// brackets (`sync`, `action_started`, `action_completed`, `action_halted`).
+// They say what happened on this machine, not what the team intends, so they
+// stay out of the committed grex.jsonl (whose bytes then change only when a
+// pack is added, re-pinned or removed). Same durability as grex.jsonl: one
+// write + fsync per line under the manifest lock, a torn last line cut away
+// before the next append. Reading is lenient: the journal is local state, so
+// a line that is not a valid event is skipped with a warning, never fatal.
+//
+// Older workspaces (and the Rust grex) wrote these events into grex.jsonl;
+// they are read there still, before the journal's (older lines first), and
+// `doctor --compact` moves them here.
+import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { basename, join } from "node:path";
+import { errnoCode } from "./errors.ts";
+import { atomicWriteFile } from "./fsutil.ts";
+import { appendJsonlLines, type WarnSink } from "./jsonl.ts";
+import { OpenBrackets } from "./manifest-fold.ts";
+import { checkEvent, type ManifestEvent, SCHEMA_VERSION } from "./manifest.ts";
+import type { Workspace } from "./workspace.ts";
+
+export const JOURNAL_FILE = "journal.jsonl";
+/** Past this size an append also rewrites the journal down to what recovery needs. */
+export const JOURNAL_COMPACT_BYTES = 256 * 1024;
+
+const RUNTIME_OPS: ReadonlySet<string> = new Set(["sync", "action_started", "action_completed", "action_halted"]);
+
+/** Whether an event is runtime state (journal) rather than intent (grex.jsonl). */
+export const isRuntimeOp = (op: string): boolean => RUNTIME_OPS.has(op);
+
+export const journalPath = (ws: Workspace): string => join(ws.stateDir, JOURNAL_FILE);
+
+/** The journal's events in file order; empty when there is none. A torn tail and bad lines are skipped. */
+export function readJournal(ws: Workspace, opts?: WarnSink): ManifestEvent[] {
+  const path = journalPath(ws);
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    if (errnoCode(err) === "ENOENT" || errnoCode(err) === "ENOTDIR") return [];
+    opts?.warn(`could not read ${path} (${errnoCode(err) ?? String(err)}); crash recovery sees no runtime events this time`);
+    return [];
+  }
+  return parseJournal(text, path, opts);
+}
+
+/** Parse journal text: every valid event line; a torn tail (a crash mid-append) is left for the next append to cut. */
+export function parseJournal(text: string, path: string, opts?: WarnSink): ManifestEvent[] {
+  const out: ManifestEvent[] = [];
+  let bad = 0;
+  let start = 0;
+  let lineNo = 0;
+  while (start < text.length) {
+    let end = text.indexOf("\n", start);
+    const last = end === -1;
+    if (last) end = text.length;
+    lineNo++;
+    const line = text.slice(start, end);
+    start = end + 1;
+    if (line.trim() === "") continue;
+    let o: unknown;
+    try {
+      o = JSON.parse(line);
+    } catch {
+      if (!last) bad++;
+      continue;
+    }
+    if (typeof o !== "object" || o === null || Array.isArray(o)) {
+      bad++;
+      continue;
+    }
+    const e = o as Record<string, unknown>;
+    if (e.schema_version !== SCHEMA_VERSION || checkEvent(e) !== null || !isRuntimeOp(String(e.op))) {
+      bad++;
+      continue;
+    }
+    out.push(e as ManifestEvent);
+  }
+  if (bad > 0) opts?.warn(`${basename(path)} has ${bad} unreadable line${bad === 1 ? "" : "s"} (skipped; the file is grex's local state and may be deleted)`);
+  return out;
+}
+
+/** Append already serialized event lines (caller holds the manifest lock); compacts a journal grown past its bound. */
+export function appendJournalLocked(ws: Workspace, lines: readonly string[], opts?: WarnSink): void {
+  if (lines.length === 0) return;
+  mkdirSync(ws.stateDir, { recursive: true });
+  const path = journalPath(ws);
+  appendJsonlLines(path, lines, true, opts);
+  let size = 0;
+  try {
+    size = statSync(path).size;
+  } catch {
+    return;
+  }
+  if (size > JOURNAL_COMPACT_BYTES) compactJournalLocked(ws, opts);
+}
+
+/**
+ * What crash recovery needs of a runtime event list: the brackets still open
+ * and each pack's last sync marker, in their original order.
+ */
+export function essentialRuntime(events: readonly ManifestEvent[]): ManifestEvent[] {
+  const open = new Set(openRuntime(events));
+  const lastSync = new Map<string, ManifestEvent>();
+  for (const e of events) if (e.op === "sync") lastSync.set(e.id, e);
+  const keep = new Set<ManifestEvent>([...open, ...lastSync.values()]);
+  return events.filter((e) => keep.has(e));
+}
+
+function openRuntime(events: readonly ManifestEvent[]): ManifestEvent[] {
+  const open = new OpenBrackets();
+  for (const e of events) open.see(e);
+  return open.events();
+}
+
+/** Rewrite the journal down to its essential lines (temp + rename; caller holds the manifest lock). */
+export function compactJournalLocked(ws: Workspace, opts?: WarnSink): void {
+  const path = journalPath(ws);
+  if (!existsSync(path)) return;
+  const keep = essentialRuntime(readJournal(ws, opts));
+  atomicWriteFile(path, keep.map((e) => `${JSON.stringify(e)}\n`).join(""));
+}
+
+/**
+ * Every runtime event of the workspace in the order it happened: those an
+ * older grex left in grex.jsonl (`manifestEvents`), then the journal's.
+ */
+export function runtimeEvents(ws: Workspace, manifestEvents: readonly ManifestEvent[], opts?: WarnSink): ManifestEvent[] {
+  const legacy = manifestEvents.filter((e) => isRuntimeOp(e.op));
+  const journal = readJournal(ws, opts);
+  return legacy.length === 0 ? journal : [...legacy, ...journal];
+}
+
+/**
+ * The packs whose install was cut short, given those grex.jsonl's own lines
+ * leave open (`fromManifest`): a journal `sync` marker for such a pack closes
+ * it (that sync reinstalled it), and brackets the journal leaves open add theirs.
+ */
+export function interruptedWithJournal(ws: Workspace, fromManifest: ReadonlySet<string>, opts?: WarnSink): ReadonlySet<string> {
+  const journal = readJournal(ws, opts);
+  if (journal.length === 0) return fromManifest;
+  const out = new Set<string>();
+  if (fromManifest.size > 0) {
+    const synced = new Set<string>();
+    for (const e of journal) if (e.op === "sync") synced.add(e.id);
+    for (const id of fromManifest) if (!synced.has(id)) out.add(id);
+  }
+  for (const e of openRuntime(journal)) out.add(e.id);
+  return out;
+}
