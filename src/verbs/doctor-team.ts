@@ -1,8 +1,8 @@
 // doctor's checks of what makes a workspace safe to share through git:
 //   team-files       .gitattributes merges grex.jsonl and grex.lock.jsonl as
-//                    unions (fixable); grex.jsonl still holds runtime events an
-//                    older grex wrote there (`doctor --compact` moves them to
-//                    the journal under .grex/.state/).
+//                    unions (fixable). Runtime events an older grex left in
+//                    grex.jsonl are no finding: they read as before, and
+//                    `doctor --compact` moves them to the journal.
 //   merge-conflicts  after a union merge, two branches changed the same pack
 //                    to different values (grex.jsonl), or the lockfile records
 //                    one pack at two commits: reported, never silently decided.
@@ -14,19 +14,14 @@ type TeamCheck = (typeof TEAM_CHECKS)[number];
 type Add = (check: TeamCheck, severity: "warning" | "error", pack: string | null, detail: string, autoFixable?: boolean) => void;
 
 export async function teamFindings(ws: Workspace, events: readonly ManifestEvent[], add: Add): Promise<void> {
-  const [{ missingMergeLines, GITATTRIBUTES }, { divergences }, { lockConflicts }, { isRuntimeOp }] = await Promise.all([
+  const [{ missingMergeLines, GITATTRIBUTES }, { divergences }, { lockConflicts }] = await Promise.all([
     import("../core/gitattributes.ts"),
     import("../core/manifest-conflicts.ts"),
     import("../core/lockfile.ts"),
-    import("../core/journal.ts"),
   ]);
   const missing = missingMergeLines(ws.root);
   if (missing.length > 0) {
     add("team-files", "warning", null, `${GITATTRIBUTES} lacks ${missing.map((l) => `'${l}'`).join(" and ")}: two branches that each add a pack would conflict in git`, true);
-  }
-  const runtime = events.filter((e) => isRuntimeOp(e.op)).length;
-  if (runtime > 0) {
-    add("team-files", "warning", null, `grex.jsonl holds ${runtime} sync/action event${runtime === 1 ? "" : "s"} written by an older grex; grex doctor --compact moves them to .grex/.state/journal.jsonl`);
   }
   for (const d of divergences(events)) {
     const how = d.field === "rm" ? "one removed it, the other changed it" : `the ${d.field} differs`;

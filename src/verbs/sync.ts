@@ -42,7 +42,7 @@ export const syncVerb = defineVerb({
   destructive: false,
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],
-  examples: ["grex sync", "grex sync --locked", "grex sync dotfiles tools/mine", "grex sync --filter 'depth<=1' --parallel 4"],
+  examples: ["grex sync", "grex sync --locked", "grex sync --filter 'depth<=1' --parallel 4"],
   cli: {
     args: "[...ids]",
     positionals: ["...ids"],
