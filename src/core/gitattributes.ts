@@ -4,13 +4,17 @@
 // lines, keeping both sides is the merge the user wants. Conflicting changes
 // to the same pack are then found by `grex doctor` (manifest-conflicts.ts,
 // lockfile.ts lockConflicts) instead of by git's conflict markers.
+// The workspace's .gitignore too: `grex add` appends the new pack's block at
+// its end, so two branches adding packs touch the same spot; an ignore file
+// is a list of patterns, and keeping both sides' lines is right there as well
+// (a block both sides changed is rewritten by the next sync; doctor checks it).
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { atomicWriteFile } from "./fsutil.ts";
 import { LOCK_FILE, MANIFEST_FILE } from "./workspace.ts";
 
 export const GITATTRIBUTES = ".gitattributes";
-export const MERGE_LINES: readonly string[] = [`/${MANIFEST_FILE} merge=union`, `/${LOCK_FILE} merge=union`];
+export const MERGE_LINES: readonly string[] = [`/${MANIFEST_FILE} merge=union`, `/${LOCK_FILE} merge=union`, "/.gitignore merge=union"];
 
 /** The files whose union-merge line is missing from the workspace's .gitattributes. */
 export function missingMergeLines(root: string): string[] {
