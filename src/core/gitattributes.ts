@@ -38,8 +38,9 @@ export function ensureMergeLines(root: string): string[] {
   if (missing.length === 0) return [];
   const path = join(root, GITATTRIBUTES);
   const text = existsSync(path) ? readFileSync(path, "utf8") : "";
-  const sep = text === "" || text.endsWith("\n") ? "" : "\n";
-  const header = text.includes("# grex: merge") ? "" : "# grex: merge the workspace files as unions (grex doctor reports conflicting changes to one pack)\n";
-  atomicWriteFile(path, `${text}${sep}${header}${missing.join("\n")}\n`);
+  const eol = text.includes("\r\n") ? "\r\n" : "\n"; // keep the file's line endings
+  const sep = text === "" || text.endsWith("\n") ? "" : eol;
+  const header = text.includes("# grex: merge") ? "" : `# grex: merge the workspace files as unions (grex doctor reports conflicting changes to one pack)${eol}`;
+  atomicWriteFile(path, `${text}${sep}${header}${missing.join(eol)}${eol}`);
   return missing;
 }
