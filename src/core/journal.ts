@@ -32,16 +32,18 @@ export const journalPath = (ws: Workspace): string => join(ws.stateDir, JOURNAL_
 
 /** The journal's events in file order; empty when there is none. A torn tail and bad lines are skipped. */
 export function readJournal(ws: Workspace, opts?: WarnSink): ManifestEvent[] {
+  return parseJournal(readJournalText(ws, opts), journalPath(ws), opts);
+}
+
+function readJournalText(ws: Workspace, opts?: WarnSink): string {
   const path = journalPath(ws);
-  let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    return readFileSync(path, "utf8");
   } catch (err) {
-    if (errnoCode(err) === "ENOENT" || errnoCode(err) === "ENOTDIR") return [];
+    if (errnoCode(err) === "ENOENT" || errnoCode(err) === "ENOTDIR") return "";
     opts?.warn(`could not read ${path} (${errnoCode(err) ?? String(err)}); crash recovery sees no runtime events this time`);
-    return [];
+    return "";
   }
-  return parseJournal(text, path, opts);
 }
 
 /** Parse journal text: every valid event line; a torn tail (a crash mid-append) is left for the next append to cut. */
@@ -80,12 +82,21 @@ export function parseJournal(text: string, path: string, opts?: WarnSink): Manif
   return out;
 }
 
-/** Append already serialized event lines (caller holds the manifest lock); compacts a journal grown past its bound. */
+/**
+ * Append already serialized event lines (caller holds the manifest lock).
+ * The end of a sync (its markers) and a journal grown past its bound also
+ * rewrite it down to what recovery needs, so a report usually finds no
+ * bracket in it and parses nothing (interruptedWithJournal).
+ */
 export function appendJournalLocked(ws: Workspace, lines: readonly string[], opts?: WarnSink): void {
   if (lines.length === 0) return;
   mkdirSync(ws.stateDir, { recursive: true });
   const path = journalPath(ws);
   appendJsonlLines(path, lines, true, opts);
+  if (lines.some((l) => l.startsWith('{"op":"sync"'))) {
+    compactJournalLocked(ws, opts);
+    return;
+  }
   let size = 0;
   try {
     size = statSync(path).size;
@@ -96,15 +107,17 @@ export function appendJournalLocked(ws: Workspace, lines: readonly string[], opt
 }
 
 /**
- * What crash recovery needs of a runtime event list: the brackets still open
- * and each pack's last sync marker, in their original order.
+ * What a runtime event list is worth keeping, in its original order: the
+ * brackets still open and each pack's last sync marker (what crash recovery
+ * needs), and the halts (why an action failed: all of them, or with
+ * `lastHaltOnly` each pack's last). Closed start/completion pairs go.
  */
-export function essentialRuntime(events: readonly ManifestEvent[]): ManifestEvent[] {
+export function essentialRuntime(events: readonly ManifestEvent[], lastHaltOnly = false): ManifestEvent[] {
   const open = new Set(openRuntime(events));
-  const lastSync = new Map<string, ManifestEvent>();
-  for (const e of events) if (e.op === "sync") lastSync.set(e.id, e);
-  const keep = new Set<ManifestEvent>([...open, ...lastSync.values()]);
-  return events.filter((e) => keep.has(e));
+  const last = new Map<string, ManifestEvent>();
+  for (const e of events) if (e.op === "sync" || (lastHaltOnly && e.op === "action_halted")) last.set(`${e.op}\0${e.id}`, e);
+  const keep = new Set<ManifestEvent>([...open, ...last.values()]);
+  return events.filter((e) => keep.has(e) || (!lastHaltOnly && e.op === "action_halted"));
 }
 
 function openRuntime(events: readonly ManifestEvent[]): ManifestEvent[] {
@@ -117,9 +130,13 @@ function openRuntime(events: readonly ManifestEvent[]): ManifestEvent[] {
 export function compactJournalLocked(ws: Workspace, opts?: WarnSink): void {
   const path = journalPath(ws);
   if (!existsSync(path)) return;
-  const keep = essentialRuntime(readJournal(ws, opts));
-  atomicWriteFile(path, keep.map((e) => `${JSON.stringify(e)}\n`).join(""));
+  const events = readJournal(ws, opts);
+  let text = serialize(essentialRuntime(events));
+  if (text.length > JOURNAL_COMPACT_BYTES / 2) text = serialize(essentialRuntime(events, true));
+  atomicWriteFile(path, text);
 }
+
+const serialize = (events: readonly ManifestEvent[]) => events.map((e) => `${JSON.stringify(e)}\n`).join("");
 
 /**
  * Every runtime event of the workspace in the order it happened: those an
@@ -137,7 +154,10 @@ export function runtimeEvents(ws: Workspace, manifestEvents: readonly ManifestEv
  * it (that sync reinstalled it), and brackets the journal leaves open add theirs.
  */
 export function interruptedWithJournal(ws: Workspace, fromManifest: ReadonlySet<string>, opts?: WarnSink): ReadonlySet<string> {
-  const journal = readJournal(ws, opts);
+  const text = readJournalText(ws, opts);
+  // The usual case, on the path of every `ls` and `status`: nothing open anywhere, nothing to parse.
+  if (fromManifest.size === 0 && !text.includes('"op":"action_started"')) return fromManifest;
+  const journal = parseJournal(text, journalPath(ws), opts);
   if (journal.length === 0) return fromManifest;
   const out = new Set<string>();
   if (fromManifest.size > 0) {

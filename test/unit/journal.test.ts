@@ -37,10 +37,16 @@ const collect = () => {
 
 describe("routing", () => {
   test("intent goes to grex.jsonl, sync markers and action brackets to the journal", async () => {
-    await appendEvents(ws, [add("a", 0), started("a", 0, 1), completed("a", 0, 2), synced("a", 3)]);
+    await appendEvents(ws, [add("a", 0), started("a", 0, 1), completed("a", 0, 2), started("a", 1, 3)]);
     const manifest = readFileSync(ws.manifestPath, "utf8");
     expect(manifest.trim().split("\n").map((l) => JSON.parse(l).op)).toEqual(["add"]);
-    expect(readJournal(ws).map((e) => e.op)).toEqual(["action_started", "action_completed", "sync"]);
+    expect(readJournal(ws).map((e) => e.op)).toEqual(["action_started", "action_completed", "action_started"]);
+    expect([...(await readManifest(ws, collect())).interrupted]).toEqual(["a"]);
+    // The end of a sync (its markers) rewrites the journal down to what is still worth keeping.
+    const halted = makeEvent("action_halted", "a", { action: "exec", idx: 1, reason: "exit 1", stderr: "" }, ts(4));
+    await appendEvents(ws, [halted, synced("b", 5)]);
+    expect(readJournal(ws).map((e) => e.op)).toEqual(["action_halted", "sync"]);
+    expect([...(await readManifest(ws, collect())).interrupted]).toEqual([]);
   });
 
   test("runtime-only appends leave grex.jsonl byte for byte (and its mtime) as it was", async () => {
@@ -50,7 +56,7 @@ describe("routing", () => {
     for (let i = 1; i <= 10; i++) await appendEvents(ws, [synced("a", i)]);
     expect(readFileSync(ws.manifestPath)).toEqual(before);
     expect(statSync(ws.manifestPath).mtimeMs).toBe(mtime);
-    expect(readJournal(ws)).toHaveLength(10);
+    expect(readJournal(ws)).toEqual([synced("a", 10)]); // each pack's last marker is all recovery needs
   });
 });
 
