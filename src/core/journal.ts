@@ -140,31 +140,52 @@ const serialize = (events: readonly ManifestEvent[]) => events.map((e) => `${JSO
 
 /**
  * Every runtime event of the workspace in the order it happened: those an
- * older grex left in grex.jsonl (`manifestEvents`), then the journal's.
+ * older grex (or the Rust grex, beside this one) left in grex.jsonl merged
+ * with the journal's by time, each file's own order kept.
  */
 export function runtimeEvents(ws: Workspace, manifestEvents: readonly ManifestEvent[], opts?: WarnSink): ManifestEvent[] {
   const legacy = manifestEvents.filter((e) => isRuntimeOp(e.op));
   const journal = readJournal(ws, opts);
-  return legacy.length === 0 ? journal : [...legacy, ...journal];
+  return legacy.length === 0 ? journal : mergeByTime(legacy, journal);
+}
+
+/** Two lists each in file order, merged by timestamp (ties: the first list first). */
+function mergeByTime(a: readonly ManifestEvent[], b: readonly ManifestEvent[]): ManifestEvent[] {
+  const out: ManifestEvent[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    const x = a[i] as ManifestEvent;
+    const y = b[j] as ManifestEvent;
+    if (Date.parse(x.ts) <= Date.parse(y.ts)) {
+      out.push(x);
+      i++;
+    } else {
+      out.push(y);
+      j++;
+    }
+  }
+  for (; i < a.length; i++) out.push(a[i] as ManifestEvent);
+  for (; j < b.length; j++) out.push(b[j] as ManifestEvent);
+  return out;
 }
 
 /**
  * The packs whose install was cut short, given those grex.jsonl's own lines
- * leave open (`fromManifest`): a journal `sync` marker for such a pack closes
- * it (that sync reinstalled it), and brackets the journal leaves open add theirs.
+ * leave open (`fromManifest`, and its events on demand): brackets are matched
+ * across both files in time order (runtimeEvents).
  */
-export function interruptedWithJournal(ws: Workspace, fromManifest: ReadonlySet<string>, opts?: WarnSink): ReadonlySet<string> {
+export function interruptedWithJournal(
+  ws: Workspace,
+  fromManifest: ReadonlySet<string>,
+  manifestEvents: () => readonly ManifestEvent[],
+  opts?: WarnSink,
+): ReadonlySet<string> {
   const text = readJournalText(ws, opts);
   // The usual case, on the path of every `ls` and `status`: nothing open anywhere, nothing to parse.
   if (fromManifest.size === 0 && !text.includes('"op":"action_started"')) return fromManifest;
   const journal = parseJournal(text, journalPath(ws), opts);
   if (journal.length === 0) return fromManifest;
-  const out = new Set<string>();
-  if (fromManifest.size > 0) {
-    const synced = new Set<string>();
-    for (const e of journal) if (e.op === "sync") synced.add(e.id);
-    for (const id of fromManifest) if (!synced.has(id)) out.add(id);
-  }
-  for (const e of openRuntime(journal)) out.add(e.id);
-  return out;
+  const legacy = fromManifest.size === 0 ? [] : manifestEvents().filter((e) => isRuntimeOp(e.op));
+  return new Set(openRuntime(legacy.length === 0 ? journal : mergeByTime(legacy, journal)).map((e) => e.id));
 }

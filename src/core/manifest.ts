@@ -340,7 +340,7 @@ export function readManifestLocked(ws: Workspace, opts: ReadOptions): ManifestSt
 
 /** The fold with the runtime journal's say on interrupted installs (journal.ts). */
 function withJournal(ws: Workspace, result: ManifestState, opts: WarnSink): ManifestState {
-  const interrupted = interruptedWithJournal(ws, result.interrupted, opts);
+  const interrupted = interruptedWithJournal(ws, result.interrupted, () => result.events, opts);
   if (interrupted === result.interrupted) return result;
   // Keep the lazy getters of `result` (events, state): only `interrupted` changes.
   return {

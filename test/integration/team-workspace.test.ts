@@ -245,3 +245,43 @@ describe("--locked", () => {
     expect(porcelain(c.dir)).toBe("");
   });
 });
+
+describe("older workspaces", () => {
+  test("an action an older grex left open in grex.jsonl is re-run by the next sync, which closes it in the journal; grex.jsonl is left as it was", async () => {
+    t = new TestWorkspace();
+    const url = t.repo("declarative-basic");
+    await t.grex("init");
+    expect((await t.grex("add", url)).code).toBe(0);
+    // What an older grex killed mid-install left behind: a bracket opened in grex.jsonl itself.
+    const manifest = join(t.ws, "grex.jsonl");
+    const open = { op: "action_started", ts: new Date().toISOString(), id: "declarative-basic", schema_version: "1", action: "mkdir", idx: 1 };
+    writeFileSync(manifest, `${readFileSync(manifest, "utf8")}${JSON.stringify(open)}\n`);
+    const text = readFileSync(manifest, "utf8");
+    const status = await t.grex("status", "--json");
+    expect(JSON.stringify(status.json)).toContain("interrupted");
+    const sync = await t.grex("sync", "--json");
+    expect(sync.code).toBe(0);
+    expect((sync.json.warnings as string[]).join("\n")).toContain("interrupted during action 1 (mkdir)");
+    const next = await t.grex("sync", "--json");
+    expect(next.json.warnings).toEqual([]);
+    expect(readFileSync(manifest, "utf8")).toBe(text);
+    // doctor --compact moves the old event out; recovery still reads the same.
+    expect((await t.grex("doctor", "--compact")).code).toBe(0);
+    expect(readFileSync(manifest, "utf8")).not.toContain("action_started");
+    expect((await t.grex("sync", "--json")).json.warnings).toEqual([]);
+  });
+
+  test("installed_at moves only when a setup really ran again", async () => {
+    t = new TestWorkspace();
+    await t.grex("init");
+    expect((await t.grex("add", t.repo("declarative-basic"))).code).toBe(0);
+    const installedAt = () => (JSON.parse(readFileSync(join(t.ws, "grex.lock.jsonl"), "utf8").trim()) as { installed_at: string }).installed_at;
+    const first = installedAt();
+    expect(first).not.toBe("");
+    expect((await t.grex("sync")).code).toBe(0);
+    expect(installedAt()).toBe(first);
+    await Bun.sleep(5);
+    expect((await t.grex("sync", "--force")).code).toBe(0); // --force reinstalls every pack
+    expect(installedAt()).not.toBe(first);
+  });
+});

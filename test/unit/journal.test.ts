@@ -99,7 +99,7 @@ describe("durability", () => {
     const left = readJournal(ws);
     expect(statSync(journalPath(ws)).size).toBeLessThan(JOURNAL_COMPACT_BYTES);
     expect(left.map((e) => `${e.op}:${e.id}`).sort()).toEqual(["action_started:b", "sync:a", "sync:c"]);
-    expect(interruptedWithJournal(ws, new Set())).toEqual(new Set(["b"]));
+    expect(interruptedWithJournal(ws, new Set(), () => [])).toEqual(new Set(["b"]));
   });
 });
 
