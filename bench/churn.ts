@@ -2,15 +2,17 @@
 // of nine packs (declarative, scripted, a meta pack with two children, plain
 // repositories) is synced once, then `sync`, `status`, `ls` and `doctor` run
 // ten times each with nothing upstream changed. Prints how many bytes of
-// grex.jsonl and grex.lock.jsonl those no-op runs changed (goal: 0) and the
-// size of the runtime journal under .grex/.state/.
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+// grex.jsonl and grex.lock.jsonl those no-op runs changed (goal: 0), how many
+// times each file was rewritten (its mtime moved), and the size of the
+// runtime journal under .grex/.state/. GREX_MAIN=<path to src/cli/main.ts>
+// measures another checkout (the numbers before a change).
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const RUNS = Number(process.env.CHURN_RUNS ?? 10);
 const FIXTURES = join(import.meta.dir, "..", "test", "fixtures");
-const MAIN = join(import.meta.dir, "..", "src", "cli", "main.ts");
+const MAIN = process.env.GREX_MAIN ?? join(import.meta.dir, "..", "src", "cli", "main.ts");
 const root = mkdtempSync(join(tmpdir(), "grex-churn-"));
 const home = join(root, "home");
 const ws = join(root, "ws");
@@ -64,17 +66,23 @@ try {
     for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) n++;
     return n;
   };
+  const mtimes = () => files.map((f) => (existsSync(join(ws, f)) ? statSync(join(ws, f)).mtimeMs : 0));
   for (const verb of ["sync", "status", "ls", "doctor"]) {
     const before = read();
+    const rewrites = files.map(() => 0);
     for (let i = 0; i < RUNS; i++) {
+      const m0 = mtimes();
       try {
         grex(verb);
       } catch {
         // doctor exits non-zero on findings: its writes are what counts here
       }
+      mtimes().forEach((m, k) => {
+        if (m !== m0[k]) rewrites[k] = (rewrites[k] as number) + 1;
+      });
     }
     const after = read();
-    const per = files.map((f, i) => `${f} ${changed(before[i] as Buffer, after[i] as Buffer)} B`).join(", ");
+    const per = files.map((f, i) => `${f} ${changed(before[i] as Buffer, after[i] as Buffer)} B changed, ${rewrites[i]} rewrites`).join("; ");
     console.log(`${RUNS} no-op ${verb.padEnd(6)}: ${per}`);
   }
   const journal = join(ws, ".grex", ".state", "journal.jsonl");

@@ -344,8 +344,8 @@ export const doctorVerb = defineVerb({
     args: "",
     positionals: [],
     flags: [
-      { flag: "--fix", description: "Heal .gitignore blocks, stale locks and orphan lock entries, then re-check" },
-      { flag: "--compact", description: "Compact grex.jsonl and grex.lock.jsonl (fold-equivalent)" },
+      { flag: "--fix", description: "Heal .gitignore blocks, .gitattributes merge lines, stale locks and orphan lock entries, then re-check" },
+      { flag: "--compact", description: "Compact grex.jsonl and grex.lock.jsonl (fold-equivalent); runtime events move to .grex/.state/" },
       { flag: "--lint-config", description: "Also lint pack.yaml style" },
     ],
   },
