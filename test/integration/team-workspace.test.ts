@@ -198,6 +198,24 @@ describe("--locked", () => {
     expect(lockShas(c.dir).notes).toBe(headOf(notes));
   });
 
+  test("--dry-run shows the locked commits and changes nothing; --ref beside --locked is a usage error", async () => {
+    t = new TestWorkspace();
+    const p1 = t.repo("p1", { "README.md": "1\n" });
+    await t.grex("init");
+    expect((await t.grex("add", p1)).code).toBe(0);
+    const locked = lockShas(t.ws).p1 as string;
+    const tip = t.commit(p1, { "README.md": "2\n" });
+    const plain = await t.grex("sync", "--dry-run", "--json");
+    expect((plain.json.packs as Array<{ sha_after: string }>)[0]?.sha_after).toBe(tip); // without --locked: forward
+    const dry = await t.grex("sync", "--locked", "--dry-run", "--json");
+    expect(dry.code).toBe(0);
+    expect((dry.json.packs as Array<{ id: string; sha_after: string }>).map((p) => [p.id, p.sha_after])).toEqual([["p1", locked]]);
+    expect(headOf(join(t.ws, "p1"))).toBe(locked);
+    const both = await t.grex("sync", "--locked", "--ref", "main");
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("--locked");
+  });
+
   test("a registered pack missing from the lockfile is exit 3 naming it, before anything is cloned", async () => {
     t = new TestWorkspace();
     const p1 = t.repo("p1", { "README.md": "p1\n" });

@@ -134,7 +134,7 @@ async function syncLocked(
   };
   const { events, state: registered } = await readManifest(ws, { warn, keepEvents: true });
   const state = opts.pending ? new Map([...registered, [opts.pending.entry.id, opts.pending.entry]]) : registered;
-  // Sync markers and action brackets: the journal's, after any an older grex left in grex.jsonl.
+  // Sync markers and action brackets: the journal's, merged in time order with any an older grex left in grex.jsonl.
   const runtime = runtimeEvents(ws, events, { warn });
   for (const w of incompleteActions(runtime)) warn(w);
   const previous = readLockfile(ws, { warn });
