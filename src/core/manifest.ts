@@ -9,7 +9,7 @@
 // contract: every outgoing event is validated with them, and a test keeps the
 // two in agreement. A long manifest's fold is also kept as a snapshot
 // (manifest-snapshot.ts).
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { basename } from "node:path";
 import * as v from "valibot";
 import type * as ManifestSchema from "./manifest-schema.ts";
@@ -470,6 +470,8 @@ export function appendEventsLocked(ws: Workspace, events: readonly ManifestEvent
   const runtime: ManifestEvent[] = [];
   for (const e of events) (isRuntimeOp(e.op) ? runtime : intent).push(e);
   const runtimeLines = runtime.map(eventLine);
+  // A journal belongs to a workspace: without grex.jsonl there is none, as before the journal.
+  if (intent.length === 0 && !existsSync(ws.manifestPath)) throw usageError(`No manifest at ${ws.manifestPath}; run \`grex init\` first.`);
   if (intent.length > 0) {
     const chained = chainEvents(parseManifest(readManifestBytes(ws.manifestPath).toString("utf8"), ws.manifestPath).events, intent);
     const lines = chained.map(eventLine);

@@ -442,8 +442,8 @@ describe("property: fold, round trip and compaction (300 seeded sequences)", () 
   test("the fast read-side check agrees with the valibot schema", () => {
     const rand = prng(777);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
-    const junk: unknown[] = [undefined, null, "", "x", "a b", "../up", "/abs", 0, -1, 1.5, 3, true, [], {}, "2026-01-01", ts(1), "main"];
-    const fields = ["op", "ts", "id", "url", "path", "type", "ref", "action", "idx", "changed", "reason", "stderr"];
+    const junk: unknown[] = [undefined, null, "", "x", "a b", "../up", "/abs", 0, -1, 1.5, 3, true, [], {}, "2026-01-01", ts(1), "main", [ts(2)], [ts(1), "x"]];
+    const fields = ["op", "ts", "id", "url", "path", "type", "ref", "action", "idx", "changed", "reason", "stderr", "prev"];
     let accepted = 0;
     let rejected = 0;
     for (let i = 0; i < 3000; i++) {
