@@ -1,11 +1,13 @@
 // doctor's checks of what makes a workspace safe to share through git:
 //   team-files       .gitattributes merges grex.jsonl and grex.lock.jsonl as
-//                    unions (fixable). Runtime events an older grex left in
+//                    unions (fixable; checked when the workspace is in git). Runtime events an older grex left in
 //                    grex.jsonl are no finding: they read as before, and
 //                    `doctor --compact` moves them to the journal.
 //   merge-conflicts  after a union merge, two branches changed the same pack
 //                    to different values (grex.jsonl), or the lockfile records
 //                    one pack at two commits: reported, never silently decided.
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { ManifestEvent } from "../core/manifest.ts";
 import type { Workspace } from "../core/workspace.ts";
 
@@ -19,7 +21,8 @@ export async function teamFindings(ws: Workspace, events: readonly ManifestEvent
     import("../core/manifest-conflicts.ts"),
     import("../core/lockfile.ts"),
   ]);
-  const missing = missingMergeLines(ws.root);
+  // Only a workspace kept in git merges; elsewhere the lines would change nothing.
+  const missing = inGitWorkTree(ws.root) ? missingMergeLines(ws.root) : [];
   if (missing.length > 0) {
     add("team-files", "warning", null, `${GITATTRIBUTES} lacks ${missing.map((l) => `'${l}'`).join(" and ")}: two branches that each add a pack would conflict in git`, true);
   }
@@ -37,4 +40,12 @@ export async function teamFindings(ws: Workspace, events: readonly ManifestEvent
 export async function fixTeamFiles(ws: Workspace): Promise<boolean> {
   const { ensureMergeLines } = await import("../core/gitattributes.ts");
   return ensureMergeLines(ws.root).length > 0;
+}
+
+/** The directory or one above it holds a `.git`: the workspace is part of a git work tree. */
+function inGitWorkTree(dir: string): boolean {
+  for (let d = dir; ; d = dirname(d)) {
+    if (existsSync(join(d, ".git"))) return true;
+    if (dirname(d) === d) return false;
+  }
 }

@@ -153,9 +153,11 @@ describe("init", () => {
     expect(text.replace(/\r\n/g, "")).not.toContain("\n");
   });
 
-  test("doctor reports a workspace without the union-merge lines and --fix adds them", async () => {
+  test("doctor reports a workspace in git without the union-merge lines and --fix adds them", async () => {
     expect((await t.grex("init", "--no-clone")).code).toBe(0);
     writeFileSync(join(t.ws, ".gitattributes"), "");
+    expect((await t.grex("doctor", "--json")).code).toBe(0); // not in git: the lines would change nothing
+    mkdirSync(join(t.ws, ".git"));
     const before = await t.grex("doctor", "--json");
     expect(before.code).toBe(7);
     const team = (before.json.findings as Array<{ check: string; auto_fixable: boolean }>).filter((f) => f.check === "team-files");
