@@ -187,15 +187,65 @@ export async function appendLockEntries(
   await withManifestLock(ws, signal, () => appendLockEntriesLocked(ws, list, opts));
 }
 
-/** Compact atomic rewrite (temp + fsync + rename) while already holding the manifest lock. */
-export function writeLockfileLocked(ws: Workspace, entries: Iterable<LockEntry>): void {
+/**
+ * Compact atomic rewrite (temp + fsync + rename) while already holding the
+ * manifest lock. Skipped when the file already holds exactly these bytes: a
+ * sync that resolved nothing new leaves the committed file untouched (not
+ * even its mtime). Returns whether it wrote.
+ */
+export function writeLockfileLocked(ws: Workspace, entries: Iterable<LockEntry>): boolean {
   let out = "";
   for (const e of entries) out += entryLine(e);
+  if (sameContent(ws.lockPath, out)) return false;
   atomicWriteFile(ws.lockPath, out);
+  return true;
+}
+
+function sameContent(path: string, text: string): boolean {
+  try {
+    return readFileSync(path, "utf8") === text;
+  } catch {
+    return false;
+  }
 }
 
 /** Compact atomic rewrite under the manifest lock: one line per entry, in the order given. */
-export async function writeLockfile(ws: Workspace, entries: Iterable<LockEntry>, signal?: AbortSignal): Promise<void> {
+export async function writeLockfile(ws: Workspace, entries: Iterable<LockEntry>, signal?: AbortSignal): Promise<boolean> {
   const list = [...entries]; // snapshot now: the caller may mutate its map while we wait for the lock
-  await withManifestLock(ws, signal, () => writeLockfileLocked(ws, list));
+  return withManifestLock(ws, signal, () => writeLockfileLocked(ws, list));
+}
+
+/**
+ * Ids the lockfile records at two or more different commits. grex rewrites
+ * the file with one line per id, so this only happens when a union merge of
+ * two branches kept both branches' line for a pack: which commit is locked is
+ * then a question for the user (`grex doctor` reports it, `sync --locked`
+ * refuses it). Lines that do not parse are left to the reader's errors.
+ */
+export function lockConflicts(ws: Workspace): Map<string, string[]> {
+  let text: string;
+  try {
+    text = readFileSync(ws.lockPath, "utf8");
+  } catch {
+    return new Map();
+  }
+  const shas = new Map<string, Set<string>>();
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    let o: unknown;
+    try {
+      o = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (typeof o !== "object" || o === null) continue;
+    const { id, sha } = fromRustLockEntry(o as Record<string, unknown>);
+    if (typeof id !== "string" || typeof sha !== "string") continue;
+    const set = shas.get(id) ?? new Set<string>();
+    set.add(sha);
+    shas.set(id, set);
+  }
+  const out = new Map<string, string[]>();
+  for (const [id, set] of shas) if (set.size > 1) out.set(id, [...set]);
+  return out;
 }

@@ -1,5 +1,7 @@
 // `grex doctor --compact`: rewrite grex.jsonl as its fold, in a canonical form
-// (compacting a compacted log yields the same bytes).
+// (compacting a compacted log yields the same bytes), moving the runtime
+// events an older grex kept there to the journal (journal.ts).
+import { mkdirSync } from "node:fs";
 import { basename } from "node:path";
 import { atomicWriteFile } from "./fsutil.ts";
 import type { WarnSink } from "./jsonl.ts";
@@ -7,6 +9,7 @@ import { withManifestLock } from "./locks.ts";
 import { fold } from "./manifest-fold.ts";
 import { eventLine, makeEvent, type ManifestEvent, parseManifest, readManifestBytes } from "./manifest.ts";
 import type { Workspace } from "./workspace.ts";
+import { essentialRuntime, isRuntimeOp, journalPath, readJournal } from "./journal.ts";
 
 /**
  * The canonical compact form of a log: one `add` per live id in fold order,
@@ -42,6 +45,14 @@ export async function compactManifest(
     const parsed = parseManifest(buf.toString("utf8"), ws.manifestPath);
     if (parsed.tornTail) opts?.warn(`${basename(ws.manifestPath)} ended in a partly written line (an interrupted write); compaction dropped it.`);
     const text = compactText(parsed.events);
+    // Runtime events an older grex wrote here move to the journal, ahead of its own
+    // lines (they happened first), so crash recovery reads the same after compaction.
+    const legacy = parsed.events.filter((e) => isRuntimeOp(e.op));
+    if (legacy.length > 0) {
+      const moved = essentialRuntime([...legacy, ...readJournal(ws, opts)]);
+      mkdirSync(ws.stateDir, { recursive: true });
+      atomicWriteFile(journalPath(ws), moved.map((e) => `${JSON.stringify(e)}\n`).join(""));
+    }
     atomicWriteFile(ws.manifestPath, text);
     return { linesBefore: parsed.events.length, linesAfter: fold(parsed.events).size };
   });

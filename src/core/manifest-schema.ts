@@ -13,6 +13,9 @@ const envelope = {
   id: PackPath,
   schema_version: v.literal(SCHEMA_VERSION),
 };
+const Ts = v.pipe(v.string(), v.regex(TS_RE, "must be an RFC 3339 UTC timestamp"));
+/** The `ts` of the line(s) for the same id this one supersedes (manifest-conflicts.ts). */
+const prev = v.optional(v.union([Ts, v.array(Ts)]));
 const Idx = v.pipe(v.number(), v.integer(), v.minValue(0));
 const NullableStr = v.nullable(v.string());
 
@@ -24,6 +27,7 @@ export const AddEventSchema = v.looseObject({
   type: Str,
   // Missing `ref` reads as null (hand-written lines); grex always writes it.
   ref: v.optional(NullableStr),
+  prev,
 });
 export const UpdateEventSchema = v.looseObject({
   op: v.literal("update"),
@@ -31,8 +35,9 @@ export const UpdateEventSchema = v.looseObject({
   url: v.optional(Str),
   type: v.optional(Str),
   ref: v.optional(NullableStr),
+  prev,
 });
-export const RmEventSchema = v.looseObject({ op: v.literal("rm"), ...envelope });
+export const RmEventSchema = v.looseObject({ op: v.literal("rm"), ...envelope, prev });
 export const SyncEventSchema = v.looseObject({ op: v.literal("sync"), ...envelope });
 export const ActionStartedEventSchema = v.looseObject({ op: v.literal("action_started"), ...envelope, action: Str, idx: Idx });
 export const ActionCompletedEventSchema = v.looseObject({

@@ -9,7 +9,7 @@
 // contract: every outgoing event is validated with them, and a test keeps the
 // two in agreement. A long manifest's fold is also kept as a snapshot
 // (manifest-snapshot.ts).
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { basename } from "node:path";
 import * as v from "valibot";
 import type * as ManifestSchema from "./manifest-schema.ts";
@@ -22,6 +22,8 @@ import { appendJsonlLines, truncateTornTail, type WarnSink } from "./jsonl.ts";
 import { foldStep, OpenBrackets } from "./manifest-fold.ts";
 import { readSnapshot, type Snapshot, SNAPSHOT_MIN_CHARS, snapshotKey, writeSnapshot } from "./manifest-snapshot.ts";
 import { withManifestLock } from "./locks.ts";
+import { appendJournalLocked, interruptedWithJournal, isRuntimeOp } from "./journal.ts";
+import { chainEvents } from "./manifest-conflicts.ts";
 import { PACK_PATH_RE } from "./naming.ts";
 import type { Workspace } from "./workspace.ts";
 
@@ -48,6 +50,9 @@ export interface PackEntry {
   ref: string | null;
 }
 
+/** The `ts` of the line(s) for the same id an intent event supersedes (manifest-conflicts.ts). */
+export type Prev = string | string[];
+
 interface Envelope {
   ts: string;
   id: string;
@@ -57,9 +62,9 @@ interface Envelope {
 
 /** The extra fields of each known op (SPEC §2.1 table). */
 export interface EventFields {
-  add: { url: string; path: string; type: string; ref: string | null };
-  update: { url?: string; type?: string; ref?: string | null };
-  rm: Record<string, never>;
+  add: { url: string; path: string; type: string; ref: string | null; prev?: Prev };
+  update: { url?: string; type?: string; ref?: string | null; prev?: Prev };
+  rm: { prev?: Prev };
   sync: Record<string, never>;
   action_started: { action: string; idx: number };
   action_completed: { action: string; idx: number; changed: boolean };
@@ -93,6 +98,8 @@ export function makeEvent<O extends KnownOp>(op: O, id: string, fields: EventFie
 
 const isStr = (x: unknown): x is string => typeof x === "string";
 const isNonEmpty = (x: unknown): x is string => typeof x === "string" && x.length > 0;
+const isTs = (x: unknown) => typeof x === "string" && TS_RE.test(x);
+const isPrev = (x: unknown) => isTs(x) || (Array.isArray(x) && x.every(isTs));
 const isIdx = (x: unknown) => typeof x === "number" && Number.isInteger(x) && x >= 0;
 
 /**
@@ -107,6 +114,7 @@ export function checkEvent(o: Record<string, unknown>): string | null {
   if (!isStr(ts) || !TS_RE.test(ts)) return "'ts' is not an RFC 3339 UTC timestamp";
   const id = o.id;
   if (!isStr(id) || !PACK_PATH_RE.test(id)) return "'id' is not a pack id";
+  if (o.prev !== undefined && (op === "add" || op === "update" || op === "rm") && !isPrev(o.prev)) return "'prev' must be a timestamp or a list of them";
   switch (op) {
     case "add": {
       if (!isNonEmpty(o.url)) return "'url' must be a non-empty string";
@@ -327,7 +335,24 @@ export function readManifestLocked(ws: Workspace, opts: ReadOptions): ManifestSt
     const keep = buf.lastIndexOf(0x0a) + 1;
     truncateTornTail(ws.manifestPath, keep, buf.length - keep, opts);
   }
-  return result;
+  return withJournal(ws, result, opts);
+}
+
+/** The fold with the runtime journal's say on interrupted installs (journal.ts). */
+function withJournal(ws: Workspace, result: ManifestState, opts: WarnSink): ManifestState {
+  const interrupted = interruptedWithJournal(ws, result.interrupted, () => result.events, opts);
+  if (interrupted === result.interrupted) return result;
+  // Keep the lazy getters of `result` (events, state): only `interrupted` changes.
+  return {
+    get events() {
+      return result.events;
+    },
+    get state() {
+      return result.state;
+    },
+    ...(result.ordered === undefined ? {} : { ordered: result.ordered }),
+    interrupted,
+  };
 }
 
 /** Read and fold grex.jsonl. Lock-free unless a torn tail has to be repaired (re-checked under the lock). */
@@ -342,11 +367,11 @@ export async function readManifest(ws: Workspace, opts: ReadOptions): Promise<Ma
   // A long manifest read only for its packs: the snapshot of this exact text, when there is one.
   const key = opts.keepEvents !== true && text.length >= SNAPSHOT_MIN_CHARS ? snapshotKey(text) : undefined;
   const cached = key === undefined ? undefined : readSnapshot(ws, key);
-  if (cached !== undefined) return fromSnapshot(cached, text, ws.manifestPath);
+  if (cached !== undefined) return withJournal(ws, fromSnapshot(cached, text, ws.manifestPath), opts);
   const { result, tornTail } = foldText(text, ws.manifestPath, opts.keepEvents === true);
   if (!tornTail) {
     if (key !== undefined) writeSnapshot(ws, key, result);
-    return result;
+    return withJournal(ws, result, opts);
   }
   try {
     return await withManifestLock(ws, undefined, () => readManifestLocked(ws, opts));
@@ -355,7 +380,7 @@ export async function readManifest(ws: Workspace, opts: ReadOptions): Promise<Ma
     const code = errnoCode(err);
     if (!(err instanceof GrexError && err.kind === "lock") && code !== "EACCES" && code !== "EROFS" && code !== "EPERM") throw err;
     opts.warn(`${basename(ws.manifestPath)} ends in a partly written line (an interrupted write); ignored it, but could not remove it (${err instanceof Error ? err.message.replace(/\.$/, "") : String(err)}).`);
-    return result;
+    return withJournal(ws, result, opts);
   }
 }
 
@@ -432,11 +457,27 @@ function headChars(s: string, n: number): string {
   return s.slice(0, to);
 }
 
-/** Append events while already holding the manifest lock: every line is validated first, then one write + fsync each. */
+/**
+ * Append events while already holding the manifest lock: every line is
+ * validated first, then one write + fsync each. Intent (add, update, rm, ops
+ * of a newer grex) goes to grex.jsonl, each event naming the lines it
+ * supersedes (`prev`, manifest-conflicts.ts); runtime events (sync markers,
+ * action brackets) go to the journal under .grex/.state/ (journal.ts).
+ */
 export function appendEventsLocked(ws: Workspace, events: readonly ManifestEvent[], opts?: WarnSink): void {
   if (events.length === 0) return;
-  const lines = events.map(eventLine);
-  if (!appendJsonlLines(ws.manifestPath, lines, false, opts)) throw usageError(`No manifest at ${ws.manifestPath}; run \`grex init\` first.`);
+  const intent: ManifestEvent[] = [];
+  const runtime: ManifestEvent[] = [];
+  for (const e of events) (isRuntimeOp(e.op) ? runtime : intent).push(e);
+  const runtimeLines = runtime.map(eventLine);
+  // A journal belongs to a workspace: without grex.jsonl there is none, as before the journal.
+  if (intent.length === 0 && !existsSync(ws.manifestPath)) throw usageError(`No manifest at ${ws.manifestPath}; run \`grex init\` first.`);
+  if (intent.length > 0) {
+    const chained = chainEvents(parseManifest(readManifestBytes(ws.manifestPath).toString("utf8"), ws.manifestPath).events, intent);
+    const lines = chained.map(eventLine);
+    if (!appendJsonlLines(ws.manifestPath, lines, false, opts)) throw usageError(`No manifest at ${ws.manifestPath}; run \`grex init\` first.`);
+  }
+  appendJournalLocked(ws, runtimeLines, opts);
 }
 
 /** Append events to grex.jsonl under the manifest lock (SPEC §2.1). */

@@ -15,6 +15,7 @@ import { dryRunParam } from "./common.ts";
 import { paint } from "./render-style.ts";
 import { table } from "./render-table.ts";
 import { defineVerb, READS_ONLY } from "./types.ts";
+import { fixTeamFiles, TEAM_CHECKS, teamFindings } from "./doctor-team.ts";
 
 export const DOCTOR_CHECKS = [
   "manifest-schema",
@@ -29,6 +30,7 @@ export const DOCTOR_CHECKS = [
   "install-state",
   "setup-drift",
   "off-branch",
+  ...TEAM_CHECKS,
 ] as const;
 type Check = (typeof DOCTOR_CHECKS)[number];
 type Severity = "ok" | "warning" | "error";
@@ -175,7 +177,9 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   const { loadWorkspaceView } = await import("../core/packs.ts");
   const { childFacts, inspectPack } = await import("../core/sync/pack-status.ts");
   const view = await loadWorkspaceView(ws, warn).catch(() => null);
-  const interrupted = interruptedPacks(events);
+  const { runtimeEvents } = await import("../core/journal.ts");
+  const runtime = runtimeEvents(ws, events, { warn }); // the journal's, after any an older grex left in grex.jsonl
+  const interrupted = interruptedPacks(runtime);
   const reads = new Map<string, string | null>(); // one report: shared files are read once
   for (const node of view?.packs ?? []) {
     if (!existsSync(node.dir) || !isGitRepo(node.dir)) continue;
@@ -208,7 +212,8 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
 
   // incomplete-actions.
   const { incompleteActions } = await import("../core/sync/engine.ts");
-  for (const w of incompleteActions(events)) add("incomplete-actions", "warning", null, w);
+  for (const w of incompleteActions(runtime)) add("incomplete-actions", "warning", null, w);
+  await teamFindings(ws, events, add);
 
   // orphans: lock entries without a live pack; git dirs nobody registered.
   for (const id of lock.keys()) {
@@ -266,7 +271,7 @@ function plannedFixes(findings: Finding[]): string[] {
   return findings
     .filter((f) => f.auto_fixable)
     .map((f) => {
-      const what = f.check === "gitignore-sync" ? "rewrite the .gitignore block" : f.check === "stale-locks" ? "remove the stale lock" : "remove the leftover";
+      const what = f.check === "gitignore-sync" ? "rewrite the .gitignore block" : f.check === "stale-locks" ? "remove the stale lock" : f.check === "team-files" ? "add the union-merge lines to .gitattributes" : "remove the leftover";
       return `${f.check}${f.pack ? ` [${f.pack}]` : ""}: ${what} (${f.detail})`;
     });
 }
@@ -298,6 +303,7 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
     });
     fixed.push("gitignore-sync");
   }
+  if (fixable.has("team-files") && (await fixTeamFiles(ws))) fixed.push("team-files");
   if (fixable.has("stale-locks")) {
     removeStaleLocks(ws);
     fixed.push("stale-locks");
@@ -345,8 +351,8 @@ export const doctorVerb = defineVerb({
     args: "",
     positionals: [],
     flags: [
-      { flag: "--fix", description: "Heal .gitignore blocks, stale locks and orphan lock entries, then re-check" },
-      { flag: "--compact", description: "Compact grex.jsonl and grex.lock.jsonl (fold-equivalent)" },
+      { flag: "--fix", description: "Heal .gitignore blocks, .gitattributes merge lines, stale locks and orphan lock entries, then re-check" },
+      { flag: "--compact", description: "Compact grex.jsonl and grex.lock.jsonl (fold-equivalent); runtime events move to .grex/.state/" },
       { flag: "--lint-config", description: "Also lint pack.yaml style" },
     ],
   },

@@ -6,6 +6,7 @@ import { desc } from "./describe.ts";
 import { LOCK_FILE, MANIFEST_FILE, workspaceAt } from "../core/workspace.ts";
 import { dryRunParam } from "./common.ts";
 import { defineVerb, unlessDryRun } from "./types.ts";
+import { isLocked, lockedFlag, lockedParam } from "./locked-param.ts";
 
 export const STATE_BLOCK_ID = "state";
 export const STATE_IGNORE_LINES = ["/.grex/.state/"];
@@ -20,21 +21,22 @@ const Result = v.object({
 export const initVerb = defineVerb({
   name: "init",
   description:
-    "Initialise a grex workspace in the current directory: creates grex.jsonl and grex.lock.jsonl, ignores grex's runtime state in .gitignore, and clones registered packs that are missing. Idempotent.",
+    "Initialise a grex workspace in the current directory: creates grex.jsonl and grex.lock.jsonl, ignores grex's runtime state in .gitignore, marks both files for union merges in .gitattributes, and clones registered packs that are missing (with --locked, at their locked commits). Idempotent.",
   params: v.strictObject({
     clone: desc(v.optional(v.boolean(), true), "false: do not clone registered packs that are missing on disk (create the workspace files only). Default true."),
     dry_run: dryRunParam,
+    locked: lockedParam,
   }),
   result: Result,
   readOnly: false,
   effects: unlessDryRun({ workspace: "none", packs: "each", writes: true }),
   destructive: false,
   mcp: true,
-  examples: ["grex init", "grex init --no-clone"],
+  examples: ["grex init", "grex init --locked", "grex init --no-clone"],
   cli: {
     args: "",
     positionals: [],
-    flags: [{ flag: "--no-clone", description: "Do not clone registered packs that are missing on disk" }],
+    flags: [{ flag: "--no-clone", description: "Do not clone registered packs that are missing on disk" }, lockedFlag],
   },
   async run(ctx, params, signal, progress) {
     const root = ctx.manifest ? dirname(resolve(ctx.cwd, ctx.manifest)) : resolve(ctx.cwd);
@@ -49,22 +51,27 @@ export const initVerb = defineVerb({
         writeFileSync(path, "", { flag: "wx" });
       }
     }
+    // Both files existed before (with content or not): a workspace from a clone, whose packs init brings onto disk.
+    const existing = !(created.includes(MANIFEST_FILE) && created.includes(LOCK_FILE));
     const { blockIdsIn, updateIgnoreFile } = await import("../core/gitignore.ts");
     const gitignore = join(root, ".gitignore");
     const needsBlock = params.dry_run
       ? !blockIdsIn(gitignore).includes(STATE_BLOCK_ID)
       : updateIgnoreFile(gitignore, STATE_BLOCK_ID, STATE_IGNORE_LINES);
     if (needsBlock) created.push(".gitignore");
+    // Merge grex.jsonl and grex.lock.jsonl as unions (core/gitattributes.ts).
+    const { ensureMergeLines, GITATTRIBUTES, missingMergeLines } = await import("../core/gitattributes.ts");
+    if ((params.dry_run ? missingMergeLines(root) : ensureMergeLines(root)).length > 0) created.push(GITATTRIBUTES);
     let cloned: string[] = [];
-    if (params.clone && params.dry_run && created.length < 2) {
+    if (params.clone && params.dry_run && existing) {
       // What a real run would clone: registered top-level packs missing on disk.
       const { readManifest } = await import("../core/manifest.ts");
       const { state } = await readManifest(ws, { warn: ctx.warn });
       cloned = [...state.values()].filter((p) => !existsSync(join(root, p.path))).map((p) => p.id);
-    } else if (params.clone && created.length < 2) {
+    } else if (params.clone && existing) {
       // Pre-existing manifest: bring missing packs onto disk like `grex sync` would.
       const { cloneMissing } = await import("../core/sync/engine.ts");
-      cloned = await cloneMissing(ctx, ws, signal, progress);
+      cloned = await cloneMissing(ctx, ws, signal, progress, isLocked(ctx, params));
     }
     return { workspace: root, created, cloned, dry_run: params.dry_run };
   },

@@ -6,6 +6,7 @@ import type { SyncReport } from "../core/sync/engine.ts";
 import { HaltedSchema, renderSyncReport, StepSchema, streamPackRows, SummarySchema, syncSelectionEntries } from "./sync-shared.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
+import { isLocked, lockedFlag, lockedParam } from "./locked-param.ts";
 
 const Result = v.object({
   verb: v.literal("sync"),
@@ -37,6 +38,7 @@ export const syncVerb = defineVerb({
     ),
     fail_fast: desc(v.optional(v.boolean(), false), "true: start no further pack after the first failure (packs already running finish). Default false: every pack is tried."),
     recursive: desc(v.optional(v.boolean(), true), "false: sync only the top-level packs, not the children their pack.yaml declares. Default true."),
+    locked: lockedParam,
   }),
   result: Result,
   readOnly: false,
@@ -44,7 +46,7 @@ export const syncVerb = defineVerb({
   destructive: false,
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],
-  examples: ["grex sync", "grex sync dotfiles tools/mine", "grex sync --filter 'depth<=1' --parallel 4"],
+  examples: ["grex sync", "grex sync --locked", "grex sync --filter 'depth<=1' --parallel 4"],
   cli: {
     args: "[...ids]",
     positionals: ["...ids"],
@@ -54,6 +56,7 @@ export const syncVerb = defineVerb({
       { flag: "--force", description: "Also move packs with uncommitted changes; reinstall every pack" },
       { flag: "--fail-fast", description: "Stop starting new packs after the first failure" },
       { flag: "--no-recursive", description: "Do not descend into children" },
+      lockedFlag,
       allowOutsideHomeFlag,
     ],
   },
@@ -74,6 +77,7 @@ export const syncVerb = defineVerb({
         parallel: p.parallel,
         allowOutsideHome: allowsOutsideHome(ctx, p),
         onPackDone: streamPackRows(ctx.rows),
+        locked: isLocked(ctx, p),
       },
       signal,
       progress,

@@ -162,7 +162,7 @@ describe("crash injection", () => {
       for (const id of ids) expect(r.state.has(id)).toBe(true);
 
       // The log takes new appends, and reads clean afterwards.
-      await appendEvents(ws, [makeEvent("sync", `${tag}-after`, {})]);
+      await appendEvents(ws, [makeEvent("rm", `${tag}-after`, {})]);
       const clean: string[] = [];
       const again = await readManifest(ws, { warn: (m) => clean.push(m) });
       expect(clean).toEqual([]);

@@ -251,8 +251,9 @@ describe("grex status", () => {
       expect((await w.grex("init")).code).toBe(0);
       expect((await w.grex("add", url)).code).toBe(0);
       expect(((await w.grex("status", "--json")).json.packs as Array<{ drift: string }>)[0]?.drift).toBe("clean");
-      // A crash after an action started: the manifest holds its start, never its end.
-      appendFileSync(join(w.ws, "grex.jsonl"), `${JSON.stringify({ op: "action_started", ts: "2026-01-01T00:00:00Z", id: "cut", schema_version: "1", action: "exec", idx: 0 })}\n`);
+      // A crash after an action started (an older grex, which kept brackets in grex.jsonl): its start, never its end.
+      // Brackets are matched across grex.jsonl and the runtime journal in time order, so it is stamped now.
+      appendFileSync(join(w.ws, "grex.jsonl"), `${JSON.stringify({ op: "action_started", ts: new Date().toISOString(), id: "cut", schema_version: "1", action: "exec", idx: 0 })}\n`);
       const cut = (await w.grex("status", "--json")).json.packs as Array<{ drift: string; install_error: string | null }>;
       expect(cut[0]).toMatchObject({ drift: "not-installed", install_error: "the last install was interrupted" });
       expect((await w.grex("sync")).code).toBe(0);

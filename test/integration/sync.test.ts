@@ -93,7 +93,7 @@ function workTree(dir: string): Record<string, string> {
 
 /** Workspace entries besides grex's own files: packs and anything a failed clone left behind. */
 function strayEntries(ws: string): string[] {
-  const own = new Set([".gitignore", "grex.jsonl", "grex.lock.jsonl", ".grex"]);
+  const own = new Set([".gitignore", ".gitattributes", "grex.jsonl", "grex.lock.jsonl", ".grex"]);
   return readdirSync(ws).filter((n) => !own.has(n)).sort();
 }
 

@@ -48,6 +48,8 @@ describe("doctor", () => {
       "install-state",
       "setup-drift",
       "off-branch",
+      "team-files",
+      "merge-conflicts",
     ]);
   });
 
@@ -73,7 +75,7 @@ describe("doctor", () => {
     // incomplete-actions: an action_started with no completion.
     appendFileSync(
       join(t.ws, "grex.jsonl"),
-      `${JSON.stringify({ op: "action_started", ts: "2026-01-01T00:00:00Z", id: "notes", schema_version: "1", action: "exec", idx: 0 })}\n`,
+      `${JSON.stringify({ op: "action_started", ts: new Date().toISOString(), id: "notes", schema_version: "1", action: "exec", idx: 0 })}\n`,
     );
     // stale-locks: a lock file left by a process that is gone.
     const dead = Bun.spawnSync(["true"]).pid;

@@ -114,8 +114,9 @@ describe("init", () => {
     const first = await t.grex("init", "--json");
     expect(first.code).toBe(0);
     expect(first.json).toMatchObject({ workspace: t.ws, cloned: [], dry_run: false });
-    expect((first.json.created as string[]).sort()).toEqual([".gitignore", "grex.jsonl", "grex.lock.jsonl"]);
+    expect((first.json.created as string[]).sort()).toEqual([".gitattributes", ".gitignore", "grex.jsonl", "grex.lock.jsonl"]);
     expect(readFileSync(join(t.ws, "grex.jsonl"), "utf8")).toBe("");
+    expect(readFileSync(join(t.ws, ".gitattributes"), "utf8")).toContain("/grex.jsonl merge=union\n/grex.lock.jsonl merge=union\n/.gitignore merge=union\n");
     expect(readFileSync(join(t.ws, ".gitignore"), "utf8")).toBe("# >>> grex:state >>>\n/.grex/.state/\n# <<< grex:state <<<\n");
     const before = snapshot(t.ws);
 
@@ -138,8 +139,33 @@ describe("init", () => {
     const r = await t.grex("init", "--dry-run", "--json");
     expect(r.code).toBe(0);
     expect(r.json).toMatchObject({ dry_run: true });
-    expect((r.json.created as string[]).sort()).toEqual([".gitignore", "grex.jsonl", "grex.lock.jsonl"]);
+    expect((r.json.created as string[]).sort()).toEqual([".gitattributes", ".gitignore", "grex.jsonl", "grex.lock.jsonl"]);
     expect(snapshot(t.ws)).toEqual({});
+  });
+
+  test("adds only the missing union-merge lines to an existing .gitattributes, keeping its lines and line endings", async () => {
+    writeFileSync(join(t.ws, ".gitattributes"), "*.png binary\r\ngrex.jsonl merge=union");
+    expect((await t.grex("init", "--no-clone")).code).toBe(0);
+    const text = readFileSync(join(t.ws, ".gitattributes"), "utf8");
+    expect(text.startsWith("*.png binary\r\ngrex.jsonl merge=union\r\n")).toBe(true);
+    expect(text).not.toContain("/grex.jsonl merge=union");
+    expect(text.endsWith("/grex.lock.jsonl merge=union\r\n/.gitignore merge=union\r\n")).toBe(true);
+    expect(text.replace(/\r\n/g, "")).not.toContain("\n");
+  });
+
+  test("doctor reports a workspace in git without the union-merge lines and --fix adds them", async () => {
+    expect((await t.grex("init", "--no-clone")).code).toBe(0);
+    writeFileSync(join(t.ws, ".gitattributes"), "");
+    expect((await t.grex("doctor", "--json")).code).toBe(0); // not in git: the lines would change nothing
+    mkdirSync(join(t.ws, ".git"));
+    const before = await t.grex("doctor", "--json");
+    expect(before.code).toBe(7);
+    const team = (before.json.findings as Array<{ check: string; auto_fixable: boolean }>).filter((f) => f.check === "team-files");
+    expect(team).toEqual([expect.objectContaining({ auto_fixable: true })]);
+    const fixed = await t.grex("doctor", "--fix", "--json");
+    expect(fixed.code).toBe(0);
+    expect(fixed.json.fixed).toContain("team-files");
+    expect(readFileSync(join(t.ws, ".gitattributes"), "utf8")).toContain("/grex.lock.jsonl merge=union");
   });
 });
 

@@ -2,6 +2,7 @@
 // appends and compaction. Real files in temp dirs; no mocks.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import * as v from "valibot";
 import { GrexError } from "../../src/core/errors.ts";
 import { withManifestLock } from "../../src/core/locks.ts";
@@ -236,10 +237,13 @@ describe("appendEvents / readManifest", () => {
     const e2 = makeEvent("update", "a", { ref: "v1" });
     await appendEvents(ws, [e1]);
     await appendEvents(ws, [e2, makeEvent("sync", "a", {})]);
-    expect(readFileSync(ws.manifestPath, "utf8").split("\n")).toHaveLength(4);
+    // The sync marker is runtime state: it goes to the journal, not to grex.jsonl.
+    expect(readFileSync(ws.manifestPath, "utf8").split("\n")).toHaveLength(3);
+    expect(readFileSync(join(ws.stateDir, "journal.jsonl"), "utf8")).toContain('"op":"sync"');
     const { warnings, warn } = collect();
     const r = await readManifest(ws, { warn });
-    expect(r.events.slice(0, 2)).toEqual([e1, e2]);
+    // Each intent line names the line it supersedes (an add of a new id: none).
+    expect(r.events).toEqual([{ ...e1, prev: [] }, { ...e2, prev: e1.ts }]);
     expect(r.state.get("a")?.ref).toBe("v1");
     expect(warnings).toEqual([]);
   });
@@ -333,7 +337,7 @@ describe("appendEvents / readManifest", () => {
     writeFileSync(ws.manifestPath, `${good}{"op":"add","ts":"x","id":"tor`);
     const { warnings, warn } = collect();
     await appendEvents(ws, [add("c", 3)], undefined, { warn });
-    expect(readFileSync(ws.manifestPath, "utf8")).toBe(good + lines(add("c", 3)));
+    expect(readFileSync(ws.manifestPath, "utf8")).toBe(good + lines({ ...add("c", 3), prev: [] }));
     expect(warnings).toHaveLength(1);
     const again = collect();
     expect((await readManifest(ws, again)).events.map((e) => e.id)).toEqual(["a", "c"]);
@@ -438,8 +442,8 @@ describe("property: fold, round trip and compaction (300 seeded sequences)", () 
   test("the fast read-side check agrees with the valibot schema", () => {
     const rand = prng(777);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
-    const junk: unknown[] = [undefined, null, "", "x", "a b", "../up", "/abs", 0, -1, 1.5, 3, true, [], {}, "2026-01-01", ts(1), "main"];
-    const fields = ["op", "ts", "id", "url", "path", "type", "ref", "action", "idx", "changed", "reason", "stderr"];
+    const junk: unknown[] = [undefined, null, "", "x", "a b", "../up", "/abs", 0, -1, 1.5, 3, true, [], {}, "2026-01-01", ts(1), "main", [ts(2)], [ts(1), "x"]];
+    const fields = ["op", "ts", "id", "url", "path", "type", "ref", "action", "idx", "changed", "reason", "stderr", "prev"];
     let accepted = 0;
     let rejected = 0;
     for (let i = 0; i < 3000; i++) {

@@ -2,16 +2,17 @@
 //   workspace lock → fold manifest → fetch phase (parallel git work, pack.yaml
 //   loading, children) → plan checks → install phase (pack-type lifecycle, in
 //   dependency order) → sync markers, lockfile rewrite, ignore blocks → report.
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { GrexError, toGrexError } from "../errors.ts";
+import { GrexError, toGrexError, usageError } from "../errors.ts";
 import { unknownPackId } from "../pack-ids.ts";
 import { parseFilter } from "../filter.ts";
 import { updateIgnoreBlocks } from "../gitignore.ts";
 import { GENERATED_BLOCK, generatedExcludeLines, packIgnoreLines } from "../pack/x-gitignore.ts";
-import { existsSync } from "node:fs";
 import { type HeldLock, tryAcquireWorkspaceLock, withPackLock } from "../locks.ts";
 import { type LockEntry, readLockfile, writeLockfile } from "../lockfile.ts";
 import { appendEvents, makeEvent, type ManifestEvent, type PackEntry, readManifest } from "../manifest.ts";
+import { runtimeEvents } from "../journal.ts";
 import { capScheduler } from "../scheduler.ts";
 import { workspaceConfinement } from "../confine.ts";
 import { converge, type ConvergeReason } from "../packtypes/index.ts";
@@ -49,6 +50,8 @@ export interface SyncOptions {
   deferRecord?: boolean;
   /** A pack's row is final (with the steps its setup took): called as each pack completes, for output that streams. */
   onPackDone?(pack: PackReport, steps: Step[], idWidth: number): void;
+  /** `--locked`: put every pack on its commit in grex.lock.jsonl (children too) and never write the lockfile (locked.ts). */
+  locked?: boolean;
 }
 
 export interface PackReport {
@@ -143,15 +146,22 @@ async function syncLocked(
   };
   const { events, state: registered } = await readManifest(ws, { warn, keepEvents: true });
   const state = opts.pending ? new Map([...registered, [opts.pending.entry.id, opts.pending.entry]]) : registered;
-  for (const w of incompleteActions(events)) warn(w);
+  // Sync markers and action brackets: the journal's, merged in time order with any an older grex left in grex.jsonl.
+  const runtime = runtimeEvents(ws, events, { warn });
+  for (const w of incompleteActions(runtime)) warn(w);
   const previous = readLockfile(ws, { warn });
-  const interrupted = interruptedPacks(events);
+  const interrupted = interruptedPacks(runtime);
   const roots = selectRoots(ws, state, opts);
+  const locked = opts.locked === true ? await import("./locked.ts") : null;
+  if (locked) {
+    if (opts.ref !== null) throw usageError("--locked puts packs on their locked commits; it cannot be combined with --ref.", { field: "ref" });
+    await locked.lockedPreflight(ws, roots, previous, signal, opts.dryRun);
+  }
 
   const { loadPackYaml } = await import("../pack/load.ts");
   let total = 0;
   let done = 0;
-  await fetchTree(roots, {
+  const fetchOptions: Parameters<typeof fetchTree>[1] = {
     ws,
     scheduler: capScheduler(ctx.scheduler, opts.parallel),
     signal,
@@ -175,7 +185,18 @@ async function syncLocked(
       progress(done, total, `fetch: ${node.id}: ${node.outcome === "ok" ? node.message : node.outcome}`);
       ctx.debug(1, `fetched ${node.id}: ${node.outcome} ${node.message}`);
     },
-  });
+    ...(locked ? { pin: (n: TreeNode) => locked.lockedCommit(n, previous) } : {}),
+  };
+  if (locked && !opts.dryRun) {
+    // Missing packs are cloned first: no pack on disk moves before every clone reached its commit.
+    const fresh = roots.filter((r) => !existsSync(r.dir));
+    await fetchTree(fresh, fetchOptions);
+    const cloneError = locked.lockedFailure(flatten(fresh));
+    if (cloneError) throw cloneError;
+    await fetchTree(roots.filter((r) => !fresh.includes(r)), fetchOptions);
+    const moveError = locked.lockedFailure(flatten(roots));
+    if (moveError) throw moveError; // before any setup runs
+  } else await fetchTree(roots, fetchOptions);
   const nodes = flatten(roots);
 
   // Plan: every check that must pass before any action runs.
@@ -309,7 +330,7 @@ async function syncLocked(
     }
   }
 
-  const record = () => recordResults(ws, nodes, previous, reasons, warn, signal, installErrors, pruned);
+  const record = () => recordResults(ws, nodes, previous, reasons, warn, signal, installErrors, pruned, opts.locked === true);
   if (!opts.dryRun && !opts.deferRecord) await record();
   // The other packs are done and recorded; a file grex must not overwrite still ends the run with exit 3, naming it.
   const firstUnreadable = unreadable[0];
@@ -346,6 +367,7 @@ async function recordResults(
   signal: AbortSignal,
   installErrors: ReadonlyMap<string, string>,
   pruned: readonly Pruned[],
+  locked: boolean,
 ): Promise<void> {
   const events: ManifestEvent[] = [];
   const lock = new Map(previous);
@@ -359,9 +381,9 @@ async function recordResults(
       continue;
     }
     if (n.outcome !== "ok" || n.head === null) continue;
-    events.push(makeEvent("sync", n.id, {}));
+    events.push(makeEvent("sync", n.id, {})); // runtime: to the journal (journal.ts)
     const type = effectiveType(n);
-    if (n.depth === 0 && type !== n.recordedType) events.push(makeEvent("update", n.id, { type }));
+    if (n.depth === 0 && type !== n.recordedType && !locked) events.push(makeEvent("update", n.id, { type }));
     const r = reasons.get(n.id);
     const prev = previous.get(n.id);
     lock.set(n.id, {
@@ -377,7 +399,8 @@ async function recordResults(
   }
   if (events.length > 0) await appendEvents(ws, events, signal);
   try {
-    await writeLockfile(ws, lock.values());
+    // Written only when its bytes change (lockfile.ts); never with --locked.
+    if (!locked) await writeLockfile(ws, lock.values());
   } catch (err) {
     warn(`could not rewrite ${ws.lockPath} (${toGrexError(err).message}); the work itself is done, run sync again to record it`);
   }
@@ -406,12 +429,12 @@ async function recordResults(
 }
 
 /** `init`: clone registered packs that are missing on disk; existing ones are left as they are. */
-export async function cloneMissing(ctx: CallContext, ws: Workspace, signal: AbortSignal, progress: Progress): Promise<string[]> {
+export async function cloneMissing(ctx: CallContext, ws: Workspace, signal: AbortSignal, progress: Progress, locked = false): Promise<string[]> {
   const { state } = await readManifest(ws, { warn: ctx.warn });
   if (state.size === 0) return [];
   const report = await runSync(
     ctx,
-    { mode: "sync", ids: [], only: [], filter: undefined, ref: null, force: false, failFast: false, recursive: true, dryRun: false, cloneOnly: true },
+    { mode: "sync", ids: [], only: [], filter: undefined, ref: null, force: false, failFast: false, recursive: true, dryRun: false, cloneOnly: true, locked },
     signal,
     progress,
   );

@@ -9,6 +9,8 @@ export function offBranch(head: HeadInfo | null, lock: LockEntry | undefined): s
   if (!head || !lock || lock.sha === "") return null;
   if (lock.branch === null) return head.branch === null ? null : `on branch '${head.branch}' but pinned to a detached commit`;
   if (head.branch === lock.branch) return null;
+  // Detached exactly at the locked commit: where `sync --locked` puts a pack.
+  if (head.branch === null && head.sha === lock.sha) return null;
   return head.branch === null
     ? `detached at ${head.sha.slice(0, 7)} but pinned to branch '${lock.branch}'`
     : `on branch '${head.branch}' but pinned to '${lock.branch}'`;

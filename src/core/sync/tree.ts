@@ -49,6 +49,8 @@ export interface FetchOptions {
   /** Stop scheduling new packs after the first failure. */
   failFast: boolean;
   loadPack(dir: string): Promise<PackManifest | null>;
+  /** The ref a pack must be put on instead of its declared one (`--locked`: its locked commit); may throw to fail the pack. */
+  pin?(node: TreeNode): string;
   /** Why an existing pack must be left as it is (e.g. off its branch), or null. Not asked with --force. */
   leaveAlone?(node: TreeNode): string | null;
   onDone(node: TreeNode): void;
@@ -84,6 +86,7 @@ export async function fetchTree(roots: TreeNode[], opts: FetchOptions): Promise<
       return;
     }
     try {
+      if (opts.pin) node.ref = opts.pin(node);
       await opts.scheduler.withPermit(opts.signal, () =>
         withPackLock(opts.ws, node.dir, opts.signal, () => bringUp(node, opts)),
       );
