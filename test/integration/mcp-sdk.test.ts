@@ -144,7 +144,9 @@ describe("tools/call", () => {
     const r = (await client.callTool({ name: "sync", arguments: {} }, undefined, { onprogress: (p) => seen.push(p) })) as ToolResult;
     expect(r.isError).toBe(false);
     expect(seen.length).toBeGreaterThan(0);
-    expect(seen.at(-1)?.total).toBe(3);
+    // Three packs fetched, then the same three set up: one unit each.
+    expect(seen.at(-1)?.total).toBe(6);
+    expect(seen.at(-1)?.progress).toBe(6);
     for (let i = 1; i < seen.length; i++) expect(seen[i]?.progress).toBeGreaterThan(seen[i - 1]?.progress as number);
   });
 
