@@ -42,6 +42,7 @@ function buildResult() {
     setup_drift: v.array(v.object({ action: v.string(), idx: v.number(), where: v.string(), path: v.string(), differs: v.string() })),
     install_error: v.nullable(v.string()),
     off_branch: v.nullable(v.string()),
+    missing_filters: v.array(v.string()),
   });
   return v.object({ packs: v.array(Row) });
 }
@@ -72,6 +73,7 @@ function describe(x: PackStatus): string {
   if (x.drift === "not-installed" && x.install_error) parts.push(x.install_error);
   if (x.drift === "off-branch" && x.off_branch) parts.push(x.off_branch);
   for (const d of x.setup_drift) parts.push(`${d.action} ${d.path}: ${d.differs}`);
+  if (x.missing_filters.length > 0) parts.push(`needs git filter ${x.missing_filters.join(", ")} (not configured: files kept as stored)`);
   return parts.join("; ");
 }
 

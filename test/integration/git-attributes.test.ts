@@ -327,3 +327,35 @@ test("a configured filter driver runs as git runs it (stdin/stdout, %f); an unco
   await compareClones(home2, src, root3);
   expect(readFileSync(join(root3, "by-grex", "a.f"), "utf8")).toBe(LF);
 });
+
+test("status and doctor name the filter drivers a pack needs and no git config defines (a note, not a failure)", async () => {
+  const { TestWorkspace } = await import("../helpers/workspace.ts");
+  const t = new TestWorkspace("grex-attrs-ws-");
+  try {
+    const url = t.repo("filtered", { ".gitattributes": "*.bin filter=lfs diff=lfs merge=lfs -text\n*.x filter=other\n", "a.bin": "pointer\n", "b.x": "x\n", "plain.txt": "hi\n" });
+    const run = async (...argv: string[]) => {
+      const p = t.spawnGrex(argv);
+      const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+      if (code !== 0 && argv[0] !== "doctor") console.error(err);
+      return { code, json: JSON.parse(out) as Record<string, unknown> };
+    };
+    expect((await run("init", "--json")).code).toBe(0);
+    expect((await run("add", url, "--no-install", "--json")).code).toBe(0);
+    type Row = { id: string; missing_filters: string[]; drift: string };
+    const status = await run("status", "--json");
+    const row = (status.json.packs as Row[])[0] as Row;
+    expect(row.missing_filters).toEqual(["lfs", "other"]);
+    expect(status.code).toBe(0);
+    const doctor = await run("doctor", "--json");
+    const notes = (doctor.json.findings as Array<{ check: string; severity: string; pack: string; detail: string }>).filter((f) => f.check === "git-filters");
+    expect(notes.map((f) => [f.severity, f.pack, f.detail.includes("'lfs'") || f.detail.includes("'other'")])).toEqual([
+      ["ok", row.id, true],
+      ["ok", row.id, true],
+    ]);
+    // Configured (here: in ~/.gitconfig), a driver is no longer reported.
+    writeFileSync(join(t.home, ".gitconfig"), '[filter "lfs"]\n\tclean = cat\n\tsmudge = cat\n\trequired = true\n');
+    expect(((await run("status", "--json")).json.packs as Row[])[0]?.missing_filters).toEqual(["other"]);
+  } finally {
+    t.cleanup();
+  }
+});

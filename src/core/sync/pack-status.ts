@@ -46,6 +46,8 @@ export interface PackStatus {
   install_error: string | null;
   /** Why the pack is off-branch, or null. */
   off_branch: string | null;
+  /** Filter drivers its .gitattributes name that no git config defines (files kept as stored): a note, not a state. */
+  missing_filters: string[];
 }
 
 export interface InspectOptions {
@@ -87,10 +89,11 @@ export function childFacts(packs: readonly PackNode[], p: PackNode): Pick<Inspec
 // Loaded on first use and kept: a repeated import() costs microseconds per call, per pack.
 let packStateModule: Promise<typeof import("../pack-state.ts")> | undefined;
 let driftModule: Promise<typeof import("../actions/drift.ts")> | undefined;
+let convertModule: Promise<typeof import("../git/convert.ts")> | undefined;
 
 export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions): Promise<PackStatus> {
   const { interrupted, staleMs } = o;
-  const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null };
+  const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null, missing_filters: [] };
   const base = { id: p.id, path: p.path, depth: p.depth };
   const gitdir = workTreeGitdir(p.dir);
   if (gitdir === null) {
@@ -166,5 +169,7 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
     setup_drift: setupDrift,
     install_error: installError,
     off_branch: off,
+    // gitattributes filters (git/convert.ts), looked into only when the top-level attribute files name one.
+    missing_filters: (await (convertModule ??= import("../git/convert.ts"))).unconfiguredFilters(p.dir, gitdir),
   };
 }
