@@ -43,6 +43,15 @@ export const addVerb = defineVerb({
     type: v.optional(v.string()),
     ref: v.optional(v.pipe(v.string(), v.minLength(1))),
     install: v.optional(v.boolean(), true),
+    recurse_submodules: v.optional(
+      v.pipe(
+        v.boolean(),
+        v.description(
+          "Also clone the repository's git submodules at the commits it records, and keep them there on every later sync (recorded as submodule.recurse in the pack's git config)",
+        ),
+      ),
+      false,
+    ),
     dry_run: dryRunParam,
     ...allowOutsideHomeEntry,
   }),
@@ -64,6 +73,7 @@ export const addVerb = defineVerb({
       { flag: "--type <type>", description: "Pack type when the repo has no pack.yaml (meta, declarative, scripted)" },
       { flag: "--ref <ref>", description: "Pin a branch, tag or commit sha (default: the remote HEAD)" },
       { flag: "--no-install", description: "Clone and register only; do not run the pack's setup" },
+      { flag: "--recurse-submodules", description: "Also clone the repository's git submodules (and keep them at the recorded commits on every sync)" },
       allowOutsideHomeFlag,
     ],
   },
@@ -101,7 +111,7 @@ export const addVerb = defineVerb({
           { field: "path" },
         );
       }
-      const spec = { ws, id: path, url, ref: p.ref ?? null, type: p.type, install: p.install, allowOutsideHome: allowsOutsideHome(ctx, p) };
+      const spec = { ws, id: path, url, ref: p.ref ?? null, type: p.type, install: p.install, allowOutsideHome: allowsOutsideHome(ctx, p), recurseSubmodules: p.recurse_submodules };
       // Lazy: `ls` and `--help` never load the sync engine the add steps use.
       const { addAllOrNothing, planAdd } = await import("./add-steps.ts");
       if (p.dry_run) return { ...(await planAdd(ctx, spec, signal, progress)), adopted };

@@ -43,6 +43,7 @@ function buildResult() {
     install_error: v.nullable(v.string()),
     off_branch: v.nullable(v.string()),
     missing_filters: v.array(v.string()),
+    submodules_moved: v.array(v.object({ path: v.string(), recorded: v.string(), head: v.nullable(v.string()) })),
   });
   return v.object({ packs: v.array(Row) });
 }
@@ -73,6 +74,7 @@ function describe(x: PackStatus): string {
   if (x.drift === "not-installed" && x.install_error) parts.push(x.install_error);
   if (x.drift === "off-branch" && x.off_branch) parts.push(x.off_branch);
   for (const d of x.setup_drift) parts.push(`${d.action} ${d.path}: ${d.differs}`);
+  for (const m of x.submodules_moved) parts.push(`submodule ${m.path} at ${m.head?.slice(0, 7) ?? "an unreadable HEAD"}, recorded ${m.recorded.slice(0, 7)}`);
   if (x.missing_filters.length > 0) parts.push(`needs git filter ${x.missing_filters.join(", ")} (not configured: files kept as stored)`);
   return parts.join("; ");
 }

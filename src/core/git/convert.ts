@@ -226,3 +226,4 @@ export function unconfiguredFilters(dir: string, gitdir: string, env: NodeJS.Pro
   const entries = (buf && parseIndex(buf)) || [];
   return Conversion.forWorktree(dir, gitdir, env).unconfigured(entries.filter((e) => e.mode !== 0o160000).map((e) => e.path));
 }
+

@@ -17,6 +17,7 @@ import { type Git, loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
 import { cacheTreeOf, flatTree } from "./tree-read.ts";
 import { Conversion, attributePaths, hashWorktreeFile } from "./convert.ts";
+import { submoduleMoved } from "./submodule-status.ts";
 import { journaledPathsFor, onDisk, readJournal, sameVersion, tempNameOf } from "./checkout-journal.ts";
 import { gitdirOf, resolveRefSync } from "./refs.ts";
 import { type DirStamp, type FileStamp, fileStampOf, indexKey, readStatusCache, sameFileStamp, sameStamp, settled, stampOf, writeStatusCache } from "./status-cache.ts";
@@ -333,7 +334,11 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
   // 1. Tracked files against their index entries (hashes the cache already proved are not repeated).
   const proofs: HashProofs | undefined = cacheFile && key ? { known: cache?.index === key ? cache.hashed : {}, proven: new Map(), now: Date.now() } : undefined;
   for (const e of entries) {
-    if (e.mode === GITLINK) continue; // submodules are their own repositories
+    if (e.mode === GITLINK) {
+      // An initialised submodule at another commit than recorded is a change, as git status shows it.
+      if (submoduleMoved(dir, e.path, e.oid)) return true;
+      continue;
+    }
     if (journal?.has(e.path)) {
       if (!moveOwns(e.path)) return true;
     } else if (fileChanged(dir, e, filemode, file.mtimeMs, proofs)) return true;

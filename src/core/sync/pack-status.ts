@@ -48,6 +48,8 @@ export interface PackStatus {
   off_branch: string | null;
   /** Filter drivers its .gitattributes name that no git config defines (files kept as stored): a note, not a state. */
   missing_filters: string[];
+  /** Initialised submodules at another commit than the pack records (they make it dirty, as in git status). */
+  submodules_moved: Array<{ path: string; recorded: string; head: string | null }>;
 }
 
 export interface InspectOptions {
@@ -93,7 +95,7 @@ let convertModule: Promise<typeof import("../git/convert.ts")> | undefined;
 
 export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions): Promise<PackStatus> {
   const { interrupted, staleMs } = o;
-  const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null, missing_filters: [] };
+  const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null, missing_filters: [], submodules_moved: [] };
   const base = { id: p.id, path: p.path, depth: p.depth };
   const gitdir = workTreeGitdir(p.dir);
   if (gitdir === null) {
@@ -171,5 +173,7 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
     off_branch: off,
     // gitattributes filters (git/convert.ts), looked into only when the top-level attribute files name one.
     missing_filters: (await (convertModule ??= import("../git/convert.ts"))).unconfiguredFilters(p.dir, gitdir),
+    // Only a dirty pack can have one: the dirty check counts them.
+    submodules_moved: dirty ? (await import("../git/submodule-status.ts")).movedSubmodulesOf(p.dir, gitdir) : [],
   };
 }
