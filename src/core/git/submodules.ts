@@ -85,6 +85,7 @@ export function submoduleUrl(parentUrl: string, raw: string): { url: string } | 
   if (raw === "" || raw.startsWith("-") || /[\n\r\0]/.test(raw)) return { refused: "its URL is empty or looks like an option" };
   if (raw.startsWith("./") || raw.startsWith("../")) return { url: resolveSubmoduleUrl(parentUrl, raw) };
   if (/^https?:\/\//i.test(raw) || /^ssh:\/\//i.test(raw)) return { url: raw };
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) return { refused: `its URL '${raw}' uses a transport other than https, http or ssh (refused for submodules)` };
   // scp-style user@host:path: a colon before any slash, and no scheme.
   const colon = raw.indexOf(":");
   const slash = raw.indexOf("/");
@@ -147,7 +148,8 @@ export async function updateSubmodules(dir: string, url: string, signal: AbortSi
   try {
     tree = await flatTree(gitdir, head, store);
     const entry = tree.get(".gitmodules");
-    if (entry?.startsWith("100644 ") || entry?.startsWith("100755 ")) {
+    const mode = entry === undefined ? 0 : Number.parseInt(entry, 10);
+    if (entry !== undefined && (mode === 0o100644 || mode === 0o100755)) {
       const o = store.read(entry.slice(entry.indexOf(" ") + 1));
       if (o?.type === "blob") gitmodules = o.data.toString("utf8");
     }
