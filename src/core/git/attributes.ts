@@ -219,10 +219,12 @@ export class Attributes {
   private readonly outer: AttrFile[];
   private readonly info: AttrFile | null;
   private readonly dirs = new Map<string, AttrFile | null>();
+  private readonly chains = new Map<string, Array<[AttrFile, number]>>();
   private macros: Map<string, Assignment[]> | null = null;
 
   constructor(private readonly src: AttributeSources) {
     this.outer = src.outer.map((t) => parseAttributes(t, true));
+    this.outer = this.outer.filter((f) => f.rules.length > 0 || f.macros.size > 0);
     this.info = src.info === null ? null : parseAttributes(src.info, true);
   }
 
@@ -244,10 +246,31 @@ export class Attributes {
     return m;
   }
 
+  /** Nothing outside the tree (system, global, info) names an attribute. */
+  get outerEmpty(): boolean {
+    return this.outer.length === 0 && this.info === null;
+  }
+
+  /** The attribute files that apply inside `dir`, top first, with the length of their base ("" → 0, "a/b" → 4). */
+  private chain(dir: string): Array<[AttrFile, number]> {
+    let c = this.chains.get(dir);
+    if (c === undefined) {
+      const slash = dir.lastIndexOf("/");
+      const up = dir === "" ? [] : this.chain(slash < 0 ? "" : dir.slice(0, slash));
+      const own = this.dirFile(dir);
+      c = own && own.rules.length > 0 ? [...up, [own, dir === "" ? 0 : dir.length + 1]] : up;
+      this.chains.set(dir, c);
+    }
+    return c;
+  }
+
   /** Every attribute the path has (unspecified ones absent or null). */
   get(path: string): Map<string, AttrState> {
-    const macros = this.allMacros();
     const out = new Map<string, AttrState>();
+    const slash = path.lastIndexOf("/");
+    const chain = this.chain(slash < 0 ? "" : path.slice(0, slash));
+    if (chain.length === 0 && this.outer.length === 0 && this.info === null) return out; // the usual repository: nothing to match
+    const macros = this.allMacros();
     const assign = (attrs: Assignment[], depth: number) => {
       for (const [name, state] of attrs) {
         out.set(name, state);
@@ -255,16 +278,12 @@ export class Attributes {
         if (m && state === true && depth < 8) assign(m, depth + 1);
       }
     };
-    const apply = (f: AttrFile | null, rel: string, base: string) => {
-      if (f) for (const r of f.rules) if (r.match(rel, base)) assign(r.attrs, 0);
+    const apply = (f: AttrFile, rel: string) => {
+      for (const r of f.rules) if (r.match(rel, "")) assign(r.attrs, 0);
     };
-    for (const f of this.outer) apply(f, path, "");
-    const parts = path.split("/");
-    for (let i = 0; i < parts.length; i++) {
-      const dir = parts.slice(0, i).join("/");
-      apply(this.dirFile(dir), parts.slice(i).join("/"), dir);
-    }
-    apply(this.info, path, "");
+    for (const f of this.outer) apply(f, path);
+    for (const [f, base] of chain) apply(f, base === 0 ? path : path.slice(base));
+    if (this.info) apply(this.info, path);
     return out;
   }
 }

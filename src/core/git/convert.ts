@@ -51,6 +51,8 @@ export class Conversion {
     private readonly cfg: LayeredConfig,
     private readonly attrs: Attributes,
     private readonly eol: EolSettings,
+    /** No attribute anywhere and core.autocrlf false: every file is written as stored (the usual checkout). */
+    private readonly identity = false,
   ) {}
 
   /**
@@ -65,7 +67,8 @@ export class Conversion {
       info: readText(join(gitdir, "info", "attributes")),
       treeFile: (d) => attributeFiles.get(d === "" ? ".gitattributes" : `${d}/.gitattributes`) ?? null,
     });
-    return new Conversion(dir, cfg, attrs, eolSettings(cfg));
+    const eol = eolSettings(cfg);
+    return new Conversion(dir, cfg, attrs, eol, attributeFiles.size === 0 && attrs.outerEmpty && eol.autocrlf === "false");
   }
 
   /** For comparing the work tree with the index: the work tree's attribute files, else the index's. */
@@ -133,6 +136,7 @@ export class Conversion {
 
   /** Checkout: the bytes git writes for blob `data` at `path`. */
   smudge(path: string, data: Uint8Array): Uint8Array {
+    if (this.identity) return data;
     const a = this.attrs.get(path);
     const out = toWorktree(data, crlfAction(a, this.eol), this.eol);
     const drv = this.driver(a);
@@ -214,13 +218,13 @@ export function attributePaths(files: Iterable<[path: string, mode: number, oid:
 
 /**
  * Filter drivers the tracked files of `dir` need and no git config defines
- * (empty when none). Looked into only when the top-level `.gitattributes`, the
- * info file or a user-level attributes file mentions a filter: a report must
- * stay cheap for the usual repository that has none.
+ * (empty when none). Looked into only when the top-level `.gitattributes` or
+ * the info file mentions a filter: a report must stay cheap for the usual
+ * repository that has none.
  */
 export function unconfiguredFilters(dir: string, gitdir: string, env: NodeJS.ProcessEnv = process.env): string[] {
-  const cfg = LayeredConfig.load(gitdir, env);
-  const texts = [...outerSources(cfg, env), readText(join(gitdir, "info", "attributes")), readText(join(dir, ".gitattributes"))];
+  // Two reads, usually of missing files; the config files only when a filter is named.
+  const texts = [readText(join(dir, ".gitattributes")), readText(join(gitdir, "info", "attributes"))];
   if (!texts.some((t) => t !== null && t.includes("filter"))) return [];
   const buf = readBytes(join(gitdir, "index"));
   const entries = (buf && parseIndex(buf)) || [];
