@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { backendFor } from "../../src/core/git/backend.ts";
 import { unconfiguredFilters } from "../../src/core/git/convert.ts";
 import { gitEnv, tempDir } from "../helpers/git-fixtures.ts";
+import { prng } from "../helpers/prng.ts";
 
 const never = () => new AbortController().signal;
 let tmp: { path: string; cleanup: () => void };
@@ -170,6 +171,9 @@ async function compareClones(home: string, src: string, where: string): Promise<
   const b = snapshot(byGrex);
   const differ = [...new Set([...a.keys(), ...b.keys()])].filter((p) => a.get(p) !== b.get(p));
   expect(differ).toEqual([]);
+  // The same index entries (mode, blob, path), and git finds nothing wrong.
+  expect(gitIn(home, byGrex, "ls-files", "-s")).toBe(gitIn(home, byGit, "ls-files", "-s"));
+  expect(gitIn(home, byGrex, "fsck", "--no-dangling")).toBe("");
   // git calls grex's checkout clean, grex calls git's checkout clean.
   expect(gitIn(home, byGrex, "status", "--porcelain")).toBe("");
   expect(await withHome(home, () => backendFor(byGit).isDirty(byGit))).toBe(false);
@@ -273,6 +277,47 @@ test("an update reads the attributes of the tree it checks out (a changed .gitat
   expect(await withHome(home, () => backendFor(byGrex).isDirty(byGrex))).toBe(true);
   expect(gitIn(home, byGrex, "status", "--porcelain")).toBe(" M lf.auto\n");
 });
+
+test("after random edits, grex calls a converted work tree dirty exactly when git status does", async () => {
+  let dirty = 0;
+  let clean = 0;
+  const variants: Array<Record<string, string>> = [{ "core.autocrlf": "true" }, { "core.eol": "crlf" }, { "core.autocrlf": "input" }];
+  for (const [k, settings] of variants.entries()) {
+    const home = makeHome(`home-mutate-${k}`, settings);
+    const root = join(tmp.path, `mutate-${k}`);
+    mkdirSync(root);
+    const src = makeSource(root, home);
+    const dir = join(root, "clone");
+    await withHome(home, () => backendFor(src).clone(src, dir, { ref: null, signal: never() }));
+    const paths = [...snapshot(dir).keys()].filter((p) => !p.endsWith(".gitattributes") && !p.endsWith(".sh"));
+    const rand = prng(2600 + k);
+    const edits: Array<[string, (b: Buffer) => Buffer]> = [
+      ["crlf→lf", (b) => Buffer.from(b.toString("latin1").replace(/\r\n/g, "\n"), "latin1")],
+      ["lf→crlf", (b) => Buffer.from(b.toString("latin1").replace(/\r?\n/g, "\r\n"), "latin1")],
+      ["append", (b) => Buffer.concat([b, Buffer.from("x\n")])],
+      ["nul", (b) => Buffer.concat([b, Buffer.from([0])])],
+      ["lone cr", (b) => Buffer.concat([Buffer.from("\r"), b])],
+      ["same", (b) => b],
+      ["drop last byte", (b) => b.subarray(0, Math.max(0, b.length - 1))],
+    ];
+    for (let i = 0; i < 40; i++) {
+      const p = paths[Math.floor(rand() * paths.length)] as string;
+      const [what, edit] = edits[Math.floor(rand() * edits.length)] as [string, (b: Buffer) => Buffer];
+      const abs = join(dir, p);
+      writeFileSync(abs, edit(readFileSync(abs)));
+      const later = new Date(Date.now() + 10000 + i * 1000); // a stat change git and grex must look behind
+      utimesSync(abs, later, later);
+      const grexSays = await withHome(home, () => backendFor(dir).isDirty(dir));
+      const gitSays = gitIn(home, dir, "status", "--porcelain") !== "";
+      expect({ p, what, grexSays }).toEqual({ p, what, grexSays: gitSays });
+      if (gitSays) dirty++;
+      else clean++;
+      gitIn(home, dir, "checkout", "--", p); // back to the checked-out version
+    }
+  }
+  expect(dirty).toBeGreaterThan(30);
+  expect(clean).toBeGreaterThan(5);
+}, 120000);
 
 const FILTER = `#!/bin/sh
 # smudge: append a line naming the file; clean: drop it again.

@@ -167,6 +167,9 @@ export function fileChanged(dir: string, e: IndexEntry, filemode: boolean | (() 
     sameTime(mtimeSeconds, mtimeNanoseconds, st.mtimeMs) &&
     sameTime(e.ctimeSeconds, e.ctimeNanoseconds, st.ctimeMs);
   if (statSame) return false;
+  // Another size than checkout wrote is a change without hashing, as in git (ie_modified): with
+  // line-ending conversion, content that cleans to the same blob still reads as modified there.
+  if (e.size !== 0 && st.size % 2 ** 32 !== e.size) return true;
   // The hash git computes: after the clean conversion the file's attributes ask for (convert.ts).
   const hashed = () => hashWorktreeFile(dir, gitdirOf(dir) ?? `${dir}/.git`, e.path, abs, st, e.oid);
   if (!proofs) return hashed() !== e.oid;
