@@ -16,7 +16,8 @@ export type AttrState = true | false | string | null;
 type Assignment = [name: string, state: AttrState];
 
 interface Rule {
-  match: (rel: string, base: string) => boolean;
+  /** `rel`: the path relative to the directory of the rule's file. */
+  match: (rel: string) => boolean;
   attrs: Assignment[];
 }
 
@@ -176,6 +177,7 @@ function matcherFor(pattern: string): Rule["match"] | null {
 export function parseAttributes(text: string, macroOk: boolean): AttrFile {
   const file: AttrFile = { rules: [], macros: new Map() };
   for (const raw of text.split("\n")) {
+    if (raw.length >= 2048) continue; // git ignores lines this long (a guard against hostile files)
     let line = raw.replace(/^[ \t\r\n]+/, "");
     if (line === "" || line.startsWith("#")) continue;
     let pattern: string;
@@ -279,7 +281,7 @@ export class Attributes {
       }
     };
     const apply = (f: AttrFile, rel: string) => {
-      for (const r of f.rules) if (r.match(rel, "")) assign(r.attrs, 0);
+      for (const r of f.rules) if (r.match(rel)) assign(r.attrs, 0);
     };
     for (const f of this.outer) apply(f, path);
     for (const [f, base] of chain) apply(f, base === 0 ? path : path.slice(base));
