@@ -404,3 +404,33 @@ test("status and doctor name the filter drivers a pack needs and no git config d
     t.cleanup();
   }
 });
+
+test("an interrupted update of converted files is recognised as the move's own work and finished", async () => {
+  const { writeJournal } = await import("../../src/core/git/checkout-journal.ts");
+  const home = makeHome("home-resume", {});
+  const root = join(tmp.path, "resume");
+  mkdirSync(root);
+  const src = join(root, "src");
+  mkdirSync(src);
+  gitIn(home, src, "init", "-q", "-b", "main");
+  for (const [rel, body] of Object.entries({ ".gitattributes": "*.txt eol=crlf\n", "a.txt": LF, "b.txt": LF })) writeFileSync(join(src, rel), body);
+  gitIn(home, src, "add", "-A");
+  gitIn(home, src, "commit", "-q", "-m", "one");
+  const from = gitIn(home, src, "rev-parse", "HEAD").trim();
+  const dir = join(root, "clone");
+  await withHome(home, () => backendFor(src).clone(src, dir, { ref: null, signal: never() }));
+  writeFileSync(join(src, "a.txt"), `${LF}a2\n`);
+  writeFileSync(join(src, "b.txt"), `${LF}b2\n`);
+  gitIn(home, src, "commit", "-q", "-am", "two");
+  const to = gitIn(home, src, "rev-parse", "HEAD").trim();
+  // The state a killed update leaves: objects fetched, journal written, a.txt already rewritten (converted), b.txt not yet.
+  await withHome(home, () => backendFor(src).fetch(dir, src, { signal: never() }));
+  writeJournal(join(dir, ".git"), { from, to, branch: "main" });
+  writeFileSync(join(dir, "a.txt"), `${CRLF}a2\r\n`);
+  expect(await withHome(home, () => backendFor(dir).isDirty(dir))).toBe(false);
+  await withHome(home, () => backendFor(src).update(dir, src, { ref: null, signal: never() }));
+  expect(readFileSync(join(dir, "a.txt"), "utf8")).toBe(`${CRLF}a2\r\n`);
+  expect(readFileSync(join(dir, "b.txt"), "utf8")).toBe(`${CRLF}b2\r\n`);
+  expect(gitIn(home, dir, "status", "--porcelain")).toBe("");
+  expect(gitIn(home, dir, "rev-parse", "HEAD").trim()).toBe(to);
+});

@@ -194,7 +194,8 @@ function liveFor(dir: string, gitdir: string) {
 
 /**
  * The object id git computes for the work-tree file at `rel` (after the clean
- * conversion its attributes ask for); `indexOid` is the index entry's blob.
+ * conversion its attributes ask for); `indexOid` is the index entry's blob
+ * ("" when there is none to consult).
  */
 export function hashWorktreeFile(dir: string, gitdir: string, rel: string, abs: string, st: fs.Stats, indexOid: string): string {
   const raw = st.isSymbolicLink() ? Buffer.from(fs.readlinkSync(abs), "utf8") : fs.readFileSync(abs);
@@ -202,6 +203,7 @@ export function hashWorktreeFile(dir: string, gitdir: string, rel: string, abs: 
   if (!st.isSymbolicLink()) {
     const l = liveFor(dir, gitdir);
     content = l.conv.clean(rel, raw, () => {
+      if (indexOid === "") return null; // no index entry to ask (an interrupted move's paths)
       const o = (l.store ??= new ObjectStore(l.gitdir)).read(indexOid);
       return o?.type === "blob" ? o.data : null;
     });
