@@ -87,6 +87,16 @@ test("submodules are cloned at the recorded commits, recursively, as git clone -
   expect(readFileSync(join(byGrex, "vendor", "lib", "lib.txt"), "utf8")).toBe("lib 2\n");
   expect(git(byGrex, "status", "--porcelain")).toBe("");
 
+  // Work inside a submodule: modified content for git status, dirty for grex, and local work a deletion would lose.
+  writeFileSync(join(byGrex, "vendor", "lib", "deps", "inner", "inner.txt"), "edited\n");
+  expect(git(byGrex, "status", "--porcelain=v2")).toMatch(/^1 \.M S\.M\. .* vendor\/lib$/); // a submodule with tracked changes
+  expect(await backendFor(byGrex).isDirty(byGrex)).toBe(true);
+  const { localWork } = await import("../../src/core/git/local-work.ts");
+  expect(await localWork(byGrex)).toEqual(["submodule vendor/lib: submodule deps/inner: uncommitted or untracked files: inner.txt"]);
+  git(join(byGrex, "vendor", "lib", "deps", "inner"), "checkout", "-q", "--", "inner.txt");
+  expect(await backendFor(byGrex).isDirty(byGrex)).toBe(false);
+  expect(await localWork(byGrex)).toEqual([]);
+
   // A submodule moved by hand: status says dirty and which one, like git status.
   git(join(byGrex, "vendor", "lib"), "checkout", "-q", "HEAD~1");
   expect(git(byGrex, "status", "--porcelain")).toBe("M vendor/lib"); // (the helper trims the leading space)

@@ -13,6 +13,13 @@ export interface MovedSubmodule {
   head: string | null;
 }
 
+/** "absent": not initialised (its `.git` missing: git says nothing either); "moved": HEAD is not `oid`; "same". */
+export function submoduleState(dir: string, path: string, oid: string): "absent" | "moved" | "same" {
+  const sub = join(dir, path);
+  if (!existsSync(join(sub, ".git"))) return "absent";
+  return readHeadSync(sub)?.sha === oid ? "same" : "moved";
+}
+
 /** A populated submodule (its `.git` present) whose HEAD is not `oid`; an uninitialised one is never moved, as in git. */
 export function submoduleMoved(dir: string, path: string, oid: string): MovedSubmodule | null {
   const sub = join(dir, path);
@@ -40,4 +47,15 @@ export function movedSubmodulesOf(dir: string, gitdir: string): MovedSubmodule[]
   }
   const links = (parseIndex(buf) ?? []).filter((e) => e.mode === 0o160000).map((e) => ({ path: e.path, oid: e.oid }));
   return movedSubmodules(dir, links);
+}
+
+/** The paths of the initialised submodules the index of `dir` records (a deletion of `dir` deletes their work too). */
+export function populatedSubmodules(dir: string, gitdir: string): string[] {
+  let buf: Buffer;
+  try {
+    buf = readFileSync(join(gitdir, "index"));
+  } catch {
+    return [];
+  }
+  return (parseIndex(buf) ?? []).filter((e) => e.mode === 0o160000 && existsSync(join(dir, e.path, ".git"))).map((e) => e.path);
 }

@@ -17,7 +17,7 @@ import { type Git, loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
 import { cacheTreeOf, flatTree } from "./tree-read.ts";
 import { Conversion, attributePaths, hashWorktreeFile } from "./convert.ts";
-import { submoduleMoved } from "./submodule-status.ts";
+import { submoduleState } from "./submodule-status.ts";
 import { journaledPathsFor, onDisk, readJournal, sameVersion, tempNameOf } from "./checkout-journal.ts";
 import { gitdirOf, resolveRefSync } from "./refs.ts";
 import { type DirStamp, type FileStamp, fileStampOf, indexKey, readStatusCache, sameFileStamp, sameStamp, settled, stampOf, writeStatusCache } from "./status-cache.ts";
@@ -336,15 +336,25 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
 
   // 1. Tracked files against their index entries (hashes the cache already proved are not repeated).
   const proofs: HashProofs | undefined = cacheFile && key ? { known: cache?.index === key ? cache.hashed : {}, proven: new Map(), now: Date.now() } : undefined;
+  const populated: string[] = []; // initialised submodules at the recorded commit: their own work is looked at below
   for (const e of entries) {
     if (e.mode === GITLINK) {
       // An initialised submodule at another commit than recorded is a change, as git status shows it.
-      if (submoduleMoved(dir, e.path, e.oid)) return true;
+      const state = submoduleState(dir, e.path, e.oid);
+      if (state === "moved") return true;
+      if (state === "same") populated.push(e.path);
       continue;
     }
     if (journal?.has(e.path)) {
       if (!moveOwns(e.path)) return true;
     } else if (fileChanged(dir, e, filemode, file.mtimeMs, proofs)) return true;
+  }
+
+  // A submodule with changes of its own is modified content for git status (` m path`).
+  for (const rel of populated) {
+    const sub = join(dir, rel);
+    const subGitdir = gitdirOf(sub);
+    if (subGitdir && (await isDirtyFast(sub, subGitdir)) === true) return true;
   }
 
   // 2. Files the index does not know: collected now, judged against .gitignore below.
