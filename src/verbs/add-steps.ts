@@ -30,6 +30,8 @@ export interface AddSpec {
   install: boolean;
   /** The user's --allow-outside-home (CLI only). */
   allowOutsideHome: boolean;
+  /** --recurse-submodules: clone the submodules now and record that later syncs keep them. */
+  recurseSubmodules?: boolean;
 }
 
 export interface AddOutcome {
@@ -56,6 +58,16 @@ async function cloneInto(ctx: VerbContext, spec: AddSpec, dir: string, signal: A
           : backend.clone(spec.url, dir, { ref: spec.ref, signal }),
       ),
     ),
+  );
+}
+
+/** Submodules, when asked for (--recurse-submodules, pack.yaml `submodules: true`): cloned under the repository's locks. */
+async function withSubmodules(ctx: VerbContext, spec: AddSpec, dir: string, packYamlSays: boolean | undefined, signal: AbortSignal): Promise<void> {
+  const sm = await import("../core/git/submodules.ts");
+  if (spec.recurseSubmodules) sm.recordRecurse(dir);
+  if (!sm.wantsSubmodules(dir, packYamlSays)) return;
+  await ctx.scheduler.withPermit(signal, () =>
+    withPackLock(spec.ws, dir, signal, () => withBackendLock(spec.ws, dir, signal, () => sm.updateSubmodules(dir, spec.url, signal))),
   );
 }
 
@@ -124,6 +136,7 @@ export async function addAllOrNothing(
     const head = await cloneInto(ctx, spec, dir, signal, spec.adopted);
     sha = head.sha;
     const found = await entryFor(spec, dir);
+    await withSubmodules(ctx, spec, dir, found.manifest?.submodules, signal);
     const { entry } = found;
     let report: SyncReport | null = null;
     if (spec.install) {

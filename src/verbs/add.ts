@@ -57,6 +57,10 @@ export const addVerb = defineVerb({
       "Branch, tag or commit sha to pin, e.g. \"v1.2.0\". Default: the remote's HEAD branch, unpinned.",
     ),
     install: desc(v.optional(v.boolean(), true), "false: clone and register only, without running the pack's setup (children and actions). Default true."),
+    recurse_submodules: desc(
+      v.optional(v.boolean(), false),
+      "true: also clone the repository's git submodules at the commits it records, and keep them there on every later sync (recorded as submodule.recurse in the pack's git config). Default false: submodules stay empty directories, as after a plain git clone.",
+    ),
     dry_run: dryRunParam,
     ...allowOutsideHomeEntry,
   }),
@@ -78,6 +82,7 @@ export const addVerb = defineVerb({
       { flag: "--type <type>", description: "Pack type when the repo has no pack.yaml (meta, declarative, scripted)" },
       { flag: "--ref <ref>", description: "Pin a branch, tag or commit sha (default: the remote HEAD)" },
       { flag: "--no-install", description: "Clone and register only; do not run the pack's setup" },
+      { flag: "--recurse-submodules", description: "Also clone the repository's git submodules (and keep them at the recorded commits on every sync)" },
       allowOutsideHomeFlag,
     ],
   },
@@ -115,7 +120,7 @@ export const addVerb = defineVerb({
           { field: "path" },
         );
       }
-      const spec = { ws, id: path, url, ref: p.ref ?? null, type: p.type, install: p.install, allowOutsideHome: allowsOutsideHome(ctx, p) };
+      const spec = { ws, id: path, url, ref: p.ref ?? null, type: p.type, install: p.install, allowOutsideHome: allowsOutsideHome(ctx, p), recurseSubmodules: p.recurse_submodules };
       // Lazy: `ls` and `--help` never load the sync engine the add steps use.
       const { addAllOrNothing, planAdd } = await import("./add-steps.ts");
       if (p.dry_run) return { ...(await planAdd(ctx, spec, signal, progress)), adopted };

@@ -30,6 +30,7 @@ export const DOCTOR_CHECKS = [
   "install-state",
   "setup-drift",
   "off-branch",
+  "git-filters",
   ...TEAM_CHECKS,
 ] as const;
 type Check = (typeof DOCTOR_CHECKS)[number];
@@ -198,6 +199,8 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
     const failedInstall = node.lock?.install_error !== undefined || interrupted.has(node.id);
     if (failedInstall) add("install-state", "warning", node.id, `setup not installed: ${st.install_error}; grex sync retries it`);
     for (const d of st.setup_drift) add("setup-drift", "warning", node.id, `${d.where} ${d.action} ${d.path}: ${d.differs}; grex sync re-applies it`);
+    // A note, not a failure: git too keeps such files as stored.
+    for (const f of st.missing_filters) add("git-filters", "ok", node.id, `its .gitattributes name the filter '${f}', which no git config defines: those files stay as stored (configure filter.${f}, e.g. with the tool's install command, then re-check them out)`);
     if (st.off_branch) add("off-branch", "warning", node.id, `${st.off_branch}; sync leaves it alone (switch back, or grex update ${node.id} --ref <branch>)`);
   }
   // pack-schema: MCP server ids must be unique across the workspace.
@@ -420,7 +423,7 @@ export const doctorVerb = defineVerb({
     const rows = r.findings.map((f) => [
       icon(f.severity),
       `${f.check}${f.pack ? ` [${f.pack}]` : ""}`,
-      `${f.severity === "ok" ? "" : f.detail}${f.auto_fixable ? c.dim(" (fixable)") : ""}`,
+      `${f.severity === "ok" && f.detail === "ok" ? "" : f.detail}${f.auto_fixable ? c.dim(" (fixable)") : ""}`,
     ]);
     const lines = [table(rows)];
     if (r.fixed.length) lines.push(`fixed: ${r.fixed.join(", ")}`);

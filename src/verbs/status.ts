@@ -44,6 +44,8 @@ function buildResult() {
     setup_drift: v.array(v.object({ action: v.string(), idx: v.number(), where: v.string(), path: v.string(), differs: v.string() })),
     install_error: v.nullable(v.string()),
     off_branch: v.nullable(v.string()),
+    missing_filters: v.array(v.string()),
+    submodules_moved: v.array(v.object({ path: v.string(), recorded: v.string(), head: v.nullable(v.string()) })),
     error: v.nullable(v.object({ kind: v.string(), file: v.nullable(v.string()), field: v.nullable(v.string()), reason: v.string() })),
   });
   return v.object({ packs: v.array(Row) });
@@ -76,6 +78,8 @@ function describe(x: PackStatus): string {
   if (x.drift === "not-installed" && x.install_error) parts.push(x.install_error);
   if (x.drift === "off-branch" && x.off_branch) parts.push(x.off_branch);
   for (const d of x.setup_drift) parts.push(`${d.action} ${d.path}: ${d.differs}`);
+  for (const m of x.submodules_moved) parts.push(`submodule ${m.path} at ${m.head?.slice(0, 7) ?? "an unreadable HEAD"}, recorded ${m.recorded.slice(0, 7)}`);
+  if (x.missing_filters.length > 0) parts.push(`needs git filter ${x.missing_filters.join(", ")} (not configured: files kept as stored)`);
   return parts.join("; ");
 }
 

@@ -48,6 +48,7 @@ describe("doctor", () => {
       "install-state",
       "setup-drift",
       "off-branch",
+      "git-filters",
       "team-files",
       "merge-conflicts",
     ]);

@@ -26,6 +26,7 @@ import { writeRefSync } from "./refs.ts";
 import { type CheckoutJournal, clearJournal, onDisk, parseModeOid as parse, sameVersion, tempNameOf, writeJournal } from "./checkout-journal.ts";
 import { cacheTreeOf, flatTree } from "./tree-read.ts";
 import { checkName, entryFor, fileChanged } from "./worktree.ts";
+import { Conversion, attributePaths } from "./convert.ts";
 
 const GITLINK = 0o160000;
 
@@ -173,6 +174,10 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
   }
   const store = new ObjectStore(gitdir);
   try {
+    // gitattributes of the target tree: line endings and filters for each written file (convert.ts).
+    const attrFiles = attributePaths([...plan.to].map(([p, v]) => [p, parse(v).mode, parse(v).oid] as [string, number, string]));
+    for (const [p, o] of attrFiles) attrFiles.set(p, (await readBlob(store, gitdir, o)).toString("utf8"));
+    const conv = Conversion.forTree(dir, gitdir, attrFiles);
     for (const p of writes) {
       const { mode, oid } = parse(plan.to.get(p) as string);
       const abs = join(dir, p);
@@ -186,7 +191,7 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
       const tmp = join(dir, tempNameOf(p));
       fs.rmSync(tmp, { force: true });
       if (mode === 0o120000) fs.symlinkSync(blob.toString("utf8"), tmp);
-      else fs.writeFileSync(tmp, blob, { mode: mode === 0o100755 ? 0o755 : 0o644 });
+      else fs.writeFileSync(tmp, conv.smudge(p, blob), { mode: mode === 0o100755 ? 0o755 : 0o644 }); // gitattributes conversion
       // A directory where the file goes (it held only removed files): gone by now, or we fail loudly.
       fs.renameSync(tmp, abs);
     }

@@ -3,6 +3,8 @@
 import * as fs from "node:fs";
 import { dirname, join } from "node:path";
 import { ObjectStore } from "./object-store.ts";
+import { hashWorktreeFile } from "./convert.ts";
+import { gitdirOf } from "./refs.ts";
 import { flatTree } from "./tree-read.ts";
 
 const TMP_SUFFIX = ".grex-checkout-tmp";
@@ -79,7 +81,8 @@ export function onDisk(dir: string, rel: string): string | null {
   }
   if (!st.isFile() && !st.isSymbolicLink()) return st.isDirectory() ? "dir" : "other";
   const mode = st.isSymbolicLink() ? 0o120000 : st.mode & 0o111 ? 0o100755 : 0o100644;
-  return `${mode} ${hashBlob(abs, st)}`;
+  // Hashed as git would after the clean conversion (convert.ts): a file written converted still shows its version.
+  return `${mode} ${hashWorktreeFile(dir, gitdirOf(dir) ?? join(dir, ".git"), rel, abs, st, "")}`;
 }
 
 /** Same content, and the same mode where the file system keeps modes. */

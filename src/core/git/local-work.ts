@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { readGitdirConfigValue } from "./config.ts";
 import { loadGit } from "./iso.ts";
 import { gitdirOf, listRefsSync, readHeadSync, resolveRefSync } from "./refs.ts";
+import { populatedSubmodules } from "./submodule-status.ts";
 import { isDirtyFast } from "./worktree.ts";
 
 const SHOWN = 5;
@@ -48,6 +49,8 @@ export async function localWork(dir: string): Promise<string[]> {
     out.push(`commits at the detached HEAD that are on no remote-tracking branch (${head.sha.slice(0, 7)})`);
   }
   if (noUpstream.length > 0) out.push(`local branch${noUpstream.length > 1 ? "es" : ""} without an upstream: ${listed(noUpstream)}`);
+  // Initialised submodules live inside the directory: their own work goes with it.
+  for (const sub of populatedSubmodules(dir, gitdir)) for (const w of await localWork(join(dir, sub))) out.push(`submodule ${sub}: ${w}`);
   return out;
 }
 

@@ -16,7 +16,9 @@ import { type IndexEntry, readIndex, readIndexForStatus, serializeIndex, statTim
 import { type Git, loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
 import { cacheTreeOf, flatTree } from "./tree-read.ts";
-import { hashBlob, journaledPathsFor, onDisk, readJournal, sameVersion, tempNameOf } from "./checkout-journal.ts";
+import { Conversion, attributePaths, hashWorktreeFile } from "./convert.ts";
+import { submoduleState } from "./submodule-status.ts";
+import { journaledPathsFor, onDisk, readJournal, sameVersion, tempNameOf } from "./checkout-journal.ts";
 import { gitdirOf, resolveRefSync } from "./refs.ts";
 import { type DirStamp, type FileStamp, fileStampOf, indexKey, readStatusCache, sameFileStamp, sameStamp, settled, stampOf, writeStatusCache } from "./status-cache.ts";
 
@@ -87,13 +89,17 @@ export async function checkoutFresh(dir: string, gitdir: string, oid: string): P
     }
   };
   await walk(rootTree, "");
+  // gitattributes: line endings and filters, from this tree's .gitattributes (convert.ts).
+  const attrFiles = attributePaths(files.map((f) => [f.rel, Number.parseInt(f.mode, 8), f.oid] as [string, number, string]));
+  for (const [p, o] of attrFiles) attrFiles.set(p, Buffer.from(await blobOf(o)).toString("utf8"));
+  const conv = Conversion.forTree(dir, gitdir, attrFiles);
   // Then the files, many at a time: each read and write waits on I/O, and
   // one-by-one the waits add up to several times the work.
   const writeOne = async (f: { rel: string; mode: string; oid: string }) => {
     const blob = await blobOf(f.oid);
     const abs = join(dir, f.rel);
     if (f.mode === "120000") await fs.promises.symlink(Buffer.from(blob).toString("utf8"), abs);
-    else await fs.promises.writeFile(abs, blob, { mode: f.mode === "100755" ? 0o755 : 0o644 });
+    else await fs.promises.writeFile(abs, conv.smudge(f.rel, blob), { mode: f.mode === "100755" ? 0o755 : 0o644 }); // gitattributes conversion
     const st = await fs.promises.lstat(abs);
     entries.push(entryFor(f.rel, Number.parseInt(f.mode, 8), f.oid, st));
   };
@@ -161,10 +167,15 @@ export function fileChanged(dir: string, e: IndexEntry, filemode: boolean | (() 
     sameTime(mtimeSeconds, mtimeNanoseconds, st.mtimeMs) &&
     sameTime(e.ctimeSeconds, e.ctimeNanoseconds, st.ctimeMs);
   if (statSame) return false;
-  if (!proofs) return hashBlob(abs, st) !== e.oid;
+  // Another size than checkout wrote is a change without hashing, as in git (ie_modified): with
+  // line-ending conversion, content that cleans to the same blob still reads as modified there.
+  if (e.size !== 0 && st.size % 2 ** 32 !== e.size) return true;
+  // The hash git computes: after the clean conversion the file's attributes ask for (convert.ts).
+  const hashed = () => hashWorktreeFile(dir, gitdirOf(dir) ?? `${dir}/.git`, e.path, abs, st, e.oid);
+  if (!proofs) return hashed() !== e.oid;
   const stamp = fileStampOf(st);
   if (!(Object.hasOwn(proofs.known, e.path) && sameFileStamp(proofs.known[e.path], stamp))) {
-    if (hashBlob(abs, st) !== e.oid) return true;
+    if (hashed() !== e.oid) return true;
     if (!settled(st, proofs.now)) return false; // an edit in the same tick could still keep this stat data
   }
   proofs.proven.set(e.path, stamp);
@@ -325,11 +336,25 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
 
   // 1. Tracked files against their index entries (hashes the cache already proved are not repeated).
   const proofs: HashProofs | undefined = cacheFile && key ? { known: cache?.index === key ? cache.hashed : {}, proven: new Map(), now: Date.now() } : undefined;
+  const populated: string[] = []; // initialised submodules at the recorded commit: their own work is looked at below
   for (const e of entries) {
-    if (e.mode === GITLINK) continue; // submodules are their own repositories
+    if (e.mode === GITLINK) {
+      // An initialised submodule at another commit than recorded is a change, as git status shows it.
+      const state = submoduleState(dir, e.path, e.oid);
+      if (state === "moved") return true;
+      if (state === "same") populated.push(e.path);
+      continue;
+    }
     if (journal?.has(e.path)) {
       if (!moveOwns(e.path)) return true;
     } else if (fileChanged(dir, e, filemode, file.mtimeMs, proofs)) return true;
+  }
+
+  // A submodule with changes of its own is modified content for git status (` m path`).
+  for (const rel of populated) {
+    const sub = join(dir, rel);
+    const subGitdir = gitdirOf(sub);
+    if (subGitdir && (await isDirtyFast(sub, subGitdir)) === true) return true;
   }
 
   // 2. Files the index does not know: collected now, judged against .gitignore below.

@@ -32,6 +32,8 @@ export interface PackManifest {
   extensions: Record<string, unknown>;
   /** `mcp.servers`, present only when the pack declares some (see mcp-servers.ts). */
   mcp_servers?: McpServerDecl[];
+  /** `submodules: true`: sync clones and moves the repository's git submodules too (git/submodules.ts). */
+  submodules?: boolean;
 }
 
 export const PACK_NAME_RE = /^[a-z][a-z0-9-]*$/;
@@ -44,7 +46,7 @@ export const defaultChildPath = defaultPathFromUrl;
 // Issues carrying this `expected` value are "unknown action / pack type" (exit 8), not integrity (exit 3).
 const PLUGIN_EXPECTED = "a registered name";
 
-const BASE_KEYS = ["schema_version", "name", "type", "version", "depends_on", "children", "actions", "teardown", "mcp"];
+const BASE_KEYS = ["schema_version", "name", "type", "version", "depends_on", "children", "actions", "teardown", "mcp", "submodules"];
 const OVERRIDE_KEYS = [...BASE_KEYS, "actions_replace"];
 
 type Issue = v.BaseIssue<unknown>;
@@ -179,6 +181,7 @@ const entries = {
   actions: actionList,
   teardown: actionList,
   mcp: v.nullish(McpSectionSchema),
+  submodules: v.nullish(v.boolean(mustBe("true or false", "write submodules: true to check out the repository's git submodules"))),
 };
 
 const MISSING_HINTS: Record<string, string> = {
@@ -336,6 +339,7 @@ export function validatePack(doc: unknown, file: string, more?: MoreChecks): Pac
     teardown: o.teardown ?? null,
     extensions: extensionsOf(o),
     ...(o.mcp && o.mcp.length > 0 ? { mcp_servers: o.mcp } : {}),
+    ...(o.submodules ? { submodules: true } : {}),
   };
 }
 

@@ -48,6 +48,10 @@ export interface PackStatus {
   install_error: string | null;
   /** Why the pack is off-branch, or null. */
   off_branch: string | null;
+  /** Filter drivers its .gitattributes name that no git config defines (files kept as stored): a note, not a state. */
+  missing_filters: string[];
+  /** Initialised submodules at another commit than the pack records (they make it dirty, as in git status). */
+  submodules_moved: Array<{ path: string; recorded: string; head: string | null }>;
   /** Why the pack is `invalid` (its pack.yaml or state file cannot be read), or null. */
   error: PackError | null;
 }
@@ -79,6 +83,8 @@ export function invalidStatus(p: PackNode, err: GrexError): PackStatus {
     setup_drift: [],
     install_error: null,
     off_branch: null,
+    missing_filters: [],
+    submodules_moved: [],
     error: { kind: err.kind, file: str(data.file), field: str(data.field), reason: err.message },
   };
 }
@@ -122,10 +128,11 @@ export function childFacts(packs: readonly PackNode[], p: PackNode): Pick<Inspec
 // Loaded on first use and kept: a repeated import() costs microseconds per call, per pack.
 let packStateModule: Promise<typeof import("../pack-state.ts")> | undefined;
 let driftModule: Promise<typeof import("../actions/drift.ts")> | undefined;
+let convertModule: Promise<typeof import("../git/convert.ts")> | undefined;
 
 export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions): Promise<PackStatus> {
   const { interrupted, staleMs } = o;
-  const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null, error: null };
+  const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null, missing_filters: [], submodules_moved: [], error: null };
   const base = { id: p.id, path: p.path, depth: p.depth };
   const gitdir = workTreeGitdir(p.dir);
   if (gitdir === null) {
@@ -202,6 +209,10 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
     setup_drift: setupDrift,
     install_error: installError,
     off_branch: off,
+    // gitattributes filters (git/convert.ts), looked into only when the top-level attribute files name one.
+    missing_filters: (await (convertModule ??= import("../git/convert.ts"))).unconfiguredFilters(p.dir, gitdir),
+    // Only a dirty pack can have one: the dirty check counts them.
+    submodules_moved: dirty ? (await import("../git/submodule-status.ts")).movedSubmodulesOf(p.dir, gitdir) : [],
     error: null,
   };
 }

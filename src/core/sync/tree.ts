@@ -179,6 +179,15 @@ async function bringUp(node: TreeNode, opts: FetchOptions): Promise<void> {
     if (opts.updateExisting) await updateExisting(node, opts, backend);
   }
   node.manifest = await opts.loadPack(node.dir);
+  // Submodules, when the pack asks for them (git/submodules.ts); a skipped pack's are left as they are.
+  if (!opts.dryRun && node.outcome !== "skipped" && node.outcome !== "dirty") {
+    const sm = await import("../git/submodules.ts");
+    if (sm.wantsSubmodules(node.dir, node.manifest?.submodules)) {
+      const done = await withBackendLock(opts.ws, node.dir, opts.signal, () => sm.updateSubmodules(node.dir, node.url, opts.signal));
+      const moved = done.filter((d) => d.result !== "unchanged");
+      if (moved.length > 0) node.message = `${node.message}; submodules: ${moved.map((d) => `${d.path} ${d.message}`).join(", ")}`.replace(/^; /, "");
+    }
+  }
 }
 
 async function updateExisting(node: TreeNode, opts: FetchOptions, backend: ReturnType<typeof backendFor>) {

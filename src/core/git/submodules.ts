@@ -1,0 +1,231 @@
+// Submodules, on request (pack.yaml `submodules: true`, `grex add
+// --recurse-submodules`, or `submodule.recurse = true` in the pack's git
+// config): each gitlink of HEAD's tree is cloned (or fetched and moved) to the
+// commit the tree records, with the same in-process clone code as a pack, and
+// recursively for submodules' own submodules.
+//
+// A submodule is untrusted input, like the pack that names it:
+//  - `.gitmodules` is read from HEAD's tree (a regular file, never a symlink);
+//  - names follow git's check_submodule_name (no empty name, no `..`
+//    component, no newline); paths must be gitlinks of the tree, with safe
+//    components (no `..`, `.`, `.git`);
+//  - URLs: https, http, ssh (`ssh://`, `user@host:path`), or `./`/`../`
+//    relative to the pack's own URL (a local path only that way, as git
+//    allows file transport only when the user asked for it); anything else
+//    (`file://`, absolute paths, `ext::`, `git://`, a leading `-`) is refused;
+//  - the CVE-2024-32002 shape: a submodule whose path is, or passes through, a
+//    symlink (in the tree or in the work tree) is refused, so a clone can
+//    never write through a link into `.git` or elsewhere.
+//
+// Layout: a plain nested clone (`<pack>/<path>/.git` is a directory), which
+// git reads as a checked-out submodule (`git status` in the pack is clean
+// when it is at the recorded commit; `git submodule absorbgitdirs` moves it
+// under `.git/modules/<name>` if wanted). The pack's `.git/config` gets
+// `submodule.<name>.url` and `.active`, as `git submodule init` writes them.
+import * as fs from "node:fs";
+import { isAbsolute, join, resolve as resolvePath } from "node:path";
+import { packOpError, throwIfAborted } from "../errors.ts";
+import { backendFor } from "./backend.ts";
+import { configValue, readGitdirConfigValue } from "./config.ts";
+import { parseConfig } from "./config-levels.ts";
+import { ObjectStore } from "./object-store.ts";
+import { gitdirOf, readHeadSync, resolveRefSync } from "./refs.ts";
+import { flatTree } from "./tree-read.ts";
+
+const GITLINK = 0o160000;
+const SYMLINK = 0o120000;
+const MAX_DEPTH = 8;
+
+export interface SubmoduleOutcome {
+  /** The path inside the pack (nested ones: `outer/inner`). */
+  path: string;
+  name: string;
+  sha: string;
+  result: "cloned" | "updated" | "unchanged" | "skipped";
+  message: string;
+}
+
+interface Declared {
+  name: string;
+  path: string;
+  url: string;
+}
+
+/** git's check_submodule_name: refuse names that could escape `.git/modules`. */
+export function validSubmoduleName(name: string): boolean {
+  if (name === "" || /[\n\r\0]/.test(name)) return false;
+  return !name.split(/[/\\]/).some((c) => c === "..");
+}
+
+/** Tree-path rules for a submodule path: relative, no empty, `.`, `..` or `.git` component. */
+export function validSubmodulePath(path: string): boolean {
+  if (path === "" || path.startsWith("/") || path.includes("\\") || path.includes("\0") || /[\n\r]/.test(path)) return false;
+  return path.split("/").every((c) => c !== "" && c !== "." && c !== ".." && c.toLowerCase() !== ".git");
+}
+
+/** A `./`/`../` submodule URL resolved against the pack's URL, as git resolves it. */
+export function resolveSubmoduleUrl(parentUrl: string, url: string): string {
+  const base = parentUrl.replace(/\/+$/, "");
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(base)) return new URL(url, `${base}/`).href.replace(/\/+$/, "");
+  const scp = /^([^/:]+:)(.*)$/.exec(base);
+  if (scp && !isAbsolute(base)) {
+    // user@host:org/repo + ../other → user@host:org/other
+    const parts = (scp[2] as string).split("/").filter((p) => p !== "");
+    for (const seg of url.split("/")) {
+      if (seg === "..") parts.pop();
+      else if (seg !== "." && seg !== "") parts.push(seg);
+    }
+    return `${scp[1]}${parts.join("/")}`;
+  }
+  return resolvePath(base, url);
+}
+
+/** The URL grex will fetch a submodule from, or why it refuses. */
+export function submoduleUrl(parentUrl: string, raw: string): { url: string } | { refused: string } {
+  if (raw === "" || raw.startsWith("-") || /[\n\r\0]/.test(raw)) return { refused: "its URL is empty or looks like an option" };
+  if (raw.startsWith("./") || raw.startsWith("../")) return { url: resolveSubmoduleUrl(parentUrl, raw) };
+  if (/^https?:\/\//i.test(raw) || /^ssh:\/\//i.test(raw)) return { url: raw };
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) return { refused: `its URL '${raw}' uses a transport other than https, http or ssh (refused for submodules)` };
+  // scp-style user@host:path: a colon before any slash, and no scheme.
+  const colon = raw.indexOf(":");
+  const slash = raw.indexOf("/");
+  if (!raw.includes("::") && colon > 1 && (slash < 0 || colon < slash)) return { url: raw };
+  return { refused: `its URL '${raw}' is not https, http, ssh or relative to the pack's URL (local paths and other transports are refused for submodules)` };
+}
+
+function parseGitmodules(text: string): Declared[] {
+  const byName = new Map<string, Partial<Declared>>();
+  for (const e of parseConfig(text)) {
+    if (e.section !== "submodule" || e.sub === null) continue;
+    const d = byName.get(e.sub) ?? { name: e.sub };
+    if (e.key === "path") d.path = e.value;
+    else if (e.key === "url") d.url = e.value;
+    byName.set(e.sub, d);
+  }
+  return [...byName.values()].filter((d): d is Declared => d.path !== undefined && d.url !== undefined);
+}
+
+/** No component of `rel` under `dir` may be a symlink (or anything but a directory), the last one included when present. */
+function throughLink(dir: string, rel: string): string | null {
+  const parts = rel.split("/");
+  for (let i = 1; i <= parts.length; i++) {
+    const sub = parts.slice(0, i).join("/");
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(join(dir, sub));
+    } catch {
+      return null; // absent from here down: the clone creates real directories
+    }
+    if (st.isSymbolicLink()) return sub;
+    if (!st.isDirectory()) return sub;
+  }
+  return null;
+}
+
+/** Record the submodule in the pack's config as `git submodule init` does (once). */
+function recordInConfig(gitdir: string, name: string, url: string): void {
+  if (readGitdirConfigValue(gitdir, "submodule", name, "url") !== null) return;
+  const path = join(gitdir, "config");
+  const text = fs.readFileSync(path, "utf8");
+  const header = `[submodule "${name.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"]`;
+  fs.appendFileSync(path, `${text.endsWith("\n") ? "" : "\n"}${header}\n\tactive = true\n\turl = ${configValue(url)}\n`);
+}
+
+/**
+ * Bring every submodule of the repository at `dir` (cloned from `url`) to the
+ * commit HEAD's tree records. Unsafe submodules stop the whole step with an
+ * error naming them; one with local changes or off its recorded commit by the
+ * user's hand is left alone (result "skipped").
+ */
+export async function updateSubmodules(dir: string, url: string, signal: AbortSignal, depth = 0, prefix = ""): Promise<SubmoduleOutcome[]> {
+  throwIfAborted(signal);
+  const gitdir = gitdirOf(dir);
+  const head = gitdir ? resolveRefSync(gitdir, "HEAD") : null;
+  if (!gitdir || !head) return [];
+  const store = new ObjectStore(gitdir);
+  let tree: Map<string, string>;
+  let gitmodules: string | null = null;
+  try {
+    tree = await flatTree(gitdir, head, store);
+    const entry = tree.get(".gitmodules");
+    const mode = entry === undefined ? 0 : Number.parseInt(entry, 10);
+    if (entry !== undefined && (mode === 0o100644 || mode === 0o100755)) {
+      const o = store.read(entry.slice(entry.indexOf(" ") + 1));
+      if (o?.type === "blob") gitmodules = o.data.toString("utf8");
+    }
+  } finally {
+    store.close();
+  }
+  const links = [...tree].filter(([, v]) => Number.parseInt(v, 10) === GITLINK).map(([p, v]) => ({ path: p, sha: v.slice(v.indexOf(" ") + 1) }));
+  if (links.length === 0) return [];
+  if (depth >= MAX_DEPTH) throw packOpError(`${dir}: submodules nest more than ${MAX_DEPTH} deep; refusing to go further.`, { dir });
+  const declared = gitmodules === null ? [] : parseGitmodules(gitmodules);
+  const symlinks = [...tree].filter(([, v]) => Number.parseInt(v, 10) === SYMLINK).map(([p]) => p.toLowerCase());
+
+  // Every check first: an unsafe submodule stops the step before anything is cloned.
+  const plan: Array<{ d: Declared; sha: string; url: string }> = [];
+  const out: SubmoduleOutcome[] = [];
+  for (const link of links) {
+    const d = declared.find((x) => x.path === link.path);
+    const where = `${dir}: submodule at '${link.path}'`;
+    if (!d) {
+      out.push({ path: prefix + link.path, name: "", sha: link.sha, result: "skipped", message: "no entry for this path in .gitmodules; left empty, as git leaves it" });
+      continue;
+    }
+    if (!validSubmoduleName(d.name)) throw packOpError(`${where} has the unsafe name '${d.name}'; refusing to clone it.`, { dir });
+    if (!validSubmodulePath(d.path)) throw packOpError(`${where} has an unsafe path; refusing to clone it.`, { dir });
+    // CVE-2024-32002: a path that is, or runs through, a symlink (any case, as on a case-insensitive file system).
+    const lower = d.path.toLowerCase();
+    const linkInTree = symlinks.find((s) => lower === s || lower.startsWith(`${s}/`));
+    const linkOnDisk = throughLink(dir, d.path);
+    if (linkInTree !== undefined || linkOnDisk !== null) {
+      throw packOpError(`${where} is or passes through a symlink ('${linkInTree ?? linkOnDisk}'); refusing to clone it.`, { dir });
+    }
+    const u = submoduleUrl(url, d.url);
+    if ("refused" in u) throw packOpError(`${where}: ${u.refused}; refusing to clone it.`, { dir });
+    plan.push({ d, sha: link.sha, url: u.url });
+  }
+
+  for (const { d, sha, url: subUrl } of plan) {
+    throwIfAborted(signal);
+    const subDir = join(dir, d.path);
+    const shown = prefix + d.path;
+    const backend = backendFor(subUrl);
+    const populated = fs.existsSync(join(subDir, ".git"));
+    if (!populated) {
+      await backend.clone(subUrl, subDir, { ref: sha, signal });
+      recordInConfig(gitdir, d.name, subUrl);
+      out.push({ path: shown, name: d.name, sha, result: "cloned", message: `cloned at ${sha.slice(0, 7)}` });
+    } else {
+      const now = readHeadSync(subDir)?.sha ?? null;
+      if (now === sha) out.push({ path: shown, name: d.name, sha, result: "unchanged", message: "at the recorded commit" });
+      else if (await backend.isDirty(subDir)) {
+        out.push({ path: shown, name: d.name, sha, result: "skipped", message: "has local changes; left as is (commit or stash them)" });
+        continue;
+      } else {
+        await backend.update(subDir, subUrl, { ref: sha, signal });
+        out.push({ path: shown, name: d.name, sha, result: "updated", message: `${(now ?? "none").slice(0, 7)}..${sha.slice(0, 7)}` });
+      }
+    }
+    out.push(...(await updateSubmodules(subDir, subUrl, signal, depth + 1, `${shown}/`)));
+  }
+  return out;
+}
+
+/** Whether a pack asks for its submodules: pack.yaml `submodules: true`, or `submodule.recurse` in its git config. */
+export function wantsSubmodules(dir: string, packYamlSays: boolean | undefined): boolean {
+  if (packYamlSays === true) return true;
+  const gitdir = gitdirOf(dir);
+  const v = gitdir ? readGitdirConfigValue(gitdir, "submodule", null, "recurse") : null;
+  return v !== null && ["true", "yes", "on", "1"].includes(v.toLowerCase());
+}
+
+/** Ask future syncs to keep the submodules of the pack at `dir` (what `grex add --recurse-submodules` records). */
+export function recordRecurse(dir: string): void {
+  const gitdir = gitdirOf(dir);
+  if (!gitdir || wantsSubmodules(dir, false)) return;
+  const path = join(gitdir, "config");
+  const text = fs.readFileSync(path, "utf8");
+  fs.appendFileSync(path, `${text.endsWith("\n") ? "" : "\n"}[submodule]\n\trecurse = true\n`);
+}
+
