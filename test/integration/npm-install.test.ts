@@ -42,7 +42,7 @@ function run(argv: string[], cwd: string, PATH: string, extra: Record<string, st
   for (const [k, v] of Object.entries(t.env)) if (v !== undefined && !/^npm_/i.test(k)) env[k] = v;
   Object.assign(env, GIT_ENV, { PATH, npm_config_registry: CLOSED_REGISTRY, npm_config_cache: join(t.root, "npm-cache"), npm_config_update_notifier: "false" }, extra);
   const r = Bun.spawnSync(argv, { cwd, env, stdout: "pipe", stderr: "pipe" });
-  return { code: r.exitCode, signal: r.signalCode ?? null, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+  return { code: r.exitCode, signal: r.signalCode == null ? null : String(r.signalCode), stdout: r.stdout.toString(), stderr: r.stderr.toString() };
 }
 
 function install(prefix: string, ...args: string[]): Run {

@@ -1,0 +1,82 @@
+// The npm launcher's cost (`bun bench/npm-launcher.ts`): `grex --version`
+// through the installed `grex` command (npm's bin link → bin/grex.cjs under
+// Node → the platform package's binary) against the same binary run directly,
+// and an empty Node script started the same way (`#!/usr/bin/env node`), which
+// is Node's own start-up. The packages are packed and installed as
+// test/integration/npm-install.test.ts does (scripts/pack-npm.ts, then
+// `npm i -g --prefix` offline), with a PATH holding Node and no Bun.
+// Timed by `hyperfine -N` in ROUNDS rounds of RUNS runs per case, the cases
+// taking turns each round, so load drift on a shared machine hits all alike.
+//
+// Env: BENCH_RUNS (runs per case per round, default 10), BENCH_ROUNDS (default 4).
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pkg from "../package.json" with { type: "json" };
+import { packHost } from "../scripts/pack-npm.ts";
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+const root = mkdtempSync(join(tmpdir(), "grex-bench-npm-"));
+const log = (m: string) => Bun.write(Bun.stderr, `${m}\n`);
+
+try {
+  const node = Bun.which("node");
+  const npm = Bun.which("npm");
+  const hyperfine = Bun.which("hyperfine");
+  if (!node || !npm || !hyperfine) throw new Error("bench/npm-launcher needs node, npm and hyperfine on PATH");
+  const tools = join(root, "tools");
+  mkdirSync(tools);
+  symlinkSync(realpathSync(node), join(tools, "node"));
+  symlinkSync(realpathSync(npm), join(tools, "npm"));
+  const prefix = join(root, "prefix");
+  const env = { HOME: join(root, "home"), PATH: `${join(prefix, "bin")}:${tools}`, npm_config_registry: "http://127.0.0.1:9/", npm_config_update_notifier: "false" };
+  mkdirSync(env.HOME);
+
+  log("bench/npm-launcher: packing and installing");
+  const { main, platform } = packHost(join(root, "npm"));
+  const install = Bun.spawnSync([join(tools, "npm"), "i", "-g", "--prefix", prefix, "--offline", "--no-audit", "--no-fund", main, platform], { env, stdout: "pipe", stderr: "pipe" });
+  if (install.exitCode !== 0) throw new Error(`npm i -g failed: ${install.stderr.toString()}`);
+  const binary = join(prefix, "lib", "node_modules", `${pkg.name}-${process.platform}-${process.arch}`, "bin", "grex");
+  const emptyNode = join(root, "empty-node");
+  writeFileSync(emptyNode, "#!/usr/bin/env node\n", { mode: 0o755 });
+
+  const cases: Record<string, string> = {
+    "launcher (grex --version)": `${join(prefix, "bin", "grex")} --version`,
+    "binary (grex --version)": `${binary} --version`,
+    "empty Node script": emptyNode,
+  };
+  const times: Record<string, number[]> = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    const names = Object.keys(cases);
+    const order = round % 2 === 0 ? names : [...names].reverse();
+    const out = join(root, `round-${round}.json`);
+    const r = Bun.spawnSync(
+      [hyperfine, "-N", "--warmup", "3", "--runs", String(RUNS), "--export-json", out, ...order.flatMap((n) => ["-n", n, cases[n] as string])],
+      { env, stdout: "ignore", stderr: "pipe" },
+    );
+    if (r.exitCode !== 0) throw new Error(`hyperfine failed: ${r.stderr.toString()}`);
+    for (const res of (JSON.parse(readFileSync(out, "utf8")) as { results: { command: string; times: number[] }[] }).results) {
+      times[res.command]?.push(...res.times);
+    }
+  }
+  const stat = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    const mean = s.reduce((a, b) => a + b, 0) / s.length;
+    return { mean: mean * 1000, median: (s[Math.floor(s.length / 2)] as number) * 1000, min: (s[0] as number) * 1000, n: s.length };
+  };
+  process.stdout.write(`${"case".padEnd(28)} ${"runs".padStart(5)} ${"mean ms".padStart(9)} ${"median".padStart(8)} ${"min".padStart(7)}\n`);
+  const stats: Record<string, ReturnType<typeof stat>> = {};
+  for (const [name, xs] of Object.entries(times)) {
+    const s = (stats[name] = stat(xs));
+    process.stdout.write(`${name.padEnd(28)} ${String(s.n).padStart(5)} ${s.mean.toFixed(1).padStart(9)} ${s.median.toFixed(1).padStart(8)} ${s.min.toFixed(1).padStart(7)}\n`);
+  }
+  const l = stats["launcher (grex --version)"];
+  const b = stats["binary (grex --version)"];
+  const e = stats["empty Node script"];
+  if (l && b && e) {
+    process.stdout.write(`launcher − binary: ${(l.median - b.median).toFixed(1)} ms (median), Node's own start-up: ${e.median.toFixed(1)} ms\n`);
+  }
+} finally {
+  rmSync(root, { recursive: true, force: true });
+}
