@@ -8,7 +8,7 @@
 // sources, reading no .env or bunfig.toml from the working directory), under
 // Bun itself, and through `bun x`.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readlinkSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { packHost } from "../../scripts/pack-npm.ts";
@@ -24,7 +24,7 @@ const CLOSED_REGISTRY = "http://127.0.0.1:9/";
 let t: TestWorkspace;
 let main = "";
 let platformTgz = "";
-/** Node, npm, git, sh and env only. */
+/** Node, npm, git, sh, env, mkdir and cat only. */
 let nodeTools = "";
 /** A directory with `bun` (this test's Bun) and nothing else. */
 let bunDir = "";
@@ -59,7 +59,7 @@ beforeAll(() => {
   bunDir = join(t.root, "bun-dir");
   mkdirSync(nodeTools);
   mkdirSync(bunDir);
-  for (const [name, p] of [["node", nodePath], ["npm", npmPath], ["git", gitPath], ["sh", "/bin/sh"], ["env", "/usr/bin/env"]] as const) {
+  for (const [name, p] of [["node", nodePath], ["npm", npmPath], ["git", gitPath], ["sh", "/bin/sh"], ["env", "/usr/bin/env"], ["mkdir", Bun.which("mkdir")], ["cat", Bun.which("cat")]] as const) {
     symlinkSync(realpathSync(p as string), join(nodeTools, name));
   }
   symlinkSync(process.execPath, join(bunDir, "bun"));
@@ -103,6 +103,22 @@ describe.skipIf(skip !== "")(`npm i -g of the packed tarballs${skip ? ` (skipped
     const status = grex("status", "--json", "--fail-on-drift");
     expect(status.code).toBe(0);
     expect((JSON.parse(status.stdout) as { packs: unknown[] }).packs).toHaveLength(3);
+  }, 60_000);
+
+  test("the README's session runs as written", () => {
+    const readme = readFileSync(join(import.meta.dir, "..", "..", "README.md"), "utf8");
+    const at = readme.indexOf("<!-- readme-session");
+    expect(at).toBeGreaterThan(0);
+    const block = /```sh\n([\s\S]*?)\n```\n/.exec(readme.slice(at));
+    expect(block).not.toBeNull();
+    const dir = join(t.root, "readme-session");
+    mkdirSync(dir);
+    const r = run(["sh", "-e", "-c", (block as RegExpExecArray)[1] as string], dir, onlyNode());
+    expect(r.stderr).not.toContain("grex:"); // git may print hints there
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("linked ~/.config/grex-tour/tour.conf");
+    expect(r.stdout).toContain("removed dotfiles");
+    expect(existsSync(join(t.home, ".config", "grex-tour"))).toBe(false);
   }, 60_000);
 
   test("exit codes and a death by signal come back as the binary's own", () => {
