@@ -9,7 +9,7 @@
 // `npm run release -- --all` writes the platform packages of the other
 // targets the same way (scripts/release.ts). Publish the platform packages
 // first, then the main one.
-import { chmodSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import pkg from "../package.json" with { type: "json" };
@@ -49,6 +49,46 @@ function staged(fill: (dir: string) => void, outDir: string): string {
 
 const common = { version: pkg.version, license: pkg.license };
 
+/** grex's sources and everything they import, bundled for Bun into libDir (split, so lazily imported modules stay lazy). */
+function bundle(libDir: string, metafile: string): void {
+  run([process.execPath, "build", "--target=bun", "--format=esm", "--splitting", "--minify", GREX_ENTRY, "--outdir", libDir, `--metafile=${metafile}`], root);
+}
+
+/**
+ * THIRD-PARTY-NOTICES.md: name, version, licence and licence text of every
+ * package a bundle took code from (the binary bundles the same modules), as
+ * their licences ask of copies that carry their code.
+ */
+function thirdPartyNotices(metafile: string): string {
+  const inputs = Object.keys((JSON.parse(readFileSync(metafile, "utf8")) as { inputs: Record<string, unknown> }).inputs);
+  const dirs = new Set<string>();
+  for (const input of inputs) {
+    const m = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input);
+    if (m?.[1]) dirs.add(m[1]);
+  }
+  let text = "# Third-party notices\n\ngrex bundles code from these packages.\n";
+  for (const dir of [...dirs].sort()) {
+    const abs = join(root, dir);
+    const meta = JSON.parse(readFileSync(join(abs, "package.json"), "utf8")) as { name: string; version: string; license?: string };
+    text += `\n## ${meta.name} ${meta.version} (${meta.license ?? "licence not stated"})\n`;
+    for (const f of readdirSync(abs).filter((f) => /^(licen[cs]e|copying|notice)/i.test(f)).sort()) {
+      text += `\n\`\`\`\n${readFileSync(join(abs, f), "utf8").trim()}\n\`\`\`\n`;
+    }
+  }
+  return text;
+}
+
+/** The notices for grex's bundled code, from a bundle made for the purpose. */
+function noticesOfBundle(): string {
+  const dir = mkdtempSync(join(tmpdir(), "grex-pack-notices-"));
+  try {
+    bundle(join(dir, "lib"), join(dir, "meta.json"));
+    return thirdPartyNotices(join(dir, "meta.json"));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** The platform package for `target` holding `binary`; the tarball's path. */
 export function packPlatform(target: Target, binary: string, outDir: string): string {
   return staged((dir) => {
@@ -61,6 +101,7 @@ export function packPlatform(target: Target, binary: string, outDir: string): st
       join(dir, "package.json"),
       `${JSON.stringify({ name, ...common, description: `The grex binary for ${target.npm}; install ${pkg.name}, which uses it.`, os: [target.os], cpu: [target.cpu], preferUnplugged: true }, null, 2)}\n`,
     );
+    writeFileSync(join(dir, "THIRD-PARTY-NOTICES.md"), noticesOfBundle());
     writeFileSync(join(dir, "README.md"), `# ${name}\n\nThe compiled \`grex\` for ${target.npm}. Install \`${pkg.name}\` instead: it installs this package on this platform and runs its binary.\n`);
   }, outDir);
 }
@@ -71,10 +112,12 @@ export function packMain(outDir: string): string {
     mkdirSync(join(dir, "bin"));
     copyFileSync(join(root, "npm", "launcher.cjs"), join(dir, "bin", "grex.cjs"));
     chmodSync(join(dir, "bin", "grex.cjs"), 0o755);
-    // The Bun fallback: the sources and their dependencies as one bundle
-    // (split, so lazily imported modules stay lazy), so the package needs
-    // nothing from the registry.
-    run([process.execPath, "build", "--target=bun", "--format=esm", "--splitting", "--minify", GREX_ENTRY, "--outdir", join(dir, "lib")], root);
+    // The Bun fallback: the sources and their dependencies as one bundle, so
+    // the package needs nothing from the registry.
+    const metafile = join(dir, "meta.json");
+    bundle(join(dir, "lib"), metafile);
+    writeFileSync(join(dir, "THIRD-PARTY-NOTICES.md"), thirdPartyNotices(metafile));
+    rmSync(metafile);
     for (const p of ["schema", "docs", "README.md"]) cpSync(join(root, p), join(dir, p), { recursive: true });
     const optionalDependencies = Object.fromEntries(Object.values(TARGETS).map((t) => [platformPackageName(t), pkg.version]));
     const manifest = {
