@@ -1,6 +1,7 @@
 // The npm launcher's cost (`bun bench/npm-launcher.ts`): `grex --version`
 // through the installed `grex` command (npm's bin link → bin/grex.cjs under
 // Node → the platform package's binary) against the same binary run directly,
+// the least a Node launcher can do (spawnSync of the binary, nothing else),
 // and an empty Node script started the same way (`#!/usr/bin/env node`), which
 // is Node's own start-up. The packages are packed and installed as
 // test/integration/npm-install.test.ts does (scripts/pack-npm.ts, then
@@ -40,10 +41,18 @@ try {
   const binary = join(prefix, "lib", "node_modules", `${pkg.name}-${process.platform}-${process.arch}`, "bin", "grex");
   const emptyNode = join(root, "empty-node");
   writeFileSync(emptyNode, "#!/usr/bin/env node\n", { mode: 0o755 });
+  // The least a Node launcher can do: spawn the binary, wait, take its status.
+  const minimal = join(root, "minimal-launcher");
+  writeFileSync(
+    minimal,
+    `#!/usr/bin/env node\nconst r = require("node:child_process").spawnSync(${JSON.stringify(binary)}, process.argv.slice(2), { stdio: "inherit" });\nprocess.exit(r.status ?? 1);\n`,
+    { mode: 0o755 },
+  );
 
   const cases: Record<string, string> = {
     "launcher (grex --version)": `${join(prefix, "bin", "grex")} --version`,
     "binary (grex --version)": `${binary} --version`,
+    "minimal Node launcher": `${minimal} --version`,
     "empty Node script": emptyNode,
   };
   const times: Record<string, number[]> = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
@@ -65,17 +74,20 @@ try {
     const mean = s.reduce((a, b) => a + b, 0) / s.length;
     return { mean: mean * 1000, median: (s[Math.floor(s.length / 2)] as number) * 1000, min: (s[0] as number) * 1000, n: s.length };
   };
-  process.stdout.write(`${"case".padEnd(28)} ${"runs".padStart(5)} ${"mean ms".padStart(9)} ${"median".padStart(8)} ${"min".padStart(7)}\n`);
+  process.stdout.write(`${"case".padEnd(26)} ${"runs".padStart(5)} ${"mean ms".padStart(9)} ${"median".padStart(8)} ${"min".padStart(7)}\n`);
   const stats: Record<string, ReturnType<typeof stat>> = {};
   for (const [name, xs] of Object.entries(times)) {
     const s = (stats[name] = stat(xs));
-    process.stdout.write(`${name.padEnd(28)} ${String(s.n).padStart(5)} ${s.mean.toFixed(1).padStart(9)} ${s.median.toFixed(1).padStart(8)} ${s.min.toFixed(1).padStart(7)}\n`);
+    process.stdout.write(`${name.padEnd(26)} ${String(s.n).padStart(5)} ${s.mean.toFixed(1).padStart(9)} ${s.median.toFixed(1).padStart(8)} ${s.min.toFixed(1).padStart(7)}\n`);
   }
   const l = stats["launcher (grex --version)"];
   const b = stats["binary (grex --version)"];
   const e = stats["empty Node script"];
-  if (l && b && e) {
-    process.stdout.write(`launcher − binary: ${(l.median - b.median).toFixed(1)} ms (median), Node's own start-up: ${e.median.toFixed(1)} ms\n`);
+  const m = stats["minimal Node launcher"];
+  if (l && b && e && m) {
+    process.stdout.write(
+      `medians: launcher − binary ${(l.median - b.median).toFixed(1)} ms; Node's own start-up ${e.median.toFixed(1)} ms; launcher − minimal launcher ${(l.median - m.median).toFixed(1)} ms\n`,
+    );
   }
 } finally {
   rmSync(root, { recursive: true, force: true });
