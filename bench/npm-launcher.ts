@@ -56,6 +56,8 @@ try {
     "empty Node script": emptyNode,
   };
   const times: Record<string, number[]> = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
+  // CPU time (user + system, hyperfine's per-round means) is steadier than wall time on a loaded machine.
+  const cpu: Record<string, number[]> = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
   for (let round = 0; round < ROUNDS; round++) {
     const names = Object.keys(cases);
     const order = round % 2 === 0 ? names : [...names].reverse();
@@ -65,8 +67,9 @@ try {
       { env, stdout: "ignore", stderr: "pipe" },
     );
     if (r.exitCode !== 0) throw new Error(`hyperfine failed: ${r.stderr.toString()}`);
-    for (const res of (JSON.parse(readFileSync(out, "utf8")) as { results: { command: string; times: number[] }[] }).results) {
+    for (const res of (JSON.parse(readFileSync(out, "utf8")) as { results: { command: string; times: number[]; user: number; system: number }[] }).results) {
       times[res.command]?.push(...res.times);
+      cpu[res.command]?.push(res.user + res.system);
     }
   }
   const stat = (xs: number[]) => {
@@ -74,11 +77,12 @@ try {
     const mean = s.reduce((a, b) => a + b, 0) / s.length;
     return { mean: mean * 1000, median: (s[Math.floor(s.length / 2)] as number) * 1000, min: (s[0] as number) * 1000, n: s.length };
   };
-  process.stdout.write(`${"case".padEnd(26)} ${"runs".padStart(5)} ${"mean ms".padStart(9)} ${"median".padStart(8)} ${"min".padStart(7)}\n`);
+  process.stdout.write(`${"case".padEnd(26)} ${"runs".padStart(5)} ${"mean ms".padStart(9)} ${"median".padStart(8)} ${"min".padStart(7)} ${"cpu ms".padStart(7)}\n`);
   const stats: Record<string, ReturnType<typeof stat>> = {};
   for (const [name, xs] of Object.entries(times)) {
     const s = (stats[name] = stat(xs));
-    process.stdout.write(`${name.padEnd(26)} ${String(s.n).padStart(5)} ${s.mean.toFixed(1).padStart(9)} ${s.median.toFixed(1).padStart(8)} ${s.min.toFixed(1).padStart(7)}\n`);
+    const c = (cpu[name] ?? []).reduce((a, b) => a + b, 0) / Math.max(1, cpu[name]?.length ?? 0);
+    process.stdout.write(`${name.padEnd(26)} ${String(s.n).padStart(5)} ${s.mean.toFixed(1).padStart(9)} ${s.median.toFixed(1).padStart(8)} ${s.min.toFixed(1).padStart(7)} ${(c * 1000).toFixed(1).padStart(7)}\n`);
   }
   const l = stats["launcher (grex --version)"];
   const b = stats["binary (grex --version)"];
