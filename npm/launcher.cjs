@@ -83,7 +83,7 @@ if (binary !== undefined) {
   args = ["--no-env-file", `--config=${require("node:os").devNull}`, path.join(__dirname, "..", "lib", "main.js"), ...argv];
 }
 
-const child = spawn(command, args, { stdio: "inherit", windowsHide: false });
+const child = spawn(command, args, { stdio: "inherit" });
 
 // A terminal sends SIGINT and SIGQUIT to its whole foreground process group,
 // grex included, so they are not forwarded (grex reads a second Ctrl-C as
@@ -99,8 +99,9 @@ for (const s of FORWARDED) process.on(s, forward);
 for (const s of SHARED) process.on(s, () => {});
 
 child.on("error", (e) => {
-  const where = binary !== undefined ? `the grex binary ${command}` : `Bun (${command})`;
-  fail(`could not start ${where} (${e.code || e.message}); reinstall grex-metarepo.`);
+  const why = e.code || e.message;
+  if (binary !== undefined) fail(`could not start the grex binary ${command} (${why}); reinstall grex-metarepo.`);
+  fail(`could not start Bun (${command}: ${why}); check the Bun on PATH, or reinstall grex-metarepo without --omit=optional.`);
 });
 
 child.on("exit", (code, signal) => {
