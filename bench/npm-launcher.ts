@@ -9,15 +9,15 @@
 // Timed by `hyperfine -N` in ROUNDS rounds of RUNS runs per case, the cases
 // taking turns each round, so load drift on a shared machine hits all alike.
 //
-// Env: BENCH_RUNS (runs per case per round, default 10), BENCH_ROUNDS (default 4).
+// Env: BENCH_RUNS (runs per case per round, default 5), BENCH_ROUNDS (default 12).
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { packHost } from "../scripts/pack-npm.ts";
 
-const RUNS = Number(process.env.BENCH_RUNS ?? 10);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+const RUNS = Number(process.env.BENCH_RUNS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
 const root = mkdtempSync(join(tmpdir(), "grex-bench-npm-"));
 const log = (m: string) => Bun.write(Bun.stderr, `${m}\n`);
 
@@ -63,7 +63,7 @@ try {
     const order = round % 2 === 0 ? names : [...names].reverse();
     const out = join(root, `round-${round}.json`);
     const r = Bun.spawnSync(
-      [hyperfine, "-N", "--warmup", "3", "--runs", String(RUNS), "--export-json", out, ...order.flatMap((n) => ["-n", n, cases[n] as string])],
+      [hyperfine, "-N", "--warmup", "1", "--runs", String(RUNS), "--export-json", out, ...order.flatMap((n) => ["-n", n, cases[n] as string])],
       { env, stdout: "ignore", stderr: "pipe" },
     );
     if (r.exitCode !== 0) throw new Error(`hyperfine failed: ${r.stderr.toString()}`);
