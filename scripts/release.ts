@@ -4,27 +4,20 @@
 // darwin-arm64 and windows-x64 into dist/, with dist/SHA256SUMS. Bun fetches
 // each foreign platform's runtime once (network needed) and caches it in
 // ~/.bun/install/cache; `--offline` builds only the targets already cached.
+// `--all` also writes the npm packages into dist/npm/ (scripts/pack-npm.ts):
+// grex-metarepo and one grex-metarepo-<os>-<cpu> per binary built.
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { homedir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { grexBuildCommand } from "./compile.ts";
+import { packMain, packPlatform } from "./pack-npm.ts";
+import { hostName, runtimeCached, TARGETS } from "./targets.ts";
 
 const root = resolve(import.meta.dir, "..");
 const dist = resolve(root, "dist");
 const all = process.argv.includes("--all");
 const offline = process.argv.includes("--offline");
-
-/** Release name → bun's --target (and the runtime file name bun caches). */
-const TARGETS: Record<string, { bun: string; cached: string; exe: string }> = {
-  "linux-x64": { bun: "bun-linux-x64", cached: "bun-linux-x64", exe: "" },
-  "linux-arm64": { bun: "bun-linux-arm64", cached: "bun-linux-aarch64", exe: "" },
-  "darwin-x64": { bun: "bun-darwin-x64", cached: "bun-darwin-x64", exe: "" },
-  "darwin-arm64": { bun: "bun-darwin-arm64", cached: "bun-darwin-aarch64", exe: "" },
-  "windows-x64": { bun: "bun-windows-x64", cached: "bun-windows-x64", exe: ".exe" },
-};
-const hostName = `${process.platform === "win32" ? "windows" : process.platform}-${process.arch}`;
 
 function step(name: string, ok: boolean, detail = ""): void {
   process.stdout.write(`${ok ? "ok  " : "FAIL"} ${name}${detail ? `  (${detail})` : ""}\n`);
@@ -59,16 +52,18 @@ step("grex serve handshake", reply.includes('"protocolVersion":"2025-06-18"') &&
 
 if (all) {
   const built: string[] = [];
+  const npmOut = join(dist, "npm");
   for (const [name, t] of Object.entries(TARGETS)) {
     const file = join(dist, `grex-${pkg.version}-${name}${t.exe}`);
-    const cached = existsSync(join(process.env.BUN_INSTALL ?? join(homedir(), ".bun"), "install", "cache", `${t.cached}-v${Bun.version}`));
-    if (offline && name !== hostName && !cached) {
+    if (offline && name !== hostName && !runtimeCached(t)) {
       process.stdout.write(`skip ${name}  (--offline and bun's ${t.cached} runtime is not cached)\n`);
       continue;
     }
     compile(file, t.bun);
     built.push(file);
+    step(`npm package for ${name}`, true, packPlatform(t, file, npmOut));
   }
+  step("npm main package", true, packMain(npmOut));
   const sums = built.map((f) => `${createHash("sha256").update(readFileSync(f)).digest("hex")}  ${basename(f)}\n`).join("");
   writeFileSync(join(dist, "SHA256SUMS"), sums);
   step("dist/SHA256SUMS", built.length > 0, `${built.length} binaries`);

@@ -4,7 +4,8 @@
 // the process environment, so every git, hook and exec child would see them)
 // and `bunfig.toml` (whose `preload` runs code before grex does). Neither may
 // reach grex, built (scripts/compile.ts) or run from source through its
-// shebang (the npm package's `grex` command).
+// shebang (a checkout's `grex`). The npm package's launcher, which runs one or
+// the other, is checked the same way in npm-install.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
