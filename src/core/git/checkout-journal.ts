@@ -4,6 +4,7 @@ import * as fs from "node:fs";
 import { dirname, join } from "node:path";
 import { ObjectStore } from "./object-store.ts";
 import { flatTree } from "./tree-read.ts";
+import { parentsOf } from "./worktree-guard.ts";
 
 const TMP_SUFFIX = ".grex-checkout-tmp";
 
@@ -70,6 +71,7 @@ export const parseModeOid = (modeOid: string) => {
 
 /** What the file at `rel` holds, as "mode oid", or null when absent or not a file/symlink. */
 export function onDisk(dir: string, rel: string): string | null {
+  if (!parentsOf(dir, rel).ok) return null; // beyond a link or a file: not in the work tree
   const abs = join(dir, rel);
   let st: fs.Stats;
   try {

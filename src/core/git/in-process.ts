@@ -23,7 +23,7 @@ export const inProcess: GitBackend = {
       const gitdir = initWithOrigin(tmp, url);
       const { defaultBranch } = await fetchInto(gitdir, url, signal);
       throwIfAborted(signal);
-      return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true });
+      return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir });
     });
   },
 
