@@ -211,3 +211,80 @@ describe("links the previous commit left", () => {
     });
   });
 });
+
+describe("a checkout interrupted or refused half-way heals on the next plain sync", () => {
+  test("an empty untracked directory where the next commit puts a link: the move finishes", async () => {
+    await inWorkspace(async (t) => {
+      const name = `up${++serial}.git`;
+      const repo = emptyRepo(join(upstream.upstream, name));
+      const readme = file(repo, "README", "hello\n");
+      commitTree(repo, rawTree(repo, [readme, file(repo, "pack.yaml", "name: r\ntype: meta\n")]), "one");
+      const pack = `p${serial}`;
+      expect((await t.grex("add", join(upstream.upstream, name), pack)).code).toBe(0);
+      mkdirSync(join(t.ws, pack, "d", "x"), { recursive: true }); // what a pack's mkdir leaves: untracked, empty
+      const two = commitTree(repo, rawTree(repo, [readme, link(repo, "d", "README"), file(repo, "pack.yaml", "name: r\ntype: meta\n# two\n")]), "two");
+      const r = await t.grex("sync");
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+      expect(git(join(t.ws, pack), "rev-parse", "HEAD")).toBe(two);
+      expect(git(join(t.ws, pack), "status", "--porcelain")).toBe("");
+      expect(readdirSync(join(t.ws, pack)).filter((n) => n.includes("grex-checkout"))).toEqual([]);
+    });
+  });
+
+  test("an untracked file in that directory: refused before anything changes; once moved away, the next sync finishes", async () => {
+    await inWorkspace(async (t) => {
+      const name = `up${++serial}.git`;
+      const repo = emptyRepo(join(upstream.upstream, name));
+      const readme = file(repo, "README", "hello\n");
+      commitTree(repo, rawTree(repo, [readme, file(repo, "pack.yaml", "name: r\ntype: meta\n")]), "one");
+      const pack = `p${serial}`;
+      expect((await t.grex("add", join(upstream.upstream, name), pack)).code).toBe(0);
+      mkdirSync(join(t.ws, pack, ".git", "info"), { recursive: true });
+      writeFileSync(join(t.ws, pack, ".git", "info", "exclude"), "d/\n"); // ignored, so the pack is not dirty
+      mkdirSync(join(t.ws, pack, "d"), { recursive: true });
+      writeFileSync(join(t.ws, pack, "d", "x"), "made by a setup step\n");
+      const two = commitTree(repo, rawTree(repo, [readme, link(repo, "d", "README"), file(repo, "pack.yaml", "name: r\ntype: meta\n# two\n")]), "two");
+      const before = snapshot(join(t.ws, pack));
+      const r = await t.grex("sync");
+      expect(r.code).toBe(4);
+      expect(r.stderr + r.stdout).not.toMatch(/EISDIR|EEXIST|--manifest|\n\s+at /);
+      const after = snapshot(join(t.ws, pack));
+      for (const k of Object.keys(before)) if (!k.startsWith(".git/objects") && !k.startsWith(".git/refs/remotes")) expect(after[k]).toEqual(before[k]);
+      expect(existsSync(join(t.ws, pack, ".git", "grex-checkout.json"))).toBe(false);
+      Bun.spawnSync(["rm", "-r", join(t.ws, pack, "d")]);
+      const again = await t.grex("sync");
+      expect(again.code).toBe(0);
+      expect(git(join(t.ws, pack), "rev-parse", "HEAD")).toBe(two);
+      expect(git(join(t.ws, pack), "status", "--porcelain")).toBe("");
+    });
+  });
+
+  test("a move journaled toward a tree grex now refuses is rolled back to HEAD's tree, with the refusal", async () => {
+    await inWorkspace(async (t) => {
+      const name = `up${++serial}.git`;
+      const repo = emptyRepo(join(upstream.upstream, name));
+      const readme = file(repo, "README", "hello\n");
+      const one = commitTree(repo, rawTree(repo, [readme, link(repo, "h", "../../home")]), "one");
+      const pack = `p${serial}`;
+      const wt = join(t.ws, pack);
+      expect((await t.grex("add", join(upstream.upstream, name), pack)).code).toBe(0);
+      const two = commitTree(repo, rawTree(repo, [file(repo, "README", "changed\n"), link(repo, "h", "../../home"), dir(repo, "h", [file(repo, "x", "planted\n")])]), "two");
+      // What an older grex left when killed mid-move: objects fetched, README rewritten, a temp file, the journal.
+      git(wt, "fetch", "-q", "origin");
+      writeFileSync(join(wt, "README"), "changed\n");
+      writeFileSync(join(wt, ".README.grex-checkout-tmp"), "half");
+      writeFileSync(join(wt, ".git", "grex-checkout.json"), JSON.stringify({ from: one, to: two, branch: "main" }));
+      const home = snapshot(t.home);
+      const r = await t.grex("sync");
+      expect(r.code).toBe(4);
+      expect(r.stderr + r.stdout).toContain(two.slice(0, 7));
+      expect(snapshot(t.home)).toEqual(home);
+      expect(existsSync(join(wt, ".git", "grex-checkout.json"))).toBe(false);
+      expect(readFileSync(join(wt, "README"), "utf8")).toBe("hello\n");
+      expect(existsSync(join(wt, ".README.grex-checkout-tmp"))).toBe(false);
+      expect(git(wt, "rev-parse", "HEAD")).toBe(one);
+      expect(git(wt, "status", "--porcelain")).toBe("");
+    });
+  });
+});

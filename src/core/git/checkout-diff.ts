@@ -24,7 +24,7 @@ import { loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
 import { writeRefSync } from "./refs.ts";
 import { type CheckoutJournal, clearJournal, onDisk, parseModeOid as parse, sameVersion, tempNameOf, writeJournal } from "./checkout-journal.ts";
-import { cacheTreeOf, flatTree, verifiedFlatTree } from "./tree-read.ts";
+import { cacheTreeOf, flatTree, UnsafeTreeError, verifiedFlatTree } from "./tree-read.ts";
 import { entryFor, fileChanged } from "./worktree.ts";
 import { beyondLink, makeParents, parentsOf, removeEmptyParents, removeEntry, writeEntry } from "./worktree-guard.ts";
 
@@ -239,9 +239,17 @@ export async function checkoutDiff(dir: string, gitdir: string, from: string, to
  * someone since: nothing is overwritten, and the error says which.
  */
 export async function resumeCheckout(dir: string, gitdir: string, j: CheckoutJournal): Promise<void> {
-  const plan = await makePlan(dir, gitdir, j.from, j.to);
+  let plan: Plan | null;
+  try {
+    plan = await makePlan(dir, gitdir, j.from, j.to);
+  } catch (err) {
+    if (!(err instanceof UnsafeTreeError)) throw err;
+    // A move toward a tree grex now refuses (journaled by an older version): back to HEAD's tree, then the refusal.
+    await rollBack(dir, gitdir, j);
+    throw err;
+  }
   if (!plan) throw packOpError(`${dir} has an interrupted update whose index cannot be read; check it with git status.`, { dir });
-  for (const p of plan.changed) if (parentsOf(dir, p).ok) fs.rmSync(join(dir, tempNameOf(p)), { force: true });
+  for (const p of plan.changed) if (parentsOf(dir, p).ok) fs.rmSync(join(dir, tempNameOf(p)), { recursive: true, force: true });
   const link = linkOnTheWay(plan);
   if (link) throw beyondLink(dir, link.path, link.link);
   const bad = conflicts(plan, true);
@@ -256,5 +264,18 @@ export async function resumeCheckout(dir: string, gitdir: string, j: CheckoutJou
     writeRefSync(gitdir, `refs/heads/${j.branch}`, j.to);
     writeRefSync(gitdir, "HEAD", `ref: refs/heads/${j.branch}`);
   } else writeRefSync(gitdir, "HEAD", j.to);
+  clearJournal(gitdir);
+}
+
+/** Undo a journaled move: every path it changed shows HEAD's (`from`) version again; refs never moved. */
+async function rollBack(dir: string, gitdir: string, j: CheckoutJournal): Promise<void> {
+  const plan = await makePlan(dir, gitdir, j.to, j.from);
+  if (!plan) throw packOpError(`${dir} has an interrupted update whose index cannot be read; check it with git status.`, { dir });
+  for (const p of plan.changed) if (parentsOf(dir, p).ok) fs.rmSync(join(dir, tempNameOf(p)), { recursive: true, force: true });
+  const bad = conflicts(plan, true);
+  if (bad.length > 0) {
+    throw packOpError(`${dir} has an interrupted update, and ${bad.slice(0, 3).join(", ")} changed since; commit or stash those changes, then sync again.`, { dir });
+  }
+  await apply(plan, readConfigValueSync(dir, "core", null, "filemode") !== "false", true);
   clearJournal(gitdir);
 }

@@ -2,7 +2,7 @@
 // URLs through our local transport; checkout is shared. Loaded lazily.
 import { throwIfAborted } from "../errors.ts";
 import type { GitBackend } from "./backend.ts";
-import { moveTo } from "./checkout.ts";
+import { moveTo, refusedCommit } from "./checkout.ts";
 import { resumeCheckout } from "./checkout-diff.ts";
 import { readJournal } from "./checkout-journal.ts";
 import { cloneAtomically } from "./clone.ts";
@@ -32,7 +32,13 @@ export const inProcess: GitBackend = {
     const gitdir = requireGitdir(dir);
     // An update interrupted mid-checkout is finished first (never taken for local changes).
     const journal = readJournal(gitdir);
-    if (journal) await resumeCheckout(dir, gitdir, journal);
+    if (journal) {
+      try {
+        await resumeCheckout(dir, gitdir, journal);
+      } catch (err) {
+        throw refusedCommit({ dir, url }, journal.to, err);
+      }
+    }
     const before = await head(dir);
     const { defaultBranch } = await fetchInto(gitdir, url, signal);
     throwIfAborted(signal);

@@ -79,7 +79,34 @@ export function writeEntry(root: string, rel: string, tmpRel: string, mode: numb
     fs.rmSync(tmp, { force: true });
     throw beyondLink(root, rel, link);
   }
-  fs.renameSync(tmp, join(root, rel));
+  try {
+    clearEmptyDir(root, rel);
+    fs.renameSync(tmp, join(root, rel));
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    throw err;
+  }
+}
+
+/**
+ * A real directory where a file goes, holding nothing but empty directories
+ * (git does not track those; the tracked files in it were removed first):
+ * removed, deepest first. Anything else in it makes rmdir fail loudly.
+ */
+function clearEmptyDir(root: string, rel: string): void {
+  const abs = join(root, rel);
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(abs);
+  } catch {
+    return;
+  }
+  if (!st.isDirectory()) return;
+  const walk = (p: string) => {
+    for (const d of fs.readdirSync(p, { withFileTypes: true })) if (d.isDirectory()) walk(join(p, d.name));
+    fs.rmdirSync(p);
+  };
+  walk(abs);
 }
 
 /** Delete the file or link at `rel`, only when it is inside the work tree (a path beyond a link is not ours: left alone). */
