@@ -287,4 +287,23 @@ describe("a checkout interrupted or refused half-way heals on the next plain syn
       expect(git(wt, "status", "--porcelain")).toBe("");
     });
   });
+
+  test("an index holding a mode git cannot hold (left by an older grex): status, sync and rm --force still work", async () => {
+    await inWorkspace(async (t) => {
+      const up = t.repo("r", { README: "x\n", "a/b": "y\n" });
+      expect((await t.grex("add", up, "r")).code).toBe(0);
+      const idx = join(t.ws, "r", ".git", "index");
+      const b = readFileSync(idx);
+      b.writeUInt32BE(Number.parseInt("1000000000000000755", 8) >>> 0, 12 + 24); // the first entry's mode, as an older grex wrote it
+      new Bun.CryptoHasher("sha1").update(b.subarray(0, b.length - 20)).digest().copy(b, b.length - 20);
+      writeFileSync(idx, b);
+      for (const argv of [["status"], ["sync"], ["sync", "--force"]]) {
+        const r = await t.grex(...argv);
+        expect(r.stderr + r.stdout).not.toMatch(/internal error|\n\s+at /);
+        expect(r.code).toBe(0);
+      }
+      expect((await t.grex("rm", "r", "--force")).code).toBe(0);
+      expect(existsSync(join(t.ws, "r"))).toBe(false);
+    });
+  });
 });
