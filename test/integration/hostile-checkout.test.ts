@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { GrexError } from "../../src/core/errors.ts";
 import { commitTree, dir, emptyRepo, file, link, type RawEntry, rawTree } from "../helpers/crafted-tree.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import { git, snapshot, TestWorkspace } from "../helpers/workspace.ts";
@@ -306,4 +307,40 @@ describe("a checkout interrupted or refused half-way heals on the next plain syn
       expect(existsSync(join(t.ws, "r"))).toBe(false);
     });
   });
+});
+
+// The ssh backend: the git program transfers, grex checks out (checkout.ts, checkout-diff.ts). It is driven
+// here with file:// URLs, which the git program handles as it does ssh apart from the connection.
+describe("the system-git (ssh) backend shares the checkout", () => {
+  const never = () => new AbortController().signal;
+  for (const a of ATTACKS.filter((x, i) => i < 4 || x.name.includes("git~1") || x.name.includes("\u200c"))) {
+    test(`clone and update onto ${a.name} are refused and change nothing`, async () => {
+      await inWorkspace(async (t) => {
+        const { systemGitBackend } = await import("../../src/core/git/backend.ts");
+        const fresh = hostileRepo(a, false);
+        const freshCommit = fresh.hostile();
+        const target = join(t.ws, "fresh");
+        const home = snapshot(t.home);
+        const err = await systemGitBackend.clone(`file://${fresh.repo}`, target, { ref: null, signal: never() }).then(() => null, (e: unknown) => e);
+        expect(err).toBeInstanceOf(GrexError);
+        expect((err as GrexError).exitCode).toBe(4);
+        expect((err as GrexError).message).toContain(freshCommit.slice(0, 7));
+        expect((err as GrexError).message).toContain(JSON.stringify(a.path));
+        expect(existsSync(target)).toBe(false);
+        expect(readdirSync(t.ws).filter((n) => n.includes("grex-clone"))).toEqual([]);
+
+        const up = hostileRepo(a, true);
+        const dir = join(t.ws, "upd");
+        await systemGitBackend.clone(`file://${up.repo}`, dir, { ref: null, signal: never() });
+        const commit = up.hostile();
+        const before = snapshot(dir);
+        const err2 = await systemGitBackend.update(dir, `file://${up.repo}`, { ref: null, signal: never() }).then(() => null, (e: unknown) => e);
+        expect((err2 as GrexError).exitCode).toBe(4);
+        expect((err2 as GrexError).message).toContain(commit.slice(0, 7));
+        const after = snapshot(dir);
+        for (const k of Object.keys(before)) if (!k.startsWith(".git/objects") && !k.startsWith(".git/refs/remotes") && !k.startsWith(".git/logs")) expect(after[k]).toEqual(before[k]);
+        expect(snapshot(t.home)).toEqual(home);
+      });
+    });
+  }
 });

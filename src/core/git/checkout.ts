@@ -28,7 +28,7 @@ export interface MoveOptions {
   ref: string | null;
   /** The remote's HEAD branch, as the fetch found it. */
   defaultBranch: string | null;
-  /** A new clone: empty work tree, no index yet. */
+  /** A new clone: empty work tree, no index yet (HEAD may already name the commit: it is checked out all the same). */
   fresh?: boolean;
   /** Where the pack will live, for messages (a clone is built under a temp name). */
   shown?: string;
@@ -70,8 +70,8 @@ export async function moveTo(o: MoveOptions): Promise<HeadInfo> {
   const headOid = resolveRefSync(o.gitdir, "HEAD");
 
   if (target.kind === "detached") {
-    if (headRef === null && headOid === target.oid) return { sha: target.oid, branch: null };
-    if (headOid !== target.oid) await checkoutTree(o, headOid, target.oid, null);
+    if (!o.fresh && headRef === null && headOid === target.oid) return { sha: target.oid, branch: null };
+    if (o.fresh || headOid !== target.oid) await checkoutTree(o, headOid, target.oid, null);
     writeRefSync(o.gitdir, "HEAD", target.oid);
     clearJournal(o.gitdir); // the move is complete: refs are where the journal said
     return { sha: target.oid, branch: null };
@@ -86,8 +86,8 @@ export async function moveTo(o: MoveOptions): Promise<HeadInfo> {
     else if (await isAncestor(git, o.gitdir, target.oid, local)) next = local; // ahead of the remote: keep
     else throw diverged(target.name, o.dir, o.url, local, target.oid);
   }
-  if (headRef === branchRef && headOid === next) return { sha: next, branch: target.name };
-  if (headOid !== next) await checkoutTree(o, headOid, next, target.name);
+  if (!o.fresh && headRef === branchRef && headOid === next) return { sha: next, branch: target.name };
+  if (o.fresh || headOid !== next) await checkoutTree(o, headOid, next, target.name);
   if (local !== next) writeRefSync(o.gitdir, branchRef, next);
   if (local === null) setTrackingSync(o.gitdir, target.name, REMOTE);
   if (headRef !== branchRef) writeRefSync(o.gitdir, "HEAD", `ref: ${branchRef}`);
