@@ -1,7 +1,8 @@
 // SIGKILL at random points of `add`, `sync` and `update` (real processes,
 // seeded delays, over a plain path and smart HTTP), each followed by exactly
 // one plain `grex sync`: that one sync must bring every pack to the
-// upstream's tip with a clean work tree, `git fsck` must find nothing, and no
+// upstream's tip with a clean work tree (half the sync/update trials are
+// killed the moment the fetched commit object appears on disk), `git fsck` must find nothing, and no
 // temp file, journal or clone folder may be left. GREX_KILL_TRIALS raises
 // the number of trials per verb and transport (default 3).
 import { afterAll, beforeAll, expect, test } from "bun:test";
@@ -35,13 +36,19 @@ async function run(argv: string[]): Promise<{ code: number; out: string }> {
   return { code, out: stdout + stderr };
 }
 
-/** Start `grex <argv>` and SIGKILL it after `delayMs` (unless it finished first). */
-async function killAfter(argv: string[], delayMs: number): Promise<boolean> {
+/** Start `grex <argv>` and SIGKILL it after `delayMs`, or as soon as `when()` holds (unless it finished first). */
+async function killAfter(argv: string[], delayMs: number, when?: () => boolean): Promise<boolean> {
   const p = t.spawnGrex(argv);
-  const done = await Promise.race([p.exited.then(() => true), Bun.sleep(delayMs).then(() => false)]);
-  if (!done) p.kill("SIGKILL");
+  let exited = false;
+  p.exited.then(() => {
+    exited = true;
+  });
+  if (when) while (!exited && !when()) await Bun.sleep(0);
+  else await Promise.race([p.exited, Bun.sleep(delayMs)]);
+  const killed = !exited;
+  if (killed) p.kill("SIGKILL");
   await p.exited;
-  return !done;
+  return killed;
 }
 
 function registered(id: string): boolean {
@@ -79,8 +86,12 @@ test("SIGKILL during add, sync and update; one plain sync heals every time, git 
         if (verb !== "add" && !existsSync(join(t.ws, id))) expect((await run(["add", url, id])).code).toBe(0);
         const tip = t.commit(up, round(trials + 1), `round ${trials + 1}`);
         const argv = verb === "add" ? ["add", url, id] : verb === "sync" ? ["sync"] : ["update", id];
-        // Grex needs ~100-400 ms from spawn to done here: kill anywhere in that span.
-        if (await killAfter(argv, 60 + Math.floor(random() * 500))) killed++;
+        // Grex needs ~100-400 ms from spawn to done here: kill anywhere in that span; every other
+        // sync/update trial is killed the moment the new commit's object appears (mid-fetch, where a
+        // commit written before its tree used to leave a ref pointing at an incomplete closure).
+        const looseTip = join(t.ws, id, ".git", "objects", tip.slice(0, 2), tip.slice(2));
+        const targeted = verb !== "add" && k % 2 === 1;
+        if (await killAfter(argv, 60 + Math.floor(random() * 500), targeted ? () => existsSync(looseTip) : undefined)) killed++;
         trials++;
         let r = await run(["sync", "--json"]);
         if (r.code !== 0) {
