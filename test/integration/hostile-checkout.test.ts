@@ -344,3 +344,32 @@ describe("the system-git (ssh) backend shares the checkout", () => {
     });
   }
 });
+
+describe("a ref an older grex moved over an incomplete fetch", () => {
+  for (const tr of TRANSPORTS) {
+    test(`${tr}: one plain sync fetches what is missing and finishes`, async () => {
+      await inWorkspace(async (t) => {
+        const name = `up${++serial}.git`;
+        const repo = emptyRepo(join(upstream.upstream, name));
+        commitTree(repo, rawTree(repo, [file(repo, "README", "hello\n")]), "one");
+        const pack = `p${serial}`;
+        const wt = join(t.ws, pack);
+        expect((await t.grex("add", urlOf(tr, name), pack)).code).toBe(0);
+        const tree = rawTree(repo, [file(repo, "README", "two\n"), file(repo, "new.txt", "new\n")]);
+        const two = commitTree(repo, tree, "two");
+        // The state a killed fetch of an older grex left: the commit here, its tree not, origin/main moved anyway.
+        git(wt, "fetch", "-q", repo, "+refs/heads/main:refs/remotes/origin/main"); // by path: this process also serves HTTP
+        const loose = join(wt, ".git", "objects", tree.slice(0, 2), tree.slice(2));
+        expect(existsSync(loose)).toBe(true);
+        Bun.spawnSync(["rm", "-f", loose]);
+        expect(git(wt, "rev-parse", "refs/remotes/origin/main")).toBe(two);
+        const r = await t.grex("sync");
+        expect(r.stderr + r.stdout).not.toMatch(/Could not find|internal error/);
+        expect(r.code).toBe(0);
+        expect(git(wt, "rev-parse", "HEAD")).toBe(two);
+        expect(git(wt, "status", "--porcelain")).toBe("");
+        git(wt, "fsck", "--no-progress", "--strict");
+      });
+    });
+  }
+});

@@ -55,7 +55,7 @@ export function refusedCommit(o: { dir: string; url: string; shown?: string }, o
   if (err instanceof MissingObjectError) {
     return packOpError(
       `commit ${oid.slice(0, 7)} of ${displayUrl(o.url)} for ${where} is incomplete here (object ${err.oid.slice(0, 7)} is missing); nothing was changed — run grex sync again to fetch it.`,
-      { dir, commit: oid },
+      { dir, commit: oid, missing: err.oid },
     );
   }
   if (err instanceof GrexError) return err;
@@ -65,6 +65,31 @@ export function refusedCommit(o: { dir: string; url: string; shown?: string }, o
 }
 
 export async function moveTo(o: MoveOptions): Promise<HeadInfo> {
+  try {
+    return await move(o);
+  } catch (err) {
+    if (err instanceof GrexError) throw err;
+    throw gitLayerError(o, err);
+  }
+}
+
+/** Anything else the git layer threw (isomorphic-git, the file system), as one sentence. */
+function gitLayerError(o: MoveOptions, err: unknown): GrexError {
+  const dir = o.shown ?? o.dir;
+  const name = err instanceof Error ? err.name : "";
+  if (name === "NotFoundError") {
+    const oid = /[0-9a-f]{40}/.exec(err instanceof Error ? err.message : "")?.[0];
+    return packOpError(
+      `pack '${basename(dir)}' (${dir}) lacks ${oid ? `object ${oid.slice(0, 7)}` : "an object"} that its refs need; run grex sync again to fetch it, or grex rm --force and add the pack again.`,
+      { dir },
+    );
+  }
+  const code = (err as { code?: string } | null)?.code;
+  const msg = err instanceof Error ? (err.message.split("\n")[0] ?? "").replace(/\.$/, "") : String(err);
+  return packOpError(`moving pack '${basename(dir)}' (${dir}) to its ref failed (${code ?? msg}); run grex sync again, or grex rm --force and add the pack again.`, { dir });
+}
+
+async function move(o: MoveOptions): Promise<HeadInfo> {
   const target = await resolveTarget(o);
   const headRef = readSymref(o.gitdir, "HEAD");
   const headOid = resolveRefSync(o.gitdir, "HEAD");

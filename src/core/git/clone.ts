@@ -16,7 +16,12 @@ export async function cloneAtomically(dir: string, signal: AbortSignal, fill: (t
   try {
     const head = await fill(tmp);
     throwIfAborted(signal);
-    fs.renameSync(tmp, dir); // replaces an empty directory too
+    try {
+      fs.renameSync(tmp, dir); // replaces an empty directory too
+    } catch (err) {
+      const code = (err as { code?: string }).code ?? "rename failed";
+      throw packOpError(`could not move the finished clone into ${dir} (${code}); something was created there meanwhile — remove it, then run the command again.`, { dir });
+    }
     return head;
   } catch (err) {
     fs.rmSync(tmp, { recursive: true, force: true });

@@ -1,6 +1,7 @@
 // The in-process backend: http(s) through isomorphic-git, paths and file://
 // URLs through our local transport; checkout is shared. Loaded lazily.
-import { throwIfAborted } from "../errors.ts";
+import { GrexError, throwIfAborted } from "../errors.ts";
+import { deleteRefSync, listRefsSync } from "./refs.ts";
 import type { GitBackend } from "./backend.ts";
 import { moveTo, refusedCommit } from "./checkout.ts";
 import { resumeCheckout } from "./checkout-diff.ts";
@@ -42,8 +43,17 @@ export const inProcess: GitBackend = {
     const before = await head(dir);
     const { defaultBranch } = await fetchInto(gitdir, url, signal);
     throwIfAborted(signal);
-    const after = await moveTo({ dir, gitdir, url, ref, defaultBranch });
-    return { before, after };
+    try {
+      return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch }) };
+    } catch (err) {
+      if (!(err instanceof GrexError) || typeof err.data?.commit !== "string" || err.data.missing === undefined) throw err;
+      const missing = err.data.commit;
+      // A ref moved over an incomplete fetch (an older grex, killed): forget it and fetch again, once.
+      for (const [name, oid] of listRefsSync(gitdir, "refs/remotes/")) if (oid === missing) deleteRefSync(gitdir, name);
+      const again = await fetchInto(gitdir, url, signal);
+      throwIfAborted(signal);
+      return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch: again.defaultBranch }) };
+    }
   },
 
   async fetch(dir, url, { signal }) {
