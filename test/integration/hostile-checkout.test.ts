@@ -214,14 +214,14 @@ describe("links the previous commit left", () => {
 });
 
 describe("a checkout interrupted or refused half-way heals on the next plain sync", () => {
-  test("an empty untracked directory where the next commit puts a link: the move finishes", async () => {
+  test.each(TRANSPORTS)("%s: an empty untracked directory where the next commit puts a link: the move finishes", async (tr) => {
     await inWorkspace(async (t) => {
       const name = `up${++serial}.git`;
       const repo = emptyRepo(join(upstream.upstream, name));
       const readme = file(repo, "README", "hello\n");
       commitTree(repo, rawTree(repo, [readme, file(repo, "pack.yaml", "name: r\ntype: meta\n")]), "one");
       const pack = `p${serial}`;
-      expect((await t.grex("add", join(upstream.upstream, name), pack)).code).toBe(0);
+      expect((await t.grex("add", urlOf(tr, name), pack)).code).toBe(0);
       mkdirSync(join(t.ws, pack, "d", "x"), { recursive: true }); // what a pack's mkdir leaves: untracked, empty
       const two = commitTree(repo, rawTree(repo, [readme, link(repo, "d", "README"), file(repo, "pack.yaml", "name: r\ntype: meta\n# two\n")]), "two");
       const r = await t.grex("sync");
