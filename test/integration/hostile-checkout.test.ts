@@ -373,3 +373,30 @@ describe("a ref an older grex moved over an incomplete fetch", () => {
     });
   }
 });
+
+describe("submodules (gitlinks)", () => {
+  test("a commit that drops a submodule removes its empty directory and keeps a populated one's files", async () => {
+    await inWorkspace(async (t) => {
+      const name = `up${++serial}.git`;
+      const repo = emptyRepo(join(upstream.upstream, name));
+      const readme = file(repo, "README", "hello\n");
+      const sub = { mode: "160000", oid: "1".repeat(40) };
+      commitTree(repo, rawTree(repo, [readme, { ...sub, name: "empty" }, { ...sub, name: "full" }]), "one");
+      const pack = `p${serial}`;
+      const wt = join(t.ws, pack);
+      expect((await t.grex("add", join(upstream.upstream, name), pack)).code).toBe(0);
+      expect(existsSync(join(wt, "empty"))).toBe(true);
+      const two = commitTree(repo, rawTree(repo, [readme]), "two");
+      writeFileSync(join(wt, "full", "kept.txt"), "someone's clone\n");
+      mkdirSync(join(wt, ".git", "info"), { recursive: true });
+      writeFileSync(join(wt, ".git", "info", "exclude"), "full/\n");
+      const r = await t.grex("sync");
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+      expect(git(wt, "rev-parse", "HEAD")).toBe(two);
+      expect(existsSync(join(wt, "empty"))).toBe(false);
+      expect(readFileSync(join(wt, "full", "kept.txt"), "utf8")).toBe("someone's clone\n");
+    });
+  });
+});
+

@@ -173,7 +173,14 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
   for (const p of removals) {
     const was = parse(plan.from.get(p) as string);
     if (was.mode === GITLINK) {
-      if (parentsOf(dir, p).ok) fs.rmSync(join(dir, p), { recursive: false, force: true }); // an empty submodule dir; a populated one stays
+      // An empty submodule directory goes; a populated one (someone's clone) stays.
+      if (parentsOf(dir, p).ok) {
+        try {
+          fs.rmdirSync(join(dir, p));
+        } catch {
+          // not empty, or already gone
+        }
+      }
     } else removeEntry(dir, p);
     removeEmptyParents(dir, p);
   }
