@@ -70,8 +70,13 @@ const ATTACKS: Attack[] = [
   },
   {
     name: "a link whose name another directory shares on a case-insensitive file system",
-    path: "h",
+    path: "h/.config/x",
     entries: (r) => [link(r, "H", "../../home"), dir(r, "h", [dir(r, ".config", [file(r, "x", "planted\n")])])],
+  },
+  {
+    name: "a link and a file whose names differ only in case",
+    path: "x",
+    entries: (r) => [link(r, "X", "../../home/.profile"), file(r, "x", "overwritten\n")],
   },
   {
     name: "a mode git cannot hold",
@@ -108,7 +113,7 @@ function expectRefusal(r: { code: number; stderr: string; stdout: string }, a: A
 describe("hostile trees", () => {
   for (const tr of TRANSPORTS) {
     // Every attack over the plain path; the rest over file:// and HTTP too (the shared checkout code).
-    const attacks = tr === "path" ? ATTACKS : ATTACKS.filter((a, i) => i < 4 || a.name.includes("git~1") || a.name.includes("\u200c"));
+    const attacks = tr === "path" ? ATTACKS : ATTACKS.filter((a, i) => i < 5 || a.name.includes("git~1") || a.name.includes("\u200c"));
     for (const a of attacks) {
       test(`${tr}: fresh add of ${a.name} is refused and changes nothing`, async () => {
         await inWorkspace(async (t) => {
@@ -313,7 +318,7 @@ describe("a checkout interrupted or refused half-way heals on the next plain syn
 // here with file:// URLs, which the git program handles as it does ssh apart from the connection.
 describe("the system-git (ssh) backend shares the checkout", () => {
   const never = () => new AbortController().signal;
-  for (const a of ATTACKS.filter((x, i) => i < 4 || x.name.includes("git~1") || x.name.includes("\u200c"))) {
+  for (const a of ATTACKS.filter((x, i) => i < 5 || x.name.includes("git~1") || x.name.includes("\u200c"))) {
     test(`clone and update onto ${a.name} are refused and change nothing`, async () => {
       await inWorkspace(async (t) => {
         const { systemGitBackend } = await import("../../src/core/git/backend.ts");

@@ -137,7 +137,6 @@ export async function verifiedFlatTree(gitdir: string, oid: string, store?: Obje
     if (!m) throw new UnsafeTreeError("", "a commit without a tree");
     const out = new Map<string, string>();
     const symlinks: string[] = [];
-    const folded = new Map<string, string>(); // folded path → path, for files and directories alike
     const walk = async (treeOid: string, prefix: string[]): Promise<void> => {
       const entries = parseTreeBytes(await raw(treeOid, "tree"));
       if (!entries) throw new UnsafeTreeError(prefix.join("/"), "a malformed tree");
@@ -149,26 +148,26 @@ export async function verifiedFlatTree(gitdir: string, oid: string, store?: Obje
         if (why) throw new UnsafeTreeError(path, why);
         if (names.has(e.name)) throw new UnsafeTreeError(path, "two entries of the same name");
         names.add(e.name);
-        const f = foldedName(path);
-        const other = folded.get(f);
-        if (other !== undefined && (e.mode === "120000" || out.get(other)?.startsWith("40960 ") === true)) {
-          throw new UnsafeTreeError(path, `the same name as ${JSON.stringify(other)} on a case-insensitive file system, one of them a symbolic link`);
-        }
-        folded.set(f, path);
         if (e.mode === "040000") await walk(e.oid, parts);
         else {
           out.set(path, `${Number.parseInt(e.mode, 8)} ${e.oid}`);
-          if (e.mode === "120000") symlinks.push(f);
+          if (e.mode === "120000") symlinks.push(path);
         }
       }
     };
     await walk(m[1] as string, []);
-    // A link that a case-insensitive file system takes for a leading directory of another path.
+    // Only a tree with links can collide dangerously on a case-insensitive file system (most have none: no folding then).
     if (symlinks.length > 0) {
-      const links = new Set(symlinks);
-      for (const f of folded.keys()) {
+      const links = new Map(symlinks.map((p) => [foldedName(p), p]));
+      for (const path of out.keys()) {
+        const f = foldedName(path);
+        const same = links.get(f);
+        if (same !== undefined && same !== path) {
+          throw new UnsafeTreeError(path, `the same name as the symbolic link ${JSON.stringify(same)} on a case-insensitive file system`);
+        }
         for (let i = f.indexOf("/"); i !== -1; i = f.indexOf("/", i + 1)) {
-          if (links.has(f.slice(0, i))) throw new UnsafeTreeError(folded.get(f) as string, `a path below the symbolic link ${JSON.stringify(f.slice(0, i))} on a case-insensitive file system`);
+          const link = links.get(f.slice(0, i));
+          if (link !== undefined) throw new UnsafeTreeError(path, `a path below the symbolic link ${JSON.stringify(link)} on a case-insensitive file system`);
         }
       }
     }
