@@ -1,7 +1,7 @@
 // actions_hash (SPEC §2.2): sha256 over a canonical encoding of a pack's
 // installable surface. The commit sha is deliberately not part of it, so an
 // unrelated commit does not trigger a reinstall on `sync`.
-import { existsSync, readdirSync, readFileSync, readlinkSync, lstatSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync, lstatSync } from "node:fs";
 import { join } from "node:path";
 
 /** JSON with object keys sorted at every level: equal values encode to equal bytes. */
@@ -15,10 +15,23 @@ export function canonicalJson(value: unknown): string {
   return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(",")}}`;
 }
 
-/** Every file under `dir` as (relative path, bytes), sorted by path; links hash their target. */
+/**
+ * Every file under `dir` as (relative path, bytes), sorted by path; links
+ * hash their target and are never followed — `dir` itself included (a pack's
+ * `files` that links to /usr is one entry, not a walk of /usr): nothing
+ * outside the pack is read.
+ */
 export function treeEntries(dir: string): Array<[string, Uint8Array]> {
   const out: Array<[string, Uint8Array]> = [];
-  if (!existsSync(dir)) return out;
+  let top: ReturnType<typeof lstatSync>;
+  try {
+    top = lstatSync(dir);
+  } catch {
+    return out;
+  }
+  if (top.isSymbolicLink()) return [["", Buffer.from(`link:${readlinkSync(dir)}`)]];
+  if (top.isFile()) return [["", readFileSync(dir)]];
+  if (!top.isDirectory()) return out;
   const walk = (rel: string) => {
     for (const name of readdirSync(join(dir, rel)).sort()) {
       const r = rel ? `${rel}/${name}` : name;

@@ -1,6 +1,6 @@
 // `grex doctor`: check the workspace's files and packs, report findings, and
 // (with --fix, CLI only) heal what is safe to heal, converting files written by the Rust grex.
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { desc } from "./describe.ts";
@@ -226,6 +226,9 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   for (const left of trashLeftovers(ws)) {
     add("orphans", "warning", null, `${join(trashDir(ws), left)} was left by an interrupted grex rm; grex doctor --fix (or the next rm) deletes it`, true);
   }
+  for (const left of await leftoverClones(ws, state)) {
+    add("orphans", "warning", null, `${left} was left by a clone that was killed; grex doctor --fix (or the next add or sync of that pack) deletes it`, true);
+  }
   for (const d of await graphProblems(ws, state, lock)) add("pack-schema", "error", d.pack, d.detail);
   for (const entry of readdirSync(ws.root, { withFileTypes: true })) {
     if (!entry.isDirectory() || entry.name.startsWith(".") || state.has(entry.name)) continue;
@@ -267,6 +270,16 @@ async function manifestOrNull(dir: string): Promise<PackManifest | null> {
 function lintPack(name: string, dir: string, actions: number, add: (c: Check, s: Severity, p: string | null, d: string) => void) {
   if (!existsSync(join(dir, "README.md"))) add("pack-schema", "warning", name, `pack '${name}' has no README.md`);
   if (actions > 50) add("pack-schema", "warning", name, `pack '${name}' declares ${actions} actions; split it into child packs`);
+}
+
+/** Hidden `.<name>.grex-clone-*` folders a killed clone left, in the workspace root and in every pack (children clone there). */
+async function leftoverClones(ws: Workspace, state: Map<string, { path: string }>): Promise<string[]> {
+  const { deadClones } = await import("../core/git/clone.ts");
+  const out: string[] = [];
+  for (const parent of [ws.root, ...[...state.values()].map((p) => join(ws.root, p.path))]) {
+    for (const name of deadClones(parent)) out.push(join(parent, name));
+  }
+  return out;
 }
 
 /** What fix() would do for these findings, one line per repair. */
@@ -312,6 +325,11 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
     fixed.push("stale-locks");
   }
   if (fixable.has("orphans") && sweepTrash(ws).length > 0) fixed.push("trash");
+  if (fixable.has("orphans")) {
+    const left = await leftoverClones(ws, loaded.state);
+    for (const path of left) rmSync(path, { recursive: true, force: true });
+    if (left.length > 0) fixed.push("clones");
+  }
   if (fixable.has("orphans")) {
     // Decided under the manifest lock on what the files hold now (an `add` may have run since the check).
     const dropped = await withManifestLock(ws, undefined, () => {

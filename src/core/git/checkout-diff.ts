@@ -24,8 +24,9 @@ import { loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
 import { writeRefSync } from "./refs.ts";
 import { type CheckoutJournal, clearJournal, onDisk, parseModeOid as parse, sameVersion, tempNameOf, writeJournal } from "./checkout-journal.ts";
-import { cacheTreeOf, flatTree } from "./tree-read.ts";
-import { checkName, entryFor, fileChanged } from "./worktree.ts";
+import { cacheTreeOf, flatTree, UnsafeTreeError, verifiedFlatTree } from "./tree-read.ts";
+import { entryFor, fileChanged } from "./worktree.ts";
+import { beyondLink, makeParents, parentsOf, removeEmptyParents, removeEntry, writeEntry } from "./worktree-guard.ts";
 import { Conversion, attributePaths } from "./convert.ts";
 
 const GITLINK = 0o160000;
@@ -49,7 +50,7 @@ interface Plan {
   toOid: string;
 }
 
-async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: string): Promise<Plan | null> {
+async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: string, verified?: Map<string, string>): Promise<Plan | null> {
   let buf: Buffer;
   try {
     buf = fs.readFileSync(join(gitdir, "index"));
@@ -63,22 +64,19 @@ async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: str
   let to: Map<string, string>;
   try {
     from = await flatTree(gitdir, fromOid, store);
-    to = await flatTree(gitdir, toOid, store);
+    to = verified ?? (await verifiedFlatTree(gitdir, toOid, store));
   } finally {
     store.close();
   }
   const changed: string[] = [];
   for (const [p, v] of to) if (from.get(p) !== v) changed.push(p);
   for (const p of from.keys()) if (!to.has(p)) changed.push(p);
-  for (const p of changed) {
-    const parts = p.split("/");
-    parts.forEach((name, i) => checkName(name, parts.slice(0, i).map((x) => `${x}/`).join("")));
-  }
   return { dir, gitdir, from, to, changed, index: new Map(entries.map((e) => [e.path, e])), toOid };
 }
 
 /** A directory where the move puts a file: fine if everything in it is a file the move removes. */
 function holdsOnlyRemovals(plan: Plan, rel: string): boolean {
+  if (!parentsOf(plan.dir, rel).ok) return false;
   const walk = (sub: string): boolean => {
     for (const d of fs.readdirSync(join(plan.dir, sub), { withFileTypes: true })) {
       const p = `${sub}/${d.name}`;
@@ -152,14 +150,21 @@ async function readBlob(store: ObjectStore, gitdir: string, oid: string): Promis
   return Buffer.from(blob);
 }
 
-function removeEmptyDirsUp(dir: string, rel: string): void {
-  for (let d = dirname(rel); d !== "."; d = dirname(d)) {
-    try {
-      fs.rmdirSync(join(dir, d));
-    } catch {
-      return;
-    }
+/**
+ * A path the move writes whose leading directory is a symbolic link on disk
+ * that the move itself does not remove first: writing it would go through the
+ * link (out of the work tree, or into .git). Null when every path is safe.
+ */
+function linkOnTheWay(plan: Plan): { path: string; link: string } | null {
+  for (const p of plan.changed) {
+    if (!plan.to.has(p)) continue;
+    const at = parentsOf(plan.dir, p);
+    if (!("link" in at)) continue;
+    const was = plan.from.get(at.link);
+    const removed = was !== undefined && !plan.to.has(at.link) && parse(was).mode === 0o120000;
+    if (!removed) return { path: p, link: at.link };
   }
+  return null;
 }
 
 async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<void> {
@@ -168,9 +173,17 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
   const writes = plan.changed.filter((p) => plan.to.has(p));
   for (const p of removals) {
     const was = parse(plan.from.get(p) as string);
-    if (was.mode === GITLINK) fs.rmSync(join(dir, p), { recursive: false, force: true }); // an empty submodule dir; a populated one stays
-    else fs.rmSync(join(dir, p), { force: true });
-    removeEmptyDirsUp(dir, p);
+    if (was.mode === GITLINK) {
+      // An empty submodule directory goes; a populated one (someone's clone) stays.
+      if (parentsOf(dir, p).ok) {
+        try {
+          fs.rmdirSync(join(dir, p));
+        } catch {
+          // not empty, or already gone
+        }
+      }
+    } else removeEntry(dir, p);
+    removeEmptyParents(dir, p);
   }
   const store = new ObjectStore(gitdir);
   try {
@@ -180,20 +193,14 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
     const conv = Conversion.forTree(dir, gitdir, attrFiles);
     for (const p of writes) {
       const { mode, oid } = parse(plan.to.get(p) as string);
-      const abs = join(dir, p);
-      fs.mkdirSync(dirname(abs), { recursive: true });
       if (mode === GITLINK) {
-        fs.mkdirSync(abs, { recursive: true });
+        makeParents(dir, `${p}/x`); // the empty directory where the submodule would go
         continue;
       }
       if (resuming && sameVersion(onDisk(dir, p), plan.to.get(p), filemode)) continue; // written before the interruption
       const blob = await readBlob(store, gitdir, oid);
-      const tmp = join(dir, tempNameOf(p));
-      fs.rmSync(tmp, { force: true });
-      if (mode === 0o120000) fs.symlinkSync(blob.toString("utf8"), tmp);
-      else fs.writeFileSync(tmp, conv.smudge(p, blob), { mode: mode === 0o100755 ? 0o755 : 0o644 }); // gitattributes conversion
-      // A directory where the file goes (it held only removed files): gone by now, or we fail loudly.
-      fs.renameSync(tmp, abs);
+      // A directory where the file goes (it held only removed files): gone by now, or the rename fails.
+      writeEntry(dir, p, tempNameOf(p), mode, mode === 0o120000 ? blob : conv.smudge(p, blob)); // gitattributes conversion
     }
   } finally {
     store.close();
@@ -221,9 +228,11 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
  * touched nothing, when the index is one we do not handle (the caller falls
  * back to a full checkout).
  */
-export async function checkoutDiff(dir: string, gitdir: string, from: string, to: string, branch: string | null): Promise<boolean> {
-  const plan = await makePlan(dir, gitdir, from, to);
+export async function checkoutDiff(dir: string, gitdir: string, from: string, to: string, branch: string | null, verified?: Map<string, string>): Promise<boolean> {
+  const plan = await makePlan(dir, gitdir, from, to, verified);
   if (!plan) return false;
+  const link = linkOnTheWay(plan);
+  if (link) throw beyondLink(dir, link.path, link.link);
   const bad = conflicts(plan, false);
   if (bad.length > 0) {
     throw packOpError(
@@ -242,9 +251,19 @@ export async function checkoutDiff(dir: string, gitdir: string, from: string, to
  * someone since: nothing is overwritten, and the error says which.
  */
 export async function resumeCheckout(dir: string, gitdir: string, j: CheckoutJournal): Promise<void> {
-  const plan = await makePlan(dir, gitdir, j.from, j.to);
+  let plan: Plan | null;
+  try {
+    plan = await makePlan(dir, gitdir, j.from, j.to);
+  } catch (err) {
+    if (!(err instanceof UnsafeTreeError)) throw err;
+    // A move toward a tree grex now refuses (journaled by an older version): back to HEAD's tree, then the refusal.
+    await rollBack(dir, gitdir, j);
+    throw err;
+  }
   if (!plan) throw packOpError(`${dir} has an interrupted update whose index cannot be read; check it with git status.`, { dir });
-  for (const p of plan.changed) fs.rmSync(join(dir, tempNameOf(p)), { force: true });
+  for (const p of plan.changed) if (parentsOf(dir, p).ok) fs.rmSync(join(dir, tempNameOf(p)), { recursive: true, force: true });
+  const link = linkOnTheWay(plan);
+  if (link) throw beyondLink(dir, link.path, link.link);
   const bad = conflicts(plan, true);
   if (bad.length > 0) {
     throw packOpError(
@@ -257,5 +276,18 @@ export async function resumeCheckout(dir: string, gitdir: string, j: CheckoutJou
     writeRefSync(gitdir, `refs/heads/${j.branch}`, j.to);
     writeRefSync(gitdir, "HEAD", `ref: refs/heads/${j.branch}`);
   } else writeRefSync(gitdir, "HEAD", j.to);
+  clearJournal(gitdir);
+}
+
+/** Undo a journaled move: every path it changed shows HEAD's (`from`) version again; refs never moved. */
+async function rollBack(dir: string, gitdir: string, j: CheckoutJournal): Promise<void> {
+  const plan = await makePlan(dir, gitdir, j.to, j.from);
+  if (!plan) throw packOpError(`${dir} has an interrupted update whose index cannot be read; check it with git status.`, { dir });
+  for (const p of plan.changed) if (parentsOf(dir, p).ok) fs.rmSync(join(dir, tempNameOf(p)), { recursive: true, force: true });
+  const bad = conflicts(plan, true);
+  if (bad.length > 0) {
+    throw packOpError(`${dir} has an interrupted update, and ${bad.slice(0, 3).join(", ")} changed since; commit or stash those changes, then sync again.`, { dir });
+  }
+  await apply(plan, readConfigValueSync(dir, "core", null, "filemode") !== "false", true);
   clearJournal(gitdir);
 }

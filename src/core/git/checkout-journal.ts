@@ -6,6 +6,7 @@ import { ObjectStore } from "./object-store.ts";
 import { hashWorktreeFile } from "./convert.ts";
 import { gitdirOf } from "./refs.ts";
 import { flatTree } from "./tree-read.ts";
+import { parentsOf } from "./worktree-guard.ts";
 
 const TMP_SUFFIX = ".grex-checkout-tmp";
 
@@ -72,6 +73,7 @@ export const parseModeOid = (modeOid: string) => {
 
 /** What the file at `rel` holds, as "mode oid", or null when absent or not a file/symlink. */
 export function onDisk(dir: string, rel: string): string | null {
+  if (!parentsOf(dir, rel).ok) return null; // beyond a link or a file: not in the work tree
   const abs = join(dir, rel);
   let st: fs.Stats;
   try {

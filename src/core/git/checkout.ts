@@ -3,7 +3,8 @@
 // HEAD branch. The work tree is updated first and HEAD/branch refs last, so an
 // interruption never leaves HEAD claiming a commit the files do not show.
 import * as fs from "node:fs";
-import { packOpError } from "../errors.ts";
+import { basename } from "node:path";
+import { GrexError, packOpError } from "../errors.ts";
 import type { HeadInfo } from "./backend.ts";
 import { diverged, noBranches, refNotFound, transportError } from "./git-errors.ts";
 import { type Git, loadGit } from "./iso.ts";
@@ -14,6 +15,9 @@ import { setTrackingSync } from "./config.ts";
 import { checkoutDiff } from "./checkout-diff.ts";
 import { clearJournal } from "./checkout-journal.ts";
 import { checkoutFresh } from "./worktree.ts";
+import { MissingObjectError, UnsafeTreeError, verifiedFlatTree } from "./tree-read.ts";
+import { displayUrl } from "./url.ts";
+import { beyondLink, linkedParent } from "./worktree-guard.ts";
 
 type Target = { kind: "branch"; name: string; oid: string } | { kind: "detached"; oid: string };
 
@@ -24,18 +28,75 @@ export interface MoveOptions {
   ref: string | null;
   /** The remote's HEAD branch, as the fetch found it. */
   defaultBranch: string | null;
-  /** A new clone: empty work tree, no index yet. */
+  /** A new clone: empty work tree, no index yet (HEAD may already name the commit: it is checked out all the same). */
   fresh?: boolean;
+  /** Where the pack will live, for messages (a clone is built under a temp name). */
+  shown?: string;
+}
+
+/** Before isomorphic-git's full checkout (which follows links): no path of the target may lie beyond a link on disk. */
+function assertNoLinkedParents(o: MoveOptions, target: Map<string, string>): void {
+  for (const p of target.keys()) {
+    const link = linkedParent(o.dir, p);
+    if (link !== null) throw beyondLink(o.shown ?? o.dir, p, link);
+  }
+}
+
+/** One sentence for a commit the checkout refuses or cannot read. */
+export function refusedCommit(o: { dir: string; url: string; shown?: string }, oid: string, err: unknown): GrexError {
+  const dir = o.shown ?? o.dir;
+  const where = `pack '${basename(dir)}' (${dir})`;
+  if (err instanceof UnsafeTreeError) {
+    return packOpError(
+      `refusing to check out commit ${oid.slice(0, 7)} of ${displayUrl(o.url)} into ${where}: it holds ${err.path === "" ? "a broken commit" : `the unsafe path ${JSON.stringify(err.path)}`} (${err.reason}); nothing was changed — pin the pack to another commit with --ref, or ask its owner to remove the path.`,
+      { dir, commit: oid, path: err.path },
+    );
+  }
+  if (err instanceof MissingObjectError) {
+    return packOpError(
+      `commit ${oid.slice(0, 7)} of ${displayUrl(o.url)} for ${where} is incomplete here (object ${err.oid.slice(0, 7)} is missing); nothing was changed — run grex sync again to fetch it.`,
+      { dir, commit: oid, missing: err.oid },
+    );
+  }
+  if (err instanceof GrexError) return err;
+  const code = (err as { code?: string } | null)?.code;
+  const msg = err instanceof Error ? (err.message.split("\n")[0] ?? "").replace(/\.$/, "") : String(err);
+  return packOpError(`checking out commit ${oid.slice(0, 7)} into ${where} failed (${code ?? msg}); run grex sync again, or grex rm --force and add the pack again.`, { dir, commit: oid });
 }
 
 export async function moveTo(o: MoveOptions): Promise<HeadInfo> {
+  try {
+    return await move(o);
+  } catch (err) {
+    if (err instanceof GrexError) throw err;
+    throw gitLayerError(o, err);
+  }
+}
+
+/** Anything else the git layer threw (isomorphic-git, the file system), as one sentence. */
+function gitLayerError(o: MoveOptions, err: unknown): GrexError {
+  const dir = o.shown ?? o.dir;
+  const name = err instanceof Error ? err.name : "";
+  if (name === "NotFoundError") {
+    const oid = /[0-9a-f]{40}/.exec(err instanceof Error ? err.message : "")?.[0];
+    return packOpError(
+      `pack '${basename(dir)}' (${dir}) lacks ${oid ? `object ${oid.slice(0, 7)}` : "an object"} that its refs need; run grex sync again to fetch it, or grex rm --force and add the pack again.`,
+      { dir },
+    );
+  }
+  const code = (err as { code?: string } | null)?.code;
+  const msg = err instanceof Error ? (err.message.split("\n")[0] ?? "").replace(/\.$/, "") : String(err);
+  return packOpError(`moving pack '${basename(dir)}' (${dir}) to its ref failed (${code ?? msg}); run grex sync again, or grex rm --force and add the pack again.`, { dir });
+}
+
+async function move(o: MoveOptions): Promise<HeadInfo> {
   const target = await resolveTarget(o);
   const headRef = readSymref(o.gitdir, "HEAD");
   const headOid = resolveRefSync(o.gitdir, "HEAD");
 
   if (target.kind === "detached") {
-    if (headRef === null && headOid === target.oid) return { sha: target.oid, branch: null };
-    if (headOid !== target.oid) await checkoutTree(o, headOid, target.oid, null);
+    if (!o.fresh && headRef === null && headOid === target.oid) return { sha: target.oid, branch: null };
+    if (o.fresh || headOid !== target.oid) await checkoutTree(o, headOid, target.oid, null);
     writeRefSync(o.gitdir, "HEAD", target.oid);
     clearJournal(o.gitdir); // the move is complete: refs are where the journal said
     return { sha: target.oid, branch: null };
@@ -50,8 +111,8 @@ export async function moveTo(o: MoveOptions): Promise<HeadInfo> {
     else if (await isAncestor(git, o.gitdir, target.oid, local)) next = local; // ahead of the remote: keep
     else throw diverged(target.name, o.dir, o.url, local, target.oid);
   }
-  if (headRef === branchRef && headOid === next) return { sha: next, branch: target.name };
-  if (headOid !== next) await checkoutTree(o, headOid, next, target.name);
+  if (!o.fresh && headRef === branchRef && headOid === next) return { sha: next, branch: target.name };
+  if (o.fresh || headOid !== next) await checkoutTree(o, headOid, next, target.name);
   if (local !== next) writeRefSync(o.gitdir, branchRef, next);
   if (local === null) setTrackingSync(o.gitdir, target.name, REMOTE);
   if (headRef !== branchRef) writeRefSync(o.gitdir, "HEAD", `ref: ${branchRef}`);
@@ -115,8 +176,24 @@ async function isAncestor(git: Git, gitdir: string, ancestor: string, oid: strin
  * back to isomorphic-git's full checkout.
  */
 async function checkoutTree(o: MoveOptions, headOid: string | null, oid: string, branch: string | null): Promise<void> {
+  // The whole target tree is checked before anything is written: a refused tree changes nothing.
+  let target: Map<string, string>;
+  try {
+    target = await verifiedFlatTree(o.gitdir, oid);
+  } catch (err) {
+    throw refusedCommit(o, oid, err);
+  }
+  try {
+    await writeTree(o, headOid, oid, branch, target);
+  } catch (err) {
+    throw refusedCommit(o, oid, err);
+  }
+}
+
+async function writeTree(o: MoveOptions, headOid: string | null, oid: string, branch: string | null, target: Map<string, string>): Promise<void> {
   if (o.fresh) return checkoutFresh(o.dir, o.gitdir, oid);
-  if (headOid !== null && (await checkoutDiff(o.dir, o.gitdir, headOid, oid, branch))) return;
+  if (headOid !== null && (await checkoutDiff(o.dir, o.gitdir, headOid, oid, branch, target))) return;
+  assertNoLinkedParents(o, target);
   const git = await loadGit();
   try {
     await git.checkout({ fs, dir: o.dir, gitdir: o.gitdir, ref: oid, noUpdateHead: true, force: false, track: false });
@@ -125,7 +202,7 @@ async function checkoutTree(o: MoveOptions, headOid: string | null, oid: string,
       const data = (err as { data?: { filepaths?: unknown } }).data;
       const files = Array.isArray(data?.filepaths) ? data.filepaths.slice(0, 3).join(", ") : "some files";
       throw packOpError(
-        `moving ${o.dir} to ${oid.slice(0, 7)} would overwrite local changes (${files}); commit or stash them, then sync again.`,
+        `moving ${o.shown ?? o.dir} to ${oid.slice(0, 7)} would overwrite local changes (${files}); commit or stash them, then sync again.`,
         { dir: o.dir },
       );
     }

@@ -16,7 +16,12 @@ export async function cloneAtomically(dir: string, signal: AbortSignal, fill: (t
   try {
     const head = await fill(tmp);
     throwIfAborted(signal);
-    fs.renameSync(tmp, dir); // replaces an empty directory too
+    try {
+      fs.renameSync(tmp, dir); // replaces an empty directory too
+    } catch (err) {
+      const code = (err as { code?: string }).code ?? "rename failed";
+      throw packOpError(`could not move the finished clone into ${dir} (${code}); something was created there meanwhile — remove it, then run the command again.`, { dir });
+    }
     return head;
   } catch (err) {
     fs.rmSync(tmp, { recursive: true, force: true });
@@ -30,19 +35,24 @@ export async function cloneAtomically(dir: string, signal: AbortSignal, fill: (t
  * behind; remove those of `name` whose process is gone, so they do not pile up
  * as untracked clutter next to the pack. A live owner's dir is left alone.
  */
-function removeDeadClones(parent: string, name: string): void {
-  const prefix = `.${name}.grex-clone-`;
+export function removeDeadClones(parent: string, name: string): void {
+  for (const entry of deadClones(parent, name)) fs.rmSync(join(parent, entry), { recursive: true, force: true });
+}
+
+/** Leftover clone folders in `parent` (of `name`, or of any pack) whose process is gone: their names. */
+export function deadClones(parent: string, name?: string): string[] {
   let entries: string[];
   try {
-    entries = fs.readdirSync(parent).filter((n) => n.startsWith(prefix));
+    entries = fs.readdirSync(parent);
   } catch {
-    return;
+    return [];
   }
-  for (const entry of entries) {
-    const pid = Number(/^(\d+)-/.exec(entry.slice(prefix.length))?.[1]);
-    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || processAlive(pid)) continue;
-    fs.rmSync(join(parent, entry), { recursive: true, force: true });
-  }
+  return entries.filter((entry) => {
+    const m = /^\.(.+)\.grex-clone-(\d+)-[0-9a-z]+$/.exec(entry);
+    if (!m || (name !== undefined && m[1] !== name)) return false;
+    const pid = Number(m[2]);
+    return Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && !processAlive(pid);
+  });
 }
 
 function processAlive(pid: number): boolean {

@@ -31,6 +31,9 @@ export function transportError(url: string, err: unknown): GrexError {
   if (code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "ECONNRESET" || code === "ETIMEDOUT" || code === "ConnectionRefused" || code === "ConnectionClosed" || code === "FailedToOpenSocket") {
     return packOpError(`could not reach ${shown} (${code}); check the URL and your network.`, { url: shown, code });
   }
+  if (code === "NotFoundError") {
+    return packOpError(`${shown} lacks an object its refs need (a broken or incomplete repository); check it with git fsck, then sync again.`, { url: shown });
+  }
   const msg = err instanceof Error ? firstLine(err.message) : String(err);
   return packOpError(`git transfer from ${shown} failed (${msg}); check the URL and that the repository is reachable.`, { url: shown });
 }

@@ -6,6 +6,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { throwIfAborted } from "../errors.ts";
 import { transportError } from "./git-errors.ts";
+import { assertConnected } from "./connectivity.ts";
 import { ObjectStore } from "./object-store.ts";
 import { storePack } from "./pack-index.ts";
 import { deleteRefSync, listRefsSync, resolveRefSync, writeRefSync } from "./refs.ts";
@@ -52,7 +53,8 @@ export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal
       }
     }
     throwIfAborted(signal);
-    // Objects first, refs after: a ref never points at something we lack.
+    // Objects first, refs after: a ref never points at something we lack, nor at a commit whose trees or blobs are missing.
+    assertConnected(gitdir, url, plan.writes.map(([, oid]) => oid));
     for (const [ref, oid] of plan.writes) writeRefSync(gitdir, ref, oid);
     for (const ref of plan.prunes) deleteRefSync(gitdir, ref);
     writeOriginHead(gitdir, remote.defaultBranch);

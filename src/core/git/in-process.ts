@@ -1,8 +1,9 @@
 // The in-process backend: http(s) through isomorphic-git, paths and file://
 // URLs through our local transport; checkout is shared. Loaded lazily.
-import { throwIfAborted } from "../errors.ts";
+import { GrexError, throwIfAborted } from "../errors.ts";
+import { deleteRefSync, listRefsSync } from "./refs.ts";
 import type { GitBackend } from "./backend.ts";
-import { moveTo } from "./checkout.ts";
+import { moveTo, refusedCommit } from "./checkout.ts";
 import { resumeCheckout } from "./checkout-diff.ts";
 import { readJournal } from "./checkout-journal.ts";
 import { cloneAtomically } from "./clone.ts";
@@ -23,7 +24,7 @@ export const inProcess: GitBackend = {
       const gitdir = initWithOrigin(tmp, url);
       const { defaultBranch } = await fetchInto(gitdir, url, signal);
       throwIfAborted(signal);
-      return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true });
+      return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir });
     });
   },
 
@@ -32,12 +33,27 @@ export const inProcess: GitBackend = {
     const gitdir = requireGitdir(dir);
     // An update interrupted mid-checkout is finished first (never taken for local changes).
     const journal = readJournal(gitdir);
-    if (journal) await resumeCheckout(dir, gitdir, journal);
+    if (journal) {
+      try {
+        await resumeCheckout(dir, gitdir, journal);
+      } catch (err) {
+        throw refusedCommit({ dir, url }, journal.to, err);
+      }
+    }
     const before = await head(dir);
     const { defaultBranch } = await fetchInto(gitdir, url, signal);
     throwIfAborted(signal);
-    const after = await moveTo({ dir, gitdir, url, ref, defaultBranch });
-    return { before, after };
+    try {
+      return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch }) };
+    } catch (err) {
+      if (!(err instanceof GrexError) || typeof err.data?.commit !== "string" || err.data.missing === undefined) throw err;
+      const missing = err.data.commit;
+      // A ref moved over an incomplete fetch (an older grex, killed): forget it and fetch again, once.
+      for (const [name, oid] of listRefsSync(gitdir, "refs/remotes/")) if (oid === missing) deleteRefSync(gitdir, name);
+      const again = await fetchInto(gitdir, url, signal);
+      throwIfAborted(signal);
+      return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch: again.defaultBranch }) };
+    }
   },
 
   async fetch(dir, url, { signal }) {

@@ -21,11 +21,15 @@ export interface IndexEntry {
   stage: number;
 }
 
+import { CANONICAL_INDEX_MODES } from "./path-verify.ts";
+
 // Bun's native hasher: node:crypto pulls in Node's stream machinery (~3 ms at startup).
 const sha1 = (data: Uint8Array): Buffer => new Bun.CryptoHasher("sha1").update(data).digest();
 
 export function parseIndex(buf: Buffer): IndexEntry[] | null {
-  return readIndex(buf)?.entries ?? null;
+  const entries = readIndex(buf)?.entries ?? null;
+  // A mode git cannot hold (written by something else): not an index we handle.
+  return entries?.every((e) => CANONICAL_INDEX_MODES.has(e.mode)) === false ? null : entries;
 }
 
 const u32 = (b: Buffer, o: number): number => (((b[o] as number) << 24) | ((b[o + 1] as number) << 16) | ((b[o + 2] as number) << 8) | (b[o + 3] as number)) >>> 0;
@@ -165,6 +169,9 @@ function cacheTreeBytes(node: CacheTreeNode, out: Buffer[]): void {
  * are exactly that tree (a checkout of it).
  */
 export function serializeIndex(entries: IndexEntry[], cacheTree?: CacheTreeNode): Buffer {
+  // Never write an index git would abort on ("unsupported ce_mode"): the tree check refuses such entries first.
+  const bad = entries.find((e) => !CANONICAL_INDEX_MODES.has(e.mode));
+  if (bad) throw new Error(`index entry ${JSON.stringify(bad.path)} has mode ${bad.mode.toString(8)}, which git cannot hold`);
   const named = entries.map((e) => ({ e, name: Buffer.from(e.path, "utf8") }));
   named.sort((a, b) => Buffer.compare(a.name, b.name) || a.e.stage - b.e.stage);
   const parts: Buffer[] = [];

@@ -9,7 +9,9 @@
 // into place) before any ref moves.
 import * as fs from "node:fs";
 import { join } from "node:path";
-import { throwIfAborted } from "../errors.ts";
+import { packOpError, throwIfAborted } from "../errors.ts";
+import { firstMissing, knownTips } from "./connectivity.ts";
+import { CANONICAL_MODES } from "./path-verify.ts";
 import { notARepo, transportError } from "./git-errors.ts";
 import { type Git, loadGit } from "./iso.ts";
 import { type GitObject, ObjectStore, writeLooseObjects } from "./object-store.ts";
@@ -38,38 +40,99 @@ export async function fetchLocal(destGitdir: string, url: string, signal: AbortS
   const plan = planRefs(destGitdir, remote);
   if (plan.missing.length > 0) {
     try {
-      await copyObjects(srcGitdir, destGitdir, plan.missing, signal);
+      const linked = await copyObjects(srcGitdir, destGitdir, plan.missing, signal);
+      // The source's own store, linked whole, is as complete as the source; anything else is checked.
+      if (!linked) ensureConnected(srcGitdir, destGitdir, url, plan.writes.map(([, oid]) => oid), signal);
     } catch (err) {
       throw transportError(url, err);
     }
   }
   throwIfAborted(signal);
-  // Objects first, refs after: a ref never points at something we lack.
+  // Objects first (checked complete), refs after: a ref never points at something we lack.
   for (const [ref, oid] of plan.writes) writeRefSync(destGitdir, ref, oid);
   for (const ref of plan.prunes) deleteRefSync(destGitdir, ref);
   writeOriginHead(destGitdir, remote.defaultBranch);
   return { defaultBranch: remote.defaultBranch, changed: plan.writes.length + plan.prunes.length > 0 };
 }
 
-async function copyObjects(srcGitdir: string, destGitdir: string, tips: string[], signal: AbortSignal): Promise<void> {
+/**
+ * Every object the new tips need must be here before a ref moves. An object
+ * left by an interrupted fetch (a commit without its tree) stops the usual
+ * walk, which takes a present object to bring everything below it; then the
+ * closure is copied again, trusting only commits our refs name.
+ */
+function ensureConnected(srcGitdir: string, destGitdir: string, url: string, tips: string[], signal: AbortSignal): void {
+  const known = knownTips(destGitdir);
+  if (firstMissing(destGitdir, tips, known) === null) return;
+  const store = new ObjectStore(srcGitdir);
+  const presence = new ObjectPresence(destGitdir);
+  const found: Array<{ oid: string } & GitObject> = [];
+  try {
+    const seen = new Set<string>();
+    const stack = tips.filter((t) => !known.has(t));
+    const want = (oid: string) => {
+      if (seen.has(oid) || known.has(oid)) return;
+      seen.add(oid);
+      stack.push(oid);
+    };
+    const shallow = shallowSet(srcGitdir);
+    while (stack.length > 0) {
+      throwIfAborted(signal);
+      const oid = stack.pop() as string;
+      const obj = store.read(oid);
+      if (!obj) throw packOpError(`${url} lacks object ${oid.slice(0, 7)} that its refs need; the source repository is broken, so check it with git fsck.`, { url });
+      if (!presence.has(oid)) found.push({ oid, ...obj });
+      if (obj.type === "commit") {
+        const c = store.readCommit(oid);
+        if (c) {
+          want(c.tree);
+          if (!shallow.has(oid)) c.parents.forEach(want);
+        }
+      } else if (obj.type === "tree") {
+        for (const e of store.readTree(oid) ?? []) if (e.mode !== "160000" && CANONICAL_MODES.has(e.mode)) want(e.oid);
+      } else if (obj.type === "tag") {
+        const m = /^object ([0-9a-f]{40})$/m.exec(obj.data.toString("latin1", 0, Math.min(obj.data.length, 200)));
+        if (m) want(m[1] as string);
+      }
+    }
+  } finally {
+    store.close();
+  }
+  writeLooseObjects(destGitdir, commitsLast(found));
+  const gap = firstMissing(destGitdir, tips, known);
+  if (gap !== null) throw packOpError(`${url} sent an incomplete history (object ${gap.slice(0, 7)} is missing); no ref was moved — run grex sync again.`, { url });
+}
+
+/** Loose objects in an order where a commit is written after everything it names: a kill in between leaves no commit without its tree. */
+function commitsLast<T extends { type: string }>(objects: T[]): T[] {
+  const rank: Record<string, number> = { blob: 0, tree: 1, commit: 2, tag: 3 };
+  const out = [...objects];
+  // Trees: reversed walk order puts most subtrees first; commits: oldest first.
+  out.reverse();
+  return out.sort((a, b) => (rank[a.type] ?? 0) - (rank[b.type] ?? 0));
+}
+
+/** Bring the objects `tips` need; true when the source's store was linked whole (a first fetch). */
+async function copyObjects(srcGitdir: string, destGitdir: string, tips: string[], signal: AbortSignal): Promise<boolean> {
   const presence = new ObjectPresence(destGitdir);
   const alternates = fs.existsSync(join(srcGitdir, "objects", "info", "alternates"));
   mergeShallow(srcGitdir, destGitdir);
   if (presence.isEmpty() && !alternates) {
     linkObjectStore(join(srcGitdir, "objects"), join(destGitdir, "objects"), signal);
-    return;
+    return true;
   }
   const few = fewMissingObjects(srcGitdir, presence, tips, shallowSet(srcGitdir), signal);
   if (few) {
-    writeLooseObjects(destGitdir, few);
-    return;
+    writeLooseObjects(destGitdir, commitsLast(few));
+    return false;
   }
   const git = await loadGit();
   const cache = {};
   const oids = await missingObjects(git, srcGitdir, presence, tips, shallowSet(srcGitdir), cache, signal);
-  if (oids.length === 0) return;
+  if (oids.length === 0) return false;
   throwIfAborted(signal);
   await writePack(git, srcGitdir, destGitdir, oids, cache, signal);
+  return false;
 }
 
 /** A walk's to-do stack, seeded with `tips`: `want` queues an object once, and only if we lack it. */

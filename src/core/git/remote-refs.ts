@@ -1,6 +1,7 @@
 // What a fetch must change, worked out from the remote's advertised refs and
 // the local files alone: when nothing changed upstream (the common case for a
 // sync) no object is read and isomorphic-git is not even loaded.
+import { firstMissing, knownTips } from "./connectivity.ts";
 import { ObjectPresence } from "./objects.ts";
 import { listRefsSync, readSymref, writeRefSync } from "./refs.ts";
 
@@ -44,20 +45,28 @@ export function pickDefaultBranch(branches: Map<string, string>, headTarget: str
  */
 export function planRefs(gitdir: string, remote: RemoteRefs): RefPlan {
   const presence = new ObjectPresence(gitdir);
+  // A tip object alone proves nothing (a killed fetch may have written a commit without its tree): one our refs do not name yet must be complete.
+  let known: Set<string> | null = null;
+  const complete = (oid: string) => {
+    if (!presence.has(oid)) return false;
+    known ??= knownTips(gitdir);
+    return known.has(oid) || firstMissing(gitdir, [oid], known) === null;
+  };
   const tracking = listRefsSync(gitdir, TRACKING);
   const tags = listRefsSync(gitdir, "refs/tags/");
   const writes: Array<[string, string]> = [];
   const missing = new Set<string>();
   for (const [name, oid] of remote.branches) {
     const ref = `${TRACKING}${name}`;
-    const have = presence.has(oid);
+    const current = tracking.get(ref) === oid;
+    const have = current ? presence.has(oid) : complete(oid);
     if (!have) missing.add(oid);
-    if (tracking.get(ref) !== oid || !have) writes.push([ref, oid]);
+    if (!current || !have) writes.push([ref, oid]);
   }
   for (const [name, oid] of remote.tags) {
     const ref = `refs/tags/${name}`;
     if (tags.has(ref)) continue;
-    if (!presence.has(oid)) missing.add(oid);
+    if (!complete(oid)) missing.add(oid);
     writes.push([ref, oid]);
   }
   const prunes = [...tracking.keys()].filter((ref) => ref !== `${TRACKING}HEAD` && !remote.branches.has(ref.slice(TRACKING.length)));

@@ -61,11 +61,12 @@ export function parseLsRemote(out: string): RemoteRefs {
 export const systemGit: GitBackend = {
   clone(url, dir, { ref, signal }) {
     return cloneAtomically(dir, signal, async (tmp) => {
-      await runGit(["clone", "--quiet", "--origin", REMOTE, "--", url, tmp], url, signal);
+      // git transfers; grex checks the tree out, refusing what it refuses for every other transport.
+      await runGit(["clone", "--quiet", "--no-checkout", "--origin", REMOTE, "--", url, tmp], url, signal);
       const gitdir = join(tmp, ".git");
       const target = readSymref(gitdir, `refs/remotes/${REMOTE}/HEAD`);
       const defaultBranch = target?.replace(`refs/remotes/${REMOTE}/`, "") ?? null;
-      return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch });
+      return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir });
     });
   },
 

@@ -4,7 +4,8 @@
 import * as fs from "node:fs";
 import { loadGit } from "./iso.ts";
 import type { CacheTreeNode } from "./index-file.ts";
-import { ObjectStore } from "./object-store.ts";
+import { ObjectStore, type TreeEntry } from "./object-store.ts";
+import { foldedName, pathProblem } from "./path-verify.ts";
 
 /** A commit's tree flattened to path → "mode oid" (blobs, symlinks and gitlinks, as the index holds them). */
 export async function flatTree(gitdir: string, oid: string, store?: ObjectStore): Promise<Map<string, string>> {
@@ -66,4 +67,112 @@ export function cacheTreeOf(store: ObjectStore, commitOid: string): CacheTreeNod
     return node;
   };
   return build("", commit.tree);
+}
+
+/** A tree git would refuse to check out: which path, and why. */
+export class UnsafeTreeError extends Error {
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(`unsafe path ${JSON.stringify(path)} (${reason})`);
+    this.name = "UnsafeTreeError";
+  }
+}
+
+/** An object a commit needs is not in the repository (an interrupted or incomplete fetch). */
+export class MissingObjectError extends Error {
+  constructor(readonly oid: string) {
+    super(`object ${oid} is missing`);
+    this.name = "MissingObjectError";
+  }
+}
+
+function parseTreeBytes(d: Uint8Array): TreeEntry[] | null {
+  const b = Buffer.from(d.buffer, d.byteOffset, d.byteLength);
+  const out: TreeEntry[] = [];
+  let i = 0;
+  while (i < b.length) {
+    const sp = b.indexOf(0x20, i);
+    const nul = sp < 0 ? -1 : b.indexOf(0, sp + 1);
+    if (sp < 0 || nul < 0 || nul + 21 > b.length) return null;
+    const mode = b.toString("latin1", i, sp);
+    out.push({ mode: mode.length === 5 ? `0${mode}` : mode, name: b.toString("utf8", sp + 1, nul), oid: b.toString("hex", nul + 1, nul + 21) });
+    i = nul + 21;
+  }
+  return out;
+}
+
+/**
+ * A commit's tree flattened like `flatTree`, refusing what git refuses to
+ * check out: names and modes by git's verify_path rules (path-verify.ts), two
+ * entries of one name in a tree, and a symbolic link whose name, as a
+ * case-insensitive file system sees it, is also a directory or another file
+ * of the tree (on macOS or Windows a write to one would go through the link).
+ * Throws UnsafeTreeError or MissingObjectError.
+ */
+export async function verifiedFlatTree(gitdir: string, oid: string, store?: ObjectStore): Promise<Map<string, string>> {
+  const own = store ?? new ObjectStore(gitdir);
+  let iso: Awaited<ReturnType<typeof loadGit>> | null = null;
+  const cache = {};
+  const raw = async (want: string, type: "commit" | "tree"): Promise<Uint8Array> => {
+    const o = own.read(want);
+    if (o) {
+      if (o.type !== type) throw new UnsafeTreeError(want, `a ${o.type} where a ${type} belongs`);
+      return o.data;
+    }
+    iso ??= await loadGit();
+    try {
+      const r = await iso.readObject({ fs, gitdir, oid: want, format: "content", cache });
+      if (r.type !== type) throw new UnsafeTreeError(want, `a ${r.type} where a ${type} belongs`);
+      return r.object as Uint8Array;
+    } catch (err) {
+      if (err instanceof UnsafeTreeError) throw err;
+      throw new MissingObjectError(want);
+    }
+  };
+  try {
+    const commit = Buffer.from(await raw(oid, "commit"));
+    const m = /^tree ([0-9a-f]{40})$/m.exec(commit.toString("latin1", 0, Math.min(commit.length, 100)));
+    if (!m) throw new UnsafeTreeError("", "a commit without a tree");
+    const out = new Map<string, string>();
+    const symlinks: string[] = [];
+    const walk = async (treeOid: string, prefix: string[]): Promise<void> => {
+      const entries = parseTreeBytes(await raw(treeOid, "tree"));
+      if (!entries) throw new UnsafeTreeError(prefix.join("/"), "a malformed tree");
+      const names = new Set<string>();
+      for (const e of entries) {
+        const parts = [...prefix, e.name];
+        const path = parts.join("/");
+        const why = pathProblem(parts, e.mode);
+        if (why) throw new UnsafeTreeError(path, why);
+        if (names.has(e.name)) throw new UnsafeTreeError(path, "two entries of the same name");
+        names.add(e.name);
+        if (e.mode === "040000") await walk(e.oid, parts);
+        else {
+          out.set(path, `${Number.parseInt(e.mode, 8)} ${e.oid}`);
+          if (e.mode === "120000") symlinks.push(path);
+        }
+      }
+    };
+    await walk(m[1] as string, []);
+    // Only a tree with links can collide dangerously on a case-insensitive file system (most have none: no folding then).
+    if (symlinks.length > 0) {
+      const links = new Map(symlinks.map((p) => [foldedName(p), p]));
+      for (const path of out.keys()) {
+        const f = foldedName(path);
+        const same = links.get(f);
+        if (same !== undefined && same !== path) {
+          throw new UnsafeTreeError(path, `the same name as the symbolic link ${JSON.stringify(same)} on a case-insensitive file system`);
+        }
+        for (let i = f.indexOf("/"); i !== -1; i = f.indexOf("/", i + 1)) {
+          const link = links.get(f.slice(0, i));
+          if (link !== undefined) throw new UnsafeTreeError(path, `a path below the symbolic link ${JSON.stringify(link)} on a case-insensitive file system`);
+        }
+      }
+    }
+    return out;
+  } finally {
+    if (!store) own.close();
+  }
 }

@@ -24,6 +24,7 @@ import { type DirStamp, type FileStamp, fileStampOf, indexKey, readStatusCache, 
 
 const GITLINK = 0o160000;
 const SYMLINK = 0o120000;
+const NO_FOLLOW_WRITE = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | (fs.constants.O_NOFOLLOW ?? 0);
 
 /** A tree entry name that could escape the work tree or touch .git is refused, as git does. */
 export function checkName(name: string, where: string): void {
@@ -99,7 +100,8 @@ export async function checkoutFresh(dir: string, gitdir: string, oid: string): P
     const blob = await blobOf(f.oid);
     const abs = join(dir, f.rel);
     if (f.mode === "120000") await fs.promises.symlink(Buffer.from(blob).toString("utf8"), abs);
-    else await fs.promises.writeFile(abs, conv.smudge(f.rel, blob), { mode: f.mode === "100755" ? 0o755 : 0o644 }); // gitattributes conversion
+    // Never through a link: two names one on a case-insensitive file system must not write elsewhere.
+    else await fs.promises.writeFile(abs, conv.smudge(f.rel, blob), { mode: f.mode === "100755" ? 0o755 : 0o644, flag: NO_FOLLOW_WRITE }); // gitattributes conversion
     const st = await fs.promises.lstat(abs);
     entries.push(entryFor(f.rel, Number.parseInt(f.mode, 8), f.oid, st));
   };

@@ -3,7 +3,7 @@
 // for independent packs runs in parallel under the shared scheduler; each pack
 // is guarded by its pack lock and each repository operation by its backend lock.
 import { existsSync } from "node:fs";
-import { join, resolve as resolvePath } from "node:path";
+import { basename, dirname, join, resolve as resolvePath } from "node:path";
 import { GrexError, integrityError, throwIfAborted, toGrexError } from "../errors.ts";
 import { backendFor, isGitRepo, readHeadSync, type HeadInfo } from "../git/backend.ts";
 import { withBackendLock, withPackLock } from "../locks.ts";
@@ -174,6 +174,8 @@ async function bringUp(node: TreeNode, opts: FetchOptions): Promise<void> {
       `${node.dir} exists but is not a git repository; move it away or run \`grex rm ${node.id} --keep-files\`.`,
     );
   } else {
+    // A clone of this pack killed earlier left its hidden temp folder beside it: gone now.
+    if (!opts.dryRun) (await import("../git/clone.ts")).removeDeadClones(dirname(node.dir), basename(node.dir));
     node.shaBefore = readHeadSync(node.dir)?.sha ?? null;
     node.head = readHeadSync(node.dir);
     if (opts.updateExisting) await updateExisting(node, opts, backend);
