@@ -133,15 +133,18 @@ test("hostile submodules are refused before anything is cloned", async () => {
       name: "symlink-case",
       gitmodules: `[submodule "x"]\n\tpath = A/modules/x\n\turl = ../lib\n`,
       lines: ["120000 TEXT(.git)\ta", `160000 ${libSha}\tA/modules/x`],
-      error: /passes through a symlink \('a'\)/,
+      error: /passes through a symlink \('a'\)|below the symbolic link "a" on a case-insensitive file system/,
     },
   ];
   for (const c of cases) {
     const sup = repo(join(tmp.path, `super-${c.name}`), { README: "x\n" });
     hostile(sup, c.gitmodules, c.lines);
     const dest = join(tmp.path, `clone-${c.name}`);
-    await backendFor(sup).clone(sup, dest, { ref: null, signal: never() });
-    const err = await updateSubmodules(dest, sup, never()).catch((e: unknown) => e);
+    // The checkout itself may refuse the tree first (a link and a path below its case-folded name): as good a stop.
+    const cloneErr = await backendFor(sup)
+      .clone(sup, dest, { ref: null, signal: never() })
+      .then(() => null, (e: unknown) => e);
+    const err = cloneErr ?? (await updateSubmodules(dest, sup, never()).catch((e: unknown) => e));
     expect({ name: c.name, message: String((err as Error).message) }).toEqual({ name: c.name, message: expect.stringMatching(c.error) });
     // Nothing was cloned anywhere inside.
     expect(existsSync(join(dest, "a", ".git")) || existsSync(join(dest, "A", "modules", "x", ".git"))).toBe(false);
