@@ -111,9 +111,9 @@ export function countLeftRight(gitdir: string, left: string, right: string): Tra
     const infos = new Map<string, CommitInfo>();
     const shallow = shallowCommits(gitdir);
     const info = (oid: string): CommitInfo | null => {
-      let i = infos.get(oid);
-      if (i) return i;
-      i = graph?.lookup(oid) ?? null;
+      const known = infos.get(oid);
+      if (known) return known;
+      let i = graph?.lookup(oid) ?? null;
       if (!i) {
         const o = store.read(oid);
         i = o?.type === "commit" ? parseCommitHeader(o.data) : null;
