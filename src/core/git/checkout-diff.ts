@@ -19,7 +19,7 @@ import * as fs from "node:fs";
 import { dirname, join } from "node:path";
 import { packOpError } from "../errors.ts";
 import { readConfigValueSync } from "./config.ts";
-import { type IndexEntry, parseIndex, serializeIndex } from "./index-file.ts";
+import { type IndexEntry, indexVersionOf, parseIndex, serializeIndex, sharedIndexIn } from "./index-file.ts";
 import { loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
 import { writeRefSync } from "./refs.ts";
@@ -55,8 +55,9 @@ async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: str
   } catch {
     return null;
   }
-  const entries = parseIndex(buf);
-  if (!entries || entries.some((e) => e.stage !== 0)) return null;
+  const entries = parseIndex(buf, sharedIndexIn(gitdir));
+  // A conflict, or a sparse index's directory entries: the full checkout handles those.
+  if (!entries || entries.some((e) => e.stage !== 0 || e.mode === 0o040000)) return null;
   const store = new ObjectStore(gitdir);
   let from: Map<string, string>;
   let to: Map<string, string>;
@@ -206,7 +207,7 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
   const cacheTree = exact ? withStore(gitdir, (s) => cacheTreeOf(s, plan.toOid)) : null;
   const indexPath = join(gitdir, "index");
   const tmp = `${indexPath}.grex-tmp`;
-  fs.writeFileSync(tmp, serializeIndex([...plan.index.values()], cacheTree ?? undefined));
+  fs.writeFileSync(tmp, serializeIndex([...plan.index.values()], cacheTree ?? undefined, indexVersionOf(indexPath)));
   fs.renameSync(tmp, indexPath);
 }
 

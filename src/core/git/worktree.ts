@@ -12,7 +12,7 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError } from "../errors.ts";
 import { readGitdirConfigValue } from "./config.ts";
-import { type IndexEntry, readIndex, readIndexForStatus, serializeIndex, statTimes } from "./index-file.ts";
+import { ASSUME_VALID, INTENT_TO_ADD, type IndexEntry, type IndexRead, readIndex, readIndexForStatus, SKIP_WORKTREE, serializeIndex, sharedIndexIn, statTimes } from "./index-file.ts";
 import { type Git, loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
 import { cacheTreeOf, flatTree } from "./tree-read.ts";
@@ -300,15 +300,53 @@ export interface DirtyCheckOptions {
   gitdir?: string;
 }
 
+const DIRECTORY = 0o040000;
+
+/**
+ * A sparse index names whole directories outside the sparse cone (one entry,
+ * the directory's tree, skip-worktree); the checks below want files, so those
+ * entries are replaced by the files of their trees, as git expands the index
+ * when it must. null when a tree cannot be read.
+ */
+function expandSparse(index: IndexRead, gitdir: string): IndexEntry[] | null {
+  if (!index.entries.some((e) => e.mode === DIRECTORY)) return index.entries;
+  const store = new ObjectStore(gitdir);
+  try {
+    const out: IndexEntry[] = [];
+    const walk = (oid: string, prefix: string): boolean => {
+      const tree = store.readTree(oid);
+      if (!tree) return false;
+      for (const t of tree) {
+        const rel = prefix + t.name;
+        if (t.mode === "040000") {
+          if (!walk(t.oid, `${rel}/`)) return false;
+        } else out.push({ ...entryFor(rel, Number.parseInt(t.mode, 8), t.oid, null), flags: SKIP_WORKTREE });
+      }
+      return true;
+    };
+    for (const e of index.entries) {
+      if (e.mode !== DIRECTORY) out.push(e);
+      else if (!walk(e.oid, e.path.endsWith("/") ? e.path : `${e.path}/`)) return null;
+    }
+    // Tree order puts "a/" where "a" would sort; the index sorts by the full path.
+    return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.stage - b.stage));
+  } finally {
+    store.close();
+  }
+}
+
 /** true = dirty, false = clean, null = could not tell (use statusMatrix). */
 export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckOptions = {}): Promise<boolean | null> {
   const file = readIndexFile(gitdir);
   if (!file) return null;
-  const index = opts.statusCache ? readIndexForStatus(file.buf) : readIndex(file.buf);
-  const entries = index?.entries;
+  const shared = sharedIndexIn(gitdir);
+  const index = opts.statusCache ? readIndexForStatus(file.buf, shared) : readIndex(file.buf, shared);
   const head = opts.head ?? resolveRefSync(gitdir, "HEAD");
-  if (!index || !entries || !head) return null;
-  if (entries.some((e) => e.stage !== 0)) return true; // unresolved merge conflict
+  if (!index || !head) return null;
+  const entries = expandSparse(index, gitdir);
+  if (!entries) return null;
+  // An unresolved merge conflict, or a `git add -N` entry (git status lists it as added): changes either way.
+  if (entries.some((e) => e.stage !== 0 || (e.flags && e.flags & INTENT_TO_ADD))) return true;
 
   let filemodeValue: boolean | undefined;
   const filemode = () => (filemodeValue ??= readGitdirConfigValue(gitdir, "core", null, "filemode") !== "false");
@@ -327,6 +365,8 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
   const proofs: HashProofs | undefined = cacheFile && key ? { known: cache?.index === key ? cache.hashed : {}, proven: new Map(), now: Date.now() } : undefined;
   for (const e of entries) {
     if (e.mode === GITLINK) continue; // submodules are their own repositories
+    // Sparse checkout's skip-worktree and assume-unchanged entries: git does not look at the file, nor do we.
+    if (e.flags && e.flags & (SKIP_WORKTREE | ASSUME_VALID)) continue;
     if (journal?.has(e.path)) {
       if (!moveOwns(e.path)) return true;
     } else if (fileChanged(dir, e, filemode, file.mtimeMs, proofs)) return true;
