@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { packOpError } from "../errors.ts";
 import { readGitdirConfigValue } from "./config.ts";
 import { ASSUME_VALID, INTENT_TO_ADD, type IndexEntry, type IndexRead, readIndex, readIndexForStatus, SKIP_WORKTREE, serializeIndex, sharedIndexIn, statTimes } from "./index-file.ts";
+import { IgnoreRules } from "./ignore-rules.ts";
 import { type Git, loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
 import { cacheTreeOf, flatTree } from "./tree-read.ts";
@@ -423,16 +424,15 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
 
   // 4. Untracked files count unless ignored; a directory is looked into only if it is not ignored itself.
   if (untracked.length === 0) return false;
-  const git = await loadGit();
-  const ignored = (rel: string) => git.isIgnored({ fs, dir, gitdir, filepath: rel });
+  const rules = new IgnoreRules(dir, gitdir);
   const pending = [...untracked];
   while (pending.length > 0) {
     const c = pending.pop() as { rel: string; isDir: boolean };
     if (!c.isDir) {
-      if (!(journal && moveOwns(c.rel)) && !(await ignored(c.rel))) return true;
+      if (!(journal && moveOwns(c.rel)) && !rules.isIgnored(c.rel, false)) return true;
       continue;
     }
-    if ((await ignored(c.rel)) || (await ignored(`${c.rel}/`))) continue;
+    if (rules.isIgnored(c.rel, true)) continue;
     if (isRepository(join(dir, c.rel))) return true; // an untracked repository inside: git lists it
     for (const d of fs.readdirSync(join(dir, c.rel), { withFileTypes: true })) {
       if (d.name === ".git") continue;
