@@ -11,6 +11,7 @@
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError } from "../errors.ts";
+import { isNotFound, missingObject } from "./git-errors.ts";
 import { readGitdirConfigValue } from "./config.ts";
 import { ASSUME_VALID, INTENT_TO_ADD, type IndexEntry, type IndexRead, readIndex, readIndexForStatus, SKIP_WORKTREE, serializeIndex, sharedIndexIn, statTimes } from "./index-file.ts";
 import { IgnoreRules } from "./ignore-rules.ts";
@@ -58,24 +59,35 @@ export async function checkoutFresh(dir: string, gitdir: string, oid: string): P
   const cache = {};
   let iso: Git | null = null;
   const git = async () => (iso ??= await loadGit());
-  const treeOf = async (treeOid: string): Promise<Array<{ path: string; mode: string; oid: string; type: string }>> => {
+  // An object the commit needs and the repository lacks is named by its role (git-errors.ts).
+  const origin = () => readGitdirConfigValue(gitdir, "remote", "origin", "url");
+  const orMissing = async <T>(role: () => string, read: () => Promise<T>): Promise<T> => {
+    try {
+      return await read();
+    } catch (err) {
+      throw isNotFound(err) ? missingObject(role(), origin()) : err;
+    }
+  };
+  const short = oid.slice(0, 12);
+  const treeOf = async (treeOid: string, where: string): Promise<Array<{ path: string; mode: string; oid: string; type: string }>> => {
     const native = store.readTree(treeOid);
     if (native) {
       return native.map((e) => ({ path: e.name, mode: e.mode, oid: e.oid, type: e.mode === "040000" ? "tree" : e.mode === "160000" ? "commit" : "blob" }));
     }
-    return (await (await git()).readTree({ fs, gitdir, oid: treeOid, cache })).tree;
+    const role = () => (where === "" ? `the tree of commit ${short}` : `the tree of directory '${where.slice(0, -1)}' in commit ${short}`);
+    return (await orMissing(role, async () => (await git()).readTree({ fs, gitdir, oid: treeOid, cache }))).tree;
   };
-  const blobOf = async (blobOid: string): Promise<Uint8Array> => {
+  const blobOf = async (blobOid: string, rel: string): Promise<Uint8Array> => {
     const o = store.read(blobOid);
     if (o?.type === "blob") return o.data;
-    return (await (await git()).readBlob({ fs, gitdir, oid: blobOid, cache })).blob;
+    return (await orMissing(() => `the file '${rel}' of commit ${short}`, async () => (await git()).readBlob({ fs, gitdir, oid: blobOid, cache }))).blob;
   };
-  const rootTree = store.readCommit(oid)?.tree ?? (await (await git()).readCommit({ fs, gitdir, oid, cache })).commit.tree;
+  const rootTree = store.readCommit(oid)?.tree ?? (await orMissing(() => `commit ${short}`, async () => (await git()).readCommit({ fs, gitdir, oid, cache }))).commit.tree;
   const entries: IndexEntry[] = [];
   // First the directories and the list of files, from the trees.
   const files: Array<{ rel: string; mode: string; oid: string }> = [];
   const walk = async (treeOid: string, prefix: string): Promise<void> => {
-    for (const e of await treeOf(treeOid)) {
+    for (const e of await treeOf(treeOid, prefix)) {
       checkName(e.path, prefix);
       const rel = prefix + e.path;
       if (e.type === "tree") {
@@ -91,7 +103,7 @@ export async function checkoutFresh(dir: string, gitdir: string, oid: string): P
   // Then the files, many at a time: each read and write waits on I/O, and
   // one-by-one the waits add up to several times the work.
   const writeOne = async (f: { rel: string; mode: string; oid: string }) => {
-    const blob = await blobOf(f.oid);
+    const blob = await blobOf(f.oid, f.rel);
     const abs = join(dir, f.rel);
     if (f.mode === "120000") await fs.promises.symlink(Buffer.from(blob).toString("utf8"), abs);
     else await fs.promises.writeFile(abs, blob, { mode: f.mode === "100755" ? 0o755 : 0o644 });
