@@ -82,9 +82,9 @@ export function adler32(buf: Uint8Array): number {
   return ((b << 16) | a) >>> 0;
 }
 
-/** zlib-wrap Bun's raw DEFLATE, as git stores loose objects. */
-function deflate(buf: Uint8Array): Buffer {
-  const raw = Bun.deflateSync(buf as Uint8Array<ArrayBuffer>);
+/** zlib-wrap Bun's raw DEFLATE, as git stores loose objects and pack entries. */
+export function deflate(buf: Uint8Array, level: 1 | 6 = 6): Buffer {
+  const raw = Bun.deflateSync(buf as Uint8Array<ArrayBuffer>, { level });
   const out = Buffer.allocUnsafe(raw.length + 6);
   out[0] = 0x78;
   out[1] = 0x01;
