@@ -150,12 +150,12 @@ export function readIndex(buf: Buffer, shared?: SharedIndexReader): IndexRead | 
 }
 
 /**
- * readIndex for read-only questions: entries read lazily (StatusEntry) and the
- * trailing checksum not verified, as git's own reads do (only fsck checks
- * it). A damaged index can at worst read as changes.
+ * readIndex for read-only questions: entries read lazily (StatusEntry) and,
+ * unless `verify`, the trailing checksum not verified, as git's own reads do
+ * (only fsck checks it). A damaged index can at worst read as changes.
  */
-export function readIndexForStatus(buf: Buffer, shared?: SharedIndexReader): IndexRead | null {
-  return walkIndex(buf, false, lazyEntries, shared);
+export function readIndexForStatus(buf: Buffer, shared?: SharedIndexReader, verify = false): IndexRead | null {
+  return walkIndex(buf, verify, lazyEntries, shared);
 }
 
 function lazyEntries(buf: Buffer): EntryAt {

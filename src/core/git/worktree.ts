@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { packOpError } from "../errors.ts";
 import { isNotFound, missingObject } from "./git-errors.ts";
 import { readGitdirConfigValue } from "./config.ts";
-import { ASSUME_VALID, INTENT_TO_ADD, type IndexEntry, type IndexRead, readIndex, readIndexForStatus, SKIP_WORKTREE, serializeIndex, sharedIndexIn, statTimes } from "./index-file.ts";
+import { ASSUME_VALID, INTENT_TO_ADD, type IndexEntry, type IndexRead, readIndexForStatus, SKIP_WORKTREE, serializeIndex, sharedIndexIn, statTimes } from "./index-file.ts";
 import { IgnoreRules } from "./ignore-rules.ts";
 import { type Git, loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
@@ -353,7 +353,8 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
   const file = readIndexFile(gitdir);
   if (!file) return null;
   const shared = sharedIndexIn(gitdir);
-  const index = opts.statusCache ? readIndexForStatus(file.buf, shared) : readIndex(file.buf, shared);
+  // Entries are only read here: built lazily either way; the checksum is verified unless this is a report.
+  const index = readIndexForStatus(file.buf, shared, !opts.statusCache);
   const head = opts.head ?? resolveRefSync(gitdir, "HEAD");
   if (!index || !head) return null;
   const entries = expandSparse(index, gitdir);
