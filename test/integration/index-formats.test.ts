@@ -157,14 +157,14 @@ describe("the writer", () => {
 });
 
 describe("an update keeps the index as git pull --ff-only does", () => {
-  for (const form of ["v4 (prefix-compressed paths)", "split index", "v3 via skip-worktree", "untracked cache"]) {
+  for (const form of ["v4 (prefix-compressed paths)", "split index", "v3 via skip-worktree", "untracked cache", "sparse checkout (cone)"]) {
     test(form, async () => {
       const up = join(tmp.path, `up${n++}`);
       git(tmp.path, "clone", "--quiet", upstream, up);
       const d = join(tmp.path, `src${n++}`);
       git(tmp.path, "clone", "--quiet", up, d);
       forms[form]?.(d);
-      commit(up, { "dir0/sub/file0.txt": "new upstream\n", "added/x.txt": "x\n", "dir5/sub/file5.txt": null }, "upstream moves");
+      commit(up, { "dir0/sub/file0.txt": "new upstream\n", "added/x.txt": "x\n", "dir5/sub/file5.txt": null, "dir3/sub/file6.txt": "changed outside the cone\n" }, "upstream moves");
       const work = join(tmp.path, `w${n++}`);
       mkdirSync(work);
       const both = await runBoth(

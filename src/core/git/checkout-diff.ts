@@ -19,7 +19,8 @@ import * as fs from "node:fs";
 import { dirname, join } from "node:path";
 import { packOpError } from "../errors.ts";
 import { readConfigValueSync } from "./config.ts";
-import { type IndexEntry, indexVersionOf, parseIndex, serializeIndex, sharedIndexIn } from "./index-file.ts";
+import { type IndexEntry, indexVersionOf, parseIndex, SKIP_WORKTREE, serializeIndex, sharedIndexIn } from "./index-file.ts";
+import { SparseCheckout } from "./sparse-checkout.ts";
 import { loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
 import { writeRefSync } from "./refs.ts";
@@ -102,6 +103,7 @@ function conflicts(plan: Plan, resuming: boolean): string[] {
   } catch {
     // no index: every entry counts as racy
   }
+  const sparse = resuming ? SparseCheckout.of(plan.gitdir) : null;
   const out: string[] = [];
   for (const p of plan.changed) {
     const was = plan.from.get(p);
@@ -109,6 +111,7 @@ function conflicts(plan: Plan, resuming: boolean): string[] {
     if (resuming) {
       // Either version is the move's own work; anything else is someone's edit.
       const now = onDisk(plan.dir, p);
+      if (now === null && sparse && !sparse.includes(p)) continue; // outside a sparse checkout: absent by design
       if (now === "dir" && was === undefined && holdsOnlyRemovals(plan, p)) continue;
       if (!sameVersion(now, was, filemode) && !sameVersion(now, will, filemode)) out.push(p);
       continue;
@@ -124,6 +127,7 @@ function conflicts(plan: Plan, resuming: boolean): string[] {
       continue;
     }
     if (e === undefined || `${e.mode} ${e.oid}` !== was) out.push(p); // staged change
+    else if (e.flags && e.flags & SKIP_WORKTREE && onDisk(plan.dir, p) === null) continue; // sparse: absent by design
     else if (e.mode !== GITLINK && fileChanged(plan.dir, e, filemode, indexMtime)) out.push(p);
   }
   // A file (untracked, or tracked and kept) where the move needs a directory.
@@ -172,9 +176,17 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
     else fs.rmSync(join(dir, p), { force: true });
     removeEmptyDirsUp(dir, p);
   }
+  // A sparse checkout: paths outside its patterns stay out of the work tree (skip-worktree in the index).
+  const sparse = SparseCheckout.of(gitdir);
+  const outside = new Set(sparse ? writes.filter((p) => !sparse.includes(p)) : []);
   const store = new ObjectStore(gitdir);
   try {
     for (const p of writes) {
+      if (outside.has(p)) {
+        fs.rmSync(join(dir, p), { force: true }); // was in the work tree; local changes were ruled out above
+        removeEmptyDirsUp(dir, p);
+        continue;
+      }
       const { mode, oid } = parse(plan.to.get(p) as string);
       const abs = join(dir, p);
       fs.mkdirSync(dirname(abs), { recursive: true });
@@ -198,6 +210,10 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
   for (const p of removals) plan.index.delete(p);
   for (const p of writes) {
     const { mode, oid } = parse(plan.to.get(p) as string);
+    if (outside.has(p)) {
+      plan.index.set(p, { ...entryFor(p, mode, oid, null), flags: SKIP_WORKTREE });
+      continue;
+    }
     let st: fs.Stats | null = null;
     if (mode !== GITLINK) st = fs.lstatSync(join(dir, p));
     plan.index.set(p, entryFor(p, mode, oid, st));

@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { readConfigFileValue } from "./config.ts";
 
-interface Rule {
+export interface Rule {
   pattern: string;
   negate: boolean;
   dirOnly: boolean;
@@ -142,7 +142,7 @@ function matchBracket(p: string, pi: number, ch: string): { ok: boolean; next: n
 }
 
 /** The verdict of one list of rules for `rel` (relative to the list's directory): true ignored, false re-included, undefined no match. */
-function verdict(rules: Rule[], rel: string, isDir: boolean): boolean | undefined {
+export function verdict(rules: Rule[], rel: string, isDir: boolean): boolean | undefined {
   const base = rel.slice(rel.lastIndexOf("/") + 1);
   for (let i = rules.length - 1; i >= 0; i--) {
     const r = rules[i] as Rule;
@@ -152,7 +152,7 @@ function verdict(rules: Rule[], rel: string, isDir: boolean): boolean | undefine
   return undefined;
 }
 
-function readRules(path: string): Rule[] {
+export function readRules(path: string): Rule[] {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
