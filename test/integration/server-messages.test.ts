@@ -124,3 +124,27 @@ test("a server that leaves out an object: the message names the object's role, e
     });
   }
 });
+
+test("an update whose new file never arrived: the file and commit are named, exit 4, nothing moved", async () => {
+  const work = join(root.path, "partial-update");
+  makeRepo(work, { "README.md": "hello\n" });
+  const first = git(work, "rev-parse", "HEAD");
+  writeFileSync(join(work, "new.txt"), "new\n");
+  git(work, "add", "new.txt");
+  git(work, "commit", "-q", "-m", "second");
+  const second = git(work, "rev-parse", "HEAD");
+  const packOf = (oids: string[]) => Buffer.from(Bun.spawnSync(["git", "pack-objects", "--stdout"], { cwd: work, env: gitEnv(), stdin: Buffer.from(`${oids.join("\n")}\n`) }).stdout);
+  const all = git(work, "rev-list", "--objects", first).split("\n").map((l) => l.split(" ")[0] as string);
+  const dest = join(root.path, "partial-update-clone");
+  await servePack(first, packOf(all), async (url) => {
+    await backendFor(url).clone(url, dest, { ref: null, signal: never() });
+  });
+  // The second commit and its tree, but not the new file's blob.
+  await servePack(second, packOf([second, git(work, "rev-parse", "HEAD^{tree}")]), async (url) => {
+    git(dest, "remote", "set-url", "origin", url);
+    const err = await failure(backendFor(url).update(dest, url, { ref: null, signal: never() }));
+    expect(err.message).toStartWith(`the file 'new.txt' of commit ${second.slice(0, 12)} is missing from ${url}`);
+    expect(err.exitCode).toBe(EXIT_CODES.pack_op);
+  });
+  expect(git(dest, "rev-parse", "HEAD")).toBe(first);
+});

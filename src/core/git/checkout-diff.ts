@@ -21,6 +21,7 @@ import { packOpError } from "../errors.ts";
 import { readConfigValueSync } from "./config.ts";
 import { type IndexEntry, indexVersionOf, parseIndex, SKIP_WORKTREE, serializeIndex, sharedIndexIn } from "./index-file.ts";
 import { SparseCheckout } from "./sparse-checkout.ts";
+import { isNotFound, missingObject } from "./git-errors.ts";
 import { loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
 import { writeRefSync } from "./refs.ts";
@@ -195,7 +196,13 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
         continue;
       }
       if (resuming && sameVersion(onDisk(dir, p), plan.to.get(p), filemode)) continue; // written before the interruption
-      const blob = await readBlob(store, gitdir, oid);
+      let blob: Buffer;
+      try {
+        blob = await readBlob(store, gitdir, oid);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        throw missingObject(`the file '${p}' of commit ${plan.toOid.slice(0, 12)}`, readConfigValueSync(dir, "remote", "origin", "url"));
+      }
       const tmp = join(dir, tempNameOf(p));
       fs.rmSync(tmp, { force: true });
       if (mode === 0o120000) fs.symlinkSync(blob.toString("utf8"), tmp);
