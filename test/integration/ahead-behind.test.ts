@@ -95,6 +95,23 @@ for (const [state, setup] of Object.entries(graphStates)) {
   });
 }
 
+test("the walk visits the commits that differ and a few more, not the history", () => {
+  const cases: Array<[string, number]> = [
+    ["one local commit", 5],
+    ["force-pushed upstream", 100],
+    ["behind only", 20],
+    ["diverged 50,000 commits back", 50_200],
+  ];
+  for (const [name, most] of cases) {
+    const [l, r] = shapes.get(name) as [string, string];
+    const stats = { walked: 0 };
+    const counts = countLeftRight(gitdir, l, r, stats);
+    expect(counts).not.toBeNull();
+    expect({ name, walked: stats.walked <= most }).toEqual({ name, walked: true });
+    expect(stats.walked).toBeGreaterThanOrEqual((counts?.ahead ?? 0) + (counts?.behind ?? 0));
+  }
+});
+
 test("status's entry point reads origin/<branch> and HEAD", async () => {
   const [l, r] = shapes.get("force-pushed upstream") as [string, string];
   git(repo, "update-ref", "refs/remotes/origin/topic", l);

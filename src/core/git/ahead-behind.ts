@@ -102,8 +102,12 @@ class Queue {
   }
 }
 
-/** Commits reachable from `left` and not `right` (ahead), and the reverse (behind); null when a commit is missing. */
-export function countLeftRight(gitdir: string, left: string, right: string): Tracking | null {
+/**
+ * Commits reachable from `left` and not `right` (ahead), and the reverse
+ * (behind); null when a commit is missing. `stats.walked` counts the commits
+ * taken from the queue (what the cost is proportional to).
+ */
+export function countLeftRight(gitdir: string, left: string, right: string, stats?: { walked: number }): Tracking | null {
   if (left === right) return { ahead: 0, behind: 0 };
   const graph = CommitGraph.open(gitdir);
   const store = new ObjectStore(gitdir);
@@ -159,6 +163,7 @@ export function countLeftRight(gitdir: string, left: string, right: string): Tra
       }
       queue.pop();
       queued.delete(top.oid);
+      if (stats) stats.walked++;
       const f = flags.get(top.oid) as number;
       if (f !== BOTH) {
         active--;
