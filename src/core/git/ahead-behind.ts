@@ -150,7 +150,20 @@ export function countLeftRight(gitdir: string, left: string, right: string, stat
       if (after !== BOTH) active++;
       return true;
     };
-    if (!paint(left, LEFT) || !paint(right, RIGHT)) return null;
+    // An annotated tag counts as the commit it names (as `git rev-list` peels it).
+    const peel = (oid: string): string => {
+      let at = oid;
+      for (let depth = 0; depth < 8; depth++) {
+        if (graph?.lookup(at)) return at;
+        const o = store.read(at);
+        if (o?.type !== "tag") return at;
+        const m = /^object ([0-9a-f]{40})$/m.exec(o.data.toString("latin1", 0, Math.min(o.data.length, 200)));
+        if (!m) return at;
+        at = m[1] as string;
+      }
+      return at;
+    };
+    if (!paint(peel(left), LEFT) || !paint(peel(right), RIGHT)) return null;
     for (;;) {
       const top = queue.peek();
       if (!top) break;
