@@ -148,10 +148,14 @@ function findOffset(p: Pack, oid: Buffer): number {
   let hi = p.idx.readUInt32BE(fanoutAt + first * 4);
   const base = p.v2 ? fanoutAt + 1024 : 1024 + 4;
   const stride = p.v2 ? 20 : 24;
+  // The first four bytes as a number decide nearly every step; the full compare (a native call) only on a tie.
+  const head = oid.readUInt32BE(0);
+  const idx = p.idx;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     const at = base + mid * stride;
-    const c = p.idx.compare(oid, 0, 20, at, at + 20);
+    const there = ((idx[at] as number) * 0x1000000) + (((idx[at + 1] as number) << 16) | ((idx[at + 2] as number) << 8) | (idx[at + 3] as number));
+    const c = head !== there ? (there > head ? 1 : -1) : idx.compare(oid, 0, 20, at, at + 20); // the sign of (entry - oid)
     if (c === 0) {
       if (!p.v2) return p.idx.readUInt32BE(at - 4);
       const offAt = fanoutAt + 1024 + p.count * 24 + mid * 4;
