@@ -107,6 +107,8 @@ export interface IndexRead {
   rootTree: string | null;
   /** The file's format version: 2, 3 or 4. */
   version: number;
+  /** A sparse index (the `sdir` extension): some entries are whole directories (mode 040000). */
+  sparseDirs: boolean;
 }
 
 /** The format version of the index file at `path` (a v4 index is rewritten as v4); undefined when unreadable. */
@@ -225,6 +227,7 @@ function walkIndex(buf: Buffer, verify: boolean, entriesOf: (buf: Buffer) => Ent
   // which the caller expands) are honoured; any other is refused.
   let tree: Buffer | null = null;
   let link: Buffer | null = null;
+  let sparseDirs = false;
   while (off + 8 <= end) {
     const sig = buf.toString("latin1", off, off + 4);
     const size = u32(buf, off + 4);
@@ -232,7 +235,8 @@ function walkIndex(buf: Buffer, verify: boolean, entriesOf: (buf: Buffer) => Ent
     const first = buf[off] as number;
     if (sig === "TREE") tree = buf.subarray(off + 8, off + 8 + size);
     else if (sig === "link") link = buf.subarray(off + 8, off + 8 + size);
-    else if ((first < 0x41 || first > 0x5a) && sig !== "sdir") return null;
+    else if (sig === "sdir") sparseDirs = true;
+    else if (first < 0x41 || first > 0x5a) return null;
     off += 8 + size;
   }
   let all = entries;
@@ -243,7 +247,7 @@ function walkIndex(buf: Buffer, verify: boolean, entriesOf: (buf: Buffer) => Ent
     if (!merged) return null;
     all = merged;
   }
-  return { entries: all, rootTree: tree ? cacheTreeRoot(tree, all.length) : null, version };
+  return { entries: all, rootTree: tree ? cacheTreeRoot(tree, all.length) : null, version, sparseDirs };
 }
 
 /** The set bit positions of a git EWAH bitmap at `at`, and where it ends. */

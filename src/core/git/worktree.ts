@@ -322,7 +322,7 @@ const DIRECTORY = 0o040000;
  * when it must. null when a tree cannot be read.
  */
 function expandSparse(index: IndexRead, gitdir: string): IndexEntry[] | null {
-  if (!index.entries.some((e) => e.mode === DIRECTORY)) return index.entries;
+  if (!index.sparseDirs) return index.entries;
   const store = new ObjectStore(gitdir);
   try {
     const out: IndexEntry[] = [];
