@@ -3,8 +3,10 @@
 //    matching index in one pass (every clone does this);
 //  - isDirtyFast: "is anything uncommitted?" from the index stats, one
 //    readdir per tracked directory and HEAD's trees, hashing a file only when
-//    its stat changed. It answers null whenever unsure (unusual index,
-//    unborn HEAD) and the caller asks isomorphic-git's statusMatrix instead.
+//    its stat changed, untracked files judged by git's ignore rules
+//    (ignore-rules.ts). It reads every index form git writes (index-file.ts)
+//    and answers null only when it cannot (a damaged index, unborn HEAD);
+//    the caller then asks isomorphic-git's statusMatrix instead.
 //    For reports it may use the status cache (status-cache.ts): a stat
 //    instead of a readdir for a directory known to hold only tracked
 //    entries, and HEAD's tree without opening the object store.
