@@ -68,6 +68,25 @@ describe("localWork() names each kind", () => {
     expect(lost).toContain("without an upstream: main");
   });
 
+  test("an index git wrote in version 4: changes are still found, never an error", async () => {
+    const dir = await addTools();
+    git(dir, "update-index", "--index-version", "4");
+    expect(await localWork(dir)).toEqual([]);
+    writeFileSync(join(dir, "notes.txt"), "mine\n");
+    expect((await localWork(dir)).join("\n")).toContain("uncommitted or untracked files");
+  });
+
+  test("a commit only an annotated tag holds is not lost", async () => {
+    const dir = await addTools();
+    writeFileSync(join(dir, "c.txt"), "c\n");
+    git(dir, "add", "c.txt");
+    git(dir, "commit", "-q", "-m", "tagged");
+    git(dir, "tag", "-a", "kept", "-m", "kept");
+    git(dir, "checkout", "-q", "--detach", "HEAD");
+    git(dir, "branch", "-q", "-f", "main", "origin/main");
+    expect((await localWork(dir)).join("\n")).not.toContain("detached HEAD");
+  });
+
   for (const k of KINDS) {
     test(k.kind, async () => {
       const dir = await addTools();

@@ -19,7 +19,9 @@ import * as fs from "node:fs";
 import { dirname, join } from "node:path";
 import { packOpError } from "../errors.ts";
 import { readConfigValueSync } from "./config.ts";
-import { type IndexEntry, parseIndex, serializeIndex } from "./index-file.ts";
+import { type IndexEntry, indexVersionOf, parseIndex, SKIP_WORKTREE, serializeIndex, sharedIndexIn } from "./index-file.ts";
+import { SparseCheckout } from "./sparse-checkout.ts";
+import { isNotFound, missingObject } from "./git-errors.ts";
 import { loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
 import { writeRefSync } from "./refs.ts";
@@ -57,8 +59,9 @@ async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: str
   } catch {
     return null;
   }
-  const entries = parseIndex(buf);
-  if (!entries || entries.some((e) => e.stage !== 0)) return null;
+  const entries = parseIndex(buf, sharedIndexIn(gitdir));
+  // A conflict, or a sparse index's directory entries: the full checkout handles those.
+  if (!entries || entries.some((e) => e.stage !== 0 || e.mode === 0o040000)) return null;
   const store = new ObjectStore(gitdir);
   let from: Map<string, string>;
   let to: Map<string, string>;
@@ -100,6 +103,7 @@ function conflicts(plan: Plan, resuming: boolean): string[] {
   } catch {
     // no index: every entry counts as racy
   }
+  const sparse = resuming ? SparseCheckout.of(plan.gitdir) : null;
   const out: string[] = [];
   for (const p of plan.changed) {
     const was = plan.from.get(p);
@@ -107,6 +111,7 @@ function conflicts(plan: Plan, resuming: boolean): string[] {
     if (resuming) {
       // Either version is the move's own work; anything else is someone's edit.
       const now = onDisk(plan.dir, p);
+      if (now === null && sparse && !sparse.includes(p)) continue; // outside a sparse checkout: absent by design
       if (now === "dir" && was === undefined && holdsOnlyRemovals(plan, p)) continue;
       if (!sameVersion(now, was, filemode) && !sameVersion(now, will, filemode)) out.push(p);
       continue;
@@ -122,6 +127,7 @@ function conflicts(plan: Plan, resuming: boolean): string[] {
       continue;
     }
     if (e === undefined || `${e.mode} ${e.oid}` !== was) out.push(p); // staged change
+    else if (e.flags && e.flags & SKIP_WORKTREE && onDisk(plan.dir, p) === null) continue; // sparse: absent by design
     else if (e.mode !== GITLINK && fileChanged(plan.dir, e, filemode, indexMtime)) out.push(p);
   }
   // A file (untracked, or tracked and kept) where the move needs a directory.
@@ -185,6 +191,9 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
     } else removeEntry(dir, p);
     removeEmptyParents(dir, p);
   }
+  // A sparse checkout: paths outside its patterns stay out of the work tree (skip-worktree in the index).
+  const sparse = SparseCheckout.of(gitdir);
+  const outside = new Set(sparse ? writes.filter((p) => !sparse.includes(p)) : []);
   const store = new ObjectStore(gitdir);
   try {
     // gitattributes of the target tree: line endings and filters for each written file (convert.ts).
@@ -192,13 +201,24 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
     for (const [p, o] of attrFiles) attrFiles.set(p, (await readBlob(store, gitdir, o)).toString("utf8"));
     const conv = Conversion.forTree(dir, gitdir, attrFiles);
     for (const p of writes) {
+      if (outside.has(p)) {
+        removeEntry(dir, p); // was in the work tree; local changes were ruled out above
+        removeEmptyParents(dir, p);
+        continue;
+      }
       const { mode, oid } = parse(plan.to.get(p) as string);
       if (mode === GITLINK) {
         makeParents(dir, `${p}/x`); // the empty directory where the submodule would go
         continue;
       }
       if (resuming && sameVersion(onDisk(dir, p), plan.to.get(p), filemode)) continue; // written before the interruption
-      const blob = await readBlob(store, gitdir, oid);
+      let blob: Buffer;
+      try {
+        blob = await readBlob(store, gitdir, oid);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        throw missingObject(`the file '${p}' of commit ${plan.toOid.slice(0, 12)}`, readConfigValueSync(dir, "remote", "origin", "url"));
+      }
       // A directory where the file goes (it held only removed files): gone by now, or the rename fails.
       writeEntry(dir, p, tempNameOf(p), mode, mode === 0o120000 ? blob : conv.smudge(p, blob)); // gitattributes conversion
     }
@@ -209,6 +229,10 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
   for (const p of removals) plan.index.delete(p);
   for (const p of writes) {
     const { mode, oid } = parse(plan.to.get(p) as string);
+    if (outside.has(p)) {
+      plan.index.set(p, { ...entryFor(p, mode, oid, null), flags: SKIP_WORKTREE });
+      continue;
+    }
     let st: fs.Stats | null = null;
     if (mode !== GITLINK) st = fs.lstatSync(join(dir, p));
     plan.index.set(p, entryFor(p, mode, oid, st));
@@ -218,7 +242,7 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
   const cacheTree = exact ? withStore(gitdir, (s) => cacheTreeOf(s, plan.toOid)) : null;
   const indexPath = join(gitdir, "index");
   const tmp = `${indexPath}.grex-tmp`;
-  fs.writeFileSync(tmp, serializeIndex([...plan.index.values()], cacheTree ?? undefined));
+  fs.writeFileSync(tmp, serializeIndex([...plan.index.values()], cacheTree ?? undefined, indexVersionOf(indexPath)));
   fs.renameSync(tmp, indexPath);
 }
 

@@ -27,9 +27,14 @@ export function readConfigValueSync(dir: string, section: string, sub: string | 
 }
 
 export function readGitdirConfigValue(gitdir: string, section: string, sub: string | null, key: string): string | null {
+  return readConfigFileValue(join(gitdir, "config"), section, sub, key);
+}
+
+/** `key` in one config file (any of git's: the repository's, the global, the system one), or null. */
+export function readConfigFileValue(path: string, section: string, sub: string | null, key: string): string | null {
   let text: string;
   try {
-    text = readFileSync(join(gitdir, "config"), "utf8");
+    text = readFileSync(path, "utf8");
   } catch {
     return null;
   }

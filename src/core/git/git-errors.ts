@@ -37,3 +37,17 @@ export function transportError(url: string, err: unknown): GrexError {
   const msg = err instanceof Error ? firstLine(err.message) : String(err);
   return packOpError(`git transfer from ${shown} failed (${msg}); check the URL and that the repository is reachable.`, { url: shown });
 }
+
+/** isomorphic-git's "Could not find <oid>". */
+export const isNotFound = (err: unknown): boolean => err instanceof Error && (err as Error & { code?: string }).code === "NotFoundError";
+
+/**
+ * An object the history needs is not in the repository: named by its role
+ * ("the tree of commit X", "the file 'a/b' of commit X") and by where it
+ * should have come from (origin's URL).
+ */
+export const missingObject = (role: string, url: string | null) =>
+  packOpError(
+    `${role} is missing from ${url ? displayUrl(url) : "the repository"}; the history there is incomplete or damaged: check it with git fsck, then sync again.`,
+    { url: url ? displayUrl(url) : null },
+  );

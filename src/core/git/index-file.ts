@@ -1,8 +1,15 @@
-// The git index (.git/index), version 2: read it to answer "is the work tree
-// clean?" without a full isomorphic-git walk, and write it after a fresh
-// checkout. Anything we do not fully understand (other versions, required
-// extensions, split index) makes the reader return null so callers fall back
-// to isomorphic-git.
+// The git index (.git/index), versions 2, 3 and 4: read it to answer "is the
+// work tree clean?" without a full isomorphic-git walk, and write it after a
+// checkout. The reader honours what git writes: extended flags
+// (skip-worktree, intent-to-add), assume-unchanged, v4's compressed paths, a
+// split index (`link` + `sharedindex.*`) and sparse directory entries (left to
+// the caller to expand); optional extensions it does not use (the untracked
+// cache, fsmonitor, offsets tables) are skipped. Anything else makes it
+// return null. The writer writes one whole file: v2, or v3 when an entry
+// needs extended flags, or v4 when asked; the untracked cache and the split
+// are dropped (git rebuilds the first and re-splits when configured).
+import { closeSync, openSync, readFileSync, readSync } from "node:fs";
+import { join } from "node:path";
 
 export interface IndexEntry {
   path: string;
@@ -19,23 +26,32 @@ export interface IndexEntry {
   gid: number;
   /** Merge stage: 0 normally, 1-3 during a conflict. */
   stage: number;
+  /** ASSUME_VALID | SKIP_WORKTREE | INTENT_TO_ADD; absent means none. */
+  flags?: number;
 }
 
 import { CANONICAL_INDEX_MODES } from "./path-verify.ts";
+/** `git update-index --assume-unchanged`: git trusts the entry without looking at the file. */
+export const ASSUME_VALID = 1;
+/** Sparse checkout's `--skip-worktree`: the file is not expected in the work tree. */
+export const SKIP_WORKTREE = 2;
+/** `git add -N`: an entry for a file the user means to add (its content is not staged). */
+export const INTENT_TO_ADD = 4;
 
 // Bun's native hasher: node:crypto pulls in Node's stream machinery (~3 ms at startup).
 const sha1 = (data: Uint8Array): Buffer => new Bun.CryptoHasher("sha1").update(data).digest();
 
-export function parseIndex(buf: Buffer): IndexEntry[] | null {
-  const entries = readIndex(buf)?.entries ?? null;
+export function parseIndex(buf: Buffer, shared?: SharedIndexReader): IndexEntry[] | null {
+  const entries = readIndex(buf, shared)?.entries ?? null;
   // A mode git cannot hold (written by something else): not an index we handle.
   return entries?.every((e) => CANONICAL_INDEX_MODES.has(e.mode)) === false ? null : entries;
 }
 
 const u32 = (b: Buffer, o: number): number => (((b[o] as number) << 24) | ((b[o + 1] as number) << 16) | ((b[o + 2] as number) << 8) | (b[o + 3] as number)) >>> 0;
 
-function eagerEntry(buf: Buffer, off: number, path: string, stage: number): IndexEntry {
+function eagerEntry(buf: Buffer, off: number, path: string, stage: number, flags: number): IndexEntry {
   return {
+    flags,
     ctimeSeconds: u32(buf, off),
     ctimeNanoseconds: u32(buf, off + 4),
     mtimeSeconds: u32(buf, off + 8),
@@ -71,8 +87,9 @@ class StatusEntry implements IndexEntry {
   constructor(
     private readonly view: DataView,
     private readonly off: number,
-    readonly path: string,
+    public path: string,
     readonly stage: number,
+    readonly flags: number,
   ) {
     this.ctimeSeconds = view.getUint32(off);
     this.ctimeNanoseconds = view.getUint32(off + 4);
@@ -91,54 +108,209 @@ class StatusEntry implements IndexEntry {
 export interface IndexRead {
   entries: IndexEntry[];
   rootTree: string | null;
+  /** The file's format version: 2, 3 or 4. */
+  version: number;
+  /** A sparse index (the `sdir` extension): some entries are whole directories (mode 040000). */
+  sparseDirs: boolean;
+}
+
+/** The format version of the index file at `path` (a v4 index is rewritten as v4); undefined when unreadable. */
+export function indexVersionOf(path: string): number | undefined {
+  const head = Buffer.alloc(8);
+  try {
+    const fd = openSync(path, "r");
+    try {
+      readSync(fd, head, 0, 8, 0);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return undefined;
+  }
+  return head.toString("latin1", 0, 4) === "DIRC" ? head.readUInt32BE(4) : undefined;
+}
+
+/** Reads `sharedindex.<hex>` for a split index; null when it is not there. */
+export type SharedIndexReader = (hex: string) => Buffer | null;
+
+/** A split index's shared file, read from the git dir it lives in. */
+export function sharedIndexIn(gitdir: string): SharedIndexReader {
+  return (hex) => {
+    try {
+      return readFileSync(join(gitdir, `sharedindex.${hex}`));
+    } catch {
+      return null;
+    }
+  };
 }
 
 /**
  * The entries, plus the tree the whole index amounts to when its cache-tree
  * extension ("TREE") says so (root entry still valid): comparing that with
  * HEAD's tree answers "anything staged?" without reading HEAD's trees.
+ * `shared` resolves a split index; without it a split index reads as null.
  */
-export function readIndex(buf: Buffer): IndexRead | null {
-  return walkIndex(buf, true, eagerEntry);
+export function readIndex(buf: Buffer, shared?: SharedIndexReader): IndexRead | null {
+  return walkIndex(buf, true, () => eagerEntry, shared);
 }
 
 /**
- * readIndex for read-only questions: entries read lazily (StatusEntry) and the
- * trailing checksum not verified, as git's own reads do (only fsck checks
- * it). A damaged index can at worst read as changes.
+ * readIndex for read-only questions: entries read lazily (StatusEntry) and,
+ * unless `verify`, the trailing checksum not verified, as git's own reads do
+ * (only fsck checks it). A damaged index can at worst read as changes.
  */
-export function readIndexForStatus(buf: Buffer): IndexRead | null {
-  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  return walkIndex(buf, false, (_, off, path, stage) => new StatusEntry(view, off, path, stage));
+export function readIndexForStatus(buf: Buffer, shared?: SharedIndexReader, verify = false): IndexRead | null {
+  return walkIndex(buf, verify, lazyEntries, shared);
 }
 
-function walkIndex(buf: Buffer, verify: boolean, entryAt: (buf: Buffer, off: number, path: string, stage: number) => IndexEntry): IndexRead | null {
-  if (buf.length < 32 || buf.toString("latin1", 0, 4) !== "DIRC" || u32(buf, 4) !== 2) return null;
+function lazyEntries(buf: Buffer): EntryAt {
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  return (_, off, path, stage, flags) => new StatusEntry(view, off, path, stage, flags);
+}
+
+type EntryAt = (buf: Buffer, off: number, path: string, stage: number, flags: number) => IndexEntry;
+
+/** v4's path compression: how many bytes to drop from the previous path (git's offset varint). */
+function readVarint(buf: Buffer, at: number): [number, number] {
+  let c = buf[at++] as number;
+  let v = c & 127;
+  while (c & 128) {
+    c = buf[at++] as number;
+    v = (v + 1) * 128 + (c & 127);
+  }
+  return [v, at];
+}
+
+function walkIndex(buf: Buffer, verify: boolean, entriesOf: (buf: Buffer) => EntryAt, shared?: SharedIndexReader): IndexRead | null {
+  const entryAt = entriesOf(buf);
+  if (buf.length < 32 || buf.toString("latin1", 0, 4) !== "DIRC") return null;
+  const version = u32(buf, 4);
+  if (version < 2 || version > 4) return null;
   const count = u32(buf, 8);
   const end = buf.length - 20;
   if (verify && !sha1(buf.subarray(0, end)).equals(buf.subarray(end))) return null;
   const entries: IndexEntry[] = [];
   let off = 12;
+  let prev: Buffer = Buffer.alloc(0); // v4: the previous entry's path bytes
   for (let i = 0; i < count; i++) {
     if (off + 62 > end) return null;
     const flags = ((buf[off + 60] as number) << 8) | (buf[off + 61] as number);
-    if (flags & 0x4000) return null; // extended flags are a version-3 feature
-    let nameLen = flags & 0xfff;
-    if (nameLen === 0xfff) nameLen = buf.indexOf(0, off + 62) - (off + 62);
-    if (nameLen < 0 || off + 62 + nameLen > end) return null;
-    entries.push(entryAt(buf, off, buf.toString("utf8", off + 62, off + 62 + nameLen), (flags >> 12) & 0x3));
-    off += (62 + nameLen + 8) & ~7;
+    let at = off + 62;
+    let bits = flags & 0x8000 ? ASSUME_VALID : 0;
+    if (flags & 0x4000) {
+      if (version < 3 || at + 2 > end) return null; // extended flags are a version-3 feature
+      const ext = ((buf[at] as number) << 8) | (buf[at + 1] as number);
+      if (ext & 0x4000) bits |= SKIP_WORKTREE;
+      if (ext & 0x2000) bits |= INTENT_TO_ADD;
+      at += 2;
+    }
+    let path: string;
+    if (version === 4) {
+      const [strip, from] = readVarint(buf, at);
+      const nul = buf.indexOf(0, from);
+      if (strip > prev.length || nul < 0 || nul >= end) return null;
+      const keep = prev.length - strip;
+      const name = Buffer.allocUnsafe(keep + nul - from);
+      prev.copy(name, 0, 0, keep);
+      buf.copy(name, keep, from, nul);
+      prev = name;
+      path = name.toString("utf8");
+      entries.push(entryAt(buf, off, path, (flags >> 12) & 0x3, bits));
+      off = nul + 1;
+    } else {
+      let nameLen = flags & 0xfff;
+      if (nameLen === 0xfff) nameLen = buf.indexOf(0, at) - at;
+      if (nameLen < 0 || at + nameLen > end) return null;
+      entries.push(entryAt(buf, off, buf.toString("utf8", at, at + nameLen), (flags >> 12) & 0x3, bits));
+      off += (at - off + nameLen + 8) & ~7;
+    }
   }
-  // Extensions: optional ones (upper-case signature) may be skipped; a required one we cannot honour.
-  let rootTree: string | null = null;
+  // Extensions: optional ones (upper-case signature) may be skipped; of the
+  // required ones, "link" (split index) and "sdir" (sparse directory entries,
+  // which the caller expands) are honoured; any other is refused.
+  let tree: Buffer | null = null;
+  let link: Buffer | null = null;
+  let sparseDirs = false;
   while (off + 8 <= end) {
-    const first = buf[off] as number;
-    if (first < 0x41 || first > 0x5a) return null;
+    const sig = buf.toString("latin1", off, off + 4);
     const size = u32(buf, off + 4);
-    if (buf.toString("latin1", off, off + 4) === "TREE") rootTree = cacheTreeRoot(buf.subarray(off + 8, off + 8 + size), count);
+    if (off + 8 + size > end) return null;
+    const first = buf[off] as number;
+    if (sig === "TREE") tree = buf.subarray(off + 8, off + 8 + size);
+    else if (sig === "link") link = buf.subarray(off + 8, off + 8 + size);
+    else if (sig === "sdir") sparseDirs = true;
+    else if (first < 0x41 || first > 0x5a) return null;
     off += 8 + size;
   }
-  return { entries, rootTree };
+  let all = entries;
+  if (link && !link.subarray(0, 20).equals(Buffer.alloc(20))) {
+    const sharedBuf = shared?.(link.toString("hex", 0, 20));
+    const base = sharedBuf ? walkIndex(sharedBuf, verify, entriesOf) : null;
+    const merged = base ? mergeSplit(base.entries, entries, link.subarray(20)) : null;
+    if (!merged) return null;
+    all = merged;
+  }
+  return { entries: all, rootTree: tree ? cacheTreeRoot(tree, all.length) : null, version, sparseDirs };
+}
+
+/** The set bit positions of a git EWAH bitmap at `at`, and where it ends. */
+function ewahBits(buf: Buffer, at: number): { bits: number[]; next: number } | null {
+  if (at + 8 > buf.length) return null;
+  const words = u32(buf, at + 4);
+  const start = at + 8;
+  if (start + words * 8 + 4 > buf.length) return null;
+  const bits: number[] = [];
+  let pos = 0; // uncompressed word index
+  for (let i = 0; i < words; ) {
+    // A run-length word: bit 0 the run's bit, bits 1-32 its length in words, bits 33-63 how many literal words follow.
+    const hi = u32(buf, start + i * 8);
+    const lo = u32(buf, start + i * 8 + 4);
+    i++;
+    const runLen = (lo >>> 1) + (hi & 1) * 2 ** 31;
+    const literals = hi >>> 1;
+    if (lo & 1) for (let w = 0; w < runLen; w++) for (let b = 0; b < 64; b++) bits.push((pos + w) * 64 + b);
+    pos += runLen;
+    for (let l = 0; l < literals && i < words; l++, i++, pos++) {
+      const whi = u32(buf, start + i * 8);
+      const wlo = u32(buf, start + i * 8 + 4);
+      for (let b = 0; b < 32; b++) if ((wlo >>> b) & 1) bits.push(pos * 64 + b);
+      for (let b = 0; b < 32; b++) if ((whi >>> b) & 1) bits.push(pos * 64 + 32 + b);
+    }
+  }
+  return { bits, next: start + words * 8 + 4 };
+}
+
+/**
+ * A split index: the shared file's entries, minus those the delete bitmap
+ * names, with those the replace bitmap names replaced in order by this file's
+ * first entries (whose path is then empty: the shared entry's applies), plus
+ * this file's remaining entries; sorted as one index.
+ */
+function mergeSplit(base: IndexEntry[], own: IndexEntry[], bitmaps: Buffer): IndexEntry[] | null {
+  const del = bitmaps.length > 0 ? ewahBits(bitmaps, 0) : { bits: [], next: 0 };
+  const rep = del && bitmaps.length > del.next ? ewahBits(bitmaps, del.next) : { bits: [], next: 0 };
+  if (!del || !rep) return null;
+  const out: Array<IndexEntry | null> = [...base];
+  let k = 0;
+  for (const b of rep.bits) {
+    const e = own[k++];
+    const was = base[b];
+    if (!e || !was) return null;
+    if (e.path === "") e.path = was.path;
+    out[b] = e;
+  }
+  for (const b of del.bits) {
+    if (b >= base.length) return null;
+    out[b] = null;
+  }
+  const merged = out.filter((e): e is IndexEntry => e !== null);
+  for (; k < own.length; k++) merged.push(own[k] as IndexEntry);
+  return merged.sort((a, b) => comparePaths(a.path, b.path) || a.stage - b.stage);
+}
+
+/** git's index order: paths compared as bytes. */
+function comparePaths(a: string, b: string): number {
+  return a === b ? 0 : Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
 }
 
 /** The root entry of a cache-tree extension: `"" NUL count SP subtrees LF oid`, valid when count covers every entry. */
@@ -163,26 +335,53 @@ function cacheTreeBytes(node: CacheTreeNode, out: Buffer[]): void {
   for (const c of node.children) cacheTreeBytes(c, out);
 }
 
+/** git's varint for v4's path compression. */
+function varint(v: number): number[] {
+  const out = [v & 127];
+  for (let n = Math.floor(v / 128); n > 0; n = Math.floor(n / 128)) {
+    n -= 1;
+    out.unshift(128 | (n & 127));
+  }
+  return out;
+}
+
 /**
  * Serialise entries (any order; they are sorted here as git requires) into an
  * index file, with a cache-tree extension when the caller knows the entries
- * are exactly that tree (a checkout of it).
+ * are exactly that tree (a checkout of it). The version is 2, or 3 when an
+ * entry carries skip-worktree or intent-to-add (as git chooses), or 4 when
+ * `version` asks for it.
  */
-export function serializeIndex(entries: IndexEntry[], cacheTree?: CacheTreeNode): Buffer {
+export function serializeIndex(entries: IndexEntry[], cacheTree?: CacheTreeNode, version?: number): Buffer {
   // Never write an index git would abort on ("unsupported ce_mode"): the tree check refuses such entries first.
   const bad = entries.find((e) => !CANONICAL_INDEX_MODES.has(e.mode));
   if (bad) throw new Error(`index entry ${JSON.stringify(bad.path)} has mode ${bad.mode.toString(8)}, which git cannot hold`);
   const named = entries.map((e) => ({ e, name: Buffer.from(e.path, "utf8") }));
   named.sort((a, b) => Buffer.compare(a.name, b.name) || a.e.stage - b.e.stage);
+  const extended = (e: IndexEntry) => ((e.flags ?? 0) & (SKIP_WORKTREE | INTENT_TO_ADD)) !== 0;
+  const v = version === 4 ? 4 : named.some(({ e }) => extended(e)) ? 3 : 2;
   const parts: Buffer[] = [];
   const header = Buffer.alloc(12);
   header.write("DIRC", 0, "latin1");
-  header.writeUInt32BE(2, 4);
+  header.writeUInt32BE(v, 4);
   header.writeUInt32BE(named.length, 8);
   parts.push(header);
   const u32 = (n: number) => n >>> 0;
+  let prev = Buffer.alloc(0);
   for (const { e, name } of named) {
-    const len = (62 + name.length + 8) & ~7;
+    const ext = v >= 3 && extended(e);
+    const fixed = ext ? 64 : 62;
+    let pathBytes: Buffer = name;
+    let prefix: number[] = [];
+    if (v === 4) {
+      let common = 0;
+      while (common < prev.length && common < name.length && prev[common] === name[common]) common++;
+      prefix = varint(prev.length - common);
+      pathBytes = name.subarray(common);
+      prev = name;
+    }
+    // v2/v3: NUL-padded to a multiple of 8; v4: one NUL, no padding.
+    const len = v === 4 ? fixed + prefix.length + pathBytes.length + 1 : (fixed + name.length + 8) & ~7;
     const b = Buffer.alloc(len); // zero-filled: the NUL padding comes for free
     b.writeUInt32BE(u32(e.ctimeSeconds), 0);
     b.writeUInt32BE(u32(e.ctimeNanoseconds), 4);
@@ -195,8 +394,11 @@ export function serializeIndex(entries: IndexEntry[], cacheTree?: CacheTreeNode)
     b.writeUInt32BE(u32(e.gid), 32);
     b.writeUInt32BE(u32(e.size), 36);
     b.write(e.oid, 40, "hex");
-    b.writeUInt16BE(((e.stage & 0x3) << 12) | Math.min(name.length, 0xfff), 60);
-    name.copy(b, 62);
+    const f = e.flags ?? 0;
+    b.writeUInt16BE((f & ASSUME_VALID ? 0x8000 : 0) | (ext ? 0x4000 : 0) | ((e.stage & 0x3) << 12) | Math.min(name.length, 0xfff), 60);
+    if (ext) b.writeUInt16BE((f & SKIP_WORKTREE ? 0x4000 : 0) | (f & INTENT_TO_ADD ? 0x2000 : 0), 62);
+    Buffer.from(prefix).copy(b, fixed);
+    pathBytes.copy(b, fixed + prefix.length);
     parts.push(b);
   }
   if (cacheTree && cacheTree.entries === named.length) {

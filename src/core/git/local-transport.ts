@@ -15,6 +15,7 @@ import { CANONICAL_MODES } from "./path-verify.ts";
 import { notARepo, transportError } from "./git-errors.ts";
 import { type Git, loadGit } from "./iso.ts";
 import { type GitObject, ObjectStore, writeLooseObjects } from "./object-store.ts";
+import { buildPack } from "./pack-write.ts";
 import { ObjectPresence } from "./objects.ts";
 import { storePack } from "./pack-index.ts";
 import { deleteRefSync, gitdirOf, listRefsSync, readSymref, resolveRefSync, writeRefSync } from "./refs.ts";
@@ -121,9 +122,19 @@ async function copyObjects(srcGitdir: string, destGitdir: string, tips: string[]
     linkObjectStore(join(srcGitdir, "objects"), join(destGitdir, "objects"), signal);
     return true;
   }
-  const few = fewMissingObjects(srcGitdir, presence, tips, shallowSet(srcGitdir), signal);
-  if (few) {
-    writeLooseObjects(destGitdir, commitsLast(few));
+  const missing = missingObjectsNative(srcGitdir, presence, tips, shallowSet(srcGitdir), signal);
+  if (missing && missing.length <= LOOSE_LIMIT) {
+    writeLooseObjects(destGitdir, commitsLast(missing));
+    return false;
+  }
+  if (missing) {
+    // Many objects: one pack of whole (undeltified) entries, built natively, indexed and stored like a received one.
+    const store = new ObjectStore(destGitdir);
+    try {
+      await storePack(destGitdir, buildPack(missing), { store, keepPack: true, signal });
+    } finally {
+      store.close();
+    }
     return false;
   }
   const git = await loadGit();
@@ -152,18 +163,16 @@ function frontier(presence: ObjectPresence, tips: string[]) {
 const LOOSE_LIMIT = 256;
 
 /**
- * The missing objects with their contents, read natively, when there are at
- * most LOOSE_LIMIT of them; null when there are more or one is unreadable here
- * (the pack path below handles those).
+ * The missing objects with their contents, read natively; null when one is
+ * unreadable here (isomorphic-git's path below handles those).
  */
-function fewMissingObjects(srcGitdir: string, presence: ObjectPresence, tips: string[], shallow: Set<string>, signal: AbortSignal): Array<{ oid: string } & GitObject> | null {
+function missingObjectsNative(srcGitdir: string, presence: ObjectPresence, tips: string[], shallow: Set<string>, signal: AbortSignal): Array<{ oid: string } & GitObject> | null {
   const store = new ObjectStore(srcGitdir);
   try {
     const out: Array<{ oid: string } & GitObject> = [];
     const { stack, want } = frontier(presence, tips);
     while (stack.length > 0) {
-      if (out.length >= LOOSE_LIMIT) return null;
-      throwIfAborted(signal);
+      if (out.length % 256 === 0) throwIfAborted(signal);
       const oid = stack.pop() as string;
       const obj = store.read(oid);
       if (!obj) return null;

@@ -4,7 +4,8 @@
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { readGitdirConfigValue } from "./config.ts";
-import { loadGit } from "./iso.ts";
+import { countLeftRight } from "./ahead-behind.ts";
+import { type Git, loadGit } from "./iso.ts";
 import { gitdirOf, listRefsSync, readHeadSync, resolveRefSync } from "./refs.ts";
 import { populatedSubmodules } from "./submodule-status.ts";
 import { isDirtyFast } from "./worktree.ts";
@@ -58,7 +59,13 @@ export async function localWork(dir: string): Promise<string[]> {
 async function changedFiles(dir: string, gitdir: string): Promise<string[]> {
   if ((await isDirtyFast(dir, gitdir)) === false) return [];
   const git = await loadGit();
-  const rows = await git.statusMatrix({ fs, dir, gitdir });
+  let rows: Awaited<ReturnType<Git["statusMatrix"]>>;
+  try {
+    rows = await git.statusMatrix({ fs, dir, gitdir });
+  } catch {
+    // isomorphic-git cannot list this index (a v4 or split index, say): the changes are certain, their names are not.
+    return ["(changes git status would list)"];
+  }
   // [path, HEAD, workdir, stage]: 1,1,1 is the only "unchanged" state.
   return rows.filter(([, h, w, s]) => h !== 1 || w !== 1 || s !== 1).map(([path]) => path);
 }
@@ -74,15 +81,12 @@ function stashCount(gitdir: string): number {
 }
 
 /** Whether `sha` is one of `tips` or an ancestor of one; unreadable history counts as not contained. */
-async function containedIn(dir: string, gitdir: string, sha: string, tips: string[]): Promise<boolean> {
+async function containedIn(_dir: string, gitdir: string, sha: string, tips: string[]): Promise<boolean> {
   if (tips.includes(sha)) return true;
-  const git = await loadGit();
   for (const tip of tips) {
-    try {
-      if (await git.isDescendent({ fs, dir, gitdir, oid: tip, ancestor: sha, depth: -1 })) return true;
-    } catch {
-      // a missing object (shallow or damaged clone): cannot prove it, keep looking
-    }
+    // Nothing reachable from sha that the tip lacks: the walk of ahead-behind.ts, bounded by what differs.
+    // A missing object (shallow or damaged clone) gives null: cannot prove it, keep looking.
+    if (countLeftRight(gitdir, sha, tip)?.ahead === 0) return true;
   }
   return false;
 }

@@ -64,7 +64,8 @@ export function readEntryHeader(pack: Uint8Array, offset: number): EntryHeader {
 
 /** zlib-wrapped data: skip the 2-byte header and inflate the raw stream (trailing bytes are ignored). */
 function inflate(buf: Uint8Array): Buffer {
-  return Buffer.from(Bun.inflateSync(buf.subarray(2) as Uint8Array<ArrayBuffer>));
+  const out = Bun.inflateSync(buf.subarray(2) as Uint8Array<ArrayBuffer>);
+  return Buffer.from(out.buffer, out.byteOffset, out.byteLength); // a view, not a copy
 }
 
 export function adler32(buf: Uint8Array): number {
@@ -82,9 +83,9 @@ export function adler32(buf: Uint8Array): number {
   return ((b << 16) | a) >>> 0;
 }
 
-/** zlib-wrap Bun's raw DEFLATE, as git stores loose objects. */
-function deflate(buf: Uint8Array): Buffer {
-  const raw = Bun.deflateSync(buf as Uint8Array<ArrayBuffer>);
+/** zlib-wrap Bun's raw DEFLATE, as git stores loose objects and pack entries. */
+export function deflate(buf: Uint8Array, level: 1 | 6 = 6): Buffer {
+  const raw = Bun.deflateSync(buf as Uint8Array<ArrayBuffer>, { level });
   const out = Buffer.allocUnsafe(raw.length + 6);
   out[0] = 0x78;
   out[1] = 0x01;
@@ -119,6 +120,8 @@ interface Pack {
   /** The pack file, mapped on first use (packs are immutable once named). */
   bytes: Buffer | null;
   size: number;
+  /** This pack's place in the store's list (part of the delta-base cache's keys). */
+  id: number;
 }
 
 function openIdx(packDir: string, name: string): Pack | null {
@@ -134,7 +137,7 @@ function openIdx(packDir: string, name: string): Pack | null {
   const v2 = idx.length >= 8 && idx.readUInt32BE(0) === 0xff744f63 && idx.readUInt32BE(4) === 2;
   const fanoutAt = v2 ? 8 : 0;
   if (idx.length < fanoutAt + 1024) return null;
-  return { path, idx, count: idx.readUInt32BE(fanoutAt + 255 * 4), v2, bytes: null, size };
+  return { path, idx, count: idx.readUInt32BE(fanoutAt + 255 * 4), v2, bytes: null, size, id: 0 };
 }
 
 /** Offset of `oid` in the pack, or -1. */
@@ -145,10 +148,14 @@ function findOffset(p: Pack, oid: Buffer): number {
   let hi = p.idx.readUInt32BE(fanoutAt + first * 4);
   const base = p.v2 ? fanoutAt + 1024 : 1024 + 4;
   const stride = p.v2 ? 20 : 24;
+  // The first four bytes as a number decide nearly every step; the full compare (a native call) only on a tie.
+  const head = oid.readUInt32BE(0);
+  const idx = p.idx;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     const at = base + mid * stride;
-    const c = p.idx.compare(oid, 0, 20, at, at + 20);
+    const there = ((idx[at] as number) * 0x1000000) + (((idx[at + 1] as number) << 16) | ((idx[at + 2] as number) << 8) | (idx[at + 3] as number));
+    const c = head !== there ? (there > head ? 1 : -1) : idx.compare(oid, 0, 20, at, at + 20); // the sign of (entry - oid)
     if (c === 0) {
       if (!p.v2) return p.idx.readUInt32BE(at - 4);
       const offAt = fanoutAt + 1024 + p.count * 24 + mid * 4;
@@ -209,11 +216,21 @@ export function applyDelta(base: Buffer, delta: Buffer): Buffer | null {
   return at === out.length ? out : null;
 }
 
+/** Bytes of delta bases an ObjectStore keeps (git's core.deltaBaseCacheLimit is 96 MiB). */
+const BASE_BYTES = 48 * 1024 * 1024;
+
 export class ObjectStore {
   private readonly dirs: string[];
   private packs: Pack[] | null = null;
-  /** Delta bases by pack offset: trees and blobs are often deltas of their neighbours. */
-  private readonly bases = new Map<string, GitObject>();
+  /**
+   * Delta bases by pack offset: trees and blobs are often deltas of their
+   * neighbours, and a blob deep in a delta chain would otherwise re-inflate
+   * the whole chain (a checkout reads thousands). Trees and commits are kept
+   * (4,096 at most), and any object read as a base, within BASE_BYTES, oldest
+   * dropped first, like git's delta base cache.
+   */
+  private readonly bases = new Map<number, GitObject>();
+  private baseBytes = 0;
 
   constructor(gitdir: string) {
     const objects = join(gitdir, "objects");
@@ -225,6 +242,7 @@ export class ObjectStore {
     this.packs = null; // the mappings go with the garbage collector
 
     this.bases.clear();
+    this.baseBytes = 0;
   }
 
   read(oid: string): GitObject | null {
@@ -292,7 +310,10 @@ export class ObjectStore {
       for (const n of names) {
         if (!n.endsWith(".idx") || !existsSync(join(packDir, n.replace(/\.idx$/, ".pack")))) continue;
         const p = openIdx(packDir, n);
-        if (p) this.packs.push(p);
+        if (p) {
+          p.id = this.packs.length;
+          this.packs.push(p);
+        }
       }
     }
     return this.packs;
@@ -308,7 +329,8 @@ export class ObjectStore {
 
   private readEntry(p: Pack, offset: number, depth: number): GitObject | null {
     if (depth > 64) return null;
-    const key = `${p.path}:${offset}`;
+    // A number, not a string: building and hashing a string key per read was a large share of a checkout.
+    const key = p.id * 2 ** 40 + offset;
     const cached = this.bases.get(key);
     if (cached) return cached;
     const bytes = packBytes(p);
@@ -339,7 +361,15 @@ export class ObjectStore {
       if (!out) return null;
       obj = { type: base.type, data: out };
     } else obj = { type: TYPES[type] as ObjectType, data };
-    if (obj.type !== "blob" && this.bases.size < 4096) this.bases.set(key, obj);
+    if (obj.type !== "blob" ? this.bases.size < 4096 : depth > 0 && obj.data.length <= BASE_BYTES / 8) {
+      this.bases.set(key, obj);
+      this.baseBytes += obj.data.length;
+      for (const [k, o] of this.bases) {
+        if (this.baseBytes <= BASE_BYTES) break;
+        this.bases.delete(k);
+        this.baseBytes -= o.data.length;
+      }
+    }
     return obj;
   }
 }

@@ -141,7 +141,9 @@ export async function advertise(url: string, signal: AbortSignal): Promise<Adver
  * answers one ACK (or NAK) and then the pack, all in one response.
  */
 export async function uploadPack(url: string, ad: Advertisement, wants: string[], haves: string[], signal: AbortSignal): Promise<Buffer> {
-  const caps = ["ofs-delta", "no-progress", `agent=${USER_AGENT}`].filter((c) => c.startsWith("agent=") || ad.capabilities.has(c));
+  // side-band-64k: the pack comes framed, so a server that fails mid-pack can say why (band 3) and we pass it on.
+  const caps = ["ofs-delta", "side-band-64k", "no-progress", `agent=${USER_AGENT}`].filter((c) => c.startsWith("agent=") || ad.capabilities.has(c));
+  const sideband = caps.includes("side-band-64k");
   let body = wants.map((oid, i) => pktLine(`want ${oid}${i === 0 ? ` ${caps.join(" ")}` : ""}\n`)).join("");
   body += "0000";
   for (const oid of haves) body += pktLine(`have ${oid}\n`);
@@ -160,6 +162,7 @@ export async function uploadPack(url: string, ad: Advertisement, wants: string[]
   // ACK/NAK lines, then the pack. An ERR line instead means the server refused.
   let at = 0;
   while (at + 4 <= res.length && res.toString("latin1", at, at + 4) !== "PACK") {
+    if (sideband && (res[at + 4] as number) >= 1 && (res[at + 4] as number) <= 3) return unwrapSideband(res, at, url);
     const pkt = readPkt(res, at);
     if (!pkt) break;
     const line = pkt.line ?? "";
@@ -169,4 +172,43 @@ export async function uploadPack(url: string, ad: Advertisement, wants: string[]
   }
   if (res.toString("latin1", at, at + 4) !== "PACK") throw notGitServer(url, "no pack in the upload-pack reply");
   return res.subarray(at);
+}
+
+/** The server's own words, as git shows them ("remote: fatal: …"), in a one-sentence error. */
+const serverAborted = (url: string, said: string[]): GrexError => {
+  // Band-2 text comes in arbitrary pieces: lines are whole only once joined.
+  const lines = said.join("").split(/[\r\n]+/).map((l) => l.trim()).filter((l) => l !== "");
+  const errors = lines.filter((l) => /^(fatal|error)\b/i.test(l));
+  const shown = (errors.length > 0 ? errors : lines).slice(-3).map((l) => `remote: ${l}`).join(" / ");
+  return packOpError(`${displayUrl(url)} stopped sending the pack (${shown}); the problem is on the server: try again later or tell its owner.`, { url: displayUrl(url), remote: lines });
+};
+
+/**
+ * The pack inside a side-band-64k reply starting at `at`: band 1 is pack
+ * data, band 2 the server's messages, band 3 its fatal error. A band-3 line,
+ * or a reply cut off after the server wrote an error, fails with the
+ * server's text; a clean reply ends with a flush.
+ */
+export function unwrapSideband(res: Buffer, at: number, url: string): Buffer {
+  const chunks: Buffer[] = [];
+  const said: string[] = [];
+  let flushed = false;
+  while (at + 4 <= res.length) {
+    const hex = res.toString("latin1", at, at + 4);
+    const len = Number.parseInt(hex, 16);
+    if (!/^[0-9a-f]{4}$/i.test(hex) || (len !== 0 && len < 5) || at + Math.max(len, 4) > res.length) break;
+    if (len === 0) {
+      flushed = true;
+      break;
+    }
+    const band = res[at + 4];
+    const data = res.subarray(at + 5, at + len);
+    if (band === 1) chunks.push(data);
+    else if (band === 2) said.push(data.toString("utf8"));
+    else if (band === 3) throw serverAborted(url, [...said, "\n", data.toString("utf8")]);
+    else break;
+    at += len;
+  }
+  if (!flushed && said.some((t) => /(^|\n)\s*(fatal|error)\b/i.test(t))) throw serverAborted(url, said);
+  return Buffer.concat(chunks);
 }

@@ -3,16 +3,20 @@
 //    matching index in one pass (every clone does this);
 //  - isDirtyFast: "is anything uncommitted?" from the index stats, one
 //    readdir per tracked directory and HEAD's trees, hashing a file only when
-//    its stat changed. It answers null whenever unsure (unusual index,
-//    unborn HEAD) and the caller asks isomorphic-git's statusMatrix instead.
+//    its stat changed, untracked files judged by git's ignore rules
+//    (ignore-rules.ts). It reads every index form git writes (index-file.ts)
+//    and answers null only when it cannot (a damaged index, unborn HEAD);
+//    the caller then asks isomorphic-git's statusMatrix instead.
 //    For reports it may use the status cache (status-cache.ts): a stat
 //    instead of a readdir for a directory known to hold only tracked
 //    entries, and HEAD's tree without opening the object store.
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError } from "../errors.ts";
+import { isNotFound, missingObject } from "./git-errors.ts";
 import { readGitdirConfigValue } from "./config.ts";
-import { type IndexEntry, readIndex, readIndexForStatus, serializeIndex, statTimes } from "./index-file.ts";
+import { ASSUME_VALID, INTENT_TO_ADD, type IndexEntry, type IndexRead, readIndexForStatus, SKIP_WORKTREE, serializeIndex, sharedIndexIn, statTimes } from "./index-file.ts";
+import { IgnoreRules } from "./ignore-rules.ts";
 import { type Git, loadGit } from "./iso.ts";
 import { ObjectStore } from "./object-store.ts";
 import { cacheTreeOf, flatTree } from "./tree-read.ts";
@@ -60,24 +64,35 @@ export async function checkoutFresh(dir: string, gitdir: string, oid: string): P
   const cache = {};
   let iso: Git | null = null;
   const git = async () => (iso ??= await loadGit());
-  const treeOf = async (treeOid: string): Promise<Array<{ path: string; mode: string; oid: string; type: string }>> => {
+  // An object the commit needs and the repository lacks is named by its role (git-errors.ts).
+  const origin = () => readGitdirConfigValue(gitdir, "remote", "origin", "url");
+  const orMissing = async <T>(role: () => string, read: () => Promise<T>): Promise<T> => {
+    try {
+      return await read();
+    } catch (err) {
+      throw isNotFound(err) ? missingObject(role(), origin()) : err;
+    }
+  };
+  const short = oid.slice(0, 12);
+  const treeOf = async (treeOid: string, where: string): Promise<Array<{ path: string; mode: string; oid: string; type: string }>> => {
     const native = store.readTree(treeOid);
     if (native) {
       return native.map((e) => ({ path: e.name, mode: e.mode, oid: e.oid, type: e.mode === "040000" ? "tree" : e.mode === "160000" ? "commit" : "blob" }));
     }
-    return (await (await git()).readTree({ fs, gitdir, oid: treeOid, cache })).tree;
+    const role = () => (where === "" ? `the tree of commit ${short}` : `the tree of directory '${where.slice(0, -1)}' in commit ${short}`);
+    return (await orMissing(role, async () => (await git()).readTree({ fs, gitdir, oid: treeOid, cache }))).tree;
   };
-  const blobOf = async (blobOid: string): Promise<Uint8Array> => {
+  const blobOf = async (blobOid: string, rel: string): Promise<Uint8Array> => {
     const o = store.read(blobOid);
     if (o?.type === "blob") return o.data;
-    return (await (await git()).readBlob({ fs, gitdir, oid: blobOid, cache })).blob;
+    return (await orMissing(() => `the file '${rel}' of commit ${short}`, async () => (await git()).readBlob({ fs, gitdir, oid: blobOid, cache }))).blob;
   };
-  const rootTree = store.readCommit(oid)?.tree ?? (await (await git()).readCommit({ fs, gitdir, oid, cache })).commit.tree;
+  const rootTree = store.readCommit(oid)?.tree ?? (await orMissing(() => `commit ${short}`, async () => (await git()).readCommit({ fs, gitdir, oid, cache }))).commit.tree;
   const entries: IndexEntry[] = [];
   // First the directories and the list of files, from the trees.
   const files: Array<{ rel: string; mode: string; oid: string }> = [];
   const walk = async (treeOid: string, prefix: string): Promise<void> => {
-    for (const e of await treeOf(treeOid)) {
+    for (const e of await treeOf(treeOid, prefix)) {
       checkName(e.path, prefix);
       const rel = prefix + e.path;
       if (e.type === "tree") {
@@ -92,12 +107,12 @@ export async function checkoutFresh(dir: string, gitdir: string, oid: string): P
   await walk(rootTree, "");
   // gitattributes: line endings and filters, from this tree's .gitattributes (convert.ts).
   const attrFiles = attributePaths(files.map((f) => [f.rel, Number.parseInt(f.mode, 8), f.oid] as [string, number, string]));
-  for (const [p, o] of attrFiles) attrFiles.set(p, Buffer.from(await blobOf(o)).toString("utf8"));
+  for (const [p, o] of attrFiles) attrFiles.set(p, Buffer.from(await blobOf(o, p)).toString("utf8"));
   const conv = Conversion.forTree(dir, gitdir, attrFiles);
   // Then the files, many at a time: each read and write waits on I/O, and
   // one-by-one the waits add up to several times the work.
   const writeOne = async (f: { rel: string; mode: string; oid: string }) => {
-    const blob = await blobOf(f.oid);
+    const blob = await blobOf(f.oid, f.rel);
     const abs = join(dir, f.rel);
     if (f.mode === "120000") await fs.promises.symlink(Buffer.from(blob).toString("utf8"), abs);
     // Never through a link: two names one on a case-insensitive file system must not write elsewhere.
@@ -313,15 +328,54 @@ export interface DirtyCheckOptions {
   gitdir?: string;
 }
 
+const DIRECTORY = 0o040000;
+
+/**
+ * A sparse index names whole directories outside the sparse cone (one entry,
+ * the directory's tree, skip-worktree); the checks below want files, so those
+ * entries are replaced by the files of their trees, as git expands the index
+ * when it must. null when a tree cannot be read.
+ */
+function expandSparse(index: IndexRead, gitdir: string): IndexEntry[] | null {
+  if (!index.sparseDirs) return index.entries;
+  const store = new ObjectStore(gitdir);
+  try {
+    const out: IndexEntry[] = [];
+    const walk = (oid: string, prefix: string): boolean => {
+      const tree = store.readTree(oid);
+      if (!tree) return false;
+      for (const t of tree) {
+        const rel = prefix + t.name;
+        if (t.mode === "040000") {
+          if (!walk(t.oid, `${rel}/`)) return false;
+        } else out.push({ ...entryFor(rel, Number.parseInt(t.mode, 8), t.oid, null), flags: SKIP_WORKTREE });
+      }
+      return true;
+    };
+    for (const e of index.entries) {
+      if (e.mode !== DIRECTORY) out.push(e);
+      else if (!walk(e.oid, e.path.endsWith("/") ? e.path : `${e.path}/`)) return null;
+    }
+    // Tree order puts "a/" where "a" would sort; the index sorts by the full path.
+    return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.stage - b.stage));
+  } finally {
+    store.close();
+  }
+}
+
 /** true = dirty, false = clean, null = could not tell (use statusMatrix). */
 export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckOptions = {}): Promise<boolean | null> {
   const file = readIndexFile(gitdir);
   if (!file) return null;
-  const index = opts.statusCache ? readIndexForStatus(file.buf) : readIndex(file.buf);
-  const entries = index?.entries;
+  const shared = sharedIndexIn(gitdir);
+  // Entries are only read here: built lazily either way; the checksum is verified unless this is a report.
+  const index = readIndexForStatus(file.buf, shared, !opts.statusCache);
   const head = opts.head ?? resolveRefSync(gitdir, "HEAD");
-  if (!index || !entries || !head) return null;
-  if (entries.some((e) => e.stage !== 0)) return true; // unresolved merge conflict
+  if (!index || !head) return null;
+  const entries = expandSparse(index, gitdir);
+  if (!entries) return null;
+  // An unresolved merge conflict, or a `git add -N` entry (git status lists it as added): changes either way.
+  if (entries.some((e) => e.stage !== 0 || (e.flags && e.flags & INTENT_TO_ADD))) return true;
 
   let filemodeValue: boolean | undefined;
   const filemode = () => (filemodeValue ??= readGitdirConfigValue(gitdir, "core", null, "filemode") !== "false");
@@ -347,6 +401,8 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
       if (state === "same") populated.push(e.path);
       continue;
     }
+    // Sparse checkout's skip-worktree and assume-unchanged entries: git does not look at the file, nor do we.
+    if (e.flags && e.flags & (SKIP_WORKTREE | ASSUME_VALID)) continue;
     if (journal?.has(e.path)) {
       if (!moveOwns(e.path)) return true;
     } else if (fileChanged(dir, e, filemode, file.mtimeMs, proofs)) return true;
@@ -410,16 +466,15 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
 
   // 4. Untracked files count unless ignored; a directory is looked into only if it is not ignored itself.
   if (untracked.length === 0) return false;
-  const git = await loadGit();
-  const ignored = (rel: string) => git.isIgnored({ fs, dir, gitdir, filepath: rel });
+  const rules = new IgnoreRules(dir, gitdir);
   const pending = [...untracked];
   while (pending.length > 0) {
     const c = pending.pop() as { rel: string; isDir: boolean };
     if (!c.isDir) {
-      if (!(journal && moveOwns(c.rel)) && !(await ignored(c.rel))) return true;
+      if (!(journal && moveOwns(c.rel)) && !rules.isIgnored(c.rel, false)) return true;
       continue;
     }
-    if ((await ignored(c.rel)) || (await ignored(`${c.rel}/`))) continue;
+    if (rules.isIgnored(c.rel, true)) continue;
     if (isRepository(join(dir, c.rel))) return true; // an untracked repository inside: git lists it
     for (const d of fs.readdirSync(join(dir, c.rel), { withFileTypes: true })) {
       if (d.name === ".git") continue;
