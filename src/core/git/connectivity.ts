@@ -30,52 +30,70 @@ function shallowSet(gitdir: string): Set<string> {
   }
 }
 
+/** A missing object and what it is to the history, e.g. "the file 'a/b' of commit 1234abcd5678". */
+export interface Gap {
+  oid: string;
+  role: string;
+}
+
 /**
- * The first object reachable from `tips` that is missing here, or null when
- * every commit, tree and blob they need is present. `stop`: commits taken as
- * complete (default: what our refs name).
+ * The first object reachable from `tips` that is missing here, with its role,
+ * or null when every commit, tree and blob they need is present. `stop`:
+ * commits taken as complete (default: what our refs name).
  */
-export function firstMissing(gitdir: string, tips: Iterable<string>, stop: Set<string> = knownTips(gitdir)): string | null {
+export function firstGap(gitdir: string, tips: Iterable<string>, stop: Set<string> = knownTips(gitdir)): Gap | null {
   const store = new ObjectStore(gitdir);
   const presence = new ObjectPresence(gitdir);
   const shallow = shallowSet(gitdir);
   const seen = new Set<string>();
   const stack: string[] = [];
-  const want = (oid: string) => {
+  // Where each queued object sits: its commit and, for a tree, its directory ("" for the root).
+  const place = new Map<string, { commit: string; dir: string | null }>();
+  const want = (oid: string, commit: string, dir: string | null) => {
     if (seen.has(oid) || stop.has(oid)) return;
     seen.add(oid);
+    place.set(oid, { commit, dir });
     stack.push(oid);
   };
+  const roleOf = (oid: string): string => {
+    const at = place.get(oid);
+    if (!at || at.dir === null) return `commit ${oid.slice(0, 12)}`;
+    const c = at.commit.slice(0, 12);
+    return at.dir === "" ? `the tree of commit ${c}` : `the tree of directory '${at.dir}' in commit ${c}`;
+  };
   try {
-    for (const t of tips) want(t);
+    for (const t of tips) want(t, t, null);
     while (stack.length > 0) {
       const oid = stack.pop() as string;
       const obj = store.read(oid);
       if (!obj) {
-        if (!presence.has(oid)) return oid;
+        if (!presence.has(oid)) return { oid, role: roleOf(oid) };
         continue; // present but not readable natively (an unusual pack): trusted, as git's reader would read it
       }
       if (obj.type === "commit") {
         const c = store.readCommit(oid);
-        if (!c) return oid;
-        want(c.tree);
-        if (!shallow.has(oid)) c.parents.forEach(want);
+        if (!c) return { oid, role: roleOf(oid) };
+        want(c.tree, oid, "");
+        if (!shallow.has(oid)) for (const p of c.parents) want(p, p, null);
       } else if (obj.type === "tree") {
         const entries = store.readTree(oid);
-        if (!entries) return oid;
+        if (!entries) return { oid, role: roleOf(oid) };
+        const at = place.get(oid) ?? { commit: oid, dir: "" };
         for (const e of entries) {
           // A submodule's commit lives in the submodule; an entry of a mode git cannot hold is never checked out (the checkout refuses its tree, naming it).
           if (e.mode === "160000" || !CANONICAL_MODES.has(e.mode)) continue;
-          if (e.mode === "040000") want(e.oid);
+          const path = at.dir ? `${at.dir}/${e.name}` : e.name;
+          if (e.mode === "040000") want(e.oid, at.commit, path);
           else if (!seen.has(e.oid)) {
             seen.add(e.oid);
-            if (!presence.has(e.oid)) return e.oid; // blobs: presence is enough
+            // Blobs: presence is enough.
+            if (!presence.has(e.oid)) return { oid: e.oid, role: `the file '${path}' of commit ${at.commit.slice(0, 12)}` };
           }
         }
       } else if (obj.type === "tag") {
         const m = /^object ([0-9a-f]{40})$/m.exec(obj.data.toString("latin1", 0, Math.min(obj.data.length, 200)));
-        if (!m) return oid;
-        want(m[1] as string);
+        if (!m) return { oid, role: `tag ${oid.slice(0, 12)}` };
+        want(m[1] as string, m[1] as string, null);
       }
     }
     return null;
@@ -84,11 +102,22 @@ export function firstMissing(gitdir: string, tips: Iterable<string>, stop: Set<s
   }
 }
 
+/** The first missing object's id (see firstGap), or null when nothing is missing. */
+export function firstMissing(gitdir: string, tips: Iterable<string>, stop?: Set<string>): string | null {
+  return firstGap(gitdir, tips, stop)?.oid ?? null;
+}
+
 /** Throw (one sentence, exit 4) unless everything `tips` need is here; called right before refs move to them. */
 export function assertConnected(gitdir: string, url: string, tips: string[]): void {
   if (tips.length === 0) return;
-  const gap = firstMissing(gitdir, tips);
-  if (gap !== null) {
-    throw packOpError(`the fetch from ${displayUrl(url)} is incomplete (object ${gap.slice(0, 7)} is missing); no ref was moved — run grex sync again.`, { url });
-  }
+  const gap = firstGap(gitdir, tips);
+  if (gap !== null) throw incompleteFetch(gap, url);
+}
+
+/** What the server left out, named by its role (one sentence, exit 4); no ref moved. */
+export function incompleteFetch(gap: Gap, url: string): Error {
+  return packOpError(`${gap.role} is missing from ${displayUrl(url)}, which sent an incomplete history; no ref was moved — run grex sync again, or check the upstream with git fsck.`, {
+    url: displayUrl(url),
+    object: gap.oid,
+  });
 }

@@ -10,7 +10,7 @@
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError, throwIfAborted } from "../errors.ts";
-import { firstMissing, knownTips } from "./connectivity.ts";
+import { firstGap, firstMissing, incompleteFetch, knownTips } from "./connectivity.ts";
 import { CANONICAL_MODES } from "./path-verify.ts";
 import { notARepo, transportError } from "./git-errors.ts";
 import { type Git, loadGit } from "./iso.ts";
@@ -100,8 +100,8 @@ function ensureConnected(srcGitdir: string, destGitdir: string, url: string, tip
     store.close();
   }
   writeLooseObjects(destGitdir, commitsLast(found));
-  const gap = firstMissing(destGitdir, tips, known);
-  if (gap !== null) throw packOpError(`${url} sent an incomplete history (object ${gap.slice(0, 7)} is missing); no ref was moved — run grex sync again.`, { url });
+  const gap = firstGap(destGitdir, tips, known);
+  if (gap !== null) throw incompleteFetch(gap, url);
 }
 
 /** Loose objects in an order where a commit is written after everything it names: a kill in between leaves no commit without its tree. */
