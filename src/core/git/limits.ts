@@ -15,6 +15,8 @@ export interface TransferLimits {
   maxRefsBytes: number;
   /** Largest pack, in bytes. */
   maxPackBytes: number;
+  /** Most objects in one pack. */
+  maxPackObjects: number;
   /** Largest object (whole or rebuilt from deltas), in bytes. */
   maxObjectBytes: number;
   /** Longest delta chain. */
@@ -39,6 +41,7 @@ export const LIMIT_SPECS: Record<keyof TransferLimits, Spec> = {
   lowSpeedTime: { env: "GREX_HTTP_LOW_SPEED_TIME", def: 30, unit: "seconds" },
   maxRefsBytes: { env: "GREX_MAX_REFS_BYTES", def: 256 * MiB, unit: "bytes" },
   maxPackBytes: { env: "GREX_MAX_PACK_BYTES", def: 16 * GiB, unit: "bytes" },
+  maxPackObjects: { env: "GREX_MAX_PACK_OBJECTS", def: 32_000_000, unit: "count" },
   maxObjectBytes: { env: "GREX_MAX_OBJECT_BYTES", def: 512 * MiB, unit: "bytes" },
   maxDeltaDepth: { env: "GREX_MAX_DELTA_DEPTH", def: 10_000, unit: "count" },
   deltaCacheBytes: { env: "GREX_DELTA_CACHE_BYTES", def: 96 * MiB, unit: "bytes" },

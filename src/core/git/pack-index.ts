@@ -259,6 +259,7 @@ async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: M
   const version = v.buf.readUInt32BE(v.start + 4);
   if (version !== 2 && version !== 3) throw new BadPack(`version ${version} is not supported`);
   const count = v.buf.readUInt32BE(v.start + 8);
+  if (count > limits.maxPackObjects) throw limitError("maxPackObjects", `the pack says it holds ${count} objects`, limits.maxPackObjects);
   const sum = new Bun.CryptoHasher("sha1");
   sum.update(v.buf.subarray(v.start, v.start + 12));
   rx.consume(12);
@@ -286,6 +287,8 @@ async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: M
       v = rx.view();
       got = inflateEntry(v.buf, v.start + h.len, v.end, h.size, offset);
       if (got !== "more") break;
+      // Deflate barely grows what it cannot compress: a stream much longer than its declared output is not an honest entry.
+      if (rx.available - h.len > h.size + (h.size >> 2) + 65536) throw new BadPack(`the entry at offset ${offset} goes on far past the ${h.size} bytes it declares`);
       if (!(await rx.need(rx.available * 2 + 4096))) {
         // The stream ended: the entry must end in what arrived.
         v = rx.view();
