@@ -71,7 +71,7 @@ export async function openTransfer(
       fire(
         limitError(
           "lowSpeedLimit",
-          `the transfer of the ${opts.what} from ${shown} stalled: ${showBytes(Math.floor(rate))}/s for ${limits.lowSpeedTime} s, under the ${showBytes(limits.lowSpeedLimit)}/s allowed (GREX_HTTP_LOW_SPEED_TIME=${limits.lowSpeedTime})`,
+          `the ${opts.what} from ${shown} arrived at ${showBytes(Math.floor(rate))}/s for ${limits.lowSpeedTime} s, under the low-speed limit of ${showBytes(limits.lowSpeedLimit)}/s`,
           limits.lowSpeedLimit,
         ),
       );

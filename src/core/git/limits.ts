@@ -86,6 +86,11 @@ export function showBytes(n: number): string {
 /** The one-sentence error when `key` fires: what went over, by how much, and the variable that raises it. */
 export function limitError(key: keyof TransferLimits, what: string, value: number): GrexError {
   const spec = LIMIT_SPECS[key];
-  const shown = spec.unit === "bytes" ? showBytes(value) : spec.unit === "bytes/s" ? `${showBytes(value)}/s` : spec.unit === "seconds" ? `${value} s` : String(value);
+  if (key === "lowSpeedLimit" || key === "lowSpeedTime") {
+    const time = LIMIT_SPECS.lowSpeedTime.env;
+    return packOpError(`${what} (${spec.env}, ${time}); if the server is only slow, lower ${spec.env} or raise ${time} (0 turns the check off).`, { limit: spec.env, value });
+  }
+  const shown = spec.unit === "bytes" ? showBytes(value) : spec.unit === "seconds" ? `${value} s` : String(value);
+  if (key === "connectTimeout") return packOpError(`${what} (limit ${shown}, ${spec.env}); if the server is only slow, raise ${spec.env}.`, { limit: spec.env, value });
   return packOpError(`${what} (limit ${shown}, ${spec.env}); set ${spec.env} higher if the server is trusted and the repository really needs it.`, { limit: spec.env, value });
 }
