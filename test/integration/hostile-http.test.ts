@@ -36,8 +36,8 @@ const SMALL: Record<string, string> = {
   GREX_MAX_DELTA_DEPTH: "100",
 };
 
-async function addFrom(mode: HostileMode, env: Record<string, string> = {}) {
-  const p = Bun.spawn([process.execPath, GREX_MAIN, "add", `${server.url}/${mode}.git`], {
+async function addFrom(mode: HostileMode, env: Record<string, string> = {}, flags: string[] = []) {
+  const p = Bun.spawn([process.execPath, GREX_MAIN, "add", `${server.url}/${mode}.git`, ...flags], {
     cwd: t.ws,
     env: { ...t.env, ...SMALL, ...env },
     stdin: "ignore",
@@ -82,6 +82,15 @@ describe("a hostile server cannot exhaust memory or hang grex", () => {
       expect(tmpEntries()).toEqual(tmpBefore);
     });
   }
+
+  test("the time limits are flags too, over their variables", async () => {
+    const slow = await addFrom("slow-pack", { GREX_HTTP_LOW_SPEED_TIME: "600" }, ["--http-low-speed-time", "1"]);
+    expect(slow.stderr).toMatch(/the pack from .* arrived at \d+ bytes\/s for 1 s/);
+    expect(slow.code).toBe(4);
+    const silent = await addFrom("silent", { GREX_HTTP_CONNECT_TIMEOUT: "600" }, ["--http-connect-timeout=1"]);
+    expect(silent.stderr).toMatch(/did not answer within 1 s \(limit 1 s, GREX_HTTP_CONNECT_TIMEOUT\)/);
+    expect(silent.code).toBe(4);
+  });
 
   test("a bad limit value is a usage error naming the variable", async () => {
     const r = await addFrom("truncated-pack", { GREX_MAX_PACK_BYTES: "lots" });
