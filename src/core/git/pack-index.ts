@@ -110,8 +110,17 @@ class Entries {
   oid = new Uint8Array(1024 * 20);
   named = new Uint8Array(1024);
 
-  private grow(): void {
-    const cap = this.offset.length * 2;
+  /**
+   * Room for the `count` entries a pack declares (at most the object limit):
+   * typed arrays are zero pages until written, so a count that lies costs
+   * nothing until its entries actually arrive.
+   */
+  reserve(count: number): void {
+    if (count > this.offset.length) this.grow(count + 16);
+  }
+
+  private grow(to = this.offset.length * 2): void {
+    const cap = to;
     const more = <T extends Float64Array | Uint8Array | Uint32Array | Int32Array>(a: T, k = 1): T => {
       const b = new (a.constructor as new (n: number) => T)(cap * k);
       b.set(a);
@@ -263,8 +272,10 @@ async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: M
   const sum = new Bun.CryptoHasher("sha1");
   sum.update(v.buf.subarray(v.start, v.start + 12));
   rx.consume(12);
+  e.reserve(count);
   for (let n = 0; n < count; n++) {
     if (n % 256 === 0) throwIfAborted(signal);
+    if (n % 8192 === 8191) Bun.gc(true); // as in resolveDeltas: each entry's inflated data is garbage at once
     let h: Header | null;
     for (;;) {
       v = rx.view();
@@ -433,6 +444,8 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
       const k = f.kids[f.next++] as number;
       if (e.named[k]) continue;
       if (++resolved % 256 === 0) throwIfAborted(signal);
+      // Each delta leaves its inflated instructions and result behind: collecting now and then keeps the peak near the live set.
+      if (resolved % 4096 === 0) Bun.gc(true);
       if (f.depth + 1 > limits.maxDeltaDepth) throw limitError("maxDeltaDepth", `the pack holds a delta chain longer than ${limits.maxDeltaDepth}`, limits.maxDeltaDepth);
       const base = dataOf(top);
       const delta = file.inflate(k);
@@ -516,17 +529,27 @@ function completeThinPack(fd: number, e: Entries, end: number, external: Map<str
 /** The .idx (version 2) of a pack whose entries are all named. */
 function buildIndex(e: Entries, trailer: Buffer): Buffer {
   const n = e.n;
-  const order = new Int32Array(n);
-  for (let i = 0; i < n; i++) order[i] = i;
-  const key = new Uint32Array(n);
   const oids = Buffer.from(e.oid.buffer, e.oid.byteOffset, n * 20);
-  for (let i = 0; i < n; i++) key[i] = oids.readUInt32BE(i * 20);
-  order.sort((a, b) => {
-    const ka = key[a] as number;
-    const kb = key[b] as number;
-    if (ka !== kb) return ka < kb ? -1 : 1;
-    return oids.compare(oids, b * 20 + 4, b * 20 + 20, a * 20 + 4, a * 20 + 20);
-  });
+  // Bucket sort on the first two bytes of the name, then each (small) bucket by the whole name: no per-object allocation.
+  const starts = new Int32Array(65537);
+  for (let i = 0; i < n; i++) {
+    const k = oids.readUInt16BE(i * 20) + 1;
+    starts[k] = (starts[k] as number) + 1;
+  }
+  for (let k = 1; k <= 65536; k++) starts[k] = (starts[k] as number) + (starts[k - 1] as number);
+  const order = new Int32Array(n);
+  const next = starts.slice(0, 65536);
+  for (let i = 0; i < n; i++) {
+    const k = oids.readUInt16BE(i * 20);
+    order[next[k] as number] = i;
+    next[k] = (next[k] as number) + 1;
+  }
+  const byName = (a: number, b: number) => oids.compare(oids, b * 20, b * 20 + 20, a * 20, a * 20 + 20);
+  for (let k = 0; k < 65536; k++) {
+    const from = starts[k] as number;
+    const to = starts[k + 1] as number;
+    if (to - from > 1) order.subarray(from, to).sort(byName);
+  }
   let large = 0;
   for (let i = 0; i < n; i++) if ((e.offset[i] as number) >= 0x80000000) large++;
   const out = Buffer.alloc(8 + 1024 + n * 28 + large * 8 + 40);
@@ -612,6 +635,7 @@ export async function storePackStream(gitdir: string, source: ByteSource, opts: 
       rmSync(tmp, { force: true });
       return { objects: e.n };
     }
+    Bun.gc(true); // the resolution's garbage goes before the index is built
     const idx = buildIndex(e, trailer);
     fsyncSync(fd);
     close();
