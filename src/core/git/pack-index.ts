@@ -98,13 +98,11 @@ function parseHeader(b: Buffer, at: number, end: number): Header | null {
   return { kind, size, baseRel, baseOid, len: i - at };
 }
 
-/** Growable typed arrays, one slot per entry: memory grows with the objects received, a few dozen bytes each. */
+/** Typed arrays, one slot per entry: 34 bytes per object received (a header and size are read again from the file when needed). */
 class Entries {
   n = 0;
   offset = new Float64Array(1024);
   kind = new Uint8Array(1024);
-  headerLen = new Uint8Array(1024);
-  size = new Float64Array(1024);
   crc = new Uint32Array(1024);
   base = new Int32Array(1024); // OFS_DELTA: index of the base entry; else -1
   oid = new Uint8Array(1024 * 20);
@@ -128,21 +126,17 @@ class Entries {
     };
     this.offset = more(this.offset);
     this.kind = more(this.kind);
-    this.headerLen = more(this.headerLen);
-    this.size = more(this.size);
     this.crc = more(this.crc);
     this.base = more(this.base);
     this.oid = more(this.oid, 20);
     this.named = more(this.named);
   }
 
-  push(offset: number, kind: number, headerLen: number, size: number, crc: number, base: number): number {
+  push(offset: number, kind: number, crc: number, base: number): number {
     if (this.n === this.offset.length) this.grow();
     const i = this.n++;
     this.offset[i] = offset;
     this.kind[i] = kind;
-    this.headerLen[i] = headerLen;
-    this.size[i] = size;
     this.crc[i] = crc;
     this.base[i] = base;
     return i;
@@ -312,7 +306,7 @@ async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: M
     const len = h.len + got.used;
     const bytes = v.buf.subarray(v.start, v.start + len);
     sum.update(bytes);
-    const i = e.push(offset, h.kind, h.len, h.size, Bun.hash.crc32(bytes) >>> 0, base);
+    const i = e.push(offset, h.kind, Bun.hash.crc32(bytes) >>> 0, base);
     if (isDelta) {
       const result = deltaResultSize(got.data);
       if (result > limits.maxObjectBytes) throw limitError("maxObjectBytes", `a delta in the pack at offset ${offset} builds an object of ${showBytes(result)}, over the largest allowed`, limits.maxObjectBytes);
@@ -345,7 +339,7 @@ class PackFile {
 
   /** Entry `i`'s inflated data (whole object, or delta instructions). */
   inflate(i: number): Buffer {
-    const from = (this.e.offset[i] as number) + (this.e.headerLen[i] as number);
+    const from = this.e.offset[i] as number;
     const to = i + 1 < this.e.n ? (this.e.offset[i + 1] as number) : this.end;
     const buf = Buffer.allocUnsafe(to - from);
     let got = 0;
@@ -354,8 +348,9 @@ class PackFile {
       if (r <= 0) break;
       got += r;
     }
-    const size = this.e.size[i] as number;
-    const r = inflateEntry(buf, 0, got, size, this.e.offset[i] as number);
+    const h = parseHeader(buf, 0, got);
+    if (!h) throw new BadPack(`the entry at offset ${from} is cut off`);
+    const r = inflateEntry(buf, h.len, got, h.size, from);
     if (r === "more") throw new BadPack(`the entry at offset ${this.e.offset[i]} is cut off`);
     return r.data;
   }
@@ -506,7 +501,7 @@ function completeThinPack(fd: number, e: Entries, end: number, external: Map<str
     head.push(c);
     const body = Buffer.concat([Buffer.from(head), deflateSync(obj.data)]);
     writeSync(fd, body, 0, body.length, at);
-    const i = e.push(at, kinds[obj.type], head.length, obj.data.length, Bun.hash.crc32(body) >>> 0, -1);
+    const i = e.push(at, kinds[obj.type], Bun.hash.crc32(body) >>> 0, -1);
     e.setOid(i, Buffer.from(oid, "hex"));
     at += body.length;
   }
