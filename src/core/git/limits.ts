@@ -39,7 +39,7 @@ export const LIMIT_SPECS: Record<keyof TransferLimits, Spec> = {
   connectTimeout: { env: "GREX_HTTP_CONNECT_TIMEOUT", def: 30, unit: "seconds" },
   lowSpeedLimit: { env: "GREX_HTTP_LOW_SPEED_LIMIT", def: 1 * KiB, unit: "bytes/s" },
   lowSpeedTime: { env: "GREX_HTTP_LOW_SPEED_TIME", def: 30, unit: "seconds" },
-  maxRefsBytes: { env: "GREX_MAX_REFS_BYTES", def: 256 * MiB, unit: "bytes" },
+  maxRefsBytes: { env: "GREX_MAX_REFS_BYTES", def: 64 * MiB, unit: "bytes" },
   maxPackBytes: { env: "GREX_MAX_PACK_BYTES", def: 16 * GiB, unit: "bytes" },
   maxPackObjects: { env: "GREX_MAX_PACK_OBJECTS", def: 32_000_000, unit: "count" },
   maxObjectBytes: { env: "GREX_MAX_OBJECT_BYTES", def: 512 * MiB, unit: "bytes" },
