@@ -33,6 +33,9 @@ export interface StoreOptions {
 
 class BadPack extends Error {}
 
+/** Objects from this size up are collected as soon as they are done with. */
+const BIG_OBJECT = 16 * 1024 * 1024;
+
 function objectId(type: ObjectType, data: Uint8Array): Buffer {
   const h = new Bun.CryptoHasher("sha1");
   h.update(`${type} ${data.length}\0`);
@@ -170,7 +173,8 @@ class Entries {
 function inflateEntry(b: Buffer, at: number, end: number, size: number, where: number): { data: Buffer; used: number } | "more" {
   try {
     // maxOutputLength stops an entry that inflates past its declared size (an inflate bomb) at that size.
-    const r = inflateSync(b.subarray(at, end), { info: true, maxOutputLength: Math.max(size, 1) }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+    // chunkSize past the declared size: the output is one buffer, never chunks joined into a second copy.
+    const r = inflateSync(b.subarray(at, end), { info: true, maxOutputLength: Math.max(size, 1), chunkSize: Math.max(64, size + 64) }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
     if (r.buffer.length !== size) throw new BadPack(`the entry at offset ${where} inflates to ${r.buffer.length} bytes, not the ${size} it declares`);
     return { data: r.buffer, used: r.engine.bytesWritten };
   } catch (err) {
@@ -318,6 +322,11 @@ async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: M
       keep?.set(oid.toString("hex"), { type, data: got.data });
     }
     rx.consume(len);
+    if (h.size >= BIG_OBJECT && !keep) {
+      // One large object's memory is handed back before the next one is inflated, so a run of them costs one at a time.
+      got = "more";
+      Bun.gc(true);
+    }
   }
   const end = rx.view().pos;
   if (!(await rx.need(20))) throw new BadPack(`it ends after its last object, without its checksum`);

@@ -59,23 +59,33 @@ export function pktLine(payload: string): string {
 
 /** Reads pkt-lines (and, after them, raw bytes) from a response body as it arrives. */
 class PktStream {
-  private buf = Buffer.alloc(0);
+  private buf = Buffer.allocUnsafe(64 * 1024);
   private at = 0;
+  private end = 0;
   private ended = false;
 
   constructor(private readonly body: BodyReader) {}
 
-  /** Make `n` bytes available; false if the body ends first. */
+  /** Make `n` bytes available; false if the body ends first. Chunks are appended to a window that only grows to the largest packet, so tiny chunks cost no copying of what came before. */
   async need(n: number): Promise<boolean> {
-    while (this.buf.length - this.at < n) {
+    while (this.end - this.at < n) {
       if (this.ended) return false;
       const chunk = await this.body.read();
       if (chunk === null) {
         this.ended = true;
         return false;
       }
-      this.buf = this.at < this.buf.length ? Buffer.concat([this.buf.subarray(this.at), chunk]) : Buffer.from(chunk);
-      this.at = 0;
+      if (this.end + chunk.length > this.buf.length) {
+        const live = this.end - this.at;
+        const room = Math.max(this.buf.length, (live + chunk.length) * 2);
+        const next = room > this.buf.length ? Buffer.allocUnsafe(room) : this.buf;
+        this.buf.copy(next, 0, this.at, this.end);
+        this.buf = next;
+        this.at = 0;
+        this.end = live;
+      }
+      this.buf.set(chunk, this.end);
+      this.end += chunk.length;
     }
     return true;
   }
@@ -88,6 +98,7 @@ class PktStream {
   /** The next pkt-line's payload (null for a flush), or undefined if malformed or cut off. */
   async pkt(): Promise<Buffer | null | undefined> {
     if (!(await this.need(4))) return undefined;
+    // The payload is copied out: the window is reused for what follows.
     const head = this.buf.toString("latin1", this.at, this.at + 4);
     if (!/^[0-9a-f]{4}$/i.test(head)) return undefined;
     const len = Number.parseInt(head, 16);
@@ -96,16 +107,16 @@ class PktStream {
       return null;
     }
     if (len < 4 || !(await this.need(len))) return undefined;
-    const payload = this.buf.subarray(this.at + 4, this.at + len);
+    const payload = Buffer.from(this.buf.subarray(this.at + 4, this.at + len));
     this.at += len;
     return payload;
   }
 
   /** Whatever is buffered, then the rest of the body as it arrives. */
   async raw(): Promise<Uint8Array | null> {
-    if (this.at < this.buf.length) {
-      const rest = this.buf.subarray(this.at);
-      this.at = this.buf.length;
+    if (this.at < this.end) {
+      const rest = Buffer.from(this.buf.subarray(this.at, this.end));
+      this.at = this.end;
       return rest;
     }
     if (this.ended) return null;
