@@ -71,7 +71,7 @@ export async function openTransfer(
       fire(
         limitError(
           "lowSpeedLimit",
-          `the ${opts.what} from ${shown} arrived at ${showBytes(Math.floor(rate))}/s for ${limits.lowSpeedTime} s, under the low-speed limit of ${showBytes(limits.lowSpeedLimit)}/s`,
+          `the ${opts.what} from ${shown} arrived at ${rate < 10 ? `${rate.toFixed(1)} bytes` : showBytes(Math.floor(rate))}/s for ${limits.lowSpeedTime} s, under the low-speed limit of ${showBytes(limits.lowSpeedLimit)}/s`,
           limits.lowSpeedLimit,
         ),
       );
