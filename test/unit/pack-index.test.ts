@@ -204,4 +204,12 @@ describe("storePack", () => {
     await expect(store(dest, pack.subarray(0, pack.length - 10), true)).rejects.toThrow(/received pack is corrupt/);
     expect(readdirSync(join(dest, "objects", "pack"))).toEqual([]);
   });
+
+  test("a temp pack left by a killed fetch is removed by the next one", async () => {
+    const dead = Bun.spawnSync(["true"]).pid; // exited: its pid is free
+    const stale = join(dest, "objects", "pack", `tmp_pack_${dead}_abc`);
+    await Bun.write(stale, "half a pack");
+    await store(dest, packOf(src, "", ["--all"]), true);
+    expect(readdirSync(join(dest, "objects", "pack")).filter((n) => n.startsWith("tmp_pack_"))).toEqual([]);
+  });
 });

@@ -8,7 +8,7 @@
 // instead, as git does below transfer.unpackLimit. Pack and index appear by
 // rename, index last, so a reader never sees half a pack; a failure leaves
 // nothing behind, not even the temp file.
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync, inflateSync } from "node:zlib";
 import { throwIfAborted } from "../errors.ts";
@@ -594,6 +594,25 @@ function buildIndex(e: Entries, trailer: Buffer): Buffer {
   return out;
 }
 
+/** Temp packs of fetches killed mid-way (their process is gone) are removed, so they never pile up. */
+function removeDeadTemps(packDir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(packDir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = Number(/^tmp_pack_(\d+)_/.exec(name)?.[1]);
+    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) continue;
+    try {
+      process.kill(pid, 0);
+    } catch (err) {
+      if ((err as { code?: string }).code === "ESRCH") rmSync(join(packDir, name), { force: true });
+    }
+  }
+}
+
 /**
  * Add the objects of a pack arriving from `source` to `gitdir`'s store: kept
  * as a pack for a first fetch (a clone, as git does) or when large, else
@@ -606,6 +625,7 @@ export async function storePackStream(gitdir: string, source: ByteSource, opts: 
   const limits = opts.limits ?? transferLimits();
   const packDir = join(gitdir, "objects", "pack");
   mkdirSync(packDir, { recursive: true });
+  removeDeadTemps(packDir);
   const tmp = join(packDir, `tmp_pack_${process.pid}_${Math.random().toString(36).slice(2, 10)}`);
   const fd = openSync(tmp, "w+", 0o444);
   let closed = false;
