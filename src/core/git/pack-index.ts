@@ -33,8 +33,25 @@ export interface StoreOptions {
 
 class BadPack extends Error {}
 
-/** Objects from this size up are collected as soon as they are done with. */
-const BIG_OBJECT = 16 * 1024 * 1024;
+/**
+ * Every entry inflated or rebuilt is garbage once named. Bun collects by its
+ * own schedule, which lets hundreds of megabytes of dead buffers pile up on a
+ * large pack; collecting after every GARBAGE_BYTES keeps the peak near what
+ * is live (a few milliseconds per collection: the live heap is small).
+ */
+const GARBAGE_BYTES = 24 * 1024 * 1024;
+
+class Collector {
+  private bytes = 0;
+  /** Count `n` bytes of new garbage; collect when enough has piled up. */
+  add(n: number): void {
+    this.bytes += n;
+    if (this.bytes >= GARBAGE_BYTES) {
+      this.bytes = 0;
+      Bun.gc(true);
+    }
+  }
+}
 
 function objectId(type: ObjectType, data: Uint8Array): Buffer {
   const h = new Bun.CryptoHasher("sha1");
@@ -261,6 +278,7 @@ class Receiver {
 /** Walk the pack as it arrives: every entry's header, extent, CRC and (for whole objects) name. */
 async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: Map<string, GitObject> | null, refKids: Map<string, number[]>, signal: AbortSignal): Promise<{ trailer: Buffer; end: number }> {
   if (!(await rx.need(12))) throw new BadPack("it ends before its header");
+  const gc = new Collector();
   let v = rx.view();
   if (v.buf.toString("latin1", v.start, v.start + 4) !== "PACK") throw new BadPack("it does not start with PACK");
   const version = v.buf.readUInt32BE(v.start + 4);
@@ -273,7 +291,6 @@ async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: M
   e.reserve(count);
   for (let n = 0; n < count; n++) {
     if (n % 256 === 0) throwIfAborted(signal);
-    if (n % 8192 === 8191) Bun.gc(true); // as in resolveDeltas: each entry's inflated data is garbage at once
     let h: Header | null;
     for (;;) {
       v = rx.view();
@@ -322,11 +339,9 @@ async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: M
       keep?.set(oid.toString("hex"), { type, data: got.data });
     }
     rx.consume(len);
-    if (h.size >= BIG_OBJECT && !keep) {
-      // One large object's memory is handed back before the next one is inflated, so a run of them costs one at a time.
-      got = "more";
-      Bun.gc(true);
-    }
+    const size = got.data.length;
+    got = "more"; // dropped before collecting: a large object is handed back before the next one is inflated
+    if (!keep) gc.add(size);
   }
   const end = rx.view().pos;
   if (!(await rx.need(20))) throw new BadPack(`it ends after its last object, without its checksum`);
@@ -384,6 +399,7 @@ interface Frame {
  */
 function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]>, store: ObjectStore, limits: TransferLimits, keep: Map<string, GitObject> | null, signal: AbortSignal): Map<string, GitObject> {
   const external = new Map<string, GitObject>();
+  const gc = new Collector();
   // Children of each entry by offset: counting sort into one flat list.
   const start = new Int32Array(e.n + 1);
   for (let i = 0; i < e.n; i++) {
@@ -423,6 +439,7 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
     else data = applyDelta(dataOf(k - 1), file.inflate(f.idx)) as Buffer;
     f.data = data;
     held += data.length;
+    gc.add(data.length);
     return data;
   };
   const trim = () => {
@@ -448,13 +465,12 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
       const k = f.kids[f.next++] as number;
       if (e.named[k]) continue;
       if (++resolved % 256 === 0) throwIfAborted(signal);
-      // Each delta leaves its inflated instructions and result behind: collecting now and then keeps the peak near the live set.
-      if (resolved % 4096 === 0) Bun.gc(true);
       if (f.depth + 1 > limits.maxDeltaDepth) throw limitError("maxDeltaDepth", `the pack holds a delta chain longer than ${limits.maxDeltaDepth}`, limits.maxDeltaDepth);
       const base = dataOf(top);
       const delta = file.inflate(k);
       const data = applyDelta(base, delta);
       if (!data) throw new BadPack(`the delta at offset ${e.offset[k]} does not apply to its base`);
+      if (!keep) gc.add(delta.length + data.length);
       const oid = objectId(f.type, data);
       e.setOid(k, oid);
       const hex = oid.toString("hex");
