@@ -27,7 +27,8 @@ export function summary(description: string): string {
 }
 
 function flagTable(flags: readonly CliFlag[]): string[] {
-  const width = Math.max(...flags.map((f) => f.flag.length));
+  // Aligned on the usual flags; a rare long one (the transfer limits) just takes its own room.
+  const width = Math.max(...flags.map((f) => f.flag.length).filter((n) => n <= 24));
   return flags.map((f) => `  ${f.flag.padEnd(width)}  ${f.description}`);
 }
 

@@ -11,6 +11,7 @@ import { failureDocument, toJsonDocument } from "../verbs/serialize.ts";
 import type { CliFlag, RenderStyle, VerbDef } from "../verbs/types.ts";
 import { longFlagName, runBuiltin, verbWord } from "./builtins.ts";
 import { fastArgv } from "./fast-argv.ts";
+import { applyTransferFlags, TRANSFER_FLAGS } from "./transfer-flags.ts";
 import { loadVerb } from "./verb-loaders.ts";
 import { type CliProgress, cancelledMessage, makeProgress } from "./output.ts";
 import { colorWanted } from "../verbs/render-style.ts";
@@ -51,6 +52,7 @@ export const GLOBAL_FLAGS: CliFlag[] = [
   { flag: "--filter <expr>", description: "Only packs matching: glob, name=<glob>, type=<t>, depth=<n>, depth<=<n>" },
   { flag: "--manifest <path>", description: "Use this grex.jsonl (workspace = its directory)" },
   { flag: "-v, --verbose", description: "Diagnostics on stderr (-vv, -vvv for more)" },
+  ...TRANSFER_FLAGS,
 ];
 
 /** `--no-clone` → `clone`, `--from-repos-json <file>` → `from_repos_json`. */
@@ -275,6 +277,8 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     if (read === undefined) return 0; // cac printed help
     const { verb, args, options } = read;
     verbName = verb.name;
+    // The git transport reads its limits from the process environment.
+    applyTransferFlags(argv, process.env);
     let rowsStreamed = false; // whether the verb wrote rows as it went: its final rendering leaves them out
     const style = (): RenderStyle => ({ plain, streamed: pretty, rowsStreamed, color: colorWanted(pretty, io.env), home: io.env.HOME, cwd: io.cwd });
     const rawParallel = typeof options.parallel === "undefined" ? undefined : lastOf(rawValues(argv, "--parallel"));

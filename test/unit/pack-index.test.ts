@@ -7,7 +7,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
 import { ObjectStore } from "../../src/core/git/object-store.ts";
-import { storePack, UNPACK_LIMIT } from "../../src/core/git/pack-index.ts";
+import { transferLimits } from "../../src/core/git/limits.ts";
+import { storePack, storePackStream, UNPACK_LIMIT } from "../../src/core/git/pack-index.ts";
+import { deltaChainPack } from "../helpers/hostile-http-server.ts";
 import { commit, gitEnv, git, makeRepo, tempDir } from "../helpers/git-fixtures.ts";
 
 const never = () => new AbortController().signal;
@@ -119,7 +121,7 @@ describe("storePack", () => {
     const flipped = Buffer.from(pack);
     const mid = Math.floor(pack.length / 2);
     flipped[mid] = (flipped[mid] as number) ^ 0xff;
-    await expect(store(dest, flipped, true)).rejects.toThrow(/received pack is corrupt: its checksum does not match/);
+    await expect(store(dest, flipped, true)).rejects.toThrow(/received pack is corrupt: (its checksum does not match|the entry at offset \d+ is not valid zlib data|the entry at offset \d+ inflates)/);
     await expect(store(dest, pack.subarray(0, pack.length - 100), true)).rejects.toThrow(/received pack is corrupt/);
     await expect(store(dest, Buffer.from("not a pack at all, just text"), true)).rejects.toThrow(/received pack is corrupt/);
     expect(objectFiles(dest)).toEqual(before);
@@ -164,5 +166,50 @@ describe("storePack", () => {
     const before = objectFiles(dest);
     await expect(store(dest, pack, true)).rejects.toThrow(/received pack is corrupt/);
     expect(objectFiles(dest)).toEqual(before);
+  });
+
+  test("a pack arriving in tiny pieces, resolved with a tiny delta-base cache, gives the same .idx", async () => {
+    const pack = packOf(src, "", ["--all", "--delta-base-offset"]);
+    const s = new ObjectStore(dest);
+    let at = 0;
+    const source = { read: async () => (at >= pack.length ? null : pack.subarray(at, (at += 7))) };
+    try {
+      await storePackStream(dest, source, { store: s, keepPack: true, signal: never(), limits: { ...transferLimits({}), deltaCacheBytes: 1 } });
+    } finally {
+      s.close();
+    }
+    const idx = readdirSync(join(dest, "objects", "pack")).find((n) => n.endsWith(".idx")) as string;
+    expect(new Uint8Array(readFileSync(join(dest, "objects", "pack", idx)))).toEqual(new Uint8Array(gitIndexOf(tmp.path, pack)));
+  });
+
+  test("a long delta chain resolves within the cache, and its depth is capped", async () => {
+    const pack = deltaChainPack(200, 1, 4096);
+    const limits = { ...transferLimits({}), deltaCacheBytes: 16 * 1024 };
+    const s = new ObjectStore(dest);
+    try {
+      await storePackStream(dest, { read: (() => { let sent = false; return async () => (sent ? null : ((sent = true), pack)); })() }, { store: s, keepPack: true, signal: never(), limits });
+      const before = objectFiles(dest);
+      await expect(storePack(dest, deltaChainPack(200, 1, 4000), { store: s, keepPack: true, signal: never(), limits: { ...limits, maxDeltaDepth: 150 } })).rejects.toThrow(/delta chain longer than 150 \(limit 150, GREX_MAX_DELTA_DEPTH\)/);
+      expect(objectFiles(dest)).toEqual(before);
+    } finally {
+      s.close();
+    }
+    const idx = readdirSync(join(dest, "objects", "pack")).find((n) => n.endsWith(".idx")) as string;
+    expect(new Uint8Array(readFileSync(join(dest, "objects", "pack", idx)))).toEqual(new Uint8Array(gitIndexOf(tmp.path, pack)));
+  });
+
+  test("no temp file is left in objects/pack when a pack is refused", async () => {
+    const pack = packOf(src, "", ["--all"]);
+    await expect(store(dest, Buffer.concat([pack, Buffer.from("x")]), true)).rejects.toThrow(/it has bytes after its checksum/);
+    await expect(store(dest, pack.subarray(0, pack.length - 10), true)).rejects.toThrow(/received pack is corrupt/);
+    expect(readdirSync(join(dest, "objects", "pack"))).toEqual([]);
+  });
+
+  test("a temp pack left by a killed fetch is removed by the next one", async () => {
+    const dead = Bun.spawnSync(["true"]).pid; // exited: its pid is free
+    const stale = join(dest, "objects", "pack", `tmp_pack_${dead}_abc`);
+    await Bun.write(stale, "half a pack");
+    await store(dest, packOf(src, "", ["--all"]), true);
+    expect(readdirSync(join(dest, "objects", "pack")).filter((n) => n.startsWith("tmp_pack_"))).toEqual([]);
   });
 });

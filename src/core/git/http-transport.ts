@@ -8,8 +8,9 @@ import { throwIfAborted } from "../errors.ts";
 import { transportError } from "./git-errors.ts";
 import { assertConnected } from "./connectivity.ts";
 import { ObjectStore } from "./object-store.ts";
-import { storePack } from "./pack-index.ts";
-import { deleteRefSync, listRefsSync, resolveRefSync, writeRefSync } from "./refs.ts";
+import { transferLimits } from "./limits.ts";
+import { storePackStream } from "./pack-index.ts";
+import { deleteRefsSync, listRefsSync, resolveRefSync, writeRefsSync } from "./refs.ts";
 import { type FetchResult, planRefs, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
 import { advertise, uploadPack } from "./smart-http.ts";
 
@@ -39,24 +40,26 @@ function ourTips(gitdir: string): string[] {
 export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal): Promise<FetchResult> {
   throwIfAborted(signal);
   try {
-    const ad = await advertise(url, signal);
+    const limits = transferLimits();
+    const ad = await advertise(url, signal, limits);
     const remote = ad.remote;
     const plan = planRefs(gitdir, remote);
     if (plan.missing.length > 0) {
       const haves = ourTips(gitdir);
-      const pack = await uploadPack(url, ad, plan.missing, haves, signal);
+      const pack = await uploadPack(url, ad, plan.missing, haves, signal, limits);
       const store = new ObjectStore(gitdir);
       try {
-        await storePack(gitdir, pack, { store, keepPack: haves.length === 0, signal });
+        await storePackStream(gitdir, pack, { store, keepPack: haves.length === 0, signal, limits });
       } finally {
         store.close();
+        await pack.close();
       }
     }
     throwIfAborted(signal);
     // Objects first, refs after: a ref never points at something we lack, nor at a commit whose trees or blobs are missing.
     assertConnected(gitdir, url, plan.writes.map(([, oid]) => oid));
-    for (const [ref, oid] of plan.writes) writeRefSync(gitdir, ref, oid);
-    for (const ref of plan.prunes) deleteRefSync(gitdir, ref);
+    writeRefsSync(gitdir, plan.writes);
+    deleteRefsSync(gitdir, plan.prunes);
     writeOriginHead(gitdir, remote.defaultBranch);
     return { defaultBranch: remote.defaultBranch, changed: plan.writes.length + plan.prunes.length > 0 };
   } catch (err) {

@@ -146,9 +146,7 @@ export function listRefsSync(gitdir: string, prefix: string): Map<string, string
  * .lock files. Like git by default, without fsync: refs are cheap to re-fetch.
  */
 export function writeRefSync(gitdir: string, ref: string, value: string): void {
-  if (!/^(HEAD|refs\/[^\0\s~^:?*[\\]+)$/.test(ref) || ref.includes("..") || ref.includes("/.")) {
-    throw new Error(`refusing to write the invalid ref name ${JSON.stringify(ref)}`);
-  }
+  checkRefName(ref);
   const path = join(ref.startsWith("refs/") ? refStore(gitdir) : gitdir, ref);
   mkdirSync(dirname(path), { recursive: true });
   const tmp = `${path}.lock`;
@@ -156,10 +154,24 @@ export function writeRefSync(gitdir: string, ref: string, value: string): void {
   renameSync(tmp, path);
 }
 
+/** Throws on a ref name git would refuse (or one that could escape the ref store). */
+function checkRefName(ref: string): void {
+  if (!/^(HEAD|refs\/[^\0\s~^:?*[\\]+)$/.test(ref) || ref.includes("..") || ref.includes("/.")) {
+    throw new Error(`refusing to write the invalid ref name ${JSON.stringify(ref)}`);
+  }
+}
+
 /** Delete a ref, loose and packed. */
 export function deleteRefSync(gitdir: string, ref: string): void {
+  deleteRefsSync(gitdir, [ref]);
+}
+
+/** Delete refs, loose and packed: packed-refs is rewritten once for all of them. */
+export function deleteRefsSync(gitdir: string, refs: readonly string[]): void {
+  if (refs.length === 0) return;
   const store = refStore(gitdir);
-  rmSync(join(store, ref), { force: true });
+  for (const ref of refs) rmSync(join(store, ref), { force: true });
+  const gone = new Set(refs);
   const packedPath = join(store, "packed-refs");
   let text: string;
   try {
@@ -176,13 +188,66 @@ export function deleteRefSync(gitdir: string, ref: string): void {
       if (!dropping) kept.push(line);
       continue;
     }
-    dropping = line.length > 41 && !line.startsWith("#") && line.slice(41).trim() === ref;
+    dropping = line.length > 41 && !line.startsWith("#") && gone.has(line.slice(41).trim());
     if (!dropping) kept.push(line);
   }
   if (kept.length === lines.length) return;
   const tmp = `${packedPath}.lock`;
   writeFileSync(tmp, kept.join("\n"));
   renameSync(tmp, packedPath);
+}
+
+/** Above this many refs at once, a fetch writes them into packed-refs (one file) instead of one loose file each. */
+export const PACK_REFS_ABOVE = 64;
+
+/**
+ * Write several refs (full name → oid) at once. A few become loose files as
+ * git's fetch writes them; many (a repository with 100k tags) are merged into
+ * packed-refs in one write, and any loose file of the same name, which would
+ * override the packed value, is removed.
+ */
+export function writeRefsSync(gitdir: string, writes: ReadonlyArray<readonly [string, string]>): void {
+  if (writes.length <= PACK_REFS_ABOVE) {
+    for (const [ref, oid] of writes) writeRefSync(gitdir, ref, oid);
+    return;
+  }
+  for (const [ref, oid] of writes) {
+    if (!ref.startsWith("refs/") || !OID.test(oid)) throw new Error(`refusing to pack the ref ${JSON.stringify(ref)}`);
+    checkRefName(ref);
+  }
+  const store = refStore(gitdir);
+  const packedPath = join(store, "packed-refs");
+  // Existing entries with their peeled lines; rewritten refs lose theirs (git peels them again on demand).
+  const entries = new Map<string, string>();
+  let text = "";
+  try {
+    text = existsSync(packedPath) ? readFileSync(packedPath, "utf8") : "";
+  } catch {
+    text = "";
+  }
+  let last: string | null = null;
+  for (const line of text.split("\n")) {
+    if (line.startsWith("^") && last !== null) entries.set(last, `${entries.get(last)}\n${line}`);
+    else if (line.length > 41 && !line.startsWith("#") && OID.test(line.slice(0, 40))) {
+      last = line.slice(41).trim();
+      entries.set(last, line.slice(0, 40));
+    } else last = null;
+  }
+  for (const [ref, oid] of writes) entries.set(ref, oid);
+  const names = [...entries.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  let out = "# pack-refs with: sorted \n";
+  for (const name of names) {
+    const v = entries.get(name) as string;
+    const nl = v.indexOf("\n");
+    out += nl < 0 ? `${v} ${name}\n` : `${v.slice(0, nl)} ${name}${v.slice(nl)}\n`;
+  }
+  const tmp = `${packedPath}.lock`;
+  writeFileSync(tmp, out);
+  renameSync(tmp, packedPath);
+  for (const [ref] of writes) {
+    const loose = join(store, ref);
+    if (existsSync(loose)) rmSync(loose, { force: true });
+  }
 }
 
 /** HEAD's commit and branch (null when detached), read from the files; null when unreadable or unborn. */

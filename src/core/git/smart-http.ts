@@ -5,11 +5,16 @@
 // that names what we want and what we have, answered by a pack of only the
 // missing objects (no thin packs, so every delta base is in the pack or here).
 import { GrexError, packOpError, throwIfAborted } from "../errors.ts";
+import { type BodyReader, openTransfer } from "./http-body.ts";
+import { type TransferLimits, transferLimits } from "./limits.ts";
+import type { ByteSource } from "./pack-index.ts";
 import { pickDefaultBranch, type RemoteRefs } from "./remote-refs.ts";
 import { displayUrl } from "./url.ts";
 
 const USER_AGENT = "git/grex";
 const ZERO_OID = "0".repeat(40);
+/** Messages (band 2) a server may send beside the pack; no-progress leaves only a few lines. */
+const MAX_SIDEBAND_MESSAGES = 1024 * 1024;
 
 /** A remote's advertisement: its refs and the capabilities it offers. */
 export interface Advertisement {
@@ -52,18 +57,79 @@ export function pktLine(payload: string): string {
   return `${(payload.length + 4).toString(16).padStart(4, "0")}${payload}`;
 }
 
-/** The pkt-line at `at`: its payload (null for a flush) and where the next one starts; null if malformed or cut off. */
-export function readPkt(buf: Buffer, at: number): { line: string | null; end: number } | null {
-  if (at + 4 > buf.length) return null;
-  const len = Number.parseInt(buf.toString("latin1", at, at + 4), 16);
-  if (!/^[0-9a-f]{4}$/i.test(buf.toString("latin1", at, at + 4)) || (len !== 0 && len < 4) || at + Math.max(len, 4) > buf.length) return null;
-  if (len === 0) return { line: null, end: at + 4 };
-  return { line: buf.toString("utf8", at + 4, at + len), end: at + len };
+/** Reads pkt-lines (and, after them, raw bytes) from a response body as it arrives. */
+export class PktStream {
+  private buf = Buffer.allocUnsafe(64 * 1024);
+  private at = 0;
+  private end = 0;
+  private ended = false;
+
+  constructor(private readonly body: BodyReader) {}
+
+  /** Make `n` bytes available; false if the body ends first. Chunks are appended to a window that only grows to the largest packet, so tiny chunks cost no copying of what came before. */
+  async need(n: number): Promise<boolean> {
+    while (this.end - this.at < n) {
+      if (this.ended) return false;
+      const chunk = await this.body.read();
+      if (chunk === null) {
+        this.ended = true;
+        return false;
+      }
+      if (this.end + chunk.length > this.buf.length) {
+        const live = this.end - this.at;
+        const room = Math.max(this.buf.length, (live + chunk.length) * 2);
+        const next = room > this.buf.length ? Buffer.allocUnsafe(room) : this.buf;
+        this.buf.copy(next, 0, this.at, this.end);
+        this.buf = next;
+        this.at = 0;
+        this.end = live;
+      }
+      this.buf.set(chunk, this.end);
+      this.end += chunk.length;
+    }
+    return true;
+  }
+
+  /** The next 4 bytes, without taking them ("" if fewer remain). */
+  async peek4(): Promise<string> {
+    return (await this.need(4)) ? this.buf.toString("latin1", this.at, this.at + 4) : "";
+  }
+
+  /** The next pkt-line's payload (null for a flush), or undefined if malformed or cut off. */
+  async pkt(): Promise<Buffer | null | undefined> {
+    if (!(await this.need(4))) return undefined;
+    // The payload is copied out: the window is reused for what follows.
+    const head = this.buf.toString("latin1", this.at, this.at + 4);
+    if (!/^[0-9a-f]{4}$/i.test(head)) return undefined;
+    const len = Number.parseInt(head, 16);
+    if (len === 0) {
+      this.at += 4;
+      return null;
+    }
+    if (len < 4 || !(await this.need(len))) return undefined;
+    const payload = Buffer.from(this.buf.subarray(this.at + 4, this.at + len));
+    this.at += len;
+    return payload;
+  }
+
+  /** Whatever is buffered, then the rest of the body as it arrives. */
+  async raw(): Promise<Uint8Array | null> {
+    if (this.at < this.end) {
+      const rest = Buffer.from(this.buf.subarray(this.at, this.end));
+      this.at = this.end;
+      return rest;
+    }
+    if (this.ended) return null;
+    const chunk = await this.body.read();
+    if (chunk === null) this.ended = true;
+    return chunk;
+  }
 }
 
 /**
  * One request to `path` under `base` (credentials from `url`, the URL as the
- * user gave it); returns the body and the URL that answered.
+ * user gave it), under the transfer limits; returns the body as a pkt-line
+ * stream and the URL that answered. The caller closes `body`.
  */
 async function request(
   url: string,
@@ -71,79 +137,95 @@ async function request(
   path: string,
   init: RequestInit & { headers: Record<string, string> },
   signal: AbortSignal,
-): Promise<{ body: Buffer; answeredAt: string }> {
+  limits: TransferLimits,
+): Promise<{ body: BodyReader; answeredAt: string }> {
   throwIfAborted(signal);
   const target = endpoint(base, path);
   const own = endpoint(url, path);
   // The user's credentials go only to the host they were given for.
   const { href, headers } = new URL(target.href).origin === new URL(own.href).origin ? { href: target.href, headers: own.headers } : target;
-  const res = await fetch(href, { ...init, headers: { ...headers, ...init.headers }, signal, redirect: init.method === "GET" ? "follow" : "error" });
+  const isPost = init.method === "POST";
+  const { res, body } = await openTransfer(
+    href,
+    { ...init, headers: { ...headers, "Accept-Encoding": "identity", ...init.headers }, redirect: isPost ? "error" : "follow" },
+    isPost
+      ? { url, limits, signal, cap: limits.maxPackBytes + Math.floor(limits.maxPackBytes / 64) + 1024 * 1024, capKey: "maxPackBytes", what: "pack" }
+      : { url, limits, signal, cap: limits.maxRefsBytes, capKey: "maxRefsBytes", what: "ref advertisement" },
+  );
   if (res.status !== 200) {
-    await res.body?.cancel();
+    await body.close();
     throw httpStatusError(url, res.status);
   }
   const type = res.headers.get("content-type") ?? "";
-  const want = init.method === "POST" ? "application/x-git-upload-pack-result" : "application/x-git-upload-pack-advertisement";
+  const want = isPost ? "application/x-git-upload-pack-result" : "application/x-git-upload-pack-advertisement";
   if (!type.startsWith(want)) {
-    await res.body?.cancel();
+    await body.close();
     throw notGitServer(url, type === "" ? "no content type" : `content type ${type.split(";")[0]}`);
   }
-  return { body: Buffer.from(await res.arrayBuffer()), answeredAt: res.url || href };
+  return { body, answeredAt: res.url || href };
 }
 
-/** The remote's refs and capabilities: one GET. */
-export async function advertise(url: string, signal: AbortSignal): Promise<Advertisement> {
+/** The remote's refs and capabilities: one GET, read as it arrives. */
+export async function advertise(url: string, signal: AbortSignal, limits: TransferLimits = transferLimits()): Promise<Advertisement> {
   const refsPath = "info/refs?service=git-upload-pack";
-  const { body, answeredAt } = await request(url, url, refsPath, { method: "GET", headers: {} }, signal);
-  const base = answeredAt.endsWith(`/${refsPath}`) ? answeredAt.slice(0, -refsPath.length - 1) : url;
-  // "# service=git-upload-pack", flush, then the refs, flush.
-  const first = readPkt(body, 0);
-  if (first?.line?.trimEnd() !== "# service=git-upload-pack") throw notGitServer(url, "not a smart HTTP ref advertisement");
-  const refLines: string[] = [];
-  for (let at = first.end, flushes = 0; flushes < 2; ) {
-    const pkt = readPkt(body, at);
-    if (!pkt) throw notGitServer(url, "its ref advertisement is cut off");
-    if (pkt.line === null) flushes++;
-    else refLines.push(pkt.line);
-    at = pkt.end;
-  }
-  if (refLines[0]?.startsWith("ERR ")) throw refused(url, refLines[0]);
-  const capabilities = new Set<string>();
-  const branches = new Map<string, string>();
-  const tags = new Map<string, string>();
-  let headOid: string | null = null;
-  for (const [i, raw] of refLines.entries()) {
-    let line = raw.replace(/\n$/, "");
-    if (i === 0) {
-      const nul = line.indexOf("\0");
-      if (nul >= 0) {
-        for (const c of line.slice(nul + 1).split(" ")) if (c !== "") capabilities.add(c);
-        line = line.slice(0, nul);
+  const { body, answeredAt } = await request(url, url, refsPath, { method: "GET", headers: {} }, signal, limits);
+  try {
+    const base = answeredAt.endsWith(`/${refsPath}`) ? answeredAt.slice(0, -refsPath.length - 1) : url;
+    const pkts = new PktStream(body);
+    // "# service=git-upload-pack", flush, then the refs, flush.
+    const first = await pkts.pkt();
+    if (first?.toString("utf8").trimEnd() !== "# service=git-upload-pack") throw notGitServer(url, "not a smart HTTP ref advertisement");
+    if ((await pkts.pkt()) !== null) throw notGitServer(url, "not a smart HTTP ref advertisement");
+    const capabilities = new Set<string>();
+    const branches = new Map<string, string>();
+    const tags = new Map<string, string>();
+    let headOid: string | null = null;
+    for (let i = 0; ; i++) {
+      if (i % 4096 === 0) throwIfAborted(signal);
+      const pkt = await pkts.pkt();
+      if (pkt === undefined) throw notGitServer(url, "its ref advertisement is cut off");
+      if (pkt === null) break;
+      let line = pkt.toString("utf8").replace(/\n$/, "");
+      if (i === 0 && line.startsWith("ERR ")) throw refused(url, line);
+      if (i === 0) {
+        const nul = line.indexOf("\0");
+        if (nul >= 0) {
+          for (const c of line.slice(nul + 1).split(" ")) if (c !== "") capabilities.add(c);
+          line = line.slice(0, nul);
+        }
       }
+      const sp = line.indexOf(" ");
+      const oid = line.slice(0, sp);
+      const name = line.slice(sp + 1);
+      if (!/^[0-9a-f]{40}$/.test(oid)) throw notGitServer(url, `bad ref line '${line.slice(0, 60)}'`);
+      if (oid === ZERO_OID) continue; // "capabilities^{}" of an empty repository
+      if (name === "HEAD") headOid = oid;
+      else if (name.startsWith("refs/heads/")) branches.set(name.slice(11), oid);
+      else if (name.startsWith("refs/tags/") && !name.endsWith("^{}")) tags.set(name.slice(10), oid);
     }
-    const sp = line.indexOf(" ");
-    const oid = line.slice(0, sp);
-    const name = line.slice(sp + 1);
-    if (!/^[0-9a-f]{40}$/.test(oid)) throw notGitServer(url, `bad ref line '${line.slice(0, 60)}'`);
-    if (oid === ZERO_OID) continue; // "capabilities^{}" of an empty repository
-    if (name === "HEAD") headOid = oid;
-    else if (name.startsWith("refs/heads/")) branches.set(name.slice(11), oid);
-    else if (name.startsWith("refs/tags/") && !name.endsWith("^{}")) tags.set(name.slice(10), oid);
+    let headTarget: string | null = null;
+    for (const c of capabilities) if (c.startsWith("symref=HEAD:")) headTarget = c.slice(12);
+    return { remote: { branches, tags, defaultBranch: pickDefaultBranch(branches, headTarget, headOid) }, capabilities, base };
+  } finally {
+    await body.close();
   }
-  let headTarget: string | null = null;
-  for (const c of capabilities) if (c.startsWith("symref=HEAD:")) headTarget = c.slice(12);
-  return { remote: { branches, tags, defaultBranch: pickDefaultBranch(branches, headTarget, headOid) }, capabilities, base };
+}
+
+/** The pack of an upload-pack reply, as it arrives; `close` ends the request. */
+export interface PackStream extends ByteSource {
+  close(): Promise<void>;
 }
 
 /**
  * Ask for `wants`, telling the server what we `haves`; returns the pack it
- * sends (the raw bytes, starting with "PACK"). Without multi_ack the server
- * answers one ACK (or NAK) and then the pack, all in one response.
+ * sends as a stream of bytes starting with "PACK". Without multi_ack the
+ * server answers one ACK (or NAK) and then the pack. With side-band-64k the
+ * pack comes in band 1, progress in band 2 (ignored) and an error in band 3;
+ * an empty band-1 packet before the pack is a keep-alive.
  */
-export async function uploadPack(url: string, ad: Advertisement, wants: string[], haves: string[], signal: AbortSignal): Promise<Buffer> {
-  // side-band-64k: the pack comes framed, so a server that fails mid-pack can say why (band 3) and we pass it on.
-  const caps = ["ofs-delta", "side-band-64k", "no-progress", `agent=${USER_AGENT}`].filter((c) => c.startsWith("agent=") || ad.capabilities.has(c));
-  const sideband = caps.includes("side-band-64k");
+export async function uploadPack(url: string, ad: Advertisement, wants: string[], haves: string[], signal: AbortSignal, limits: TransferLimits = transferLimits()): Promise<PackStream> {
+  let sideband = ad.capabilities.has("side-band-64k");
+  const caps = [...(sideband ? ["side-band-64k"] : []), "ofs-delta", "no-progress", `agent=${USER_AGENT}`].filter((c) => c.startsWith("agent=") || ad.capabilities.has(c));
   let body = wants.map((oid, i) => pktLine(`want ${oid}${i === 0 ? ` ${caps.join(" ")}` : ""}\n`)).join("");
   body += "0000";
   for (const oid of haves) body += pktLine(`have ${oid}\n`);
@@ -158,20 +240,36 @@ export async function uploadPack(url: string, ad: Advertisement, wants: string[]
       body,
     },
     signal,
+    limits,
   );
-  // ACK/NAK lines, then the pack. An ERR line instead means the server refused.
-  let at = 0;
-  while (at + 4 <= res.length && res.toString("latin1", at, at + 4) !== "PACK") {
-    if (sideband && (res[at + 4] as number) >= 1 && (res[at + 4] as number) <= 3) return unwrapSideband(res, at, url);
-    const pkt = readPkt(res, at);
-    if (!pkt) break;
-    const line = pkt.line ?? "";
-    if (line.startsWith("ERR ")) throw refused(url, line);
-    if (pkt.line !== null && !/^(ACK [0-9a-f]{40}|NAK)/.test(line)) throw notGitServer(url, `unexpected reply '${line.trim().slice(0, 60)}'`);
-    at = pkt.end;
+  try {
+    const pkts = new PktStream(res);
+    // ACK/NAK lines, then the pack. An ERR line instead means the server refused.
+    let first: Buffer | null = null;
+    for (;;) {
+      if ((await pkts.peek4()) === "PACK") {
+        // A server may send the pack bare even though side-band was asked for.
+        sideband = false;
+        break;
+      }
+      const pkt = await pkts.pkt();
+      if (pkt === undefined) throw notGitServer(url, "no pack in the upload-pack reply");
+      if (pkt === null) continue;
+      const line = pkt.toString("latin1");
+      if (line.startsWith("ERR ")) throw refused(url, line);
+      if (/^(ACK [0-9a-f]{40}|NAK)/.test(line)) continue;
+      if (sideband && pkt.length > 0 && (pkt[0] as number) <= 3) {
+        first = pkt;
+        break;
+      }
+      throw notGitServer(url, `unexpected reply '${line.trim().slice(0, 60)}'`);
+    }
+    if (!sideband) return { read: () => pkts.raw(), close: () => res.close() };
+    return { read: sidebandReader(pkts, res, url, first), close: () => res.close() };
+  } catch (err) {
+    await res.close();
+    throw err;
   }
-  if (res.toString("latin1", at, at + 4) !== "PACK") throw notGitServer(url, "no pack in the upload-pack reply");
-  return res.subarray(at);
 }
 
 /** The server's own words, as git shows them ("remote: fatal: …"), in a one-sentence error. */
@@ -184,31 +282,40 @@ const serverAborted = (url: string, said: string[]): GrexError => {
 };
 
 /**
- * The pack inside a side-band-64k reply starting at `at`: band 1 is pack
- * data, band 2 the server's messages, band 3 its fatal error. A band-3 line,
- * or a reply cut off after the server wrote an error, fails with the
- * server's text; a clean reply ends with a flush.
+ * The pack inside a side-band-64k reply: band 1 is pack data, band 2 the
+ * server's messages, band 3 its fatal error. A band-3 line, or a reply cut
+ * off after the server wrote an error, fails with the server's own text
+ * (`remote: fatal: …`); a clean reply ends with a flush. `first` is a packet
+ * already taken from `pkts`.
  */
-export function unwrapSideband(res: Buffer, at: number, url: string): Buffer {
-  const chunks: Buffer[] = [];
+export function sidebandReader(pkts: PktStream, body: Pick<BodyReader, "keepalive">, url: string, first: Buffer | null = null): () => Promise<Uint8Array | null> {
+  let started = false;
+  let talk = 0;
   const said: string[] = [];
-  let flushed = false;
-  while (at + 4 <= res.length) {
-    const hex = res.toString("latin1", at, at + 4);
-    const len = Number.parseInt(hex, 16);
-    if (!/^[0-9a-f]{4}$/i.test(hex) || (len !== 0 && len < 5) || at + Math.max(len, 4) > res.length) break;
-    if (len === 0) {
-      flushed = true;
-      break;
+  return async () => {
+    for (;;) {
+      const pkt = first ?? (await pkts.pkt());
+      first = null;
+      if (pkt === undefined) {
+        if (said.some((t) => /(^|\n)\s*(fatal|error)\b/i.test(t))) throw serverAborted(url, said);
+        throw notGitServer(url, "its side-band stream is cut off");
+      }
+      if (pkt === null) return null;
+      const band = pkt[0];
+      if (band === 1) {
+        if (pkt.length === 1) {
+          if (!started) body.keepalive();
+          continue;
+        }
+        started = true;
+        return pkt.subarray(1);
+      }
+      if (band === 3) throw serverAborted(url, [...said, "\n", pkt.toString("utf8", 1)]);
+      if (band !== 2) throw notGitServer(url, `side-band ${band}`);
+      // Progress was not asked for (no-progress): a server that keeps talking is stopped here.
+      talk += pkt.length;
+      if (talk > MAX_SIDEBAND_MESSAGES) throw notGitServer(url, `more than ${MAX_SIDEBAND_MESSAGES} bytes of side-band messages`);
+      said.push(pkt.toString("utf8", 1));
     }
-    const band = res[at + 4];
-    const data = res.subarray(at + 5, at + len);
-    if (band === 1) chunks.push(data);
-    else if (band === 2) said.push(data.toString("utf8"));
-    else if (band === 3) throw serverAborted(url, [...said, "\n", data.toString("utf8")]);
-    else break;
-    at += len;
-  }
-  if (!flushed && said.some((t) => /(^|\n)\s*(fatal|error)\b/i.test(t))) throw serverAborted(url, said);
-  return Buffer.concat(chunks);
+  };
 }
