@@ -143,7 +143,7 @@ export function wildmatchRegex(p: string, pathname: boolean): RegExp {
       if (pathname && double && atStart && atEnd) {
         if (j + 1 === p.length) re += ".*"; // `dir/**`: everything inside
         else {
-          re += "(?:.*/)?"; // `**/`: any number of directories, none included
+          re += "(?:.*/)?"; // `**/`: zero or more directories
           j++; // the slash is part of it
         }
       } else re += `${any}*`;

@@ -14,7 +14,8 @@ export interface ConfigEntry {
   value: string;
 }
 
-function unquote(raw: string): string {
+/** A config value as git reads it: quotes joined, escapes (\n, \t, \b; others literal) applied, a comment cut. */
+export function unquote(raw: string): string {
   let out = "";
   let quoted = false;
   for (let i = 0; i < raw.length; i++) {

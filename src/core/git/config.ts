@@ -4,21 +4,8 @@
 import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { gitdirOf } from "./refs.ts";
+import { unquote } from "./config-levels.ts";
 
-function unquote(raw: string): string {
-  let out = "";
-  let quoted = false;
-  for (let i = 0; i < raw.length; i++) {
-    const c = raw[i] as string;
-    if (c === '"') quoted = !quoted;
-    else if (c === "\\" && i + 1 < raw.length) {
-      const n = raw[++i] as string;
-      out += n === "n" ? "\n" : n === "t" ? "\t" : n;
-    } else if (!quoted && (c === "#" || c === ";")) break;
-    else out += c;
-  }
-  return out.trim();
-}
 
 /** `key` (lower-case) in section `[section "sub"]` of the repository's config, or null. */
 export function readConfigValueSync(dir: string, section: string, sub: string | null, key: string): string | null {
