@@ -116,7 +116,7 @@ export function assertConnected(gitdir: string, url: string, tips: string[]): vo
 
 /** What the server left out, named by its role (one sentence, exit 4); no ref moved. */
 export function incompleteFetch(gap: Gap, url: string): Error {
-  return packOpError(`${gap.role} is missing from ${displayUrl(url)}, which sent an incomplete history; no ref was moved — run grex sync again, or check the upstream with git fsck.`, {
+  return packOpError(`${gap.role} is missing from ${displayUrl(url)}, which sent an incomplete history; no ref was moved — check the upstream (git fsck there), then try again.`, {
     url: displayUrl(url),
     object: gap.oid,
   });
