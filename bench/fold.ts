@@ -6,8 +6,8 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { eventLine, type ManifestEvent, makeEvent, readManifest } from "../src/core/manifest.ts";
-import { workspaceAt } from "../src/core/workspace.ts";
+import { eventLine, type ManifestEvent, makeEvent, readManifest } from "../src/core/workspace/manifest.ts";
+import { workspaceAt } from "../src/core/base/workspace.ts";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 100_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);

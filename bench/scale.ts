@@ -9,7 +9,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SETTLED_MS } from "../src/core/git/status-cache.ts";
+import { SETTLED_MS } from "../src/core/git/worktree/status-cache.ts";
 import { makeReposScript } from "./fixtures/repos.ts";
 import { benchEnv } from "./fixtures/env.ts";
 import { grexBuildCommand } from "../scripts/compile.ts";

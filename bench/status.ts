@@ -13,7 +13,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
-import { SETTLED_MS } from "../src/core/git/status-cache.ts";
+import { SETTLED_MS } from "../src/core/git/worktree/status-cache.ts";
 import { startGitHttpServer } from "../test/helpers/git-http-server.ts";
 import { benchEnv } from "./fixtures/env.ts";
 import { makeReposScript } from "./fixtures/repos.ts";

@@ -1,6 +1,6 @@
 // What the CLI answers before cac parses anything: help in all its spellings
 // and `grex completion`. Returns the exit code, or undefined to go on to a verb.
-import { usageError } from "../core/errors.ts";
+import { usageError } from "../core/base/errors.ts";
 import type { CliFlag } from "../verbs/types.ts";
 
 /** The verb word: the first argument that is neither a flag nor a flag's value. */

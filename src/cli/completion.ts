@@ -1,9 +1,9 @@
 // `grex completion bash|zsh|fish`: completion scripts generated from the verb
 // table (verbs, each verb's flags, the universal flags) plus the workspace's
 // pack ids, which the scripts ask for at completion time (`grex completion ids`).
-import { usageError } from "../core/errors.ts";
-import { loadWorkspaceView } from "../core/packs.ts";
-import { findWorkspace } from "../core/workspace.ts";
+import { usageError } from "../core/base/errors.ts";
+import { loadWorkspaceView } from "../core/workspace/packs.ts";
+import { findWorkspace } from "../core/base/workspace.ts";
 import { CLI_VERBS } from "./verbs.ts";
 import type { CliFlag } from "../verbs/types.ts";
 import type { BuiltinIO } from "./builtins.ts";

@@ -2,7 +2,7 @@
 // Everything comes from the verb table: description, usage, the verb's own
 // flags, then the universal ones, then examples.
 import pkg from "../../package.json" with { type: "json" };
-import { usageError } from "../core/errors.ts";
+import { usageError } from "../core/base/errors.ts";
 import { CLI_VERBS } from "./verbs.ts";
 import type { CliFlag, VerbDef } from "../verbs/types.ts";
 import { didYouMean } from "./suggest.ts";

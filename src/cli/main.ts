@@ -3,7 +3,7 @@
 // plain `grex serve` starts the MCP server without loading the CLI adapter or
 // the verb table's CLI side (the first reply is what agents wait for).
 import pkg from "../../package.json" with { type: "json" };
-import { stderr, stdout } from "../core/stdio-native.ts";
+import { stderr, stdout } from "../core/base/stdio-native.ts";
 
 const argv = process.argv.slice(2);
 if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {

@@ -2,9 +2,9 @@
 // Nothing verb-specific lives here.
 import type { CAC, Command } from "cac";
 import pkg from "../../package.json" with { type: "json" };
-import { CancelledError, GrexError, toGrexError, usageError } from "../core/errors.ts";
-import { PermitScheduler, resolveParallel } from "../core/scheduler.ts";
-import { stderr, stderrIsTTY, stdout, stdoutIsTTY } from "../core/stdio-native.ts";
+import { CancelledError, GrexError, toGrexError, usageError } from "../core/base/errors.ts";
+import { PermitScheduler, resolveParallel } from "../core/locks/scheduler.ts";
+import { stderr, stderrIsTTY, stdout, stdoutIsTTY } from "../core/base/stdio-native.ts";
 import { makeContext } from "../verbs/context.ts";
 import { invoke, type Outcome } from "../verbs/invoke.ts";
 import { failureDocument, toJsonDocument } from "../verbs/serialize.ts";

@@ -1,7 +1,7 @@
 // "Did you mean …?" for mistyped verbs and flags: the closest known word by
 // edit distance (a swap of two neighbours counts as one edit, as in `snyc`).
-import { closest } from "../core/closest.ts";
-import { type GrexError, usageError } from "../core/errors.ts";
+import { closest } from "../core/base/closest.ts";
+import { type GrexError, usageError } from "../core/base/errors.ts";
 import type { CliFlag, VerbDef } from "../verbs/types.ts";
 
 /** ` Did you mean 'x'?` or nothing. */

@@ -9,7 +9,7 @@
 //   rm     path → id                  update  pack → ids: [pack]
 //   exec   cmd: [bin, ...args] → cmd: bin, args
 import { resolve } from "node:path";
-import { usageError } from "../core/errors.ts";
+import { usageError } from "../core/base/errors.ts";
 import type { VerbDef } from "../verbs/types.ts";
 
 const isObject = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === "object" && !Array.isArray(x);

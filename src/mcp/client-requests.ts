@@ -1,7 +1,7 @@
 // Requests grex sends to its MCP client (elicitation/create for approvals),
 // matched with the client's responses by id. Each is tied to the client
 // request it serves, and given up when that request is cancelled.
-import { CancelledError } from "../core/errors.ts";
+import { CancelledError } from "../core/base/errors.ts";
 
 type Id = string | number;
 type Waiter = { resolve(r: Record<string, unknown>): void; reject(e: Error): void };

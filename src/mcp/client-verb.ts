@@ -2,8 +2,8 @@
 // HTTP (--url, bearer --token) or a stdio server spawned from the command
 // after `--`. Not an MCP tool itself. The client (and the SDK) load lazily.
 import * as v from "valibot";
-import { packOpError, usageError } from "../core/errors.ts";
-import { findWorkspace } from "../core/workspace.ts";
+import { packOpError, usageError } from "../core/base/errors.ts";
+import { findWorkspace } from "../core/base/workspace.ts";
 import type { CallResult, ClientTarget, StatusResult, ToolInfo } from "./client.ts";
 import { envToken } from "./serve-verb.ts";
 import { defineVerb, type RenderStyle, type VerbContext, READS_ONLY } from "../verbs/types.ts";

@@ -6,7 +6,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import pkg from "../../package.json" with { type: "json" };
-import { CancelledError, GrexError, errnoCode } from "../core/errors.ts";
+import { CancelledError, GrexError, errnoCode } from "../core/base/errors.ts";
 import { normaliseCallResult, normaliseTool } from "./gateway/normalise.ts";
 
 /** The protocol version the SDK client asks for (its LATEST_PROTOCOL_VERSION), assumed when a server names none. */

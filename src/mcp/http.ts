@@ -5,7 +5,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { GrexError, usageError } from "../core/errors.ts";
+import { GrexError, usageError } from "../core/base/errors.ts";
 import { normalJitPolicy } from "./jit.ts";
 import { McpSession, PREFERRED_PROTOCOL_VERSION, type Id, type ServerOptions } from "./server.ts";
 

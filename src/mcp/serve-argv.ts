@@ -5,8 +5,8 @@
 // filesystem, waits for the first tool request; the reply does not depend on it.
 import { resolve } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
-import { PermitScheduler, resolveParallel } from "../core/scheduler.ts";
-import { stderr } from "../core/stdio-native.ts";
+import { PermitScheduler, resolveParallel } from "../core/locks/scheduler.ts";
+import { stderr } from "../core/base/stdio-native.ts";
 import { DEFAULT_CHILD_IDLE_MS, DEFAULT_MAX_CHILDREN, type GatewayOptions } from "./gateway/types.ts";
 import type { ServerOptions } from "./server.ts";
 
@@ -19,7 +19,7 @@ type Location = Pick<ServerOptions, "cwd" | "manifest">;
 export function serverLocation(cwd: string, manifest: string | undefined): Location {
   const dir = resolve(cwd);
   if (manifest !== undefined) return { cwd: dir, manifest: resolve(dir, manifest) };
-  const { findWorkspace } = require("../core/workspace.ts") as typeof import("../core/workspace.ts");
+  const { findWorkspace } = require("../core/base/workspace.ts") as typeof import("../core/base/workspace.ts");
   try {
     return { cwd: findWorkspace(dir).root, manifest: undefined };
   } catch {

@@ -2,7 +2,7 @@
 // Streamable HTTP with --http). The verb owns stdout while it runs.
 import * as v from "valibot";
 import pkg from "../../package.json" with { type: "json" };
-import { usageError } from "../core/errors.ts";
+import { usageError } from "../core/base/errors.ts";
 import { DEFAULT_CHILD_IDLE_MS, DEFAULT_MAX_CHILDREN } from "./gateway/types.ts";
 import { logToStderr, makeGateway, serverLocation } from "./serve-argv.ts";
 import type { ServerOptions } from "./server.ts";

@@ -3,8 +3,8 @@
 // transport-independent (stdio and HTTP feed it messages) and does not load
 // the MCP SDK runtime. The verb table is loaded on the first tool request, so
 // `initialize` can be answered before any verb module is evaluated.
-import { CancelledError, GrexError } from "../core/errors.ts";
-import type { Scheduler } from "../core/scheduler.ts";
+import { CancelledError, GrexError } from "../core/base/errors.ts";
+import type { Scheduler } from "../core/locks/scheduler.ts";
 import type { Outcome } from "../verbs/invoke.ts";
 import type { Progress, VerbDef } from "../verbs/types.ts";
 import { mapRustAliases } from "./aliases.ts";

@@ -1,6 +1,6 @@
 // The stdio transport: newline-delimited JSON-RPC on stdin/stdout. stdout
 // carries protocol messages only; diagnostics go to stderr.
-import { stdinStream, stdout } from "../core/stdio-native.ts";
+import { stdinStream, stdout } from "../core/base/stdio-native.ts";
 import { McpSession, RPC, type ServerOptions } from "./server.ts";
 import { LineSplitter, MAX_MESSAGE_BYTES } from "./wire/lines.ts";
 

@@ -7,17 +7,17 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Step } from "../core/actions/types.ts";
-import { GrexError, packOpError, toGrexError } from "../core/errors.ts";
+import { GrexError, packOpError, toGrexError } from "../core/base/errors.ts";
 import { backendFor, type HeadInfo } from "../core/git/backend.ts";
-import { updateIgnoreFile } from "../core/gitignore.ts";
+import { updateIgnoreFile } from "../core/workspace/gitignore.ts";
 import { packIgnoreLines } from "../core/pack/x-gitignore.ts";
-import { withBackendLock, withPackLock } from "../core/locks.ts";
-import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
-import { manifestMark, rollbackManifest } from "../core/manifest-rollback.ts";
+import { withBackendLock, withPackLock } from "../core/locks/locks.ts";
+import { appendEvents, makeEvent, readManifest } from "../core/workspace/manifest.ts";
+import { manifestMark, rollbackManifest } from "../core/workspace/manifest-rollback.ts";
 import { runSync, type SyncOptions, type SyncReport } from "../core/sync/engine.ts";
 import { actionProblems, planChecks } from "../core/sync/plan.ts";
 import { fetchTree, flatten, newNode } from "../core/sync/tree.ts";
-import type { Workspace } from "../core/workspace.ts";
+import type { Workspace } from "../core/base/workspace.ts";
 import type { Progress, VerbContext } from "./types.ts";
 
 export interface AddSpec {

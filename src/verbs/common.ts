@@ -1,7 +1,7 @@
 // Param schema pieces shared by several verbs (the universal flags).
 import * as v from "valibot";
 import { desc } from "./describe.ts";
-import { BARE_NAME_RE } from "../core/naming.ts";
+import { BARE_NAME_RE } from "../core/base/naming.ts";
 
 export const dryRunParam = desc(
   v.optional(v.boolean(), false),

@@ -1,6 +1,6 @@
 // Builds the per-call VerbContext both adapters hand to a verb.
-import type { Scheduler } from "../core/scheduler.ts";
-import { findWorkspace, type Workspace } from "../core/workspace.ts";
+import type { Scheduler } from "../core/locks/scheduler.ts";
+import { findWorkspace, type Workspace } from "../core/base/workspace.ts";
 import type { RenderStyle, VerbContext } from "./types.ts";
 
 export interface ContextOptions {

@@ -4,12 +4,12 @@
 // this finds them in workspaces that got them another way (an upstream edit).
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { toGrexError } from "../core/errors.ts";
-import type { LockEntry } from "../core/lockfile.ts";
-import type { PackEntry } from "../core/manifest.ts";
+import { toGrexError } from "../core/base/errors.ts";
+import type { LockEntry } from "../core/workspace/lockfile.ts";
+import type { PackEntry } from "../core/workspace/manifest.ts";
 import { planChecks } from "../core/sync/plan.ts";
 import { newNode, resolveChildUrl, type TreeNode } from "../core/sync/tree.ts";
-import type { Workspace } from "../core/workspace.ts";
+import type { Workspace } from "../core/base/workspace.ts";
 
 const urlKey = (url: string) => url.replace(/\/+$/, "").replace(/\.git$/, "");
 

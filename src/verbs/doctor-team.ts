@@ -8,8 +8,8 @@
 //                    one pack at two commits: reported, never silently decided.
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
-import type { ManifestEvent } from "../core/manifest.ts";
-import type { Workspace } from "../core/workspace.ts";
+import type { ManifestEvent } from "../core/workspace/manifest.ts";
+import type { Workspace } from "../core/base/workspace.ts";
 
 export const TEAM_CHECKS = ["team-files", "merge-conflicts"] as const;
 type TeamCheck = (typeof TEAM_CHECKS)[number];
@@ -17,9 +17,9 @@ type Add = (check: TeamCheck, severity: "warning" | "error", pack: string | null
 
 export async function teamFindings(ws: Workspace, events: readonly ManifestEvent[], add: Add): Promise<void> {
   const [{ missingMergeLines, GITATTRIBUTES }, { divergences }, { lockConflicts }] = await Promise.all([
-    import("../core/gitattributes.ts"),
-    import("../core/manifest-conflicts.ts"),
-    import("../core/lockfile.ts"),
+    import("../core/workspace/gitattributes.ts"),
+    import("../core/workspace/manifest-conflicts.ts"),
+    import("../core/workspace/lockfile.ts"),
   ]);
   // Only a workspace kept in git merges; elsewhere the lines would change nothing.
   const missing = inGitWorkTree(ws.root) ? missingMergeLines(ws.root) : [];
@@ -38,7 +38,7 @@ export async function teamFindings(ws: Workspace, events: readonly ManifestEvent
 
 /** The repair doctor --fix makes for team-files: the union-merge lines. */
 export async function fixTeamFiles(ws: Workspace): Promise<boolean> {
-  const { ensureMergeLines } = await import("../core/gitattributes.ts");
+  const { ensureMergeLines } = await import("../core/workspace/gitattributes.ts");
   return ensureMergeLines(ws.root).length > 0;
 }
 

@@ -4,12 +4,12 @@ import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { desc } from "./describe.ts";
-import { GrexError, toGrexError } from "../core/errors.ts";
+import { GrexError, toGrexError } from "../core/base/errors.ts";
 import type { PackManifest } from "../core/pack/schema.ts";
-import { inspectLocks, removeStaleLocks, withManifestLock } from "../core/locks.ts";
-import { readLockfile, writeLockfile, writeLockfileLocked, type LockEntry } from "../core/lockfile.ts";
-import { compactManifest, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
-import type { Workspace } from "../core/workspace.ts";
+import { inspectLocks, removeStaleLocks, withManifestLock } from "../core/locks/locks.ts";
+import { readLockfile, writeLockfile, writeLockfileLocked, type LockEntry } from "../core/workspace/lockfile.ts";
+import { compactManifest, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/workspace/manifest.ts";
+import type { Workspace } from "../core/base/workspace.ts";
 import { STATE_BLOCK_ID } from "./init.ts";
 import { dryRunParam } from "./common.ts";
 import { paint } from "./render-style.ts";
@@ -71,11 +71,11 @@ const Result = v.object({
 async function doctorRuntime() {
   const [backend, gitignore, packIgnore, rust, installState, trash, graph] = await Promise.all([
     import("../core/git/backend.ts"),
-    import("../core/gitignore.ts"),
+    import("../core/workspace/gitignore.ts"),
     import("../core/pack/x-gitignore.ts"),
     import("../core/compat/convert-rust.ts"),
     import("../core/sync/install-state.ts"),
-    import("../core/trash.ts"),
+    import("../core/workspace/trash.ts"),
     import("./doctor-graph.ts"),
   ]);
   // Named picks, not spreads: two modules exporting one name must not silently shadow each other.
@@ -175,10 +175,10 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   }
 
   // install-state, setup-drift, off-branch: the same reading `status` does.
-  const { loadWorkspaceView } = await import("../core/packs.ts");
+  const { loadWorkspaceView } = await import("../core/workspace/packs.ts");
   const { childFacts, inspectPack } = await import("../core/sync/pack-status.ts");
   const view = await loadWorkspaceView(ws, warn).catch(() => null);
-  const { runtimeEvents } = await import("../core/journal.ts");
+  const { runtimeEvents } = await import("../core/workspace/journal.ts");
   const runtime = runtimeEvents(ws, events, { warn }); // the journal's, after any an older grex left in grex.jsonl
   const interrupted = interruptedPacks(runtime);
   const reads = new Map<string, string | null>(); // one report: shared files are read once

@@ -3,10 +3,10 @@ import { existsSync } from "node:fs";
 import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { constants as osConstants } from "node:os";
-import { packOpError, usageError } from "../core/errors.ts";
-import { parseFilter } from "../core/filter.ts";
-import { loadWorkspaceView } from "../core/packs.ts";
-import { mapBounded } from "../core/scheduler.ts";
+import { packOpError, usageError } from "../core/base/errors.ts";
+import { parseFilter } from "../core/base/filter.ts";
+import { loadWorkspaceView } from "../core/workspace/packs.ts";
+import { mapBounded } from "../core/locks/scheduler.ts";
 import { dryRunParam, filterParam, parallelParam } from "./common.ts";
 import { defineVerb } from "./types.ts";
 
@@ -59,7 +59,7 @@ export const execVerb = defineVerb({
     const packs = view.packs.filter((n) => keep(n) && existsSync(n.dir));
     const argv = p.shell ? ["/bin/sh", "-c", p.cmd] : [p.cmd, ...p.args];
     if (p.dry_run) return { results: [], planned: packs.map((pack) => ({ pack: pack.id, dir: pack.dir, argv })) };
-    const { runProcess } = await import("../core/proc.ts");
+    const { runProcess } = await import("../core/base/proc.ts");
     const live = ctx.live;
     let done = 0;
     const results = await mapBounded(packs, p.parallel ?? 0, signal, (pack) =>

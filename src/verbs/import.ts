@@ -4,13 +4,13 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
 import { desc } from "./describe.ts";
-import { usageError } from "../core/errors.ts";
-import { firstIssue } from "../core/issues.ts";
-import { isBareName } from "../core/naming.ts";
-import { withManifestLock } from "../core/locks.ts";
-import { appendEventsLocked, makeEvent, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/manifest.ts";
-import type { editIgnoreFile } from "../core/gitignore.ts";
-import { BUILTIN_PACK_TYPES, isKnownPackType, packTypeChoices } from "../core/registry.ts";
+import { usageError } from "../core/base/errors.ts";
+import { firstIssue } from "../core/base/issues.ts";
+import { isBareName } from "../core/base/naming.ts";
+import { withManifestLock } from "../core/locks/locks.ts";
+import { appendEventsLocked, makeEvent, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/workspace/manifest.ts";
+import type { editIgnoreFile } from "../core/workspace/gitignore.ts";
+import { BUILTIN_PACK_TYPES, isKnownPackType, packTypeChoices } from "../core/base/registry.ts";
 import { dryRunParam } from "./common.ts";
 import { defineVerb, unlessDryRun } from "./types.ts";
 
@@ -34,7 +34,7 @@ const Result = v.object({
 const MAX_REPOS_JSON_BYTES = 4 * 1024 * 1024;
 
 async function readReposJson(file: string, skipped: { path: string; reason: string }[]): Promise<Candidate[]> {
-  const { ABSENT, readRegularFile } = await import("../core/read-file.ts");
+  const { ABSENT, readRegularFile } = await import("../core/fs/read-file.ts");
   const bytes = readRegularFile(file, {
     inside: null,
     maxBytes: MAX_REPOS_JSON_BYTES,
@@ -215,7 +215,7 @@ export const importVerb = defineVerb({
           return d;
         });
     if (!params.dry_run) {
-      const { editIgnoreFile, updateIgnoreFile, ignoreLinesFor } = await import("../core/gitignore.ts");
+      const { editIgnoreFile, updateIgnoreFile, ignoreLinesFor } = await import("../core/workspace/gitignore.ts");
       const gitignore = join(ws.root, ".gitignore");
       for (const item of imported) {
         if (params.migrate_gitignore) removeHandKeptLine(gitignore, item.path, editIgnoreFile);

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import * as v from "valibot";
 import { desc } from "./describe.ts";
-import { LOCK_FILE, MANIFEST_FILE, workspaceAt } from "../core/workspace.ts";
+import { LOCK_FILE, MANIFEST_FILE, workspaceAt } from "../core/base/workspace.ts";
 import { dryRunParam } from "./common.ts";
 import { defineVerb, unlessDryRun } from "./types.ts";
 import { isLocked, lockedFlag, lockedParam } from "./locked-param.ts";
@@ -53,19 +53,19 @@ export const initVerb = defineVerb({
     }
     // Both files existed before (with content or not): a workspace from a clone, whose packs init brings onto disk.
     const existing = !(created.includes(MANIFEST_FILE) && created.includes(LOCK_FILE));
-    const { blockIdsIn, updateIgnoreFile } = await import("../core/gitignore.ts");
+    const { blockIdsIn, updateIgnoreFile } = await import("../core/workspace/gitignore.ts");
     const gitignore = join(root, ".gitignore");
     const needsBlock = params.dry_run
       ? !blockIdsIn(gitignore).includes(STATE_BLOCK_ID)
       : updateIgnoreFile(gitignore, STATE_BLOCK_ID, STATE_IGNORE_LINES);
     if (needsBlock) created.push(".gitignore");
-    // Merge grex.jsonl and grex.lock.jsonl as unions (core/gitattributes.ts).
-    const { ensureMergeLines, GITATTRIBUTES, missingMergeLines } = await import("../core/gitattributes.ts");
+    // Merge grex.jsonl and grex.lock.jsonl as unions (core/workspace/gitattributes.ts).
+    const { ensureMergeLines, GITATTRIBUTES, missingMergeLines } = await import("../core/workspace/gitattributes.ts");
     if ((params.dry_run ? missingMergeLines(root) : ensureMergeLines(root)).length > 0) created.push(GITATTRIBUTES);
     let cloned: string[] = [];
     if (params.clone && params.dry_run && existing) {
       // What a real run would clone: registered top-level packs missing on disk.
-      const { readManifest } = await import("../core/manifest.ts");
+      const { readManifest } = await import("../core/workspace/manifest.ts");
       const { state } = await readManifest(ws, { warn: ctx.warn });
       cloned = [...state.values()].filter((p) => !existsSync(join(root, p.path))).map((p) => p.id);
     } else if (params.clone && existing) {

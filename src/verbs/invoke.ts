@@ -3,8 +3,8 @@
 // locks the verb declares, in the documented order → run → the completed
 // result or the failure mapped onto the error table → locks released.
 import type { InferOutput } from "valibot";
-import { CancelledError, GrexError } from "../core/errors.ts";
-import { withWorkspaceLock } from "../core/locks.ts";
+import { CancelledError, GrexError } from "../core/base/errors.ts";
+import { withWorkspaceLock } from "../core/locks/locks.ts";
 import { failureDocument } from "./serialize.ts";
 import type { ParamsSchema, Progress, RenderStyle, VerbContext, VerbDef } from "./types.ts";
 import { confineFileParams, parseParams, type Surface } from "./validate.ts";

@@ -1,10 +1,10 @@
 // `grex ls`: the registered packs (children included), from the manifest and lockfile only.
 import * as v from "valibot";
 import { desc } from "./describe.ts";
-import { BUILTIN_PACK_TYPES } from "../core/registry.ts";
-import { GrexError, toGrexError } from "../core/errors.ts";
-import { parseFilter } from "../core/filter.ts";
-import { loadWorkspaceView } from "../core/packs.ts";
+import { BUILTIN_PACK_TYPES } from "../core/base/registry.ts";
+import { GrexError, toGrexError } from "../core/base/errors.ts";
+import { parseFilter } from "../core/base/filter.ts";
+import { loadWorkspaceView } from "../core/workspace/packs.ts";
 import { filterParam } from "./common.ts";
 import { paint } from "./render-style.ts";
 import { table } from "./render-table.ts";

@@ -4,12 +4,12 @@ import { join } from "node:path";
 import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { stepLines, type StepLike } from "./render-steps.ts";
-import { packOpError, toGrexError, usageError } from "../core/errors.ts";
-import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks.ts";
-import { statusCacheFile } from "../core/git/status-cache.ts";
-import { readLockfile, writeLockfile } from "../core/lockfile.ts";
-import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
-import { closest } from "../core/closest.ts";
+import { packOpError, toGrexError, usageError } from "../core/base/errors.ts";
+import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks/locks.ts";
+import { statusCacheFile } from "../core/git/worktree/status-cache.ts";
+import { readLockfile, writeLockfile } from "../core/workspace/lockfile.ts";
+import { appendEvents, makeEvent, readManifest } from "../core/workspace/manifest.ts";
+import { closest } from "../core/base/closest.ts";
 import { dryRunParam } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
@@ -65,8 +65,8 @@ export const rmVerb = defineVerb({
     const ws = ctx.workspace();
     const [{ describeLocalWork, findLocalWork }, { updateIgnoreFile }, { moveToTrash, sweepTrash, trashDir, trashedId }] = await Promise.all([
       import("../core/git/local-work.ts"),
-      import("../core/gitignore.ts"),
-      import("../core/trash.ts"),
+      import("../core/workspace/gitignore.ts"),
+      import("../core/workspace/trash.ts"),
     ]);
     const lock = p.dry_run ? null : tryAcquireWorkspaceLock(ws, "rm");
     try {
@@ -82,7 +82,7 @@ export const rmVerb = defineVerb({
         return { id: p.id, removed: true, files_deleted: true, teardown: "skipped" as const, dry_run: false, steps: [], children: [], deleted, discarded: [] };
       }
       if (!pack) {
-        const { loadWorkspaceView } = await import("../core/packs.ts");
+        const { loadWorkspaceView } = await import("../core/workspace/packs.ts");
         const children = (await loadWorkspaceView(ws, () => {})).packs.filter((n) => n.parent !== null).map((n) => n.id);
         throw notRegistered(p.id, [...state.keys()], children, ws.manifestPath);
       }

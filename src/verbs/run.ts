@@ -2,12 +2,12 @@
 import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { stepLines } from "./render-steps.ts";
-import { closest } from "../core/closest.ts";
-import { packOpError, pluginError } from "../core/errors.ts";
-import { parseFilter } from "../core/filter.ts";
-import { actionChoices, BUILTIN_ACTIONS, isKnownAction } from "../core/registry.ts";
-import { loadWorkspaceView } from "../core/packs.ts";
-import { workspaceConfinement } from "../core/confine.ts";
+import { closest } from "../core/base/closest.ts";
+import { packOpError, pluginError } from "../core/base/errors.ts";
+import { parseFilter } from "../core/base/filter.ts";
+import { actionChoices, BUILTIN_ACTIONS, isKnownAction } from "../core/base/registry.ts";
+import { loadWorkspaceView } from "../core/workspace/packs.ts";
+import { workspaceConfinement } from "../core/fs/confine.ts";
 import { dryRunParam, filterParam } from "./common.ts";
 import { StepSchema } from "./sync-shared.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";

@@ -1,6 +1,6 @@
 // One serializer for results: the CLI's `--json` document and the MCP text /
 // structuredContent are the same bytes.
-import { EXIT_CODES, MCP_CODES, type GrexError } from "../core/errors.ts";
+import { EXIT_CODES, MCP_CODES, type GrexError } from "../core/base/errors.ts";
 
 export const toJsonDocument = (value: object): string => JSON.stringify(value);
 

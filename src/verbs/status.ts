@@ -3,14 +3,14 @@
 // `fetch` first refreshes every pack's remote-tracking refs, in parallel.
 import * as v from "valibot";
 import { desc } from "./describe.ts";
-import { GrexError, toGrexError, usageError } from "../core/errors.ts";
-import { parseFilter } from "../core/filter.ts";
-import { unknownPackId } from "../core/pack-ids.ts";
-import { withBackendLock } from "../core/locks.ts";
+import { GrexError, toGrexError, usageError } from "../core/base/errors.ts";
+import { parseFilter } from "../core/base/filter.ts";
+import { unknownPackId } from "../core/base/pack-ids.ts";
+import { withBackendLock } from "../core/locks/locks.ts";
 import type { PackStatus } from "../core/sync/pack-status.ts";
 import { PACK_STATES } from "../core/sync/pack-states.ts";
-import { loadWorkspaceView, type PackNode } from "../core/packs.ts";
-import { capScheduler } from "../core/scheduler.ts";
+import { loadWorkspaceView, type PackNode } from "../core/workspace/packs.ts";
+import { capScheduler } from "../core/locks/scheduler.ts";
 import { dryRunParam, filterParam, parallelParam } from "./common.ts";
 import { paint } from "./render-style.ts";
 import { table } from "./render-table.ts";

@@ -1,7 +1,7 @@
 // `grex sync`: bring every pack (and its children) to its pinned ref and converge its setup.
 import * as v from "valibot";
 import { desc } from "./describe.ts";
-import { packOpError } from "../core/errors.ts";
+import { packOpError } from "../core/base/errors.ts";
 import type { SyncReport } from "../core/sync/engine.ts";
 import { HaltedSchema, renderSyncReport, StepSchema, streamPackRows, SummarySchema, syncSelectionEntries } from "./sync-shared.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";

@@ -2,14 +2,14 @@
 // children's, as `rm` does) but keep it registered and on disk. The lockfile
 // marks the pack and its children as not installed, so the next `grex sync`
 // installs them again.
-import { unknownPackId } from "../core/pack-ids.ts";
+import { unknownPackId } from "../core/base/pack-ids.ts";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
-import { packOpError, usageError } from "../core/errors.ts";
-import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks.ts";
-import { readLockfile, writeLockfile } from "../core/lockfile.ts";
-import { readManifest } from "../core/manifest.ts";
+import { packOpError, usageError } from "../core/base/errors.ts";
+import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks/locks.ts";
+import { readLockfile, writeLockfile } from "../core/workspace/lockfile.ts";
+import { readManifest } from "../core/workspace/manifest.ts";
 import { stepLines, type StepLike } from "./render-steps.ts";
 import { dryRunParam } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";

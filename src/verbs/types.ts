@@ -2,8 +2,8 @@
 // schema and one function. The CLI (src/cli) and the MCP server (src/mcp) are
 // thin adapters that read this table; nothing verb-specific lives in them.
 import type { GenericSchema, InferOutput, ObjectEntries, StrictObjectSchema } from "valibot";
-import type { CallContext, Progress } from "../core/call.ts";
-import type { GrexError } from "../core/errors.ts";
+import type { CallContext, Progress } from "../core/locks/call.ts";
+import type { GrexError } from "../core/base/errors.ts";
 
 export type { Progress };
 

@@ -1,9 +1,9 @@
 // `grex update`: re-resolve refs (optionally re-pinning them) and reinstall packs whose commit or setup changed.
 import * as v from "valibot";
-import { packOpError, usageError } from "../core/errors.ts";
-import { unknownPackId } from "../core/pack-ids.ts";
-import { appendEvents, makeEvent, readManifest } from "../core/manifest.ts";
-import { tryAcquireWorkspaceLock } from "../core/locks.ts";
+import { packOpError, usageError } from "../core/base/errors.ts";
+import { unknownPackId } from "../core/base/pack-ids.ts";
+import { appendEvents, makeEvent, readManifest } from "../core/workspace/manifest.ts";
+import { tryAcquireWorkspaceLock } from "../core/locks/locks.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { renderPackTable, streamPackRows, summaryLine, syncSelectionEntries } from "./sync-shared.ts";
 import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";

@@ -1,10 +1,10 @@
 // The one validation path both adapters use: raw params in, typed params out,
 // or a usage error naming the offending field (CLI exit 2 / MCP -32602).
 import { resolve } from "node:path";
-import { physicalPath, within } from "../core/confine.ts";
+import { physicalPath, within } from "../core/fs/confine.ts";
 import * as v from "valibot";
-import { usageError } from "../core/errors.ts";
-import { firstIssue } from "../core/issues.ts";
+import { usageError } from "../core/base/errors.ts";
+import { firstIssue } from "../core/base/issues.ts";
 import type { ParamsSchema, VerbContext, VerbDef } from "./types.ts";
 
 export type Surface = "cli" | "mcp";

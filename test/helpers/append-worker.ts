@@ -11,9 +11,9 @@
 // write() calls with a pause between (under the real manifest lock). `random`
 // splits at a random byte, `newline` writes everything but the final "\n".
 import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
-import { withManifestLock } from "../../src/core/locks.ts";
-import { appendEvents, eventLine, makeEvent, prepareJsonlAppend } from "../../src/core/manifest.ts";
-import { workspaceAt } from "../../src/core/workspace.ts";
+import { withManifestLock } from "../../src/core/locks/locks.ts";
+import { appendEvents, eventLine, makeEvent, prepareJsonlAppend } from "../../src/core/workspace/manifest.ts";
+import { workspaceAt } from "../../src/core/base/workspace.ts";
 
 const args = process.argv.slice(2);
 const [root, tag, countArg] = args;

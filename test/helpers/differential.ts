@@ -5,7 +5,7 @@
 import { cpSync } from "node:fs";
 import { join } from "node:path";
 import { backendFor } from "../../src/core/git/backend.ts";
-import { isDirtyFast } from "../../src/core/git/worktree.ts";
+import { isDirtyFast } from "../../src/core/git/worktree/worktree.ts";
 import { git } from "./git-fixtures.ts";
 
 export interface RepoState {

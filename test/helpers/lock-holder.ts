@@ -3,8 +3,8 @@
 //   bun test/helpers/lock-holder.ts <workspace-root> workspace|workspace-shared [purpose]
 //   bun test/helpers/lock-holder.ts <workspace-root> pack|backend <dir>
 //   bun test/helpers/lock-holder.ts <workspace-root> manifest
-import { tryAcquireWorkspaceLock, withBackendLock, withManifestLock, withPackLock } from "../../src/core/locks.ts";
-import { workspaceAt } from "../../src/core/workspace.ts";
+import { tryAcquireWorkspaceLock, withBackendLock, withManifestLock, withPackLock } from "../../src/core/locks/locks.ts";
+import { workspaceAt } from "../../src/core/base/workspace.ts";
 
 const [root, kind, arg] = process.argv.slice(2);
 if (!root || !kind) {

@@ -3,7 +3,7 @@
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import pkg from "../../package.json" with { type: "json" };
-import { PermitScheduler } from "../../src/core/scheduler.ts";
+import { PermitScheduler } from "../../src/core/locks/scheduler.ts";
 import { McpSession, type ServerOptions } from "../../src/mcp/server.ts";
 import { GREX_MAIN } from "./workspace.ts";
 

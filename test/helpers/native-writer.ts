@@ -1,6 +1,6 @@
 // Writes N numbered lines through grex's native stdout writer, in bursts, then
 // reports on stderr whether the writer failed. Used by test/unit/stdio-native.test.ts.
-import { stderr, stdout } from "../../src/core/stdio-native.ts";
+import { stderr, stdout } from "../../src/core/base/stdio-native.ts";
 
 const n = Number(process.argv[2] ?? 1000);
 let failures = 0;

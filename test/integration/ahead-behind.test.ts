@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { aheadBehind, countLeftRight } from "../../src/core/git/ahead-behind.ts";
-import { RefFiles } from "../../src/core/git/refs.ts";
+import { aheadBehind, countLeftRight } from "../../src/core/git/refs/ahead-behind.ts";
+import { RefFiles } from "../../src/core/git/refs/refs.ts";
 import { git, tempDir } from "../helpers/git-fixtures.ts";
 import { type FastCommit, fastImport, linearHistory } from "../helpers/history.ts";
 

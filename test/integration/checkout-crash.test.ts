@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { readJournal } from "../../src/core/git/checkout-journal.ts";
+import { readJournal } from "../../src/core/git/worktree/checkout-journal.ts";
 import { inProcess } from "../../src/core/git/in-process.ts";
 import { prng } from "../helpers/prng.ts";
 import { git, TestWorkspace } from "../helpers/workspace.ts";

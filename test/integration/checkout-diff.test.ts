@@ -5,8 +5,8 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { inProcess } from "../../src/core/git/in-process.ts";
-import { readJournal } from "../../src/core/git/checkout-journal.ts";
-import { readIndex } from "../../src/core/git/index-file.ts";
+import { readJournal } from "../../src/core/git/worktree/checkout-journal.ts";
+import { readIndex } from "../../src/core/git/objects/index-file.ts";
 import { git, TestWorkspace } from "../helpers/workspace.ts";
 
 const t = new TestWorkspace("grex-checkout-diff-");

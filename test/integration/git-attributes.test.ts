@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backendFor } from "../../src/core/git/backend.ts";
-import { unconfiguredFilters } from "../../src/core/git/convert.ts";
+import { unconfiguredFilters } from "../../src/core/git/worktree/convert.ts";
 import { gitEnv, tempDir } from "../helpers/git-fixtures.ts";
 import { prng } from "../helpers/prng.ts";
 
@@ -406,7 +406,7 @@ test("status and doctor name the filter drivers a pack needs and no git config d
 });
 
 test("an interrupted update of converted files is recognised as the move's own work and finished", async () => {
-  const { writeJournal } = await import("../../src/core/git/checkout-journal.ts");
+  const { writeJournal } = await import("../../src/core/git/worktree/checkout-journal.ts");
   const home = makeHome("home-resume", {});
   const root = join(tmp.path, "resume");
   mkdirSync(root);

@@ -3,7 +3,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { CancelledError, GrexError } from "../../src/core/errors.ts";
+import { CancelledError, GrexError } from "../../src/core/base/errors.ts";
 import { backendFor, type GitBackend, readHeadSync } from "../../src/core/git/backend.ts";
 import { bareCopy, commit, countObjects, currentBranch, git, headSha, makeRepo, pushAll, tag, tempDir } from "../helpers/git-fixtures.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";

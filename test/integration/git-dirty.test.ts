@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backendFor } from "../../src/core/git/backend.ts";
-import { readStatusCache, SETTLED_MS } from "../../src/core/git/status-cache.ts";
-import { isDirtyFast } from "../../src/core/git/worktree.ts";
+import { readStatusCache, SETTLED_MS } from "../../src/core/git/worktree/status-cache.ts";
+import { isDirtyFast } from "../../src/core/git/worktree/worktree.ts";
 import { commit, git, makeRepo, tempDir } from "../helpers/git-fixtures.ts";
 
 const never = () => new AbortController().signal;

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, expect, test } from "bun:test";
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backendFor } from "../../src/core/git/backend.ts";
-import { movedSubmodulesOf } from "../../src/core/git/submodule-status.ts";
+import { movedSubmodulesOf } from "../../src/core/git/worktree/submodule-status.ts";
 import { resolveSubmoduleUrl, submoduleUrl, updateSubmodules, validSubmoduleName, validSubmodulePath } from "../../src/core/git/submodules.ts";
 import { git, tempDir } from "../helpers/git-fixtures.ts";
 

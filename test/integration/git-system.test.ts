@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { CancelledError, GrexError } from "../../src/core/errors.ts";
+import { CancelledError, GrexError } from "../../src/core/base/errors.ts";
 import { backendFor, readHeadSync, systemGitBackend as sys } from "../../src/core/git/backend.ts";
 import { parseLsRemote } from "../../src/core/git/system-git.ts";
 import { commit, git, headSha, makeRepo, tag, tempDir } from "../helpers/git-fixtures.ts";

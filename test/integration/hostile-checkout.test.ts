@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { GrexError } from "../../src/core/errors.ts";
+import { GrexError } from "../../src/core/base/errors.ts";
 import { commitTree, dir, emptyRepo, file, link, type RawEntry, rawTree } from "../helpers/crafted-tree.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import { git, snapshot, TestWorkspace } from "../helpers/workspace.ts";

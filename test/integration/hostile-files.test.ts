@@ -4,7 +4,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { closeSync, ftruncateSync, mkdirSync, openSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { treeEntries } from "../../src/core/hash.ts";
+import { treeEntries } from "../../src/core/base/hash.ts";
 import { declarativeType } from "../../src/core/packtypes/declarative.ts";
 import { git, TestWorkspace } from "../helpers/workspace.ts";
 

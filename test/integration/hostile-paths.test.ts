@@ -5,7 +5,7 @@
 // (listed, with the reason, in docs/cli.md).
 import { afterAll, expect, test } from "bun:test";
 import { join } from "node:path";
-import { pathProblem } from "../../src/core/git/path-verify.ts";
+import { pathProblem } from "../../src/core/git/objects/path-verify.ts";
 import { emptyRepo } from "../helpers/crafted-tree.ts";
 import { TestWorkspace } from "../helpers/workspace.ts";
 

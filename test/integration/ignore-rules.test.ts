@@ -5,7 +5,7 @@
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { IgnoreRules } from "../../src/core/git/ignore-rules.ts";
+import { IgnoreRules } from "../../src/core/git/worktree/ignore-rules.ts";
 import { agreeing, dirtyVerdicts } from "../helpers/differential.ts";
 import { commit, git, gitEnv, makeRepo, tempDir } from "../helpers/git-fixtures.ts";
 

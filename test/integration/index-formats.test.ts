@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backendFor } from "../../src/core/git/backend.ts";
-import { INTENT_TO_ADD, readIndex, SKIP_WORKTREE, serializeIndex, sharedIndexIn } from "../../src/core/git/index-file.ts";
+import { INTENT_TO_ADD, readIndex, SKIP_WORKTREE, serializeIndex, sharedIndexIn } from "../../src/core/git/objects/index-file.ts";
 import { agreeing, dirtyVerdicts, repoState, runBoth } from "../helpers/differential.ts";
 import { commit, git, makeRepo, tempDir } from "../helpers/git-fixtures.ts";
 

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, lstatSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { teardownPack } from "../../src/core/packtypes/index.ts";
-import { workspaceAt } from "../../src/core/workspace.ts";
+import { workspaceAt } from "../../src/core/base/workspace.ts";
 import { snapshot, TestWorkspace } from "../helpers/workspace.ts";
 
 let t: TestWorkspace;

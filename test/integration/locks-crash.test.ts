@@ -11,10 +11,10 @@ import {
   tryAcquireWorkspaceLock,
   withPackLock,
   workspaceLockPath,
-} from "../../src/core/locks.ts";
+} from "../../src/core/locks/locks.ts";
 import { runCli } from "../../src/cli/run.ts";
-import { makeEvent, parseManifest } from "../../src/core/manifest.ts";
-import { type Workspace, workspaceAt } from "../../src/core/workspace.ts";
+import { makeEvent, parseManifest } from "../../src/core/workspace/manifest.ts";
+import { type Workspace, workspaceAt } from "../../src/core/base/workspace.ts";
 
 const HOLDER = join(import.meta.dir, "..", "helpers", "lock-holder.ts");
 const never = new AbortController().signal;

@@ -7,8 +7,8 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runCli } from "../../src/cli/run.ts";
-import { appendEvents, compactManifest, fold, makeEvent, parseManifest, readManifest } from "../../src/core/manifest.ts";
-import { type Workspace, workspaceAt } from "../../src/core/workspace.ts";
+import { appendEvents, compactManifest, fold, makeEvent, parseManifest, readManifest } from "../../src/core/workspace/manifest.ts";
+import { type Workspace, workspaceAt } from "../../src/core/base/workspace.ts";
 import { TmpDirs } from "../helpers/tmp.ts";
 import { prng } from "../helpers/prng.ts";
 

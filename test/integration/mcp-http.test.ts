@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { GrexError } from "../../src/core/errors.ts";
+import { GrexError } from "../../src/core/base/errors.ts";
 import { serveHttp, type HttpServer, MAX_BODY_BYTES, parseAddr } from "../../src/mcp/http.ts";
 import { HttpServeProcess, INIT_BODY, httpClient, rawPost } from "../helpers/http-serve.ts";
 import { serverOptions } from "../helpers/mcp.ts";

@@ -148,7 +148,7 @@ describe("startup cost", () => {
     const loaded = JSON.parse(/MODULES (.*)/.exec(s.stderr)?.[1] ?? "null") as string[];
     expect(loaded.length).toBeGreaterThan(0);
     // workspace.ts and locks.ts stand for node:fs (a builtin, not in the module cache): the workspace is found on the first tool request.
-    for (const heavy of ["/cac/", "/valibot/", "@modelcontextprotocol", "/zod/", "isomorphic-git", "/yaml/", "src/verbs/", "src/cli/", "src/mcp/serve-verb.ts", "src/core/workspace.ts", "src/core/locks.ts"]) {
+    for (const heavy of ["/cac/", "/valibot/", "@modelcontextprotocol", "/zod/", "isomorphic-git", "/yaml/", "src/verbs/", "src/cli/", "src/mcp/serve-verb.ts", "src/core/base/workspace.ts", "src/core/locks/locks.ts"]) {
       expect(loaded.filter((m) => m.includes(heavy))).toEqual([]);
     }
   });

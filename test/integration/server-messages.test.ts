@@ -4,9 +4,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { EXIT_CODES, GrexError } from "../../src/core/errors.ts";
+import { EXIT_CODES, GrexError } from "../../src/core/base/errors.ts";
 import { backendFor } from "../../src/core/git/backend.ts";
-import { PktStream, sidebandReader } from "../../src/core/git/smart-http.ts";
+import { PktStream, sidebandReader } from "../../src/core/git/transport/smart-http.ts";
 import { git, gitEnv, makeRepo, tempDir } from "../helpers/git-fixtures.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { GrexError } from "../../src/core/errors.ts";
+import { GrexError } from "../../src/core/base/errors.ts";
 import { backendFor } from "../../src/core/git/backend.ts";
 import { listRemoteRefs } from "../../src/core/git/ls-remote.ts";
 import { bareCopy, commit, git, makeRepo, pushAll, tempDir } from "../helpers/git-fixtures.ts";

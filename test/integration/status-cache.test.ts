@@ -1,4 +1,4 @@
-// The status cache (src/core/git/status-cache.ts) may only make `status`
+// The status cache (src/core/git/worktree/status-cache.ts) may only make `status`
 // faster. Whatever it holds — primed on a settled tree, written a moment ago,
 // damaged, copied from another clone, or missing — every change must still
 // read as dirty, and an unchanged tree as clean.
@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { appendFileSync, chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { backendFor } from "../../src/core/git/backend.ts";
-import { fileStampOf, readStatusCache, SETTLED_MS, statusCacheFile } from "../../src/core/git/status-cache.ts";
-import { isDirtyFast } from "../../src/core/git/worktree.ts";
+import { fileStampOf, readStatusCache, SETTLED_MS, statusCacheFile } from "../../src/core/git/worktree/status-cache.ts";
+import { isDirtyFast } from "../../src/core/git/worktree/worktree.ts";
 import { makeRepo, git, tempDir } from "../helpers/git-fixtures.ts";
 import { TestWorkspace } from "../helpers/workspace.ts";
 

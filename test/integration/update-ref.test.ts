@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseManifest } from "../../src/core/manifest.ts";
+import { parseManifest } from "../../src/core/workspace/manifest.ts";
 import { git, TestWorkspace } from "../helpers/workspace.ts";
 
 let t: TestWorkspace;

@@ -7,8 +7,8 @@ import { join } from "node:path";
 import { type RunOptions, runActions, teardownActions } from "../../src/core/actions/executor.ts";
 import { parseActionItem } from "../../src/core/actions/index.ts";
 import type { ActionItem, PackState } from "../../src/core/actions/types.ts";
-import { GrexError } from "../../src/core/errors.ts";
-import type { OsName } from "../../src/core/os.ts";
+import { GrexError } from "../../src/core/base/errors.ts";
+import type { OsName } from "../../src/core/base/os.ts";
 import { noHooks, results } from "../helpers/actions.ts";
 
 let root: string;

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type RunOptions, runActions, teardownActions } from "../../src/core/actions/executor.ts";
 import type { PackState } from "../../src/core/actions/types.ts";
-import { Confinement } from "../../src/core/confine.ts";
+import { Confinement } from "../../src/core/fs/confine.ts";
 import { modeSnapshot, noHooks, results, sandboxRunOptions } from "../helpers/actions.ts";
 
 let root: string;

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ActionHooks, type RunOptions, runActions } from "../../src/core/actions/executor.ts";
 import type { PackState, Step } from "../../src/core/actions/types.ts";
-import { GrexError } from "../../src/core/errors.ts";
+import { GrexError } from "../../src/core/base/errors.ts";
 import { sandboxRunOptions } from "../helpers/actions.ts";
 import { running } from "../helpers/process.ts";
 

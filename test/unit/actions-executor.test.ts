@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { type ActionHooks, type RunOptions, runActions, teardownActions } from "../../src/core/actions/executor.ts";
 import { collectNamedActions, parseActionItem } from "../../src/core/actions/index.ts";
 import type { ActionItem, PackState } from "../../src/core/actions/types.ts";
-import { GrexError } from "../../src/core/errors.ts";
+import { GrexError } from "../../src/core/base/errors.ts";
 import { modeSnapshot, sandboxRunOptions } from "../helpers/actions.ts";
 
 let root: string;

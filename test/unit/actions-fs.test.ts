@@ -18,7 +18,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { type RunOptions, runActions, teardownActions } from "../../src/core/actions/executor.ts";
-import { Confinement } from "../../src/core/confine.ts";
+import { Confinement } from "../../src/core/fs/confine.ts";
 import type { ActionItem, PackState } from "../../src/core/actions/types.ts";
 import { modeSnapshot, noHooks, persisted, results } from "../helpers/actions.ts";
 import { TmpDirs } from "../helpers/tmp.ts";

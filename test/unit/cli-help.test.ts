@@ -2,7 +2,7 @@
 // verbs and flags, `-V`, `exec -- <cmd>`, and the flag-value errors.
 import { afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import pkg from "../../package.json" with { type: "json" };
-import { closest, editDistance } from "../../src/core/closest.ts";
+import { closest, editDistance } from "../../src/core/base/closest.ts";
 import { VERBS } from "../../src/verbs/index.ts";
 import { TestWorkspace } from "../helpers/workspace.ts";
 

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
-import { parseManifest } from "../../src/core/manifest.ts";
+import { parseManifest } from "../../src/core/workspace/manifest.ts";
 import { snapshot, TestWorkspace } from "../helpers/workspace.ts";
 
 let t: TestWorkspace;

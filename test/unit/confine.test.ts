@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
-import { Confinement, physicalPath } from "../../src/core/confine.ts";
+import { Confinement, physicalPath } from "../../src/core/fs/confine.ts";
 
 let root: string;
 let home: string;

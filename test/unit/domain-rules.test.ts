@@ -1,10 +1,10 @@
-// Domain rules defined once (core/naming.ts, core/issues.ts, the depends_on
+// Domain rules defined once (core/base/naming.ts, core/base/issues.ts, the depends_on
 // resolver in core/sync/plan.ts): what they decide, and that the plan checks
 // and the install order resolve depends_on the same way.
 import { describe, expect, test } from "bun:test";
 import * as v from "valibot";
-import { firstIssue } from "../../src/core/issues.ts";
-import { BARE_NAME_RE, PACK_PATH_RE, defaultPathFromUrl, isBareName, urlKey } from "../../src/core/naming.ts";
+import { firstIssue } from "../../src/core/base/issues.ts";
+import { BARE_NAME_RE, PACK_PATH_RE, defaultPathFromUrl, isBareName, urlKey } from "../../src/core/base/naming.ts";
 import { validatePack } from "../../src/core/pack/schema.ts";
 import { dependencyResolver, installOrder, type KnownPack } from "../../src/core/sync/plan.ts";
 import { newNode, type TreeNode } from "../../src/core/sync/tree.ts";

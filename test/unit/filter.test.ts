@@ -1,7 +1,7 @@
 // `--filter <expr>` (SPEC §8): a table of expressions against a small pack tree.
 import { describe, expect, test } from "bun:test";
-import { GrexError } from "../../src/core/errors.ts";
-import { type FilterablePack, globMatch, parseFilter } from "../../src/core/filter.ts";
+import { GrexError } from "../../src/core/base/errors.ts";
+import { type FilterablePack, globMatch, parseFilter } from "../../src/core/base/filter.ts";
 
 const PACKS: FilterablePack[] = [
   { id: "dev-env", path: "dev-env", type: "meta", depth: 0 },

@@ -5,9 +5,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Attributes, parseAttributes, wildmatchRegex } from "../../src/core/git/attributes.ts";
-import { Conversion } from "../../src/core/git/convert.ts";
-import { crlfAction, hasCrlfText, toGit, toWorktree } from "../../src/core/git/eol.ts";
+import { Attributes, parseAttributes, wildmatchRegex } from "../../src/core/git/worktree/attributes.ts";
+import { Conversion } from "../../src/core/git/worktree/convert.ts";
+import { crlfAction, hasCrlfText, toGit, toWorktree } from "../../src/core/git/worktree/eol.ts";
 import { gitEnv, tempDir } from "../helpers/git-fixtures.ts";
 
 let tmp: { path: string; cleanup: () => void };

@@ -2,7 +2,7 @@
 import { afterEach, beforeEach, expect, test } from "bun:test";
 import { chmodSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type IndexEntry, parseIndex, readIndex, readIndexForStatus, serializeIndex } from "../../src/core/git/index-file.ts";
+import { type IndexEntry, parseIndex, readIndex, readIndexForStatus, serializeIndex } from "../../src/core/git/objects/index-file.ts";
 
 const FIELDS = ["ctimeSeconds", "ctimeNanoseconds", "mtimeSeconds", "mtimeNanoseconds", "dev", "ino", "mode", "uid", "gid", "size", "oid", "stage", "path"] as const;
 import { commit, git, makeRepo, tempDir } from "../helpers/git-fixtures.ts";

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ObjectStore, writeLooseObjects } from "../../src/core/git/object-store.ts";
+import { ObjectStore, writeLooseObjects } from "../../src/core/git/objects/object-store.ts";
 import { fastImportStream } from "../../bench/fixtures/repos.ts";
 import { git, gitEnv } from "../helpers/git-fixtures.ts";
 

@@ -4,8 +4,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { isGitRepo, localPath, originUrlSync, readHeadSync, transportOf } from "../../src/core/git/backend.ts";
-import { ObjectPresence } from "../../src/core/git/objects.ts";
-import { deleteRefSync, gitdirOf, listRefsSync, resolveRefSync, writeRefSync } from "../../src/core/git/refs.ts";
+import { ObjectPresence } from "../../src/core/git/objects/objects.ts";
+import { deleteRefSync, gitdirOf, listRefsSync, resolveRefSync, writeRefSync } from "../../src/core/git/refs/refs.ts";
 import { commit, git, headSha, makeRepo, tag, tempDir } from "../helpers/git-fixtures.ts";
 
 let tmp: { path: string; cleanup: () => void };

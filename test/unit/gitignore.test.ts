@@ -13,7 +13,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { GrexError } from "../../src/core/errors.ts";
+import { GrexError } from "../../src/core/base/errors.ts";
 import {
   blockIdsIn,
   ignoreLinesFor,
@@ -23,7 +23,7 @@ import {
   updateIgnoreBlocks,
   updateIgnoreFile,
   upsertBlock,
-} from "../../src/core/gitignore.ts";
+} from "../../src/core/workspace/gitignore.ts";
 import { prng } from "../helpers/prng.ts";
 
 const block = (id: string, lines: string[], eol = "\n") =>
@@ -443,7 +443,7 @@ describe("concurrent writers", () => {
   test("6 processes upserting 25 blocks each into one file lose none, and user lines survive", async () => {
     const p = join(dir, ".gitignore");
     writeFileSync(p, "# mine\r\nnode_modules/\r\n");
-    const mod = join(import.meta.dir, "..", "..", "src", "core", "gitignore.ts");
+    const mod = join(import.meta.dir, "..", "..", "src", "core", "workspace", "gitignore.ts");
     const home = mkdtempSync(join(tmpdir(), "grex-gitignore-home-"));
     const script = (k: number) =>
       `const { updateIgnoreFile } = await import(${JSON.stringify(mod)});

@@ -10,10 +10,10 @@ import {
   journalPath,
   readJournal,
   runtimeEvents,
-} from "../../src/core/journal.ts";
-import { withManifestLock } from "../../src/core/locks.ts";
-import { appendEvents, compactManifest, eventLine, type ManifestEvent, makeEvent, readManifest } from "../../src/core/manifest.ts";
-import { type Workspace, workspaceAt } from "../../src/core/workspace.ts";
+} from "../../src/core/workspace/journal.ts";
+import { withManifestLock } from "../../src/core/locks/locks.ts";
+import { appendEvents, compactManifest, eventLine, type ManifestEvent, makeEvent, readManifest } from "../../src/core/workspace/manifest.ts";
+import { type Workspace, workspaceAt } from "../../src/core/base/workspace.ts";
 import { TmpDirs } from "../helpers/tmp.ts";
 
 const tmp = new TmpDirs();

@@ -116,7 +116,7 @@ describe("the checker itself", () => {
       { from: "core/sync/engine.ts", to: "verbs/types.ts" },
       { from: "core/packtypes/index.ts", to: "core/sync/tree.ts" },
       { from: "core/sync/engine.ts", to: "core/packtypes/index.ts" },
-      { from: "verbs/add.ts", to: "core/locks.ts" },
+      { from: "verbs/add.ts", to: "core/locks/locks.ts" },
     ];
     expect(wrongDirection(edges)).toEqual(["core/sync/engine.ts imports verbs/types.ts"]);
     expect(folderCycles(edges)).toEqual([["core/packtypes", "core/sync"]]);

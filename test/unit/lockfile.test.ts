@@ -2,7 +2,7 @@
 // file:line, torn tails, locked appends and the atomic compact rewrite.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { GrexError } from "../../src/core/errors.ts";
+import { GrexError } from "../../src/core/base/errors.ts";
 import {
   appendLockEntries,
   type LockEntry,
@@ -11,8 +11,8 @@ import {
   readLockfile,
   safeParseLockEntry,
   writeLockfile,
-} from "../../src/core/lockfile.ts";
-import { type Workspace, workspaceAt } from "../../src/core/workspace.ts";
+} from "../../src/core/workspace/lockfile.ts";
+import { type Workspace, workspaceAt } from "../../src/core/base/workspace.ts";
 import { prng } from "../helpers/prng.ts";
 import { TmpDirs } from "../helpers/tmp.ts";
 

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CancelledError, GrexError } from "../../src/core/errors.ts";
+import { CancelledError, GrexError } from "../../src/core/base/errors.ts";
 import {
   backendLockPath,
   tryAcquireWorkspaceLock,
@@ -10,9 +10,9 @@ import {
   withManifestLock,
   withPackLock,
   workspaceLockPath,
-} from "../../src/core/locks.ts";
-import { PermitScheduler } from "../../src/core/scheduler.ts";
-import { type Workspace, workspaceAt } from "../../src/core/workspace.ts";
+} from "../../src/core/locks/locks.ts";
+import { PermitScheduler } from "../../src/core/locks/scheduler.ts";
+import { type Workspace, workspaceAt } from "../../src/core/base/workspace.ts";
 
 const HOLDER = join(import.meta.dir, "..", "helpers", "lock-holder.ts");
 const never = new AbortController().signal;

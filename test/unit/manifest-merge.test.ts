@@ -3,8 +3,8 @@
 // union of what each branch did; two branches changing the same pack are
 // found as a divergence, and a later line superseding both resolves it.
 import { describe, expect, test } from "bun:test";
-import { chainEvents, divergences } from "../../src/core/manifest-conflicts.ts";
-import { fold, type ManifestEvent, makeEvent, type PackEntry } from "../../src/core/manifest.ts";
+import { chainEvents, divergences } from "../../src/core/workspace/manifest-conflicts.ts";
+import { fold, type ManifestEvent, makeEvent, type PackEntry } from "../../src/core/workspace/manifest.ts";
 import { prng } from "../helpers/prng.ts";
 
 const TS0 = Date.UTC(2026, 0, 1);

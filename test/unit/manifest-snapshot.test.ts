@@ -6,9 +6,9 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { makeEvent, type PackEntry, readManifest } from "../../src/core/manifest.ts";
-import { SNAPSHOT_MIN_CHARS, snapshotPath } from "../../src/core/manifest-snapshot.ts";
-import { type Workspace, workspaceAt } from "../../src/core/workspace.ts";
+import { makeEvent, type PackEntry, readManifest } from "../../src/core/workspace/manifest.ts";
+import { SNAPSHOT_MIN_CHARS, snapshotPath } from "../../src/core/workspace/manifest-snapshot.ts";
+import { type Workspace, workspaceAt } from "../../src/core/base/workspace.ts";
 import { TestWorkspace } from "../helpers/workspace.ts";
 import { TmpDirs } from "../helpers/tmp.ts";
 

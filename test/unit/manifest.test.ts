@@ -4,8 +4,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
-import { GrexError } from "../../src/core/errors.ts";
-import { withManifestLock } from "../../src/core/locks.ts";
+import { GrexError } from "../../src/core/base/errors.ts";
+import { withManifestLock } from "../../src/core/locks/locks.ts";
 import {
   appendEvents,
   appendEventsLocked,
@@ -21,9 +21,9 @@ import {
   parseManifest,
   readManifest,
   readManifestLocked,
-} from "../../src/core/manifest.ts";
-import { ManifestEventSchema } from "../../src/core/manifest-schema.ts";
-import { type Workspace, workspaceAt } from "../../src/core/workspace.ts";
+} from "../../src/core/workspace/manifest.ts";
+import { ManifestEventSchema } from "../../src/core/workspace/manifest-schema.ts";
+import { type Workspace, workspaceAt } from "../../src/core/base/workspace.ts";
 import { TmpDirs } from "../helpers/tmp.ts";
 import { prng } from "../helpers/prng.ts";
 

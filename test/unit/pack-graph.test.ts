@@ -1,6 +1,6 @@
 // Cycle detection over the children and depends_on graphs.
 import { describe, expect, test } from "bun:test";
-import { GrexError } from "../../src/core/errors.ts";
+import { GrexError } from "../../src/core/base/errors.ts";
 import { cycleError, findCycle } from "../../src/core/pack/graph.ts";
 
 const graph = (g: Record<string, string[]>) => (id: string) => g[id] ?? [];

@@ -6,9 +6,9 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
-import { ObjectStore } from "../../src/core/git/object-store.ts";
-import { transferLimits } from "../../src/core/git/limits.ts";
-import { storePack, storePackStream, UNPACK_LIMIT } from "../../src/core/git/pack-index.ts";
+import { ObjectStore } from "../../src/core/git/objects/object-store.ts";
+import { transferLimits } from "../../src/core/git/objects/limits.ts";
+import { storePack, storePackStream, UNPACK_LIMIT } from "../../src/core/git/objects/pack-index.ts";
 import { deltaChainPack } from "../helpers/hostile-http-server.ts";
 import { commit, gitEnv, git, makeRepo, tempDir } from "../helpers/git-fixtures.ts";
 

@@ -3,8 +3,8 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { GrexError } from "../../src/core/errors.ts";
-import { currentOs } from "../../src/core/os.ts";
+import { GrexError } from "../../src/core/base/errors.ts";
+import { currentOs } from "../../src/core/base/os.ts";
 import { checkDuplicateSymlinkDst, loadPackYaml } from "../../src/core/pack/load.ts";
 import type { PackManifest } from "../../src/core/pack/schema.ts";
 

@@ -3,8 +3,8 @@
 // process group with SIGTERM then SIGKILL. Bun's test timeout is the only
 // guard against a hang; nothing here measures time.
 import { describe, expect, test } from "bun:test";
-import { CancelledError } from "../../src/core/errors.ts";
-import { runProcess } from "../../src/core/proc.ts";
+import { CancelledError } from "../../src/core/base/errors.ts";
+import { runProcess } from "../../src/core/base/proc.ts";
 import { running } from "../helpers/process.ts";
 
 const base = { env: { PATH: process.env.PATH }, maxBytes: 4096 };

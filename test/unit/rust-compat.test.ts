@@ -3,10 +3,10 @@
 // spellings (mcp/aliases.ts).
 import { describe, expect, test } from "bun:test";
 import { parseVersionSpec, versionSatisfies } from "../../src/core/actions/version-spec.ts";
-import { fromRustEvent, fromRustLockEntry } from "../../src/core/rust-lines.ts";
-import { GrexError } from "../../src/core/errors.ts";
-import { parseLockfile } from "../../src/core/lockfile.ts";
-import { fold, parseManifest } from "../../src/core/manifest.ts";
+import { fromRustEvent, fromRustLockEntry } from "../../src/core/workspace/rust-lines.ts";
+import { GrexError } from "../../src/core/base/errors.ts";
+import { parseLockfile } from "../../src/core/workspace/lockfile.ts";
+import { fold, parseManifest } from "../../src/core/workspace/manifest.ts";
 import { validatePack } from "../../src/core/pack/schema.ts";
 import { packIgnoreLines } from "../../src/core/pack/x-gitignore.ts";
 import { mapRustAliases } from "../../src/mcp/aliases.ts";

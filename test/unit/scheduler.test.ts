@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { availableParallelism } from "node:os";
-import { CancelledError, GrexError } from "../../src/core/errors.ts";
-import { mapBounded, PermitScheduler, resolveParallel } from "../../src/core/scheduler.ts";
+import { CancelledError, GrexError } from "../../src/core/base/errors.ts";
+import { mapBounded, PermitScheduler, resolveParallel } from "../../src/core/locks/scheduler.ts";
 
 const never = new AbortController().signal;
 const tick = () => new Promise<void>((r) => setTimeout(r, 0));
@@ -243,7 +243,7 @@ describe("mapBounded", () => {
 
 describe("capScheduler (per-call cap over a shared scheduler)", () => {
   test("at most `limit` of one call's tasks run, while another call still uses the shared permits", async () => {
-    const { capScheduler, PermitScheduler } = await import("../../src/core/scheduler.ts");
+    const { capScheduler, PermitScheduler } = await import("../../src/core/locks/scheduler.ts");
     const shared = new PermitScheduler(4);
     const capped = capScheduler(shared, 2);
     const signal = new AbortController().signal;

@@ -11,7 +11,7 @@ import { setupDrift, driftedItems } from "../../src/core/actions/drift.ts";
 import { actionDef, actionNames } from "../../src/core/actions/index.ts";
 import { type RunOptions, runActions, teardownActions } from "../../src/core/actions/executor.ts";
 import type { ActionItem, PackState } from "../../src/core/actions/types.ts";
-import { makeEvent } from "../../src/core/manifest.ts";
+import { makeEvent } from "../../src/core/workspace/manifest.ts";
 import { interruptedPacks } from "../../src/core/sync/install-state.ts";
 import { offBranch } from "../../src/core/sync/off-branch.ts";
 import { noHooks, persisted, sandboxRunOptions } from "../helpers/actions.ts";

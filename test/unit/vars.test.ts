@@ -1,8 +1,8 @@
 // Variable expansion in action arguments (SPEC §5).
 import { describe, expect, test } from "bun:test";
 import { homedir } from "node:os";
-import { GrexError } from "../../src/core/errors.ts";
-import { expandDeep, expandVars, homeOf } from "../../src/core/vars.ts";
+import { GrexError } from "../../src/core/base/errors.ts";
+import { expandDeep, expandVars, homeOf } from "../../src/core/base/vars.ts";
 
 const env = { FOO: "foo", BAR_2: "bar", EMPTY: "", HOME: "/home/test" };
 const where = "actions[2].symlink.dst of pack 'x'";

@@ -1,13 +1,13 @@
-// The workspace view (src/core/packs.ts): top-level packs from the manifest in
+// The workspace view (src/core/workspace/packs.ts): top-level packs from the manifest in
 // fold order, each followed by its children from the lockfile, with depth,
 // parent, lock entry and a directory equal to path.join(root, path) — also for
 // a workspace at the filesystem root. Real files in temp dirs.
 import { afterEach, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { makeEvent } from "../../src/core/manifest.ts";
-import { loadWorkspaceView } from "../../src/core/packs.ts";
-import { type Workspace, workspaceAt } from "../../src/core/workspace.ts";
+import { makeEvent } from "../../src/core/workspace/manifest.ts";
+import { loadWorkspaceView } from "../../src/core/workspace/packs.ts";
+import { type Workspace, workspaceAt } from "../../src/core/base/workspace.ts";
 import { TmpDirs } from "../helpers/tmp.ts";
 
 const tmp = new TmpDirs();

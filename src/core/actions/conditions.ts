@@ -8,8 +8,8 @@
 import { accessSync, constants, readlinkSync, statSync } from "node:fs";
 import { delimiter, dirname, isAbsolute, join, resolve } from "node:path";
 import * as v from "valibot";
-import { packOpError } from "../errors.ts";
-import type { OsName } from "../os.ts";
+import { packOpError } from "../base/errors.ts";
+import type { OsName } from "../base/os.ts";
 import { existsOrPlanned, fieldName, lstatOrNull, targetPath } from "./paths.ts";
 import { MAX_CONDITION_DEPTH, parseVersionSpec, versionSatisfies } from "./version-spec.ts";
 import type { ActionContext } from "./types.ts";

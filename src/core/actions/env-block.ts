@@ -3,7 +3,7 @@
 // variable, keeping every other line (and its line ending) as it was. Kept
 // apart from the action itself: `status` reads blocks (checks.ts) without
 // loading the action's argument schema.
-import { eolOf, joinLines, type Line, splitLines } from "../lines.ts";
+import { eolOf, joinLines, type Line, splitLines } from "../base/lines.ts";
 
 export const openMarker = (name: string) => `# >>> grex:env:${name} >>>`;
 export const closeMarker = (name: string) => `# <<< grex:env:${name} <<<`;

@@ -5,8 +5,8 @@
 // same environment). No idempotency, no rollback. On abort the child's whole
 // process group is killed.
 import * as v from "valibot";
-import { CancelledError } from "../errors.ts";
-import { expandDeep, homeOf } from "../vars.ts";
+import { CancelledError } from "../base/errors.ts";
+import { expandDeep, homeOf } from "../base/vars.ts";
 import { failed, fieldName, guardTarget, statOrNull, targetPath } from "./paths.ts";
 import type { ActionContext, ActionDef, ActionOutcome } from "./types.ts";
 
@@ -76,7 +76,7 @@ export const execAction: ActionDef<Args> = {
     }
     if (ctx.signal.aborted) throw new CancelledError();
     // Loaded on first run: node:child_process would otherwise load with every action (status checks them all).
-    const { runProcess } = await import("../proc.ts");
+    const { runProcess } = await import("../base/proc.ts");
     const r = await runProcess({ argv, cwd, env, signal: ctx.signal, maxBytes: STDERR_TAIL_BYTES, verbatim: cmd.verbatim });
     const details: Record<string, unknown> = { cmd: argv, cwd, exit: r.code, stdout: r.stdout, stderr: r.stderr };
     let problem: string | null = null;

@@ -9,10 +9,10 @@
 // never in a dry run. On cancellation onHalted(…, "cancelled", "") is called
 // while the signal is already aborted (append without it). The caller also
 // owns persisting `state` (see ./types.ts).
-import { Confinement } from "../confine.ts";
-import { CancelledError, toGrexError } from "../errors.ts";
-import { currentOs, type OsName } from "../os.ts";
-import { homeOf } from "../vars.ts";
+import { Confinement } from "../fs/confine.ts";
+import { CancelledError, toGrexError } from "../base/errors.ts";
+import { currentOs, type OsName } from "../base/os.ts";
+import { homeOf } from "../base/vars.ts";
 import { recordExpectation } from "./drift.ts";
 import { parseActionItem } from "./index.ts";
 import type { ActionContext, ActionItem, ActionOutcome, NestedRun, PackState, Rollback, Step } from "./types.ts";

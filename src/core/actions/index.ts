@@ -1,9 +1,9 @@
 // The action registry (name → definition), validation of one pack.yaml action
 // item, and picking the actions of one kind for `grex run <action>`.
-import { closest } from "../closest.ts";
+import { closest } from "../base/closest.ts";
 import * as v from "valibot";
-import { integrityError, pluginError } from "../errors.ts";
-import { registerActionName } from "../registry.ts";
+import { integrityError, pluginError } from "../base/errors.ts";
+import { registerActionName } from "../base/registry.ts";
 import { envAction } from "./env.ts";
 import { execAction } from "./exec.ts";
 import { mkdirAction } from "./mkdir.ts";

@@ -15,10 +15,10 @@ import {
   writeSync,
 } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
-import { confinementError } from "../confine.ts";
-import { packOpError } from "../errors.ts";
-import { fsyncDir } from "../fsutil.ts";
-import { expandVars, homeOf } from "../vars.ts";
+import { confinementError } from "../fs/confine.ts";
+import { packOpError } from "../base/errors.ts";
+import { fsyncDir } from "../fs/fsutil.ts";
+import { expandVars, homeOf } from "../base/vars.ts";
 import type { ActionContext, ActionOutcome } from "./types.ts";
 
 /** "actions[2].symlink.dst of pack 'x'" — how messages name an argument. */

@@ -20,8 +20,8 @@
 // (a link pointing at our src, a block holding our line), and keeps anything
 // it cannot prove grex made.
 import type * as v from "valibot";
-import type { Confinement } from "../confine.ts";
-import type { OsName } from "../os.ts";
+import type { Confinement } from "../fs/confine.ts";
+import type { OsName } from "../base/os.ts";
 
 export type StepResult =
   | "performed_change"

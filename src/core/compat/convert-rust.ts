@@ -5,13 +5,13 @@
 // a crash leaves either the original or the converted file, never a mix.
 import { existsSync, readFileSync } from "node:fs";
 import { basename } from "node:path";
-import { errnoCode } from "../errors.ts";
-import { atomicWriteFile } from "../fsutil.ts";
-import { writeLockfileLocked, parseLockfile } from "../lockfile.ts";
-import { withManifestLock } from "../locks.ts";
-import { eventLine, fold, parseManifest } from "../manifest.ts";
-import type { Workspace } from "../workspace.ts";
-import { RUST_LOCK_DEFAULT_TYPE, countRustLines, isRustEvent, isRustLockEntry } from "../rust-lines.ts";
+import { errnoCode } from "../base/errors.ts";
+import { atomicWriteFile } from "../fs/fsutil.ts";
+import { writeLockfileLocked, parseLockfile } from "../workspace/lockfile.ts";
+import { withManifestLock } from "../locks/locks.ts";
+import { eventLine, fold, parseManifest } from "../workspace/manifest.ts";
+import type { Workspace } from "../base/workspace.ts";
+import { RUST_LOCK_DEFAULT_TYPE, countRustLines, isRustEvent, isRustLockEntry } from "../workspace/rust-lines.ts";
 
 export interface RustShape {
   /** grex.jsonl lines in the Rust grex's format. */

@@ -9,9 +9,9 @@
 // No locks are taken here: callers wrap clone/update in withBackendLock.
 import { statSync } from "node:fs";
 import { join } from "node:path";
-import { gitdirOf } from "./refs.ts";
-import { transportOf } from "./url.ts";
-import type { DirtyCheckOptions } from "./worktree.ts";
+import { gitdirOf } from "./refs/refs.ts";
+import { transportOf } from "./transport/url.ts";
+import type { DirtyCheckOptions } from "./worktree/worktree.ts";
 
 export interface HeadInfo {
   sha: string;
@@ -37,9 +37,9 @@ export interface GitBackend {
   remoteUrl(dir: string): Promise<string | null>;
 }
 
-export { readHeadSync } from "./refs.ts";
-export { originUrlSync } from "./config.ts";
-export { type Transport, localPath, transportOf } from "./url.ts";
+export { readHeadSync } from "./refs/refs.ts";
+export { originUrlSync } from "./refs/config.ts";
+export { type Transport, localPath, transportOf } from "./transport/url.ts";
 
 type Impl = () => Promise<GitBackend>;
 

@@ -3,7 +3,7 @@
 // cancelled clone leaves nothing behind, not even parent directories it made.
 import * as fs from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { packOpError, throwIfAborted } from "../errors.ts";
+import { packOpError, throwIfAborted } from "../base/errors.ts";
 import type { HeadInfo } from "./backend.ts";
 
 export async function cloneAtomically(dir: string, signal: AbortSignal, fill: (tmp: string) => Promise<HeadInfo>): Promise<HeadInfo> {

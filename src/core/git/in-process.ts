@@ -1,18 +1,18 @@
 // The in-process backend: http(s) through isomorphic-git, paths and file://
 // URLs through our local transport; checkout is shared. Loaded lazily.
-import { GrexError, throwIfAborted } from "../errors.ts";
-import { deleteRefSync, listRefsSync } from "./refs.ts";
+import { GrexError, throwIfAborted } from "../base/errors.ts";
+import { deleteRefSync, listRefsSync } from "./refs/refs.ts";
 import type { GitBackend } from "./backend.ts";
-import { moveTo, refusedCommit } from "./checkout.ts";
-import { resumeCheckout } from "./checkout-diff.ts";
-import { readJournal } from "./checkout-journal.ts";
+import { moveTo, refusedCommit } from "./worktree/checkout.ts";
+import { resumeCheckout } from "./worktree/checkout-diff.ts";
+import { readJournal } from "./worktree/checkout-journal.ts";
 import { cloneAtomically } from "./clone.ts";
-import { fetchHttp } from "./http-transport.ts";
+import { fetchHttp } from "./transport/http-transport.ts";
 import { head, isDirty, remoteUrl, requireGitdir } from "./inspect.ts";
 import { initWithOrigin } from "./init.ts";
-import { fetchLocal } from "./local-transport.ts";
-import type { FetchResult } from "./remote-refs.ts";
-import { transportOf } from "./url.ts";
+import { fetchLocal } from "./transport/local-transport.ts";
+import type { FetchResult } from "./transport/remote-refs.ts";
+import { transportOf } from "./transport/url.ts";
 
 function fetchInto(gitdir: string, url: string, signal: AbortSignal): Promise<FetchResult> {
   return transportOf(url) === "http" ? fetchHttp(gitdir, url, signal) : fetchLocal(gitdir, url, signal);

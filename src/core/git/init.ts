@@ -2,8 +2,8 @@
 // the few files a clone needs, laid out as git lays them out.
 import * as fs from "node:fs";
 import { join } from "node:path";
-import { configValue } from "./config.ts";
-import { REMOTE } from "./remote-refs.ts";
+import { configValue } from "./refs/config.ts";
+import { REMOTE } from "./transport/remote-refs.ts";
 
 export function initWithOrigin(dir: string, url: string): string {
   const gitdir = join(dir, ".git");

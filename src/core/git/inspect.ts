@@ -1,12 +1,12 @@
 // Read-only questions every backend answers the same way, whatever cloned the
 // repository: where HEAD is, whether the work tree has changes, origin's URL.
 import * as fs from "node:fs";
-import { packOpError } from "../errors.ts";
+import { packOpError } from "../base/errors.ts";
 import type { HeadInfo } from "./backend.ts";
-import { originUrlSync } from "./config.ts";
-import { loadGit } from "./iso.ts";
-import { gitdirOf, readHeadSync } from "./refs.ts";
-import { type DirtyCheckOptions, isDirtyFast } from "./worktree.ts";
+import { originUrlSync } from "./refs/config.ts";
+import { loadGit } from "./objects/iso.ts";
+import { gitdirOf, readHeadSync } from "./refs/refs.ts";
+import { type DirtyCheckOptions, isDirtyFast } from "./worktree/worktree.ts";
 
 export function requireGitdir(dir: string): string {
   const gitdir = gitdirOf(dir);

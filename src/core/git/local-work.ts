@@ -3,12 +3,12 @@
 // their parent) asks this first and refuses unless forced.
 import * as fs from "node:fs";
 import { join } from "node:path";
-import { readGitdirConfigValue } from "./config.ts";
-import { countLeftRight } from "./ahead-behind.ts";
-import { type Git, loadGit } from "./iso.ts";
-import { gitdirOf, listRefsSync, readHeadSync, resolveRefSync } from "./refs.ts";
-import { populatedSubmodules } from "./submodule-status.ts";
-import { isDirtyFast } from "./worktree.ts";
+import { readGitdirConfigValue } from "./refs/config.ts";
+import { countLeftRight } from "./refs/ahead-behind.ts";
+import { type Git, loadGit } from "./objects/iso.ts";
+import { gitdirOf, listRefsSync, readHeadSync, resolveRefSync } from "./refs/refs.ts";
+import { populatedSubmodules } from "./worktree/submodule-status.ts";
+import { isDirtyFast } from "./worktree/worktree.ts";
 
 const SHOWN = 5;
 

@@ -1,10 +1,10 @@
 // The remote's ref list alone (no objects fetched, nothing written): what a
 // dry-run sync or update uses to say where each pack would move.
-import { throwIfAborted } from "../errors.ts";
-import { notARepo } from "./git-errors.ts";
-import { gitdirOf } from "./refs.ts";
-import type { RemoteRefs } from "./remote-refs.ts";
-import { localPath, transportOf } from "./url.ts";
+import { throwIfAborted } from "../base/errors.ts";
+import { notARepo } from "./transport/git-errors.ts";
+import { gitdirOf } from "./refs/refs.ts";
+import type { RemoteRefs } from "./transport/remote-refs.ts";
+import { localPath, transportOf } from "./transport/url.ts";
 
 export async function listRemoteRefs(url: string, signal: AbortSignal): Promise<RemoteRefs> {
   throwIfAborted(signal);
@@ -13,13 +13,13 @@ export async function listRemoteRefs(url: string, signal: AbortSignal): Promise<
     const src = localPath(url);
     const gitdir = gitdirOf(src);
     if (!gitdir) throw notARepo(src);
-    return (await import("./local-transport.ts")).readLocalRefs(gitdir);
+    return (await import("./transport/local-transport.ts")).readLocalRefs(gitdir);
   }
   if (transport === "ssh") {
     const { parseLsRemote, runGit } = await import("./system-git.ts");
     return parseLsRemote(await runGit(["ls-remote", "--symref", "--", url], url, signal));
   }
-  return (await import("./http-transport.ts")).listHttpRefs(url, signal);
+  return (await import("./transport/http-transport.ts")).listHttpRefs(url, signal);
 }
 
 /**

@@ -24,13 +24,13 @@
 // `submodule.<name>.url` and `.active`, as `git submodule init` writes them.
 import * as fs from "node:fs";
 import { isAbsolute, join, resolve as resolvePath } from "node:path";
-import { packOpError, throwIfAborted } from "../errors.ts";
+import { packOpError, throwIfAborted } from "../base/errors.ts";
 import { backendFor } from "./backend.ts";
-import { configValue, readGitdirConfigValue } from "./config.ts";
-import { parseConfig } from "./config-levels.ts";
-import { ObjectStore } from "./object-store.ts";
-import { gitdirOf, readHeadSync, resolveRefSync } from "./refs.ts";
-import { flatTree } from "./tree-read.ts";
+import { configValue, readGitdirConfigValue } from "./refs/config.ts";
+import { parseConfig } from "./refs/config-levels.ts";
+import { ObjectStore } from "./objects/object-store.ts";
+import { gitdirOf, readHeadSync, resolveRefSync } from "./refs/refs.ts";
+import { flatTree } from "./objects/tree-read.ts";
 
 const GITLINK = 0o160000;
 const SYMLINK = 0o120000;

@@ -1,14 +1,14 @@
 // ssh:// and scp-style URLs: isomorphic-git cannot speak SSH, so the transfer
 // goes through the system `git` program. The no-op check (ls-remote against
 // our refs) and the move to the ref are the same as for the other transports.
-import { GrexError, packOpError, throwIfAborted } from "../errors.ts";
-import { runProcess } from "../proc.ts";
+import { GrexError, packOpError, throwIfAborted } from "../base/errors.ts";
+import { runProcess } from "../base/proc.ts";
 import type { GitBackend } from "./backend.ts";
-import { moveTo } from "./checkout.ts";
+import { moveTo } from "./worktree/checkout.ts";
 import { cloneAtomically } from "./clone.ts";
 import { head, isDirty, remoteUrl, requireGitdir } from "./inspect.ts";
-import { deleteRefSync, readSymref } from "./refs.ts";
-import { pickDefaultBranch, planRefs, REMOTE, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
+import { deleteRefSync, readSymref } from "./refs/refs.ts";
+import { pickDefaultBranch, planRefs, REMOTE, type RemoteRefs, writeOriginHead } from "./transport/remote-refs.ts";
 import { join } from "node:path";
 
 /** ls-remote of a repository with very many refs stays far below this. */

@@ -1,6 +1,6 @@
 // Cycle detection for the `children` and `depends_on` graphs (each checked
 // separately). Iterative DFS, so a deep chain cannot overflow the stack.
-import { type GrexError, integrityError } from "../errors.ts";
+import { type GrexError, integrityError } from "../base/errors.ts";
 
 /**
  * The first cycle found, as a path that ends where it starts

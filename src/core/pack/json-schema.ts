@@ -9,7 +9,7 @@ import { type JsonSchema, toJsonSchema } from "@valibot/to-json-schema";
 import type * as v from "valibot";
 import { actionDef, actionNames } from "../actions/index.ts";
 import { COMBINERS, PREDICATES } from "../actions/conditions.ts";
-import { BUILTIN_PACK_TYPES } from "../registry.ts";
+import { BUILTIN_PACK_TYPES } from "../base/registry.ts";
 import { BARE_PATH_RE, PackYamlSchema } from "./schema.ts";
 
 export const PACK_SCHEMA_PATH = "schema/pack.schema.json";

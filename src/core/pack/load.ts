@@ -3,9 +3,9 @@
 // parsed, and YAML anchors/aliases are refused on the parsed node tree, before
 // anything is converted to JS values (so an alias bomb is never expanded).
 import { join, normalize } from "node:path";
-import { integrityError } from "../errors.ts";
-import { ABSENT, readRegularFile } from "../read-file.ts";
-import { currentOs, type OsName } from "../os.ts";
+import { integrityError } from "../base/errors.ts";
+import { ABSENT, readRegularFile } from "../fs/read-file.ts";
+import { currentOs, type OsName } from "../base/os.ts";
 import { type ActionItem, type MoreChecks, type PackManifest, type PackOverride, validateOverride, validatePack } from "./schema.ts";
 
 export const MAX_PACK_YAML_BYTES = 1024 * 1024;

@@ -4,11 +4,11 @@
 // left out; the rest stay usable. `doctor` reports the same problems as errors.
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { canonicalJson } from "../hash.ts";
+import { canonicalJson } from "../base/hash.ts";
 import { loadPackYaml } from "./load.ts";
 import type { McpServerDecl } from "./mcp-servers.ts";
-import { loadWorkspaceView } from "../packs.ts";
-import type { Workspace } from "../workspace.ts";
+import { loadWorkspaceView } from "../workspace/packs.ts";
+import type { Workspace } from "../base/workspace.ts";
 
 export interface DeclaredServer {
   decl: McpServerDecl;

@@ -3,7 +3,7 @@
 // validation); spawning and routing belong to src/mcp/gateway. Messages follow
 // schema.ts's "<reason>; <what to do>" convention so the loader can prefix the
 // file and field path.
-import { closest } from "../closest.ts";
+import { closest } from "../base/closest.ts";
 import * as v from "valibot";
 import { describeValue as got } from "./describe.ts";
 

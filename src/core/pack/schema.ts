@@ -2,10 +2,10 @@
 // written here as "<reason>; <what to do>" so the loader can turn the first
 // issue into one sentence: "<file>: <field path> <reason>; <what to do>."
 import * as v from "valibot";
-import { closest } from "../closest.ts";
-import { GrexError, integrityError, pluginError } from "../errors.ts";
-import { BARE_NAME_RE, defaultPathFromUrl, isBareName } from "../naming.ts";
-import { BUILTIN_ACTIONS, isKnownAction, isKnownPackType, knownPackTypes, packTypeChoices } from "../registry.ts";
+import { closest } from "../base/closest.ts";
+import { GrexError, integrityError, pluginError } from "../base/errors.ts";
+import { BARE_NAME_RE, defaultPathFromUrl, isBareName } from "../base/naming.ts";
+import { BUILTIN_ACTIONS, isKnownAction, isKnownPackType, knownPackTypes, packTypeChoices } from "../base/registry.ts";
 import { checkXGitignore } from "./x-gitignore.ts";
 import { describeValue as describe } from "./describe.ts";
 import { McpSectionSchema, type McpServerDecl } from "./mcp-servers.ts";

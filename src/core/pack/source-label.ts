@@ -2,7 +2,7 @@
 // for errors about a clone that is about to be deleted (a failed `add`, a dry
 // run's temporary clone): a path on disk would name a file that is gone.
 import { sep } from "node:path";
-import { GrexError } from "../errors.ts";
+import { GrexError } from "../base/errors.ts";
 
 export const sourceLabel = (url: string, sha: string | null): string => (sha ? `${url}@${sha.slice(0, 12)}` : url);
 

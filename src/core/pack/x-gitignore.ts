@@ -2,8 +2,8 @@
 // the pack's managed block (after the line that ignores the pack directory),
 // as the Rust grex does. Checked at parse time: a pattern spanning lines, or
 // looking like a block marker, could break the managed blocks around it.
-import { integrityError } from "../errors.ts";
-import { ignoreLinesFor } from "../gitignore.ts";
+import { integrityError } from "../base/errors.ts";
+import { ignoreLinesFor } from "../workspace/gitignore.ts";
 
 export const X_GITIGNORE = "x-gitignore";
 /** Patterns of files the pack's own setup generates: written into the pack's `.git/info/exclude`. */

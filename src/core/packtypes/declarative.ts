@@ -1,7 +1,7 @@
 // `declarative`: the pack's `actions` are its setup; `teardown` (or the reverse
 // of the actions) undoes it.
 import { join } from "node:path";
-import { SurfaceHasher } from "../hash.ts";
+import { SurfaceHasher } from "../base/hash.ts";
 import { runPackActions, teardownPackActions } from "./run-actions.ts";
 import type { PackType } from "./types.ts";
 

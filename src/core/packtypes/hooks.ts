@@ -1,10 +1,10 @@
 // Scripted-pack hooks: `.grex/hooks/<name>.sh` (`.ps1` on Windows), run with
 // cwd = pack dir and the GREX_PACK_* environment. A non-zero exit fails the pack.
 import type { Step } from "../actions/types.ts";
-import { throwIfAborted } from "../errors.ts";
-import { appendEvents, makeEvent } from "../manifest.ts";
-import { currentOs } from "../os.ts";
-import { runProcess } from "../proc.ts";
+import { throwIfAborted } from "../base/errors.ts";
+import { appendEvents, makeEvent } from "../workspace/manifest.ts";
+import { currentOs } from "../base/os.ts";
+import { runProcess } from "../base/proc.ts";
 import type { PackRun, PackTypeResult } from "./types.ts";
 
 const STDERR_TAIL = 2048;

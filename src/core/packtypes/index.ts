@@ -5,17 +5,17 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Step } from "../actions/types.ts";
-import { type Confinement, workspaceConfinement } from "../confine.ts";
-import { pluginError } from "../errors.ts";
-import type { LockEntry } from "../lockfile.ts";
+import { type Confinement, workspaceConfinement } from "../fs/confine.ts";
+import { pluginError } from "../base/errors.ts";
+import type { LockEntry } from "../workspace/lockfile.ts";
 import type { PackManifest } from "../pack/schema.ts";
-import type { Workspace } from "../workspace.ts";
+import type { Workspace } from "../base/workspace.ts";
 import { declarativeType } from "./declarative.ts";
 import { metaType } from "./meta.ts";
 import { scriptedType } from "./scripted.ts";
 import { healSetupDrift } from "./run-actions.ts";
 import type { PackRun, PackType, PackTypeResult } from "./types.ts";
-import { packTypeChoices } from "../registry.ts";
+import { packTypeChoices } from "../base/registry.ts";
 
 export type ConvergeReason = "sha-changed" | "hash-changed" | "forced" | "none" | "never-installed";
 
@@ -160,7 +160,7 @@ export async function teardownPack(input: TeardownInput): Promise<PackTypeResult
 
 /** Every registered pack (manifest and lockfile) is protected from a teardown's actions. */
 async function confinementFor(input: TeardownInput): Promise<Confinement> {
-  const { loadWorkspaceView } = await import("../packs.ts");
+  const { loadWorkspaceView } = await import("../workspace/packs.ts");
   const view = await loadWorkspaceView(input.ws, () => {});
   return workspaceConfinement(input.ws.root, [input.id, ...view.packs.map((p) => p.id)], input.env, input.allowOutsideHome === true);
 }

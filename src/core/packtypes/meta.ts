@@ -1,7 +1,7 @@
 // `meta`: a pack that owns children. Its own surface is the list of children and
 // the commits they resolved to; actions, when a meta pack declares any, run like
 // a declarative pack's.
-import { SurfaceHasher } from "../hash.ts";
+import { SurfaceHasher } from "../base/hash.ts";
 import { runPackActions, teardownPackActions } from "./run-actions.ts";
 import type { PackType } from "./types.ts";
 

@@ -4,8 +4,8 @@ import { clearExpectations, driftedItems, setupDrift } from "../actions/drift.ts
 import { collectNamedActions } from "../actions/index.ts";
 import { type Brackets, runActions, teardownActions } from "../actions/executor.ts";
 import type { PackState } from "../actions/types.ts";
-import { appendEvents, makeEvent } from "../manifest.ts";
-import { readPackState, withPackState } from "../pack-state.ts";
+import { appendEvents, makeEvent } from "../workspace/manifest.ts";
+import { readPackState, withPackState } from "../workspace/pack-state.ts";
 import type { ActionItem } from "../pack/schema.ts";
 import type { PackRun, PackTypeResult } from "./types.ts";
 

@@ -2,8 +2,8 @@
 // every sync, teardown on removal); declared actions, if any, run first.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { SurfaceHasher } from "../hash.ts";
-import { currentOs } from "../os.ts";
+import { SurfaceHasher } from "../base/hash.ts";
+import { currentOs } from "../base/os.ts";
 import { runHook } from "./hooks.ts";
 import { runPackActions, teardownPackActions } from "./run-actions.ts";
 import type { PackRun, PackType, PackTypeResult } from "./types.ts";

@@ -1,8 +1,8 @@
 // What a pack type implements (SPEC §4). Registered in ./index.ts.
 import type { Step } from "../actions/types.ts";
-import type { Confinement } from "../confine.ts";
+import type { Confinement } from "../fs/confine.ts";
 import type { PackManifest } from "../pack/schema.ts";
-import type { Workspace } from "../workspace.ts";
+import type { Workspace } from "../base/workspace.ts";
 
 export interface PackRun {
   ws: Workspace;

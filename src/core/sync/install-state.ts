@@ -1,9 +1,9 @@
 // Whether a pack's setup is installed, as the lockfile records it: a failed or
 // interrupted install leaves the entry not-installed (empty installed_at, with
 // install_error) so every later sync retries it and status/doctor say why.
-import type { ManifestEvent } from "../manifest.ts";
-import { OpenBrackets } from "../manifest-fold.ts";
-import type { LockEntry } from "../lockfile.ts";
+import type { ManifestEvent } from "../workspace/manifest.ts";
+import { OpenBrackets } from "../workspace/manifest-fold.ts";
+import type { LockEntry } from "../workspace/lockfile.ts";
 
 /** `action_started` events never closed (see OpenBrackets): actions cut short by a crash. */
 export function openBrackets(events: readonly ManifestEvent[]): ManifestEvent[] {

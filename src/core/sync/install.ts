@@ -5,8 +5,8 @@
 // one pack's actions run in order inside its own install. A prerequisite that
 // failed does not hold its dependants back (as in a serial run: the parent
 // still converges), but --fail-fast stops packs that have not started yet.
-import { CancelledError, toGrexError } from "../errors.ts";
-import type { Scheduler } from "../scheduler.ts";
+import { CancelledError, toGrexError } from "../base/errors.ts";
+import type { Scheduler } from "../locks/scheduler.ts";
 import type { TreeNode } from "./tree.ts";
 
 export interface InstallPhaseOptions {

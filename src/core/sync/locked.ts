@@ -7,13 +7,13 @@
 // not yet on disk is cloned before any existing pack moves; a clone that
 // cannot reach its commit leaves nothing behind and stops the run (exit 4).
 import { existsSync } from "node:fs";
-import { GrexError, integrityError, packOpError } from "../errors.ts";
+import { GrexError, integrityError, packOpError } from "../base/errors.ts";
 import { backendFor, isGitRepo, readHeadSync } from "../git/backend.ts";
-import { ObjectPresence } from "../git/objects.ts";
-import { gitdirOf } from "../git/refs.ts";
-import { withBackendLock, withPackLock } from "../locks.ts";
-import { type LockEntry, lockConflicts } from "../lockfile.ts";
-import type { Workspace } from "../workspace.ts";
+import { ObjectPresence } from "../git/objects/objects.ts";
+import { gitdirOf } from "../git/refs/refs.ts";
+import { withBackendLock, withPackLock } from "../locks/locks.ts";
+import { type LockEntry, lockConflicts } from "../workspace/lockfile.ts";
+import type { Workspace } from "../base/workspace.ts";
 import type { TreeNode } from "./tree.ts";
 
 const list = (ids: readonly string[]) => ids.map((id) => `'${id}'`).join(", ");

@@ -2,7 +2,7 @@
 // last put it on is `off-branch`: status reports it and sync leaves it alone,
 // like a dirty pack, unless --force or a new pin (`update --ref`).
 import type { HeadInfo } from "../git/backend.ts";
-import type { LockEntry } from "../lockfile.ts";
+import type { LockEntry } from "../workspace/lockfile.ts";
 
 /** Why `head` is off its pin (one clause), or null when it is where sync left it. */
 export function offBranch(head: HeadInfo | null, lock: LockEntry | undefined): string | null {

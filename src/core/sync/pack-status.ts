@@ -5,14 +5,14 @@
 import { existsSync } from "node:fs";
 import type { SetupDrift } from "../actions/drift.ts";
 import type { PackState } from "../actions/types.ts";
-import { aheadBehind } from "../git/ahead-behind.ts";
+import { aheadBehind } from "../git/refs/ahead-behind.ts";
 import { backendFor, readHeadSync, workTreeGitdir } from "../git/backend.ts";
-import { RefFiles } from "../git/refs.ts";
-import { statusCacheFile } from "../git/status-cache.ts";
-import type { GrexError } from "../errors.ts";
-import type { PackNode } from "../packs.ts";
+import { RefFiles } from "../git/refs/refs.ts";
+import { statusCacheFile } from "../git/worktree/status-cache.ts";
+import type { GrexError } from "../base/errors.ts";
+import type { PackNode } from "../workspace/packs.ts";
 import { offBranch } from "./off-branch.ts";
-import type { Workspace } from "../workspace.ts";
+import type { Workspace } from "../base/workspace.ts";
 import type { PackStateName } from "./pack-states.ts";
 
 export { PACK_STATES, type PackStateName } from "./pack-states.ts";
@@ -126,9 +126,9 @@ export function childFacts(packs: readonly PackNode[], p: PackNode): Pick<Inspec
 }
 
 // Loaded on first use and kept: a repeated import() costs microseconds per call, per pack.
-let packStateModule: Promise<typeof import("../pack-state.ts")> | undefined;
+let packStateModule: Promise<typeof import("../workspace/pack-state.ts")> | undefined;
 let driftModule: Promise<typeof import("../actions/drift.ts")> | undefined;
-let convertModule: Promise<typeof import("../git/convert.ts")> | undefined;
+let convertModule: Promise<typeof import("../git/worktree/convert.ts")> | undefined;
 
 export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions): Promise<PackStatus> {
   const { interrupted, staleMs } = o;
@@ -169,7 +169,7 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
     }
     // Setup drift: every recorded postcondition that no longer holds (cheap checks, nothing re-run).
     // A pack with no record (a plain pack) has nothing to drift: the action modules stay unloaded.
-    const state = (await (packStateModule ??= import("../pack-state.ts"))).readPackState(ws, p.id);
+    const state = (await (packStateModule ??= import("../workspace/pack-state.ts"))).readPackState(ws, p.id);
     if (Object.keys(state).length > 0) setupDrift = (await (driftModule ??= import("../actions/drift.ts"))).setupDrift(state as PackState, o.reads);
   }
   const tracking = head ? await aheadBehind(refs, p.dir, head.branch, head.sha) : null;
@@ -210,9 +210,9 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
     install_error: installError,
     off_branch: off,
     // gitattributes filters (git/convert.ts), looked into only when the top-level attribute files name one.
-    missing_filters: (await (convertModule ??= import("../git/convert.ts"))).unconfiguredFilters(p.dir, gitdir),
+    missing_filters: (await (convertModule ??= import("../git/worktree/convert.ts"))).unconfiguredFilters(p.dir, gitdir),
     // Only a dirty pack can have one: the dirty check counts them.
-    submodules_moved: dirty ? (await import("../git/submodule-status.ts")).movedSubmodulesOf(p.dir, gitdir) : [],
+    submodules_moved: dirty ? (await import("../git/worktree/submodule-status.ts")).movedSubmodulesOf(p.dir, gitdir) : [],
     error: null,
   };
 }

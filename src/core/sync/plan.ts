@@ -1,15 +1,15 @@
 // Plan phase: everything that must hold before any action runs. A failure here
 // is a hard error and no pack's actions run.
-import { GrexError, integrityError } from "../errors.ts";
+import { GrexError, integrityError } from "../base/errors.ts";
 import { findCycle, cycleError } from "../pack/graph.ts";
 import { checkDuplicateSymlinkDst } from "../pack/load.ts";
 import { parseActionItem } from "../actions/index.ts";
-import { isKnownAction } from "../registry.ts";
+import { isKnownAction } from "../base/registry.ts";
 import type { MoreChecks, Problem } from "../pack/schema.ts";
 import type { TreeNode } from "./tree.ts";
 import { join, resolve } from "node:path";
-import { expandVars, homeOf } from "../vars.ts";
-import { urlKey } from "../naming.ts";
+import { expandVars, homeOf } from "../base/vars.ts";
+import { urlKey } from "../base/naming.ts";
 
 export interface KnownPack {
   id: string;

@@ -1,7 +1,7 @@
 // Dry-run sync/update: where a pack would move, from the remote's ref list
 // alone (no objects fetched, nothing on disk touched).
 import { listRemoteRefs, remoteTarget } from "../git/ls-remote.ts";
-import { gitdirOf, resolveRefSync } from "../git/refs.ts";
+import { gitdirOf, resolveRefSync } from "../git/refs/refs.ts";
 import type { TreeNode } from "./tree.ts";
 
 const short = (sha: string | null) => (sha === null ? "nothing" : sha.slice(0, 7));

@@ -2,17 +2,17 @@
 // tear down their setup (deepest first), delete their directory unless it holds
 // work that exists only locally (then keep it and warn), and forget them: lock
 // entries and the parent's exclude block go, so `status` and `ls` stop listing them.
-import type { Confinement } from "../confine.ts";
+import type { Confinement } from "../fs/confine.ts";
 import { localWork } from "../git/local-work.ts";
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Step } from "../actions/types.ts";
-import { toGrexError } from "../errors.ts";
+import { toGrexError } from "../base/errors.ts";
 import { backendFor, isGitRepo } from "../git/backend.ts";
-import { updateIgnoreFile } from "../gitignore.ts";
-import { withPackLock } from "../locks.ts";
-import type { LockEntry } from "../lockfile.ts";
-import type { Workspace } from "../workspace.ts";
+import { updateIgnoreFile } from "../workspace/gitignore.ts";
+import { withPackLock } from "../locks/locks.ts";
+import type { LockEntry } from "../workspace/lockfile.ts";
+import type { Workspace } from "../base/workspace.ts";
 import type { TreeNode } from "./tree.ts";
 
 /**

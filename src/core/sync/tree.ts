@@ -4,13 +4,13 @@
 // is guarded by its pack lock and each repository operation by its backend lock.
 import { existsSync } from "node:fs";
 import { basename, dirname, join, resolve as resolvePath } from "node:path";
-import { GrexError, integrityError, throwIfAborted, toGrexError } from "../errors.ts";
+import { GrexError, integrityError, throwIfAborted, toGrexError } from "../base/errors.ts";
 import { backendFor, isGitRepo, readHeadSync, type HeadInfo } from "../git/backend.ts";
-import { withBackendLock, withPackLock } from "../locks.ts";
-import { urlKey } from "../naming.ts";
+import { withBackendLock, withPackLock } from "../locks/locks.ts";
+import { urlKey } from "../base/naming.ts";
 import type { PackManifest } from "../pack/schema.ts";
-import type { Scheduler } from "../scheduler.ts";
-import type { Workspace } from "../workspace.ts";
+import type { Scheduler } from "../locks/scheduler.ts";
+import type { Workspace } from "../base/workspace.ts";
 
 export type PackOutcome = "ok" | "skipped" | "dirty" | "failed";
 

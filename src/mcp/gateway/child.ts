@@ -4,7 +4,7 @@
 // cancelled call sends notifications/cancelled for the child's request id; a
 // child that goes away fails every pending call with the exit status and the
 // tail of its stderr.
-import { CancelledError } from "../../core/errors.ts";
+import { CancelledError } from "../../core/base/errors.ts";
 import type { Channel, ExitInfo } from "./channel.ts";
 
 export const CHILD_PROTOCOL_VERSION = "2025-06-18";

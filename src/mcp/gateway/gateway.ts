@@ -5,8 +5,8 @@
 // background), and only then from the child itself.
 import { type FSWatcher, watch } from "node:fs";
 import { collectDeclaredServers, type DeclaredServer, type DeclaredSet } from "../../core/pack/mcp-declared.ts";
-import { CancelledError } from "../../core/errors.ts";
-import { findWorkspace, LOCK_FILE, MANIFEST_FILE, type Workspace } from "../../core/workspace.ts";
+import { CancelledError } from "../../core/base/errors.ts";
+import { findWorkspace, LOCK_FILE, MANIFEST_FILE, type Workspace } from "../../core/base/workspace.ts";
 import { RPC, RpcError } from "../wire/jsonrpc.ts";
 import { ChildGoneError, ChildRpcError } from "./child.ts";
 import { normaliseCallResult, normaliseTool } from "./normalise.ts";

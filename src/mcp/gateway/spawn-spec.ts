@@ -3,7 +3,7 @@
 // HTTP headers of a streamable-http server (expanded). Shared by the gateway
 // and `grex mcp status|call <server>`.
 import type { DeclaredServer } from "../../core/pack/mcp-declared.ts";
-import { expandVars, homeOf } from "../../core/vars.ts";
+import { expandVars, homeOf } from "../../core/base/vars.ts";
 
 type Env = Record<string, string | undefined>;
 

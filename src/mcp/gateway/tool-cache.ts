@@ -5,8 +5,8 @@
 // unreadable or for another key is simply not used (it is only a cache).
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { atomicWriteFile } from "../../core/fsutil.ts";
-import type { Workspace } from "../../core/workspace.ts";
+import { atomicWriteFile } from "../../core/fs/fsutil.ts";
+import type { Workspace } from "../../core/base/workspace.ts";
 
 const dirOf = (ws: Workspace) => join(ws.stateDir, "mcp-tools");
 

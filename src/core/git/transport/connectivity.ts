@@ -1,0 +1,123 @@
+// Is everything a new tip needs here? Run before any ref moves to a fetched
+// object: a fetch killed half-way (or a server that sent too little) can
+// leave a commit whose tree or blobs are missing, and a ref must never point
+// at such a commit — the next checkout would fail for good. The walk starts
+// at the new tips and stops at commits our refs already name (they were
+// checked when they moved) and at a shallow boundary.
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { packOpError } from "../../base/errors.ts";
+import { displayUrl } from "./url.ts";
+import { ObjectStore } from "../objects/object-store.ts";
+import { ObjectPresence } from "../objects/objects.ts";
+import { CANONICAL_MODES } from "../objects/path-verify.ts";
+import { listRefsSync, resolveRefSync } from "../refs/refs.ts";
+
+/** The commits our refs name now: complete by the rule above. */
+export function knownTips(gitdir: string): Set<string> {
+  const out = new Set<string>();
+  const head = resolveRefSync(gitdir, "HEAD");
+  if (head) out.add(head);
+  for (const prefix of ["refs/heads/", "refs/remotes/", "refs/tags/"]) for (const oid of listRefsSync(gitdir, prefix).values()) out.add(oid);
+  return out;
+}
+
+function shallowSet(gitdir: string): Set<string> {
+  try {
+    return new Set(fs.readFileSync(join(gitdir, "shallow"), "utf8").split("\n").filter((l) => l.length === 40));
+  } catch {
+    return new Set();
+  }
+}
+
+/** A missing object and what it is to the history, e.g. "the file 'a/b' of commit 1234abcd5678". */
+export interface Gap {
+  oid: string;
+  role: string;
+}
+
+/**
+ * The first object reachable from `tips` that is missing here, with its role,
+ * or null when every commit, tree and blob they need is present. `stop`:
+ * commits taken as complete (default: what our refs name).
+ */
+export function firstGap(gitdir: string, tips: Iterable<string>, stop: Set<string> = knownTips(gitdir)): Gap | null {
+  const store = new ObjectStore(gitdir);
+  const presence = new ObjectPresence(gitdir);
+  const shallow = shallowSet(gitdir);
+  const seen = new Set<string>();
+  const stack: string[] = [];
+  // Where each queued object sits: its commit and, for a tree, its directory ("" for the root).
+  const place = new Map<string, { commit: string; dir: string | null }>();
+  const want = (oid: string, commit: string, dir: string | null) => {
+    if (seen.has(oid) || stop.has(oid)) return;
+    seen.add(oid);
+    place.set(oid, { commit, dir });
+    stack.push(oid);
+  };
+  const roleOf = (oid: string): string => {
+    const at = place.get(oid);
+    if (!at || at.dir === null) return `commit ${oid.slice(0, 12)}`;
+    const c = at.commit.slice(0, 12);
+    return at.dir === "" ? `the tree of commit ${c}` : `the tree of directory '${at.dir}' in commit ${c}`;
+  };
+  try {
+    for (const t of tips) want(t, t, null);
+    while (stack.length > 0) {
+      const oid = stack.pop() as string;
+      const obj = store.read(oid);
+      if (!obj) {
+        if (!presence.has(oid)) return { oid, role: roleOf(oid) };
+        continue; // present but not readable natively (an unusual pack): trusted, as git's reader would read it
+      }
+      if (obj.type === "commit") {
+        const c = store.readCommit(oid);
+        if (!c) return { oid, role: roleOf(oid) };
+        want(c.tree, oid, "");
+        if (!shallow.has(oid)) for (const p of c.parents) want(p, p, null);
+      } else if (obj.type === "tree") {
+        const entries = store.readTree(oid);
+        if (!entries) return { oid, role: roleOf(oid) };
+        const at = place.get(oid) ?? { commit: oid, dir: "" };
+        for (const e of entries) {
+          // A submodule's commit lives in the submodule; an entry of a mode git cannot hold is never checked out (the checkout refuses its tree, naming it).
+          if (e.mode === "160000" || !CANONICAL_MODES.has(e.mode)) continue;
+          const path = at.dir ? `${at.dir}/${e.name}` : e.name;
+          if (e.mode === "040000") want(e.oid, at.commit, path);
+          else if (!seen.has(e.oid)) {
+            seen.add(e.oid);
+            // Blobs: presence is enough.
+            if (!presence.has(e.oid)) return { oid: e.oid, role: `the file '${path}' of commit ${at.commit.slice(0, 12)}` };
+          }
+        }
+      } else if (obj.type === "tag") {
+        const m = /^object ([0-9a-f]{40})$/m.exec(obj.data.toString("latin1", 0, Math.min(obj.data.length, 200)));
+        if (!m) return { oid, role: `tag ${oid.slice(0, 12)}` };
+        want(m[1] as string, m[1] as string, null);
+      }
+    }
+    return null;
+  } finally {
+    store.close();
+  }
+}
+
+/** The first missing object's id (see firstGap), or null when nothing is missing. */
+export function firstMissing(gitdir: string, tips: Iterable<string>, stop?: Set<string>): string | null {
+  return firstGap(gitdir, tips, stop)?.oid ?? null;
+}
+
+/** Throw (one sentence, exit 4) unless everything `tips` need is here; called right before refs move to them. */
+export function assertConnected(gitdir: string, url: string, tips: string[]): void {
+  if (tips.length === 0) return;
+  const gap = firstGap(gitdir, tips);
+  if (gap !== null) throw incompleteFetch(gap, url);
+}
+
+/** What the server left out, named by its role (one sentence, exit 4); no ref moved. */
+export function incompleteFetch(gap: Gap, url: string): Error {
+  return packOpError(`${gap.role} is missing from ${displayUrl(url)}, which sent an incomplete history; no ref was moved — check the upstream (git fsck there), then try again.`, {
+    url: displayUrl(url),
+    object: gap.oid,
+  });
+}

@@ -1,0 +1,302 @@
+// The local transport isomorphic-git lacks (paths and file:// URLs).
+//
+// Refs are read straight from the source's files and compared with ours
+// first, so a no-op fetch costs a few stats. A first fetch into an empty
+// object store links (or copies) the source's pack and loose object files, as
+// `git clone` does for local paths. Later fetches walk from the wanted tips,
+// stop at every object we already have, and bring exactly the missing ones
+// over as one new pack, which appears atomically (pack, then index, renamed
+// into place) before any ref moves.
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { packOpError, throwIfAborted } from "../../base/errors.ts";
+import { firstGap, firstMissing, incompleteFetch, knownTips } from "./connectivity.ts";
+import { CANONICAL_MODES } from "../objects/path-verify.ts";
+import { notARepo, transportError } from "./git-errors.ts";
+import { type Git, loadGit } from "../objects/iso.ts";
+import { type GitObject, ObjectStore, writeLooseObjects } from "../objects/object-store.ts";
+import { buildPack } from "../objects/pack-write.ts";
+import { ObjectPresence } from "../objects/objects.ts";
+import { storePack } from "../objects/pack-index.ts";
+import { deleteRefSync, gitdirOf, listRefsSync, readSymref, resolveRefSync, writeRefSync } from "../refs/refs.ts";
+import { type FetchResult, planRefs, pickDefaultBranch, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
+import { localPath } from "./url.ts";
+
+/** The refs of a local repository, read from its files. */
+export function readLocalRefs(srcGitdir: string): RemoteRefs {
+  const strip = (m: Map<string, string>, prefix: string) => new Map([...m].map(([k, v]) => [k.slice(prefix.length), v]));
+  const branches = strip(listRefsSync(srcGitdir, "refs/heads/"), "refs/heads/");
+  const tags = strip(listRefsSync(srcGitdir, "refs/tags/"), "refs/tags/");
+  const defaultBranch = pickDefaultBranch(branches, readSymref(srcGitdir, "HEAD"), resolveRefSync(srcGitdir, "HEAD"));
+  return { branches, tags, defaultBranch };
+}
+
+/** Fetch every branch (into refs/remotes/origin/*) and every tag we lack from the repository at `url`. */
+export async function fetchLocal(destGitdir: string, url: string, signal: AbortSignal): Promise<FetchResult> {
+  throwIfAborted(signal);
+  const srcPath = localPath(url);
+  const srcGitdir = gitdirOf(srcPath);
+  if (!srcGitdir) throw notARepo(srcPath);
+  const remote = readLocalRefs(srcGitdir);
+  const plan = planRefs(destGitdir, remote);
+  if (plan.missing.length > 0) {
+    try {
+      const linked = await copyObjects(srcGitdir, destGitdir, plan.missing, signal);
+      // The source's own store, linked whole, is as complete as the source; anything else is checked.
+      if (!linked) ensureConnected(srcGitdir, destGitdir, url, plan.writes.map(([, oid]) => oid), signal);
+    } catch (err) {
+      throw transportError(url, err);
+    }
+  }
+  throwIfAborted(signal);
+  // Objects first (checked complete), refs after: a ref never points at something we lack.
+  for (const [ref, oid] of plan.writes) writeRefSync(destGitdir, ref, oid);
+  for (const ref of plan.prunes) deleteRefSync(destGitdir, ref);
+  writeOriginHead(destGitdir, remote.defaultBranch);
+  return { defaultBranch: remote.defaultBranch, changed: plan.writes.length + plan.prunes.length > 0 };
+}
+
+/**
+ * Every object the new tips need must be here before a ref moves. An object
+ * left by an interrupted fetch (a commit without its tree) stops the usual
+ * walk, which takes a present object to bring everything below it; then the
+ * closure is copied again, trusting only commits our refs name.
+ */
+function ensureConnected(srcGitdir: string, destGitdir: string, url: string, tips: string[], signal: AbortSignal): void {
+  const known = knownTips(destGitdir);
+  if (firstMissing(destGitdir, tips, known) === null) return;
+  const store = new ObjectStore(srcGitdir);
+  const presence = new ObjectPresence(destGitdir);
+  const found: Array<{ oid: string } & GitObject> = [];
+  try {
+    const seen = new Set<string>();
+    const stack = tips.filter((t) => !known.has(t));
+    const want = (oid: string) => {
+      if (seen.has(oid) || known.has(oid)) return;
+      seen.add(oid);
+      stack.push(oid);
+    };
+    const shallow = shallowSet(srcGitdir);
+    while (stack.length > 0) {
+      throwIfAborted(signal);
+      const oid = stack.pop() as string;
+      const obj = store.read(oid);
+      if (!obj) throw packOpError(`${url} lacks object ${oid.slice(0, 7)} that its refs need; the source repository is broken, so check it with git fsck.`, { url });
+      if (!presence.has(oid)) found.push({ oid, ...obj });
+      if (obj.type === "commit") {
+        const c = store.readCommit(oid);
+        if (c) {
+          want(c.tree);
+          if (!shallow.has(oid)) c.parents.forEach(want);
+        }
+      } else if (obj.type === "tree") {
+        for (const e of store.readTree(oid) ?? []) if (e.mode !== "160000" && CANONICAL_MODES.has(e.mode)) want(e.oid);
+      } else if (obj.type === "tag") {
+        const m = /^object ([0-9a-f]{40})$/m.exec(obj.data.toString("latin1", 0, Math.min(obj.data.length, 200)));
+        if (m) want(m[1] as string);
+      }
+    }
+  } finally {
+    store.close();
+  }
+  writeLooseObjects(destGitdir, commitsLast(found));
+  const gap = firstGap(destGitdir, tips, known);
+  if (gap !== null) throw incompleteFetch(gap, url);
+}
+
+/** Loose objects in an order where a commit is written after everything it names: a kill in between leaves no commit without its tree. */
+function commitsLast<T extends { type: string }>(objects: T[]): T[] {
+  const rank: Record<string, number> = { blob: 0, tree: 1, commit: 2, tag: 3 };
+  const out = [...objects];
+  // Trees: reversed walk order puts most subtrees first; commits: oldest first.
+  out.reverse();
+  return out.sort((a, b) => (rank[a.type] ?? 0) - (rank[b.type] ?? 0));
+}
+
+/** Bring the objects `tips` need; true when the source's store was linked whole (a first fetch). */
+async function copyObjects(srcGitdir: string, destGitdir: string, tips: string[], signal: AbortSignal): Promise<boolean> {
+  const presence = new ObjectPresence(destGitdir);
+  const alternates = fs.existsSync(join(srcGitdir, "objects", "info", "alternates"));
+  mergeShallow(srcGitdir, destGitdir);
+  if (presence.isEmpty() && !alternates) {
+    linkObjectStore(join(srcGitdir, "objects"), join(destGitdir, "objects"), signal);
+    return true;
+  }
+  const missing = missingObjectsNative(srcGitdir, presence, tips, shallowSet(srcGitdir), signal);
+  if (missing && missing.length <= LOOSE_LIMIT) {
+    writeLooseObjects(destGitdir, commitsLast(missing));
+    return false;
+  }
+  if (missing) {
+    // Many objects: one pack of whole (undeltified) entries, built natively, indexed and stored like a received one.
+    const store = new ObjectStore(destGitdir);
+    try {
+      await storePack(destGitdir, buildPack(missing), { store, keepPack: true, signal });
+    } finally {
+      store.close();
+    }
+    return false;
+  }
+  const git = await loadGit();
+  const cache = {};
+  const oids = await missingObjects(git, srcGitdir, presence, tips, shallowSet(srcGitdir), cache, signal);
+  if (oids.length === 0) return false;
+  throwIfAborted(signal);
+  await writePack(git, srcGitdir, destGitdir, oids, cache, signal);
+  return false;
+}
+
+/** A walk's to-do stack, seeded with `tips`: `want` queues an object once, and only if we lack it. */
+function frontier(presence: ObjectPresence, tips: string[]) {
+  const seen = new Set<string>();
+  const stack: string[] = [];
+  const want = (oid: string) => {
+    if (seen.has(oid)) return;
+    seen.add(oid);
+    if (!presence.has(oid)) stack.push(oid);
+  };
+  tips.forEach(want);
+  return { stack, want, seen };
+}
+
+/** Up to this many missing objects (a few new commits) are copied as loose objects instead of a new pack. */
+const LOOSE_LIMIT = 256;
+
+/**
+ * The missing objects with their contents, read natively; null when one is
+ * unreadable here (isomorphic-git's path below handles those).
+ */
+function missingObjectsNative(srcGitdir: string, presence: ObjectPresence, tips: string[], shallow: Set<string>, signal: AbortSignal): Array<{ oid: string } & GitObject> | null {
+  const store = new ObjectStore(srcGitdir);
+  try {
+    const out: Array<{ oid: string } & GitObject> = [];
+    const { stack, want } = frontier(presence, tips);
+    while (stack.length > 0) {
+      if (out.length % 256 === 0) throwIfAborted(signal);
+      const oid = stack.pop() as string;
+      const obj = store.read(oid);
+      if (!obj) return null;
+      out.push({ oid, ...obj });
+      if (obj.type === "commit") {
+        const c = store.readCommit(oid);
+        if (!c) return null;
+        want(c.tree);
+        if (!shallow.has(oid)) c.parents.forEach(want);
+      } else if (obj.type === "tree") {
+        const entries = store.readTree(oid);
+        if (!entries) return null;
+        for (const e of entries) if (e.mode !== "160000") want(e.oid); // a submodule's commit lives in the submodule
+      } else if (obj.type === "tag") {
+        const m = /^object ([0-9a-f]{40})$/m.exec(obj.data.toString("latin1", 0, Math.min(obj.data.length, 200)));
+        if (!m) return null;
+        want(m[1] as string);
+      }
+    }
+    return out;
+  } finally {
+    store.close();
+  }
+}
+
+/** Objects reachable from `tips` that `presence` lacks; a present object is taken to bring everything below it. */
+async function missingObjects(
+  git: Git,
+  srcGitdir: string,
+  presence: ObjectPresence,
+  tips: string[],
+  shallow: Set<string>,
+  cache: object,
+  signal: AbortSignal,
+): Promise<string[]> {
+  const out: string[] = [];
+  const { stack, want, seen } = frontier(presence, tips);
+  let reads = 0;
+  while (stack.length > 0) {
+    const oid = stack.pop() as string;
+    if (++reads % 256 === 0) throwIfAborted(signal);
+    out.push(oid);
+    const obj = await git.readObject({ fs, gitdir: srcGitdir, oid, format: "parsed", cache });
+    if (obj.format !== "parsed") continue; // blobs come back raw: nothing below them
+    if (obj.type === "commit") {
+      want(obj.object.tree);
+      if (!shallow.has(oid)) obj.object.parent.forEach(want);
+    } else if (obj.type === "tree") {
+      for (const e of obj.object) {
+        if (e.type === "commit") continue; // a submodule's commit lives in the submodule
+        if (e.type === "tree") want(e.oid);
+        else if (!seen.has(e.oid)) {
+          // Blobs need no reading: only their presence matters here.
+          seen.add(e.oid);
+          if (!presence.has(e.oid)) out.push(e.oid);
+        }
+      }
+    } else if (obj.type === "tag") {
+      want(obj.object.object);
+    }
+  }
+  return out;
+}
+
+/** Pack `oids` from the source and store the pack here (index last, so readers never see half a pack). */
+async function writePack(git: Git, srcGitdir: string, destGitdir: string, oids: string[], cache: object, signal: AbortSignal): Promise<void> {
+  const { packfile } = await git.packObjects({ fs, gitdir: srcGitdir, oids, write: false, cache });
+  if (!packfile) throw new Error("packObjects returned no data");
+  const store = new ObjectStore(destGitdir);
+  try {
+    await storePack(destGitdir, Buffer.from(packfile), { store, keepPack: true, signal });
+  } finally {
+    store.close();
+  }
+}
+
+/** Hard-link (or copy, across filesystems) every loose object and complete pack of `src` into `dest`. */
+function linkObjectStore(src: string, dest: string, signal: AbortSignal): void {
+  let link = true;
+  const put = (from: string, to: string) => {
+    if (link) {
+      try {
+        fs.linkSync(from, to);
+        return;
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code === "EEXIST") return;
+        link = false; // EXDEV, EPERM, …: copy from now on
+      }
+    }
+    fs.copyFileSync(from, to, fs.constants.COPYFILE_FICLONE);
+  };
+  for (const name of fs.readdirSync(src)) {
+    if (!/^[0-9a-f]{2}$/.test(name)) continue;
+    throwIfAborted(signal);
+    const files = fs.readdirSync(join(src, name)).filter((f) => /^[0-9a-f]{38}$/.test(f));
+    if (files.length === 0) continue;
+    fs.mkdirSync(join(dest, name), { recursive: true });
+    for (const f of files) put(join(src, name, f), join(dest, name, f));
+  }
+  const packs = join(src, "pack");
+  if (!fs.existsSync(packs)) return;
+  fs.mkdirSync(join(dest, "pack"), { recursive: true });
+  const names = new Set(fs.readdirSync(packs));
+  for (const n of names) {
+    if (!n.endsWith(".pack") || !names.has(n.replace(/\.pack$/, ".idx"))) continue;
+    throwIfAborted(signal);
+    put(join(packs, n), join(dest, "pack", n));
+    put(join(packs, n.replace(/\.pack$/, ".idx")), join(dest, "pack", n.replace(/\.pack$/, ".idx")));
+  }
+}
+
+function shallowSet(gitdir: string): Set<string> {
+  try {
+    return new Set(fs.readFileSync(join(gitdir, "shallow"), "utf8").split("\n").filter((l) => l.length === 40));
+  } catch {
+    return new Set();
+  }
+}
+
+/** A shallow source makes a shallow copy: its history ends where the source's does. */
+function mergeShallow(srcGitdir: string, destGitdir: string): void {
+  const src = shallowSet(srcGitdir);
+  if (src.size === 0) return;
+  const all = new Set([...shallowSet(destGitdir), ...src]);
+  fs.writeFileSync(join(destGitdir, "shallow"), `${[...all].sort().join("\n")}\n`);
+}

@@ -1,0 +1,317 @@
+// Moving an existing work tree from one commit to another by touching only
+// what differs between the two trees (a one-commit update rewrites a handful
+// of files, not the whole checkout), with a journal so that an interrupted
+// move is recognised and finished later instead of looking like the user's
+// own edits.
+//
+// Order of work, each step safe to interrupt:
+//   1. check: every path the move changes must be as the index and the old
+//      commit say (else: "would overwrite local changes", nothing touched);
+//   2. journal <gitdir>/grex-checkout.json {from, to, branch} (temp + rename);
+//   3. files: removals, then writes, each to a temp name renamed into place,
+//      so a file is always wholly the old or wholly the new version;
+//   4. the index (temp + rename);
+//   5. refs (the caller, moveTo), then the journal is removed.
+// While a journal exists, a changed path showing either its old or its new
+// version is the move's own work, never a local change; the next update
+// (resumeCheckout) finishes the move. Paths outside the diff are never touched.
+import * as fs from "node:fs";
+import { dirname, join } from "node:path";
+import { packOpError } from "../../base/errors.ts";
+import { readConfigValueSync } from "../refs/config.ts";
+import { type IndexEntry, indexVersionOf, parseIndex, SKIP_WORKTREE, serializeIndex, sharedIndexIn } from "../objects/index-file.ts";
+import { SparseCheckout } from "./sparse-checkout.ts";
+import { isNotFound, missingObject } from "../transport/git-errors.ts";
+import { loadGit } from "../objects/iso.ts";
+import { ObjectStore } from "../objects/object-store.ts";
+import { writeRefSync } from "../refs/refs.ts";
+import { type CheckoutJournal, clearJournal, onDisk, parseModeOid as parse, sameVersion, tempNameOf, writeJournal } from "./checkout-journal.ts";
+import { cacheTreeOf, flatTree, UnsafeTreeError, verifiedFlatTree } from "../objects/tree-read.ts";
+import { entryFor, fileChanged } from "./worktree.ts";
+import { beyondLink, makeParents, parentsOf, removeEmptyParents, removeEntry, writeEntry } from "./worktree-guard.ts";
+import { Conversion, attributePaths } from "./convert.ts";
+
+const GITLINK = 0o160000;
+
+function withStore<T>(gitdir: string, use: (s: ObjectStore) => T): T {
+  const store = new ObjectStore(gitdir);
+  try {
+    return use(store);
+  } finally {
+    store.close();
+  }
+}
+
+interface Plan {
+  dir: string;
+  gitdir: string;
+  from: Map<string, string>;
+  to: Map<string, string>;
+  changed: string[];
+  index: Map<string, IndexEntry>;
+  toOid: string;
+}
+
+async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: string, verified?: Map<string, string>): Promise<Plan | null> {
+  let buf: Buffer;
+  try {
+    buf = fs.readFileSync(join(gitdir, "index"));
+  } catch {
+    return null;
+  }
+  const entries = parseIndex(buf, sharedIndexIn(gitdir));
+  // A conflict, or a sparse index's directory entries: the full checkout handles those.
+  if (!entries || entries.some((e) => e.stage !== 0 || e.mode === 0o040000)) return null;
+  const store = new ObjectStore(gitdir);
+  let from: Map<string, string>;
+  let to: Map<string, string>;
+  try {
+    from = await flatTree(gitdir, fromOid, store);
+    to = verified ?? (await verifiedFlatTree(gitdir, toOid, store));
+  } finally {
+    store.close();
+  }
+  const changed: string[] = [];
+  for (const [p, v] of to) if (from.get(p) !== v) changed.push(p);
+  for (const p of from.keys()) if (!to.has(p)) changed.push(p);
+  return { dir, gitdir, from, to, changed, index: new Map(entries.map((e) => [e.path, e])), toOid };
+}
+
+/** A directory where the move puts a file: fine if everything in it is a file the move removes. */
+function holdsOnlyRemovals(plan: Plan, rel: string): boolean {
+  if (!parentsOf(plan.dir, rel).ok) return false;
+  const walk = (sub: string): boolean => {
+    for (const d of fs.readdirSync(join(plan.dir, sub), { withFileTypes: true })) {
+      const p = `${sub}/${d.name}`;
+      if (d.isDirectory() ? !walk(p) : !plan.from.has(p) || plan.to.has(p)) return false;
+    }
+    return true;
+  };
+  try {
+    return walk(rel);
+  } catch {
+    return false;
+  }
+}
+
+/** Paths whose local state the move would destroy (git's "would be overwritten"). */
+function conflicts(plan: Plan, resuming: boolean): string[] {
+  const filemode = readConfigValueSync(plan.dir, "core", null, "filemode") !== "false";
+  let indexMtime = Number.POSITIVE_INFINITY;
+  try {
+    indexMtime = fs.statSync(join(plan.gitdir, "index")).mtimeMs;
+  } catch {
+    // no index: every entry counts as racy
+  }
+  const sparse = resuming ? SparseCheckout.of(plan.gitdir) : null;
+  const out: string[] = [];
+  for (const p of plan.changed) {
+    const was = plan.from.get(p);
+    const will = plan.to.get(p);
+    if (resuming) {
+      // Either version is the move's own work; anything else is someone's edit.
+      const now = onDisk(plan.dir, p);
+      if (now === null && sparse && !sparse.includes(p)) continue; // outside a sparse checkout: absent by design
+      if (now === "dir" && was === undefined && holdsOnlyRemovals(plan, p)) continue;
+      if (!sameVersion(now, was, filemode) && !sameVersion(now, will, filemode)) out.push(p);
+      continue;
+    }
+    const e = plan.index.get(p);
+    if (was === undefined) {
+      // Added by the move: nothing may be in the way (an identical file is fine).
+      if (e !== undefined) out.push(p);
+      else {
+        const now = onDisk(plan.dir, p);
+        if (now === "dir" ? !holdsOnlyRemovals(plan, p) : now !== null && !sameVersion(now, will, filemode)) out.push(p);
+      }
+      continue;
+    }
+    if (e === undefined || `${e.mode} ${e.oid}` !== was) out.push(p); // staged change
+    else if (e.flags && e.flags & SKIP_WORKTREE && onDisk(plan.dir, p) === null) continue; // sparse: absent by design
+    else if (e.mode !== GITLINK && fileChanged(plan.dir, e, filemode, indexMtime)) out.push(p);
+  }
+  // A file (untracked, or tracked and kept) where the move needs a directory.
+  for (const p of plan.changed) {
+    if (!plan.to.has(p)) continue;
+    for (let d = dirname(p); d !== "."; d = dirname(d)) {
+      let st: fs.Stats;
+      try {
+        st = fs.lstatSync(join(plan.dir, d));
+      } catch {
+        continue;
+      }
+      if (st.isDirectory()) break;
+      if (plan.to.has(d) || !plan.from.has(d)) out.push(d);
+      break;
+    }
+  }
+  return [...new Set(out)];
+}
+
+async function readBlob(store: ObjectStore, gitdir: string, oid: string): Promise<Buffer> {
+  const o = store.read(oid);
+  if (o?.type === "blob") return o.data;
+  const git = await loadGit();
+  const { blob } = await git.readBlob({ fs, gitdir, oid });
+  return Buffer.from(blob);
+}
+
+/**
+ * A path the move writes whose leading directory is a symbolic link on disk
+ * that the move itself does not remove first: writing it would go through the
+ * link (out of the work tree, or into .git). Null when every path is safe.
+ */
+function linkOnTheWay(plan: Plan): { path: string; link: string } | null {
+  for (const p of plan.changed) {
+    if (!plan.to.has(p)) continue;
+    const at = parentsOf(plan.dir, p);
+    if (!("link" in at)) continue;
+    const was = plan.from.get(at.link);
+    const removed = was !== undefined && !plan.to.has(at.link) && parse(was).mode === 0o120000;
+    if (!removed) return { path: p, link: at.link };
+  }
+  return null;
+}
+
+async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<void> {
+  const { dir, gitdir } = plan;
+  const removals = plan.changed.filter((p) => !plan.to.has(p));
+  const writes = plan.changed.filter((p) => plan.to.has(p));
+  for (const p of removals) {
+    const was = parse(plan.from.get(p) as string);
+    if (was.mode === GITLINK) {
+      // An empty submodule directory goes; a populated one (someone's clone) stays.
+      if (parentsOf(dir, p).ok) {
+        try {
+          fs.rmdirSync(join(dir, p));
+        } catch {
+          // not empty, or already gone
+        }
+      }
+    } else removeEntry(dir, p);
+    removeEmptyParents(dir, p);
+  }
+  // A sparse checkout: paths outside its patterns stay out of the work tree (skip-worktree in the index).
+  const sparse = SparseCheckout.of(gitdir);
+  const outside = new Set(sparse ? writes.filter((p) => !sparse.includes(p)) : []);
+  const store = new ObjectStore(gitdir);
+  try {
+    // gitattributes of the target tree: line endings and filters for each written file (convert.ts).
+    const attrFiles = attributePaths([...plan.to].map(([p, v]) => [p, parse(v).mode, parse(v).oid] as [string, number, string]));
+    for (const [p, o] of attrFiles) attrFiles.set(p, (await readBlob(store, gitdir, o)).toString("utf8"));
+    const conv = Conversion.forTree(dir, gitdir, attrFiles);
+    for (const p of writes) {
+      if (outside.has(p)) {
+        removeEntry(dir, p); // was in the work tree; local changes were ruled out above
+        removeEmptyParents(dir, p);
+        continue;
+      }
+      const { mode, oid } = parse(plan.to.get(p) as string);
+      if (mode === GITLINK) {
+        makeParents(dir, `${p}/x`); // the empty directory where the submodule would go
+        continue;
+      }
+      if (resuming && sameVersion(onDisk(dir, p), plan.to.get(p), filemode)) continue; // written before the interruption
+      let blob: Buffer;
+      try {
+        blob = await readBlob(store, gitdir, oid);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        throw missingObject(`the file '${p}' of commit ${plan.toOid.slice(0, 12)}`, readConfigValueSync(dir, "remote", "origin", "url"));
+      }
+      // A directory where the file goes (it held only removed files): gone by now, or the rename fails.
+      writeEntry(dir, p, tempNameOf(p), mode, mode === 0o120000 ? blob : conv.smudge(p, blob)); // gitattributes conversion
+    }
+  } finally {
+    store.close();
+  }
+  // The index: untouched entries keep their stat data; changed ones get fresh stats.
+  for (const p of removals) plan.index.delete(p);
+  for (const p of writes) {
+    const { mode, oid } = parse(plan.to.get(p) as string);
+    if (outside.has(p)) {
+      plan.index.set(p, { ...entryFor(p, mode, oid, null), flags: SKIP_WORKTREE });
+      continue;
+    }
+    let st: fs.Stats | null = null;
+    if (mode !== GITLINK) st = fs.lstatSync(join(dir, p));
+    plan.index.set(p, entryFor(p, mode, oid, st));
+  }
+  // When the index is now exactly the target commit, say so (cache-tree): later dirty checks skip reading its trees.
+  const exact = plan.index.size === plan.to.size && [...plan.index.values()].every((e) => plan.to.get(e.path) === `${e.mode} ${e.oid}`);
+  const cacheTree = exact ? withStore(gitdir, (s) => cacheTreeOf(s, plan.toOid)) : null;
+  const indexPath = join(gitdir, "index");
+  const tmp = `${indexPath}.grex-tmp`;
+  fs.writeFileSync(tmp, serializeIndex([...plan.index.values()], cacheTree ?? undefined, indexVersionOf(indexPath)));
+  fs.renameSync(tmp, indexPath);
+}
+
+/**
+ * Move the work tree and index of `dir` from commit `from` (HEAD) to `to`,
+ * journaled; refs are the caller's (then `clearJournal`). Returns false, having
+ * touched nothing, when the index is one we do not handle (the caller falls
+ * back to a full checkout).
+ */
+export async function checkoutDiff(dir: string, gitdir: string, from: string, to: string, branch: string | null, verified?: Map<string, string>): Promise<boolean> {
+  const plan = await makePlan(dir, gitdir, from, to, verified);
+  if (!plan) return false;
+  const link = linkOnTheWay(plan);
+  if (link) throw beyondLink(dir, link.path, link.link);
+  const bad = conflicts(plan, false);
+  if (bad.length > 0) {
+    throw packOpError(
+      `moving ${dir} to ${to.slice(0, 7)} would overwrite local changes (${bad.slice(0, 3).join(", ")}); commit or stash them, then sync again.`,
+      { dir },
+    );
+  }
+  writeJournal(gitdir, { from, to, branch });
+  await apply(plan, readConfigValueSync(dir, "core", null, "filemode") !== "false", false);
+  return true;
+}
+
+/**
+ * Finish a move an interrupted process left journaled: files, index, refs,
+ * then the journal goes. A path that shows neither version was edited by
+ * someone since: nothing is overwritten, and the error says which.
+ */
+export async function resumeCheckout(dir: string, gitdir: string, j: CheckoutJournal): Promise<void> {
+  let plan: Plan | null;
+  try {
+    plan = await makePlan(dir, gitdir, j.from, j.to);
+  } catch (err) {
+    if (!(err instanceof UnsafeTreeError)) throw err;
+    // A move toward a tree grex now refuses (journaled by an older version): back to HEAD's tree, then the refusal.
+    await rollBack(dir, gitdir, j);
+    throw err;
+  }
+  if (!plan) throw packOpError(`${dir} has an interrupted update whose index cannot be read; check it with git status.`, { dir });
+  for (const p of plan.changed) if (parentsOf(dir, p).ok) fs.rmSync(join(dir, tempNameOf(p)), { recursive: true, force: true });
+  const link = linkOnTheWay(plan);
+  if (link) throw beyondLink(dir, link.path, link.link);
+  const bad = conflicts(plan, true);
+  if (bad.length > 0) {
+    throw packOpError(
+      `${dir} has an interrupted update, and ${bad.slice(0, 3).join(", ")} changed since; commit or stash those changes, then sync again.`,
+      { dir },
+    );
+  }
+  await apply(plan, readConfigValueSync(dir, "core", null, "filemode") !== "false", true);
+  if (j.branch !== null) {
+    writeRefSync(gitdir, `refs/heads/${j.branch}`, j.to);
+    writeRefSync(gitdir, "HEAD", `ref: refs/heads/${j.branch}`);
+  } else writeRefSync(gitdir, "HEAD", j.to);
+  clearJournal(gitdir);
+}
+
+/** Undo a journaled move: every path it changed shows HEAD's (`from`) version again; refs never moved. */
+async function rollBack(dir: string, gitdir: string, j: CheckoutJournal): Promise<void> {
+  const plan = await makePlan(dir, gitdir, j.to, j.from);
+  if (!plan) throw packOpError(`${dir} has an interrupted update whose index cannot be read; check it with git status.`, { dir });
+  for (const p of plan.changed) if (parentsOf(dir, p).ok) fs.rmSync(join(dir, tempNameOf(p)), { recursive: true, force: true });
+  const bad = conflicts(plan, true);
+  if (bad.length > 0) {
+    throw packOpError(`${dir} has an interrupted update, and ${bad.slice(0, 3).join(", ")} changed since; commit or stash those changes, then sync again.`, { dir });
+  }
+  await apply(plan, readConfigValueSync(dir, "core", null, "filemode") !== "false", true);
+  clearJournal(gitdir);
+}

@@ -1,0 +1,130 @@
+// The checkout's rule for the real file system: a path is written, renamed or
+// deleted only when every leading component of it, as it is on disk at that
+// moment, is a real directory inside the work tree — never a symbolic link
+// (git's "beyond a symbolic link"), never a file. The tree was checked before
+// (tree-read.ts verifiedFlatTree); this guards against what the disk holds:
+// a link the previous commit left, one a case-insensitive file system merges
+// with another name, one a user made.
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { packOpError } from "../../base/errors.ts";
+
+/** What the leading components of `rel` are on disk: all real directories, one missing, or one a link/file. */
+export type Parents = { ok: true } | { ok: false; missing: string } | { ok: false; link: string } | { ok: false; notDir: string };
+
+export function parentsOf(root: string, rel: string): Parents {
+  for (let i = rel.indexOf("/"); i !== -1; i = rel.indexOf("/", i + 1)) {
+    const prefix = rel.slice(0, i);
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(join(root, prefix));
+    } catch {
+      return { ok: false, missing: prefix };
+    }
+    if (st.isSymbolicLink()) return { ok: false, link: prefix };
+    if (!st.isDirectory()) return { ok: false, notDir: prefix };
+  }
+  return { ok: true };
+}
+
+/** The first leading component of `rel` that is a symbolic link on disk, or null. */
+export function linkedParent(root: string, rel: string): string | null {
+  const p = parentsOf(root, rel);
+  return "link" in p ? p.link : null;
+}
+
+export const beyondLink = (root: string, rel: string, link: string) =>
+  packOpError(`refusing to write ${JSON.stringify(rel)} in ${root}: ${JSON.stringify(link)} is a symbolic link, and grex never writes through one in a checkout; remove the link, then sync again.`, {
+    dir: root,
+    path: rel,
+  });
+
+/**
+ * Make the leading directories of `rel`, one at a time (mkdir never follows a
+ * link it creates over); throws if one is a link or a file.
+ */
+export function makeParents(root: string, rel: string): void {
+  for (let i = rel.indexOf("/"); i !== -1; i = rel.indexOf("/", i + 1)) {
+    const prefix = rel.slice(0, i);
+    const abs = join(root, prefix);
+    let st: fs.Stats | null = null;
+    try {
+      st = fs.lstatSync(abs);
+    } catch {
+      fs.mkdirSync(abs);
+      continue;
+    }
+    if (st.isSymbolicLink()) throw beyondLink(root, rel, prefix);
+    if (!st.isDirectory()) throw packOpError(`cannot write ${JSON.stringify(rel)} in ${root}: ${JSON.stringify(prefix)} is a file where the commit has a directory; move it away, then sync again.`, { dir: root, path: rel });
+  }
+}
+
+/** Write a file or link at `rel` through a fresh temp name (created exclusively: never through a link) renamed into place. */
+export function writeEntry(root: string, rel: string, tmpRel: string, mode: number, data: Uint8Array): void {
+  makeParents(root, rel);
+  const tmp = join(root, tmpRel);
+  fs.rmSync(tmp, { force: true }); // a leftover of an interrupted run: unlink never follows a link
+  if (mode === 0o120000) fs.symlinkSync(Buffer.from(data).toString("utf8"), tmp);
+  else {
+    const fd = fs.openSync(tmp, "wx", mode === 0o100755 ? 0o755 : 0o644);
+    try {
+      fs.writeSync(fd, data);
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+  // Checked again right before the rename: nothing may have put a link on the way meanwhile.
+  const link = linkedParent(root, rel);
+  if (link !== null) {
+    fs.rmSync(tmp, { force: true });
+    throw beyondLink(root, rel, link);
+  }
+  try {
+    clearEmptyDir(root, rel);
+    fs.renameSync(tmp, join(root, rel));
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    throw err;
+  }
+}
+
+/**
+ * A real directory where a file goes, holding nothing but empty directories
+ * (git does not track those; the tracked files in it were removed first):
+ * removed, deepest first. Anything else in it makes rmdir fail loudly.
+ */
+function clearEmptyDir(root: string, rel: string): void {
+  const abs = join(root, rel);
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(abs);
+  } catch {
+    return;
+  }
+  if (!st.isDirectory()) return;
+  const walk = (p: string) => {
+    for (const d of fs.readdirSync(p, { withFileTypes: true })) if (d.isDirectory()) walk(join(p, d.name));
+    fs.rmdirSync(p);
+  };
+  walk(abs);
+}
+
+/** Delete the file or link at `rel`, only when it is inside the work tree (a path beyond a link is not ours: left alone). */
+export function removeEntry(root: string, rel: string): void {
+  if (!parentsOf(root, rel).ok) return;
+  fs.rmSync(join(root, rel), { force: true });
+}
+
+/** rmdir the now-empty directories above `rel`, deepest first, never beyond a link. */
+export function removeEmptyParents(root: string, rel: string): void {
+  for (let i = rel.lastIndexOf("/"); i > 0; i = rel.lastIndexOf("/", i - 1)) {
+    const d = rel.slice(0, i);
+    if (!parentsOf(root, `${d}/x`).ok) return;
+    try {
+      if (!fs.lstatSync(join(root, d)).isDirectory()) return;
+      fs.rmdirSync(join(root, d));
+    } catch {
+      return;
+    }
+  }
+}

@@ -1,0 +1,487 @@
+// Work-tree fast paths that isomorphic-git's generic walker makes slow:
+//  - checkoutFresh: write a commit's files into an empty work tree and the
+//    matching index in one pass (every clone does this);
+//  - isDirtyFast: "is anything uncommitted?" from the index stats, one
+//    readdir per tracked directory and HEAD's trees, hashing a file only when
+//    its stat changed, untracked files judged by git's ignore rules
+//    (ignore-rules.ts). It reads every index form git writes (index-file.ts)
+//    and answers null only when it cannot (a damaged index, unborn HEAD);
+//    the caller then asks isomorphic-git's statusMatrix instead.
+//    For reports it may use the status cache (status-cache.ts): a stat
+//    instead of a readdir for a directory known to hold only tracked
+//    entries, and HEAD's tree without opening the object store.
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { packOpError } from "../../base/errors.ts";
+import { isNotFound, missingObject } from "../transport/git-errors.ts";
+import { readGitdirConfigValue } from "../refs/config.ts";
+import { ASSUME_VALID, INTENT_TO_ADD, type IndexEntry, type IndexRead, readIndexForStatus, SKIP_WORKTREE, serializeIndex, sharedIndexIn, statTimes } from "../objects/index-file.ts";
+import { IgnoreRules } from "./ignore-rules.ts";
+import { type Git, loadGit } from "../objects/iso.ts";
+import { ObjectStore } from "../objects/object-store.ts";
+import { cacheTreeOf, flatTree } from "../objects/tree-read.ts";
+import { Conversion, attributePaths, hashWorktreeFile } from "./convert.ts";
+import { submoduleState } from "./submodule-status.ts";
+import { journaledPathsFor, onDisk, readJournal, sameVersion, tempNameOf } from "./checkout-journal.ts";
+import { gitdirOf, resolveRefSync } from "../refs/refs.ts";
+import { type DirStamp, type FileStamp, fileStampOf, indexKey, readStatusCache, sameFileStamp, sameStamp, settled, stampOf, writeStatusCache } from "./status-cache.ts";
+
+const GITLINK = 0o160000;
+const SYMLINK = 0o120000;
+const NO_FOLLOW_WRITE = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | (fs.constants.O_NOFOLLOW ?? 0);
+
+/** A tree entry name that could escape the work tree or touch .git is refused, as git does. */
+export function checkName(name: string, where: string): void {
+  if (name === "" || name === "." || name === ".." || name.includes("/") || name.includes("\0") || name.toLowerCase() === ".git") {
+    throw packOpError(`the repository contains an unsafe path ${JSON.stringify(where + name)}; refusing to check it out.`);
+  }
+}
+
+export function entryFor(path: string, mode: number, oid: string, st: fs.Stats | null): IndexEntry {
+  const [cs, cn] = st ? statTimes(st.ctimeMs) : [0, 0];
+  const [ms, mn] = st ? statTimes(st.mtimeMs) : [0, 0];
+  return {
+    path,
+    mode,
+    oid,
+    size: st?.size ?? 0,
+    ctimeSeconds: cs,
+    ctimeNanoseconds: cn,
+    mtimeSeconds: ms,
+    mtimeNanoseconds: mn,
+    dev: st?.dev ?? 0,
+    ino: st?.ino ?? 0,
+    uid: st?.uid ?? 0,
+    gid: st?.gid ?? 0,
+    stage: 0,
+  };
+}
+
+/** Check out commit `oid` into `dir`, whose work tree must be empty and which must have no index yet. */
+export async function checkoutFresh(dir: string, gitdir: string, oid: string): Promise<void> {
+  // Objects come from the native reader; isomorphic-git only for what it cannot read.
+  const store = new ObjectStore(gitdir);
+  const cache = {};
+  let iso: Git | null = null;
+  const git = async () => (iso ??= await loadGit());
+  // An object the commit needs and the repository lacks is named by its role (git-errors.ts).
+  const origin = () => readGitdirConfigValue(gitdir, "remote", "origin", "url");
+  const orMissing = async <T>(role: () => string, read: () => Promise<T>): Promise<T> => {
+    try {
+      return await read();
+    } catch (err) {
+      throw isNotFound(err) ? missingObject(role(), origin()) : err;
+    }
+  };
+  const short = oid.slice(0, 12);
+  const treeOf = async (treeOid: string, where: string): Promise<Array<{ path: string; mode: string; oid: string; type: string }>> => {
+    const native = store.readTree(treeOid);
+    if (native) {
+      return native.map((e) => ({ path: e.name, mode: e.mode, oid: e.oid, type: e.mode === "040000" ? "tree" : e.mode === "160000" ? "commit" : "blob" }));
+    }
+    const role = () => (where === "" ? `the tree of commit ${short}` : `the tree of directory '${where.slice(0, -1)}' in commit ${short}`);
+    return (await orMissing(role, async () => (await git()).readTree({ fs, gitdir, oid: treeOid, cache }))).tree;
+  };
+  const blobOf = async (blobOid: string, rel: string): Promise<Uint8Array> => {
+    const o = store.read(blobOid);
+    if (o?.type === "blob") return o.data;
+    return (await orMissing(() => `the file '${rel}' of commit ${short}`, async () => (await git()).readBlob({ fs, gitdir, oid: blobOid, cache }))).blob;
+  };
+  const rootTree = store.readCommit(oid)?.tree ?? (await orMissing(() => `commit ${short}`, async () => (await git()).readCommit({ fs, gitdir, oid, cache }))).commit.tree;
+  const entries: IndexEntry[] = [];
+  // First the directories and the list of files, from the trees.
+  const files: Array<{ rel: string; mode: string; oid: string }> = [];
+  const walk = async (treeOid: string, prefix: string): Promise<void> => {
+    for (const e of await treeOf(treeOid, prefix)) {
+      checkName(e.path, prefix);
+      const rel = prefix + e.path;
+      if (e.type === "tree") {
+        fs.mkdirSync(join(dir, rel));
+        await walk(e.oid, `${rel}/`);
+      } else if (e.type === "commit") {
+        fs.mkdirSync(join(dir, rel)); // an empty directory where the submodule would go, as git leaves it
+        entries.push(entryFor(rel, GITLINK, e.oid, null));
+      } else files.push({ rel, mode: e.mode, oid: e.oid });
+    }
+  };
+  await walk(rootTree, "");
+  // gitattributes: line endings and filters, from this tree's .gitattributes (convert.ts).
+  const attrFiles = attributePaths(files.map((f) => [f.rel, Number.parseInt(f.mode, 8), f.oid] as [string, number, string]));
+  for (const [p, o] of attrFiles) attrFiles.set(p, Buffer.from(await blobOf(o, p)).toString("utf8"));
+  const conv = Conversion.forTree(dir, gitdir, attrFiles);
+  // Then the files, many at a time: each read and write waits on I/O, and
+  // one-by-one the waits add up to several times the work.
+  const writeOne = async (f: { rel: string; mode: string; oid: string }) => {
+    const blob = await blobOf(f.oid, f.rel);
+    const abs = join(dir, f.rel);
+    if (f.mode === "120000") await fs.promises.symlink(Buffer.from(blob).toString("utf8"), abs);
+    // Never through a link: two names one on a case-insensitive file system must not write elsewhere.
+    else await fs.promises.writeFile(abs, conv.smudge(f.rel, blob), { mode: f.mode === "100755" ? 0o755 : 0o644, flag: NO_FOLLOW_WRITE }); // gitattributes conversion
+    const st = await fs.promises.lstat(abs);
+    entries.push(entryFor(f.rel, Number.parseInt(f.mode, 8), f.oid, st));
+  };
+  for (let i = 0; i < files.length; i += 128) {
+    // allSettled: on failure, no write may still be running when the caller removes the directory.
+    const results = await Promise.allSettled(files.slice(i, i + 128).map(writeOne));
+    const failed = results.find((r) => r.status === "rejected");
+    if (failed) throw failed.reason;
+    // Each batch's blobs (and the deltas they were rebuilt from) are garbage now: collecting keeps a large checkout's peak near what is live.
+    if (i % 512 === 384) Bun.gc(true);
+  }
+  // Files written in the same clock tick as the index stay "racy" (re-hashed by
+  // every status check, as git does) until the index is next rewritten.
+  fs.writeFileSync(join(gitdir, "index"), serializeIndex(entries, cacheTreeOf(store, oid) ?? undefined));
+  store.close();
+}
+
+function sameTime(s1: number, n1: number, ms: number): boolean {
+  // statTimes(ms) inline: this runs for every tracked file of every status.
+  const s2 = Math.floor(ms / 1000);
+  // git records true nanoseconds, isomorphic-git whole microseconds of a float: allow for both.
+  return s1 === s2 && Math.abs(n1 - Math.floor((ms - s2 * 1000) * 1000000)) < 1000;
+}
+
+/**
+ * Files hashed before (status-cache.ts): `known` is what the cache holds,
+ * `proven` collects this check's files shown to hold their entry's content
+ * (for the next cache), `now` decides which are settled enough to remember.
+ */
+export interface HashProofs {
+  known: Record<string, FileStamp>;
+  proven: Map<string, FileStamp>;
+  now: number;
+}
+
+/**
+ * Does the work tree file differ from its index entry? `filemode` may be asked
+ * lazily: only a mode change needs it. With `proofs`, a file whose stat data
+ * no longer vouches for it is hashed only if the cache has not seen it, with
+ * this very stat data, hold the entry's content.
+ */
+export function fileChanged(dir: string, e: IndexEntry, filemode: boolean | (() => boolean), racyAfterMs: number, proofs?: HashProofs): boolean {
+  const abs = `${dir}/${e.path}`;
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(abs); // without options: measurably cheaper per call on this hot path
+  } catch {
+    return true; // deleted, or a parent is no longer a directory
+  }
+  // The type bits straight from st.mode: cheaper than isSymbolicLink()/isFile() on this hot path.
+  const stMode = st.mode;
+  const type = stMode & 0o170000;
+  let mode: number;
+  if (type === SYMLINK) mode = SYMLINK;
+  else if (type === 0o100000) mode = stMode & 0o111 ? 0o100755 : 0o100644;
+  else return true; // replaced by a directory or something else
+  const want = e.mode;
+  if (mode !== want && (mode === SYMLINK || want === SYMLINK || (typeof filemode === "boolean" ? filemode : filemode()))) return true;
+  const mtimeSeconds = e.mtimeSeconds;
+  const mtimeNanoseconds = e.mtimeNanoseconds;
+  // An entry not older than the index itself may hide a same-size edit made in the same tick.
+  const racy = mtimeSeconds * 1000 + mtimeNanoseconds / 1e6 >= racyAfterMs;
+  const statSame =
+    !racy &&
+    st.size % 2 ** 32 === e.size &&
+    st.ino % 2 ** 32 === e.ino &&
+    sameTime(mtimeSeconds, mtimeNanoseconds, st.mtimeMs) &&
+    sameTime(e.ctimeSeconds, e.ctimeNanoseconds, st.ctimeMs);
+  if (statSame) return false;
+  // Another size than checkout wrote is a change without hashing, as in git (ie_modified): with
+  // line-ending conversion, content that cleans to the same blob still reads as modified there.
+  if (e.size !== 0 && st.size % 2 ** 32 !== e.size) return true;
+  // The hash git computes: after the clean conversion the file's attributes ask for (convert.ts).
+  const hashed = () => hashWorktreeFile(dir, gitdirOf(dir) ?? `${dir}/.git`, e.path, abs, st, e.oid);
+  if (!proofs) return hashed() !== e.oid;
+  const stamp = fileStampOf(st);
+  if (!(Object.hasOwn(proofs.known, e.path) && sameFileStamp(proofs.known[e.path], stamp))) {
+    if (hashed() !== e.oid) return true;
+    if (!settled(st, proofs.now)) return false; // an edit in the same tick could still keep this stat data
+  }
+  proofs.proven.set(e.path, stamp);
+  return false;
+}
+
+function isRepository(path: string): boolean {
+  const gd = gitdirOf(path);
+  return gd !== null && ["HEAD", "objects", "refs"].every((n) => fs.existsSync(join(gd, n)));
+}
+
+/** The index file's bytes and mtime, read through one descriptor so both describe the same file; null if absent. */
+function readIndexFile(gitdir: string): { buf: Buffer; mtimeMs: number } | null {
+  let fd: number;
+  try {
+    fd = fs.openSync(join(gitdir, "index"), "r");
+  } catch {
+    return null;
+  }
+  try {
+    return { mtimeMs: fs.fstatSync(fd).mtimeMs, buf: fs.readFileSync(fd) };
+  } catch {
+    return null;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+const parentOf = (rel: string): string => rel.slice(0, Math.max(0, rel.lastIndexOf("/")));
+
+/** Every directory holding a tracked path, as parent → its tracked subdirectories ("" is the root). */
+function trackedDirTree(entries: IndexEntry[]): Map<string, string[]> {
+  const tree = new Map<string, string[]>([["", []]]);
+  let last = "";
+  for (const e of entries) {
+    const d = parentOf(e.path);
+    if (d === last) continue; // entries are sorted: a directory's files come together
+    last = d;
+    const missing: string[] = [];
+    for (let c = d; c !== "" && !tree.has(c); c = parentOf(c)) missing.push(c);
+    for (const c of missing.reverse()) {
+      tree.set(c, []);
+      (tree.get(parentOf(c)) as string[]).push(c);
+    }
+  }
+  return tree;
+}
+
+interface Listing {
+  untracked: Array<{ rel: string; isDir: boolean }>;
+  /** The directories that held only tracked entries and are old enough to be remembered (status-cache.ts). */
+  stamps: Map<string, DirStamp>;
+  /** How many directories hold a tracked path. */
+  dirCount: number;
+}
+
+/**
+ * Entries the index does not know, in every directory holding a tracked path
+ * (and reached through directories): a directory is listed unless `known`
+ * holds its current stamp, meaning it held only tracked entries when last
+ * listed and has gained or lost none since.
+ */
+function listUntracked(dir: string, entries: IndexEntry[], known: Record<string, DirStamp>, moveOwns: ((rel: string) => boolean) | null): Listing {
+  const dirTree = trackedDirTree(entries);
+  let tracked: Set<string> | null = null;
+  const out: Listing = { untracked: [], stamps: new Map(), dirCount: dirTree.size };
+  const now = Date.now();
+  const scan = (rel: string) => {
+    const abs = rel ? `${dir}/${rel}` : dir;
+    let st: fs.Stats;
+    try {
+      st = rel ? fs.lstatSync(abs) : fs.statSync(abs);
+    } catch (err) {
+      if (!rel) throw err; // the work tree itself is gone: not a question of untracked files
+      return; // gone since its parent was listed (its files already counted as changed)
+    }
+    if (!st.isDirectory()) return;
+    const stamp = stampOf(st);
+    const subdirs = dirTree.get(rel) as string[];
+    if (Object.hasOwn(known, rel) && sameStamp(known[rel], stamp)) {
+      out.stamps.set(rel, stamp);
+      for (const d of subdirs) scan(d);
+      return;
+    }
+    tracked ??= new Set(entries.map((e) => e.path));
+    const before = out.untracked.length;
+    const into: string[] = [];
+    for (const d of fs.readdirSync(abs, { withFileTypes: true })) {
+      if (d.name === ".git") continue;
+      const p = rel ? `${rel}/${d.name}` : d.name;
+      if (tracked.has(p) || (!d.isDirectory() && moveOwns?.(p))) continue;
+      if (d.isDirectory() && dirTree.has(p)) into.push(p);
+      else out.untracked.push({ rel: p, isDir: d.isDirectory() });
+    }
+    if (out.untracked.length === before && settled(st, now)) out.stamps.set(rel, stamp);
+    for (const d of into) scan(d);
+  };
+  scan("");
+  return out;
+}
+
+/** Every remembered directory is still a directory with the same stamp. */
+function unchangedDirs(dir: string, known: Record<string, DirStamp>): boolean {
+  for (const rel of Object.keys(known)) {
+    let st: fs.Stats;
+    try {
+      st = rel ? fs.lstatSync(`${dir}/${rel}`) : fs.statSync(dir);
+    } catch {
+      return false;
+    }
+    if (!st.isDirectory() || !sameStamp(known[rel], stampOf(st))) return false;
+  }
+  return true;
+}
+
+/** The cache's record (`a`) holds exactly this check's stamps (`b`). */
+function sameStamps<S>(a: Record<string, S>, b: Map<string, S>, same: (x: unknown, y: S) => boolean): boolean {
+  if (Object.keys(a).length !== b.size) return false;
+  for (const [k, v] of b) if (!Object.hasOwn(a, k) || !same(a[k], v)) return false;
+  return true;
+}
+
+export interface DirtyCheckOptions {
+  /**
+   * The status cache file to read and update (status-cache.ts); with it the
+   * index checksum is not verified either. For reports: checks that guard
+   * work from being overwritten or deleted leave it out and prove everything.
+   */
+  statusCache?: string;
+  /** HEAD's commit, when the caller has just read it (saves reading it again). */
+  head?: string;
+  /** The git dir, when the caller has just resolved it (saves looking again). */
+  gitdir?: string;
+}
+
+const DIRECTORY = 0o040000;
+
+/**
+ * A sparse index names whole directories outside the sparse cone (one entry,
+ * the directory's tree, skip-worktree); the checks below want files, so those
+ * entries are replaced by the files of their trees, as git expands the index
+ * when it must. null when a tree cannot be read.
+ */
+function expandSparse(index: IndexRead, gitdir: string): IndexEntry[] | null {
+  if (!index.sparseDirs) return index.entries;
+  const store = new ObjectStore(gitdir);
+  try {
+    const out: IndexEntry[] = [];
+    const walk = (oid: string, prefix: string): boolean => {
+      const tree = store.readTree(oid);
+      if (!tree) return false;
+      for (const t of tree) {
+        const rel = prefix + t.name;
+        if (t.mode === "040000") {
+          if (!walk(t.oid, `${rel}/`)) return false;
+        } else out.push({ ...entryFor(rel, Number.parseInt(t.mode, 8), t.oid, null), flags: SKIP_WORKTREE });
+      }
+      return true;
+    };
+    for (const e of index.entries) {
+      if (e.mode !== DIRECTORY) out.push(e);
+      else if (!walk(e.oid, e.path.endsWith("/") ? e.path : `${e.path}/`)) return null;
+    }
+    // Tree order puts "a/" where "a" would sort; the index sorts by the full path.
+    return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.stage - b.stage));
+  } finally {
+    store.close();
+  }
+}
+
+/** true = dirty, false = clean, null = could not tell (use statusMatrix). */
+export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckOptions = {}): Promise<boolean | null> {
+  const file = readIndexFile(gitdir);
+  if (!file) return null;
+  const shared = sharedIndexIn(gitdir);
+  // Entries are only read here: built lazily either way; the checksum is verified unless this is a report.
+  const index = readIndexForStatus(file.buf, shared, !opts.statusCache);
+  const head = opts.head ?? resolveRefSync(gitdir, "HEAD");
+  if (!index || !head) return null;
+  const entries = expandSparse(index, gitdir);
+  if (!entries) return null;
+  // An unresolved merge conflict, or a `git add -N` entry (git status lists it as added): changes either way.
+  if (entries.some((e) => e.stage !== 0 || (e.flags && e.flags & INTENT_TO_ADD))) return true;
+
+  let filemodeValue: boolean | undefined;
+  const filemode = () => (filemodeValue ??= readGitdirConfigValue(gitdir, "core", null, "filemode") !== "false");
+  // An interrupted update (checkout-diff.ts): its paths may show either version, and its temp files are its own.
+  // readJournal first: the usual answer (none) costs one existsSync and no await.
+  const journal = readJournal(gitdir) === null ? null : await journaledPathsFor(gitdir);
+  const temps = new Set(journal ? [...journal.keys()].map(tempNameOf) : []);
+  const moveOwns = (rel: string) =>
+    temps.has(rel) || (journal?.get(rel)?.some((v) => sameVersion(onDisk(dir, rel), v, filemode())) ?? false);
+  // Mid-move the cache is neither read nor written: the move's own files make every answer provisional.
+  const cacheFile = journal ? undefined : opts.statusCache;
+  const key = cacheFile ? indexKey(file.buf) : null;
+  const cache = cacheFile && key ? readStatusCache(cacheFile) : null;
+
+  // 1. Tracked files against their index entries (hashes the cache already proved are not repeated).
+  const proofs: HashProofs | undefined = cacheFile && key ? { known: cache?.index === key ? cache.hashed : {}, proven: new Map(), now: Date.now() } : undefined;
+  const populated: string[] = []; // initialised submodules at the recorded commit: their own work is looked at below
+  for (const e of entries) {
+    if (e.mode === GITLINK) {
+      // An initialised submodule at another commit than recorded is a change, as git status shows it.
+      const state = submoduleState(dir, e.path, e.oid);
+      if (state === "moved") return true;
+      if (state === "same") populated.push(e.path);
+      continue;
+    }
+    // Sparse checkout's skip-worktree and assume-unchanged entries: git does not look at the file, nor do we.
+    if (e.flags && e.flags & (SKIP_WORKTREE | ASSUME_VALID)) continue;
+    if (journal?.has(e.path)) {
+      if (!moveOwns(e.path)) return true;
+    } else if (fileChanged(dir, e, filemode, file.mtimeMs, proofs)) return true;
+  }
+
+  // A submodule with changes of its own is modified content for git status (` m path`).
+  for (const rel of populated) {
+    const sub = join(dir, rel);
+    const subGitdir = gitdirOf(sub);
+    if (subGitdir && (await isDirtyFast(sub, subGitdir)) === true) return true;
+  }
+
+  // 2. Files the index does not know: collected now, judged against .gitignore below.
+  // A directory is listed unless the cache shows it unchanged since it held only tracked entries.
+  const known = cache?.index === key ? cache.dirs : {};
+  // null: every directory with a tracked path is remembered and as it was, so nothing new is anywhere.
+  const listed = cache?.complete && cache.index === key && unchangedDirs(dir, known) ? null : listUntracked(dir, entries, known, journal ? moveOwns : null);
+  const untracked = listed?.untracked ?? [];
+
+  // 3. The index against HEAD's commit: staged changes. A valid cache-tree
+  // names the tree the index amounts to: one commit read instead of every tree.
+  let store: ObjectStore | null = null;
+  let headTree: string | null = null;
+  let tree: Map<string, string> | null = null; // null: the cache-tree already showed the index is HEAD's tree
+  try {
+    if (!journal && index.rootTree) {
+      headTree = cache?.commit === head ? cache.tree : (store ??= new ObjectStore(gitdir)).readCommit(head)?.tree ?? null;
+    }
+    if (headTree !== null) {
+      if (headTree !== index.rootTree) return true;
+    } else tree = await flatTree(gitdir, head, (store ??= new ObjectStore(gitdir)));
+  } finally {
+    store?.close();
+  }
+  if (journal && tree) {
+    // Mid-move, the index may hold either version of the move's paths; every other path must match HEAD.
+    for (const e of entries) if (!journal.has(e.path) && tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
+    const indexed = new Set(entries.map((e) => e.path));
+    for (const p of tree.keys()) if (!journal.has(p) && !indexed.has(p)) return true;
+  } else if (tree) {
+    if (tree.size !== entries.length) return true;
+    for (const e of entries) if (tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
+  }
+  if (cacheFile && key) {
+    // Rewritten only when it would say something new.
+    const commit = headTree === null ? null : head;
+    const complete = listed ? listed.stamps.size === listed.dirCount : true;
+    const proven = (proofs as HashProofs).proven;
+    const same =
+      cache?.index === key &&
+      cache.commit === commit &&
+      cache.tree === headTree &&
+      cache.complete === complete &&
+      (!listed || sameStamps(cache.dirs, listed.stamps, sameStamp)) &&
+      sameStamps(cache.hashed, proven, sameFileStamp);
+    if (!same) {
+      const dirs = listed ? Object.fromEntries(listed.stamps) : known;
+      writeStatusCache(cacheFile, { index: key, commit, tree: headTree, dirs, complete, hashed: Object.fromEntries(proven) });
+    }
+  }
+
+  // 4. Untracked files count unless ignored; a directory is looked into only if it is not ignored itself.
+  if (untracked.length === 0) return false;
+  const rules = new IgnoreRules(dir, gitdir);
+  const pending = [...untracked];
+  while (pending.length > 0) {
+    const c = pending.pop() as { rel: string; isDir: boolean };
+    if (!c.isDir) {
+      if (!(journal && moveOwns(c.rel)) && !rules.isIgnored(c.rel, false)) return true;
+      continue;
+    }
+    if (rules.isIgnored(c.rel, true)) continue;
+    if (isRepository(join(dir, c.rel))) return true; // an untracked repository inside: git lists it
+    for (const d of fs.readdirSync(join(dir, c.rel), { withFileTypes: true })) {
+      if (d.name === ".git") continue;
+      pending.push({ rel: `${c.rel}/${d.name}`, isDir: d.isDirectory() });
+    }
+  }
+  return false;
+}

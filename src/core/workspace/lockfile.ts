@@ -1,0 +1,251 @@
+// grex.lock.jsonl, the resolved state (SPEC §2.2): one object per line, last
+// line wins per id. Appended after each pack sync, rewritten compactly
+// (temp + rename) at the end of a sync; every write is under the manifest lock.
+import { readFileSync } from "node:fs";
+import { basename } from "node:path";
+import * as v from "valibot";
+import { fromRustLockEntry } from "./rust-lines.ts";
+import { GrexError, errnoCode, integrityError, usageError } from "../base/errors.ts";
+import { fsError } from "../base/fs-errors.ts";
+import { assertPlainFile } from "../fs/plain-file.ts";
+import { atomicWriteFile } from "../fs/fsutil.ts";
+import { withManifestLock } from "../locks/locks.ts";
+import { firstIssue } from "../base/issues.ts";
+import { appendJsonlLines, type WarnSink } from "./jsonl.ts";
+import { TS_RE } from "./manifest.ts";
+import { PACK_PATH_RE } from "../base/naming.ts";
+import type { Workspace } from "../base/workspace.ts";
+
+// The rules of an entry's fields, shared by the schema and the plain-entry check below.
+const SHA_RE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})?$/;
+const ACTIONS_HASH_RE = /^(?:sha256:[0-9a-f]{64})?$/;
+const isTimestampOrEmpty = (s: string) => s === "" || TS_RE.test(s);
+
+const shaSchema = () => v.pipe(v.string(), v.regex(SHA_RE, "must be a commit sha, or empty when not a git repo"));
+
+const buildLockEntrySchema = () => v.object({
+  id: v.pipe(v.string(), v.regex(PACK_PATH_RE, "must be a pack id")),
+  sha: shaSchema(),
+  /** null when detached. */
+  branch: v.nullable(v.string()),
+  /** RFC 3339 UTC, or empty when the pack's setup never ran. */
+  installed_at: v.pipe(v.string(), v.check(isTimestampOrEmpty, "must be an RFC 3339 UTC timestamp or empty")),
+  actions_hash: v.pipe(v.string(), v.regex(ACTIONS_HASH_RE, "must be sha256:<hex> or empty")),
+  type: v.pipe(v.string(), v.minLength(1, "must be a non-empty string")),
+  /** Commit the pack's setup last ran at (`update` reinstalls when HEAD moved past it). */
+  installed_sha: v.optional(shaSchema()),
+  /** Children only: where they come from, so `ls` needs no pack.yaml. */
+  url: v.optional(v.string()),
+  ref: v.optional(v.nullable(v.string())),
+  /** Set when the last install failed or was interrupted (installed_at is then empty); sync retries it. */
+  install_error: v.optional(v.string()),
+});
+
+const OPTIONAL_KEYS = ["installed_sha", "url", "ref", "install_error"] as const;
+const ENTRY_KEYS = new Set<string>(["id", "sha", "branch", "installed_at", "actions_hash", "type", ...OPTIONAL_KEYS]);
+
+/**
+ * The entry as the schema would give it, checked by hand, or null when the
+ * line is anything but plainly valid (the schema then decides and words the
+ * error). Reading grex.lock.jsonl is on the path of `ls` and `status`, and
+ * the schema costs ~25 µs a line in a process this short.
+ */
+export function plainLockEntry(o: Record<string, unknown>): LockEntry | null {
+  const { id, sha, branch, installed_at, actions_hash, type } = o;
+  if (typeof id !== "string" || !PACK_PATH_RE.test(id)) return null;
+  if (typeof sha !== "string" || !SHA_RE.test(sha)) return null;
+  if (branch !== null && typeof branch !== "string") return null;
+  if (typeof installed_at !== "string" || !isTimestampOrEmpty(installed_at)) return null;
+  if (typeof actions_hash !== "string" || !ACTIONS_HASH_RE.test(actions_hash)) return null;
+  if (typeof type !== "string" || type.length === 0) return null;
+  const entry: LockEntry = { id, sha, branch, installed_at, actions_hash, type };
+  for (const key in o) {
+    if (!ENTRY_KEYS.has(key)) return null; // the schema drops unknown keys: let it
+  }
+  const { installed_sha, url, ref, install_error } = o;
+  if (installed_sha !== undefined) {
+    if (typeof installed_sha !== "string" || !SHA_RE.test(installed_sha)) return null;
+    entry.installed_sha = installed_sha;
+  }
+  if (url !== undefined) {
+    if (typeof url !== "string") return null;
+    entry.url = url;
+  }
+  if (ref !== undefined) {
+    if (ref !== null && typeof ref !== "string") return null;
+    entry.ref = ref;
+  }
+  if (install_error !== undefined) {
+    if (typeof install_error !== "string") return null;
+    entry.install_error = install_error;
+  }
+  return entry;
+}
+
+let builtLockEntrySchema: ReturnType<typeof buildLockEntrySchema> | undefined;
+/** The schema of one entry, built on first use: reading an empty lockfile (`ls` on a fresh workspace) never needs it. */
+const lockEntrySchema = (): ReturnType<typeof buildLockEntrySchema> => (builtLockEntrySchema ??= buildLockEntrySchema());
+
+export type LockEntry = v.InferOutput<ReturnType<typeof buildLockEntrySchema>>;
+
+/** One entry through the schema: the reference that plainLockEntry must agree with. */
+export const safeParseLockEntry = (o: unknown) => v.safeParse(lockEntrySchema(), o);
+
+/** Parse lockfile text: last line wins per id (first-seen order kept). Bad lines but a torn tail are integrity errors naming file:line. */
+export function parseLockfile(text: string, file: string): { entries: Map<string, LockEntry>; tornTail: boolean } {
+  const entries = new Map<string, LockEntry>();
+  const name = basename(file);
+  let start = text.charCodeAt(0) === 0xfeff ? 1 : 0;
+  let lineNo = 0;
+  while (start < text.length) {
+    let end = text.indexOf("\n", start);
+    const last = end === -1;
+    if (last) end = text.length;
+    lineNo++;
+    const line = text.slice(start, end);
+    start = end + 1;
+    if (line.trim() === "") continue;
+    let obj: unknown;
+    try {
+      obj = JSON.parse(line);
+    } catch {
+      if (last) return { entries, tornTail: true }; // a crash mid-append
+      throw badLine(name, file, lineNo, "is not valid JSON");
+    }
+    if (typeof obj !== "object" || obj === null || Array.isArray(obj)) throw badLine(name, file, lineNo, "is not a lock entry object");
+    const candidate = fromRustLockEntry(obj as Record<string, unknown>);
+    const plain = plainLockEntry(candidate);
+    if (plain) {
+      entries.set(plain.id, plain);
+      continue;
+    }
+    const parsed = safeParseLockEntry(candidate);
+    if (!parsed.success) {
+      const issue = firstIssue(parsed.issues);
+      const field = issue.field || "entry";
+      const what = issue.missing ? `has no '${field}'` : `has a bad '${field}' (${issue.message})`;
+      throw badLine(name, file, lineNo, what);
+    }
+    entries.set(parsed.output.id, parsed.output);
+  }
+  return { entries, tornTail: false };
+}
+
+function badLine(name: string, file: string, line: number, what: string): GrexError {
+  return integrityError(`${name} line ${line} ${what}; fix or delete that line, then run grex sync.`, { file, line });
+}
+
+/**
+ * The resolved state. A missing file is empty. A torn tail is ignored with a
+ * warning; the next locked append or rewrite truncates it.
+ */
+export function readLockfile(ws: Workspace, opts?: WarnSink): Map<string, LockEntry> {
+  let text: string;
+  assertPlainFile(ws.lockPath);
+  try {
+    text = readFileSync(ws.lockPath, "utf8");
+  } catch (err) {
+    if (errnoCode(err) === "ENOENT") return new Map();
+    throw fsError(err, ws.lockPath) ?? new GrexError("integrity", `Could not read ${ws.lockPath} (${errnoCode(err) ?? String(err)}); check that the file is readable.`);
+  }
+  const { entries, tornTail } = parseLockfile(text, ws.lockPath);
+  if (tornTail) {
+    opts?.warn(`${basename(ws.lockPath)} ends in a partly written line (an interrupted write); ignored it, the next write removes it.`);
+  }
+  return entries;
+}
+
+/** One validated line in canonical key order. */
+function entryLine(entry: LockEntry): string {
+  const parsed = safeParseLockEntry(entry);
+  if (!parsed.success) {
+    const { field: path, message } = firstIssue(parsed.issues);
+    const field = path || "entry";
+    throw usageError(
+      `Cannot record lock entry '${String(entry.id)}' in grex.lock.jsonl: '${field}' ${message}; use a valid value.`,
+      { field },
+    );
+  }
+  return `${JSON.stringify(parsed.output)}\n`;
+}
+
+/** Append entries while already holding the manifest lock: validated first, then one write + fsync each. */
+export function appendLockEntriesLocked(ws: Workspace, entries: Iterable<LockEntry>, opts?: WarnSink): void {
+  const lines = [...entries].map(entryLine);
+  if (lines.length === 0) return;
+  appendJsonlLines(ws.lockPath, lines, true, opts); // a missing lockfile is created
+}
+
+export async function appendLockEntries(
+  ws: Workspace,
+  entries: Iterable<LockEntry>,
+  signal?: AbortSignal,
+  opts?: WarnSink,
+): Promise<void> {
+  const list = [...entries];
+  if (list.length === 0) return;
+  await withManifestLock(ws, signal, () => appendLockEntriesLocked(ws, list, opts));
+}
+
+/**
+ * Compact atomic rewrite (temp + fsync + rename) while already holding the
+ * manifest lock. Skipped when the file already holds exactly these bytes: a
+ * sync that resolved nothing new leaves the committed file untouched (not
+ * even its mtime). Returns whether it wrote.
+ */
+export function writeLockfileLocked(ws: Workspace, entries: Iterable<LockEntry>): boolean {
+  let out = "";
+  for (const e of entries) out += entryLine(e);
+  if (sameContent(ws.lockPath, out)) return false;
+  atomicWriteFile(ws.lockPath, out);
+  return true;
+}
+
+function sameContent(path: string, text: string): boolean {
+  try {
+    return readFileSync(path, "utf8") === text;
+  } catch {
+    return false;
+  }
+}
+
+/** Compact atomic rewrite under the manifest lock: one line per entry, in the order given. */
+export async function writeLockfile(ws: Workspace, entries: Iterable<LockEntry>, signal?: AbortSignal): Promise<boolean> {
+  const list = [...entries]; // snapshot now: the caller may mutate its map while we wait for the lock
+  return withManifestLock(ws, signal, () => writeLockfileLocked(ws, list));
+}
+
+/**
+ * Ids the lockfile records at two or more different commits. grex rewrites
+ * the file with one line per id, so this only happens when a union merge of
+ * two branches kept both branches' line for a pack: which commit is locked is
+ * then a question for the user (`grex doctor` reports it, `sync --locked`
+ * refuses it). Lines that do not parse are left to the reader's errors.
+ */
+export function lockConflicts(ws: Workspace): Map<string, string[]> {
+  let text: string;
+  try {
+    text = readFileSync(ws.lockPath, "utf8");
+  } catch {
+    return new Map();
+  }
+  const shas = new Map<string, Set<string>>();
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    let o: unknown;
+    try {
+      o = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (typeof o !== "object" || o === null) continue;
+    const { id, sha } = fromRustLockEntry(o as Record<string, unknown>);
+    if (typeof id !== "string" || typeof sha !== "string") continue;
+    const set = shas.get(id) ?? new Set<string>();
+    set.add(sha);
+    shas.set(id, set);
+  }
+  const out = new Map<string, string[]>();
+  for (const [id, set] of shas) if (set.size > 1) out.set(id, [...set]);
+  return out;
+}
