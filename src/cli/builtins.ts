@@ -2,6 +2,7 @@
 // and `grex completion`. Returns the exit code, or undefined to go on to a verb.
 import { usageError } from "../core/base/errors.ts";
 import type { CliFlag } from "../verbs/types.ts";
+import type { BuiltinIO } from "./builtin-io.ts";
 
 /** The verb word: the first argument that is neither a flag nor a flag's value. */
 export function verbWord(argv: readonly string[], universal: readonly CliFlag[]): string | undefined {
@@ -37,11 +38,7 @@ export function longFlagName(spec: string): string | undefined {
   return undefined;
 }
 
-export interface BuiltinIO {
-  stdout(text: string): void;
-  cwd: string;
-  env: Record<string, string | undefined>;
-}
+export type { BuiltinIO } from "./builtin-io.ts";
 
 export async function runBuiltin(argv: readonly string[], io: BuiltinIO, universal: readonly CliFlag[]): Promise<number | undefined> {
   const end = argv.indexOf("--");

@@ -6,7 +6,7 @@ import { loadWorkspaceView } from "../core/workspace/packs.ts";
 import { findWorkspace } from "../core/base/workspace.ts";
 import { CLI_VERBS } from "./verbs.ts";
 import type { CliFlag } from "../verbs/types.ts";
-import type { BuiltinIO } from "./builtins.ts";
+import type { BuiltinIO } from "./builtin-io.ts";
 import { BUILTINS, summary } from "./help.ts";
 import { didYouMean } from "./suggest.ts";
 

@@ -12,7 +12,8 @@ import {
   runtimeEvents,
 } from "../../src/core/workspace/journal.ts";
 import { withManifestLock } from "../../src/core/locks/locks.ts";
-import { appendEvents, compactManifest, eventLine, type ManifestEvent, makeEvent, readManifest } from "../../src/core/workspace/manifest.ts";
+import { compactManifest } from "../../src/core/workspace/manifest-compact.ts";
+import { appendEvents, eventLine, type ManifestEvent, makeEvent, readManifest } from "../../src/core/workspace/manifest.ts";
 import { type Workspace, workspaceAt } from "../../src/core/base/workspace.ts";
 import { TmpDirs } from "../helpers/tmp.ts";
 

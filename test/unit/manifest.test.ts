@@ -10,8 +10,6 @@ import {
   appendEvents,
   appendEventsLocked,
   checkEvent,
-  compactManifest,
-  compactText,
   eventLine,
   fold,
   MAX_LINE_BYTES,
@@ -22,6 +20,7 @@ import {
   readManifest,
   readManifestLocked,
 } from "../../src/core/workspace/manifest.ts";
+import { compactManifest, compactText } from "../../src/core/workspace/manifest-compact.ts";
 import { ManifestEventSchema } from "../../src/core/workspace/manifest-schema.ts";
 import { type Workspace, workspaceAt } from "../../src/core/base/workspace.ts";
 import { TmpDirs } from "../helpers/tmp.ts";

@@ -3,7 +3,7 @@
 // that cannot be used are an integrity problem (exit 3), not lock contention
 // (exit 5) and not a raw `EACCES: permission denied, open …`.
 import { basename, sep } from "node:path";
-import { errnoCode, GrexError } from "./errors.ts";
+import { errnoCode, GrexError } from "./grex-error.ts";
 
 /** What a path is to grex, for the sentence; undefined for any other file. */
 function roleOf(path: string): string | undefined {

@@ -2,11 +2,21 @@
 // alone (no objects fetched, nothing on disk touched).
 import { listRemoteRefs, remoteTarget } from "../git/ls-remote.ts";
 import { gitdirOf, resolveRefSync } from "../git/refs/refs.ts";
-import type { TreeNode } from "./tree.ts";
 
 const short = (sha: string | null) => (sha === null ? "nothing" : sha.slice(0, 7));
 
-export async function previewMove(node: TreeNode, signal: AbortSignal): Promise<void> {
+/** What a preview reads from a tree node and fills in (tree.ts's TreeNode has these). */
+export interface PreviewNode {
+  url: string;
+  ref: string | null;
+  dir: string;
+  head: { sha: string } | null;
+  outcome: string;
+  message: string;
+  wouldMoveTo?: string;
+}
+
+export async function previewMove(node: PreviewNode, signal: AbortSignal): Promise<void> {
   const refs = await listRemoteRefs(node.url, signal);
   let target = remoteTarget(refs, node.ref);
   const wanted = node.ref ?? refs.defaultBranch ?? "the remote HEAD";

@@ -16,7 +16,7 @@ import { errnoCode } from "../base/errors.ts";
 import { atomicWriteFile } from "../fs/fsutil.ts";
 import { appendJsonlLines, type WarnSink } from "./jsonl.ts";
 import { OpenBrackets } from "./manifest-fold.ts";
-import { checkEvent, type ManifestEvent, SCHEMA_VERSION } from "./manifest.ts";
+import { checkEvent, type ManifestEvent, SCHEMA_VERSION } from "./manifest-events.ts";
 import type { Workspace } from "../base/workspace.ts";
 
 export const JOURNAL_FILE = "journal.jsonl";

@@ -19,7 +19,7 @@
 // both branches changed the pack and the fold's pick (the last line) is only
 // an accident of the merge. `grex doctor` reports it; `grex update <id> --ref
 // <ref>` (or `grex rm`) writes a line superseding every head, which resolves it.
-import type { ManifestEvent, Prev } from "./manifest.ts";
+import type { ManifestEvent, Prev } from "./manifest-events.ts";
 
 const CHAIN_OPS: ReadonlySet<string> = new Set(["add", "update", "rm"]);
 const FIELDS = ["ref", "url", "type", "path"] as const;

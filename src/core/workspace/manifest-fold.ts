@@ -1,6 +1,6 @@
 // The fold of grex.jsonl: what the events mean for the set of registered
 // packs. One pass, deterministic; unknown ops are ignored.
-import type { EventOf, ManifestEvent, PackEntry } from "./manifest.ts";
+import type { EventOf, ManifestEvent, PackEntry } from "./manifest-events.ts";
 
 /** Apply one event to a fold state (SPEC §2.1 table). */
 export function foldStep(state: Map<string, PackEntry>, e: ManifestEvent): void {

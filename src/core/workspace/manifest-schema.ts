@@ -3,7 +3,7 @@
 // checks (checkEvent) are tested against. Kept apart from manifest.ts so that
 // reading the manifest does not build them.
 import * as v from "valibot";
-import { KNOWN_OPS, type KnownOp, SCHEMA_VERSION, TS_RE } from "./manifest.ts";
+import { KNOWN_OPS, type KnownOp, SCHEMA_VERSION, TS_RE } from "./manifest-events.ts";
 import { PACK_PATH_RE } from "../base/naming.ts";
 
 const Str = v.pipe(v.string(), v.minLength(1, "must be a non-empty string"));

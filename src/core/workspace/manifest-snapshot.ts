@@ -12,7 +12,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { atomicWriteFile } from "../fs/fsutil.ts";
-import type { PackEntry } from "./manifest.ts";
+import type { PackEntry } from "./manifest-events.ts";
 import type { Workspace } from "../base/workspace.ts";
 
 /** Bumped whenever the fold or this file's shape changes: older snapshots are then ignored. */
