@@ -11,31 +11,10 @@ import { statSync } from "node:fs";
 import { join } from "node:path";
 import { gitdirOf } from "./refs/refs.ts";
 import { transportOf } from "./transport/url.ts";
-import type { DirtyCheckOptions } from "./worktree/worktree.ts";
+import type { GitBackend } from "./backend-api.ts";
 
-export interface HeadInfo {
-  sha: string;
-  /** The checked-out branch, or null for a detached HEAD. */
-  branch: string | null;
-}
-
-export interface GitBackend {
-  /** All-or-nothing clone into `dir` (absent or empty), then move to `ref` (null = the remote's HEAD branch). */
-  clone(url: string, dir: string, opts: { ref: string | null; signal: AbortSignal }): Promise<HeadInfo>;
-  /**
-   * Fetch, then move to `ref`: a branch is tracked and fast-forwarded only
-   * (diverged → pack_op error, HEAD and work tree untouched); a tag or sha
-   * gives a detached HEAD; null = the remote's HEAD branch.
-   */
-  update(dir: string, url: string, opts: { ref: string | null; signal: AbortSignal }): Promise<{ before: HeadInfo; after: HeadInfo }>;
-  /** Fetch only: refresh origin's remote-tracking refs; HEAD and the work tree stay as they are. */
-  fetch(dir: string, url: string, opts: { signal: AbortSignal }): Promise<void>;
-  head(dir: string): Promise<HeadInfo>;
-  /** Uncommitted changes to tracked files, or untracked files git would not ignore. */
-  isDirty(dir: string, opts?: DirtyCheckOptions): Promise<boolean>;
-  /** origin's URL, or null. */
-  remoteUrl(dir: string): Promise<string | null>;
-}
+export type { HeadInfo } from "./refs/head.ts";
+export type { GitBackend } from "./backend-api.ts";
 
 export { readHeadSync } from "./refs/refs.ts";
 export { originUrlSync } from "./refs/config.ts";

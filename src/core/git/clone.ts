@@ -4,7 +4,7 @@
 import * as fs from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { packOpError, throwIfAborted } from "../base/errors.ts";
-import type { HeadInfo } from "./backend.ts";
+import type { HeadInfo } from "./refs/head.ts";
 
 export async function cloneAtomically(dir: string, signal: AbortSignal, fill: (tmp: string) => Promise<HeadInfo>): Promise<HeadInfo> {
   throwIfAborted(signal);

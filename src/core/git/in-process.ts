@@ -2,7 +2,7 @@
 // URLs through our local transport; checkout is shared. Loaded lazily.
 import { GrexError, throwIfAborted } from "../base/errors.ts";
 import { deleteRefSync, listRefsSync } from "./refs/refs.ts";
-import type { GitBackend } from "./backend.ts";
+import type { GitBackend } from "./backend-api.ts";
 import { moveTo, refusedCommit } from "./worktree/checkout.ts";
 import { resumeCheckout } from "./worktree/checkout-diff.ts";
 import { readJournal } from "./worktree/checkout-journal.ts";

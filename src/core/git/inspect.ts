@@ -2,7 +2,7 @@
 // repository: where HEAD is, whether the work tree has changes, origin's URL.
 import * as fs from "node:fs";
 import { packOpError } from "../base/errors.ts";
-import type { HeadInfo } from "./backend.ts";
+import type { HeadInfo } from "./refs/head.ts";
 import { originUrlSync } from "./refs/config.ts";
 import { loadGit } from "./objects/iso.ts";
 import { gitdirOf, readHeadSync } from "./refs/refs.ts";

@@ -3,7 +3,7 @@
 // our refs) and the move to the ref are the same as for the other transports.
 import { GrexError, packOpError, throwIfAborted } from "../base/errors.ts";
 import { runProcess } from "../base/proc.ts";
-import type { GitBackend } from "./backend.ts";
+import type { GitBackend } from "./backend-api.ts";
 import { moveTo } from "./worktree/checkout.ts";
 import { cloneAtomically } from "./clone.ts";
 import { head, isDirty, remoteUrl, requireGitdir } from "./inspect.ts";

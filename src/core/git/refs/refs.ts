@@ -3,7 +3,7 @@
 // for the no-op check before any fetch, and never loads isomorphic-git.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
-import type { HeadInfo } from "../backend.ts";
+import type { HeadInfo } from "./head.ts";
 
 const OID = /^[0-9a-f]{40}$/;
 

@@ -5,7 +5,7 @@
 import * as fs from "node:fs";
 import { basename } from "node:path";
 import { GrexError, packOpError } from "../../base/errors.ts";
-import type { HeadInfo } from "../backend.ts";
+import type { HeadInfo } from "../refs/head.ts";
 import { diverged, noBranches, refNotFound, transportError } from "../transport/git-errors.ts";
 import { type Git, loadGit } from "../objects/iso.ts";
 import { ObjectPresence } from "../objects/objects.ts";
