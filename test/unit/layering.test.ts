@@ -1,6 +1,7 @@
-// Imports point downwards only — cli → mcp → verbs → core — and no two
-// folders import each other, directly or around a loop. This parses every
-// import in src/ (type-only and dynamic ones included) so it stays true.
+// Imports point downwards only — cli → mcp → verbs → core, and inside core
+// from room to room as ROOM_MAY_IMPORT says — no two folders import each
+// other, and no file imports itself around a loop. This parses every import
+// in src/ (type-only and dynamic ones included) so it stays true.
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -13,6 +14,30 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   verbs: ["core"],
   mcp: ["verbs", "core"],
   cli: ["mcp", "verbs", "core"],
+};
+
+/**
+ * The rooms of src/core and which other rooms each may import (docs/architecture.md
+ * says what each owns). A room is a folder under core/, or under core/git/ for git's.
+ */
+const ROOM_MAY_IMPORT: Record<string, readonly string[]> = {
+  "core/base": [],
+  "core/fs": ["core/base"],
+  "core/locks": ["core/base", "core/fs"],
+  "core/workspace": ["core/base", "core/fs", "core/locks"],
+  "core/git/objects": ["core/base", "core/fs"],
+  "core/git/refs": ["core/base", "core/fs", "core/git/objects"],
+  "core/git/transport": ["core/base", "core/fs", "core/git/objects", "core/git/refs"],
+  "core/git/worktree": ["core/base", "core/fs", "core/git/objects", "core/git/refs", "core/git/transport"],
+  "core/git": ["core/base", "core/fs", "core/git/objects", "core/git/refs", "core/git/transport", "core/git/worktree"],
+  "core/actions": ["core/base", "core/fs"],
+  "core/pack": ["core/base", "core/fs", "core/actions", "core/workspace"],
+  "core/packtypes": ["core/base", "core/fs", "core/locks", "core/actions", "core/pack", "core/workspace"],
+  "core/compat": ["core/base", "core/fs", "core/locks", "core/workspace"],
+  "core/sync": [
+    "core/base", "core/fs", "core/locks", "core/workspace", "core/git", "core/git/objects", "core/git/refs",
+    "core/git/transport", "core/git/worktree", "core/actions", "core/pack", "core/packtypes",
+  ],
 };
 
 interface Edge {
@@ -55,16 +80,31 @@ export function wrongDirection(edges: readonly Edge[]): string[] {
     .map((e) => `${e.from} imports ${e.to}`);
 }
 
-/** Folder-level cycles (Tarjan's strongly connected components with more than one folder). */
-export function folderCycles(edges: readonly Edge[]): string[][] {
-  const graph = new Map<string, Set<string>>();
+/** The room of a file under core/ ("core" for a file loose in core/ itself), else null. */
+export function roomOf(file: string): string | null {
+  const parts = file.split("/");
+  if (parts[0] !== "core") return null;
+  if (parts.length === 2) return "core";
+  if (parts[1] === "git" && parts.length > 3) return `core/git/${parts[2]}`;
+  return `core/${parts[1]}`;
+}
+
+/** Imports between core rooms that ROOM_MAY_IMPORT does not allow, and files in no known room. */
+export function wrongRoom(edges: readonly Edge[]): string[] {
+  const out = new Set<string>();
   for (const e of edges) {
-    const a = dirname(e.from);
-    const b = dirname(e.to);
-    if (!graph.has(a)) graph.set(a, new Set());
-    if (!graph.has(b)) graph.set(b, new Set());
-    if (a !== b) graph.get(a)?.add(b);
+    const from = roomOf(e.from);
+    const to = roomOf(e.to);
+    if (from === null) continue;
+    const allowed = ROOM_MAY_IMPORT[from];
+    if (allowed === undefined) out.add(`${e.from} is in no known room of core/ (put it in one, see docs/architecture.md)`);
+    else if (to !== null && to !== from && !allowed.includes(to)) out.add(`${e.from} imports ${e.to} (${from} may import only: ${allowed.join(", ") || "nothing"})`);
   }
+  return [...out];
+}
+
+/** Strongly connected components with more than one node, each sorted. */
+function components(graph: ReadonlyMap<string, ReadonlySet<string>>): string[][] {
   let next = 0;
   const index = new Map<string, number>();
   const low = new Map<string, number>();
@@ -97,6 +137,54 @@ export function folderCycles(edges: readonly Edge[]): string[][] {
   return found;
 }
 
+/** File-level import cycles, each printed as one loop "a → b → … → a" through its component. */
+export function fileCycles(edges: readonly Edge[]): string[] {
+  const graph = new Map<string, Set<string>>();
+  for (const e of edges) {
+    if (!graph.has(e.from)) graph.set(e.from, new Set());
+    if (!graph.has(e.to)) graph.set(e.to, new Set());
+    if (e.from !== e.to) graph.get(e.from)?.add(e.to);
+  }
+  return components(graph).map((scc) => {
+    // Shortest way back to the first file, staying inside the component.
+    const inside = new Set(scc);
+    const start = scc[0] as string;
+    const prev = new Map<string, string>();
+    const queue = [start];
+    let last: string | undefined;
+    while (queue.length > 0 && last === undefined) {
+      const v = queue.shift() as string;
+      for (const w of graph.get(v) ?? []) {
+        if (!inside.has(w)) continue;
+        if (w === start) {
+          last = v;
+          break;
+        }
+        if (!prev.has(w)) {
+          prev.set(w, v);
+          queue.push(w);
+        }
+      }
+    }
+    const loop = [start];
+    for (let v = last; v !== undefined && v !== start; v = prev.get(v)) loop.splice(1, 0, v);
+    return `${[...loop, start].join(" → ")}${scc.length > loop.length ? ` (and ${scc.length - loop.length} more files in the same knot: ${scc.filter((f) => !loop.includes(f)).join(", ")})` : ""}`;
+  });
+}
+
+/** Folder-level cycles (Tarjan's strongly connected components with more than one folder). */
+export function folderCycles(edges: readonly Edge[]): string[][] {
+  const graph = new Map<string, Set<string>>();
+  for (const e of edges) {
+    const a = dirname(e.from);
+    const b = dirname(e.to);
+    if (!graph.has(a)) graph.set(a, new Set());
+    if (!graph.has(b)) graph.set(b, new Set());
+    if (a !== b) graph.get(a)?.add(b);
+  }
+  return components(graph);
+}
+
 describe("the checker itself", () => {
   test("reads static, type-only, re-export, side-effect and dynamic imports; skips comments", () => {
     const text = [
@@ -121,6 +209,33 @@ describe("the checker itself", () => {
     expect(wrongDirection(edges)).toEqual(["core/sync/engine.ts imports verbs/types.ts"]);
     expect(folderCycles(edges)).toEqual([["core/packtypes", "core/sync"]]);
   });
+
+  test("flags a file cycle, printed as a loop, even inside one folder", () => {
+    const edges = [
+      { from: "core/git/a.ts", to: "core/git/b.ts" },
+      { from: "core/git/b.ts", to: "core/git/c.ts" },
+      { from: "core/git/c.ts", to: "core/git/a.ts" },
+      { from: "core/git/c.ts", to: "core/git/d.ts" },
+      { from: "cli/x.ts", to: "cli/y.ts" },
+    ];
+    expect(fileCycles(edges)).toEqual(["core/git/a.ts → core/git/b.ts → core/git/c.ts → core/git/a.ts"]);
+    expect(fileCycles(edges.slice(0, 2))).toEqual([]);
+  });
+
+  test("flags an import against the room order, and a file in no room", () => {
+    const edges = [
+      { from: "core/base/errors.ts", to: "core/fs/fsutil.ts" },
+      { from: "core/fs/fsutil.ts", to: "core/base/errors.ts" },
+      { from: "core/git/objects/pack-index.ts", to: "core/git/transport/url.ts" },
+      { from: "core/git/backend.ts", to: "core/git/refs/refs.ts" },
+      { from: "core/loose.ts", to: "core/base/errors.ts" },
+    ];
+    expect(wrongRoom(edges)).toEqual([
+      "core/base/errors.ts imports core/fs/fsutil.ts (core/base may import only: nothing)",
+      "core/git/objects/pack-index.ts imports core/git/transport/url.ts (core/git/objects may import only: core/base, core/fs)",
+      "core/loose.ts is in no known room of core/ (put it in one, see docs/architecture.md)",
+    ]);
+  });
 });
 
 describe("src/", () => {
@@ -137,5 +252,13 @@ describe("src/", () => {
 
   test("no folder imports itself around a loop", () => {
     expect(folderCycles(edges)).toEqual([]);
+  });
+
+  test("no file imports itself around a loop", () => {
+    expect(fileCycles(edges)).toEqual([]);
+  });
+
+  test("core's rooms import only the rooms below them", () => {
+    expect(wrongRoom(edges)).toEqual([]);
   });
 });
