@@ -10,13 +10,10 @@ import type { AsyncLocalStorage } from "node:async_hooks";
 import {
   closeSync,
   constants,
-  fstatSync,
   ftruncateSync,
   mkdirSync,
   openSync,
   readdirSync,
-  readFileSync,
-  statSync,
   unlinkSync,
   writeSync,
 } from "node:fs";
@@ -24,6 +21,7 @@ import { dirname, join, resolve } from "node:path";
 import { CancelledError, GrexError, errnoCode, lockError, throwIfAborted } from "../base/errors.ts";
 import { fsError } from "../base/fs-errors.ts";
 import type { Workspace } from "../base/workspace.ts";
+import { EINTR, flockNb, holderAlive, loadLibc, LOCK_EX, LOCK_SH, readHolder, sameFile, selfStartTime, unlockFd } from "./flock.ts";
 
 // ---------------------------------------------------------------------------
 // Lock order
@@ -80,150 +78,6 @@ export function atLevel<T>(level: LockLevel, fn: () => T, what = "", mode?: Work
 /** How this call chain holds the workspace lock of `root`, if it does. */
 function heldWorkspaceMode(root: string): WorkspaceLockMode | undefined {
   return (chain.getStore() ?? []).find((h) => h.level === "workspace" && h.what === root)?.mode;
-}
-
-// ---------------------------------------------------------------------------
-// flock through bun:ffi, loaded on first use (never on the startup path)
-
-const LOCK_SH = 1;
-const LOCK_EX = 2;
-const LOCK_NB = 4;
-const LOCK_UN = 8;
-const EINTR = 4;
-
-interface Libc {
-  flock(fd: number, op: number): number;
-  errno(): number;
-  ewouldblock: number;
-}
-
-let libc: Libc | undefined;
-
-
-/** Whether `fd` is still the file at `path` (doctor may unlink a lock file between open and flock). */
-function sameFile(fd: number, path: string): boolean {
-  try {
-    const a = fstatSync(fd);
-    const b = statSync(path);
-    return a.ino === b.ino && a.dev === b.dev;
-  } catch {
-    return false;
-  }
-}
-
-function loadLibc(): Libc {
-  if (libc) return libc;
-  if (process.platform === "win32") {
-    throw lockError("grex locking needs flock(2), which Windows does not have; run grex under WSL.");
-  }
-  const ffi = require("bun:ffi") as typeof import("bun:ffi");
-  const mac = process.platform === "darwin";
-  const errnoSymbol = mac || process.platform.endsWith("bsd") ? "__error" : "__errno_location";
-  const arch = process.arch === "arm64" ? "aarch64" : "x86_64";
-  const candidates = mac ? ["libc.dylib", "/usr/lib/libSystem.B.dylib"] : ["libc.so.6", `libc.musl-${arch}.so.1`, "libc.so.7", "libc.so"];
-  let lastErr: unknown;
-  for (const name of candidates) {
-    try {
-      const lib = ffi.dlopen(name, {
-        flock: { args: [ffi.FFIType.i32, ffi.FFIType.i32], returns: ffi.FFIType.i32 },
-        [errnoSymbol]: { args: [], returns: ffi.FFIType.ptr },
-      });
-      const errnoPtr = lib.symbols[errnoSymbol];
-      if (!errnoPtr) continue;
-      libc = {
-        flock: (fd, op) => lib.symbols.flock(fd, op),
-        // errno is thread-local and read right after the failing call on the same thread.
-        errno: () => {
-          const p = errnoPtr();
-          return p === null ? 0 : ffi.read.i32(p, 0);
-        },
-        ewouldblock: mac || process.platform.endsWith("bsd") ? 35 : 11,
-      };
-      return libc;
-    } catch (err) {
-      lastErr = err;
-    }
-  }
-  const why = lastErr instanceof Error ? lastErr.message : String(lastErr);
-  throw lockError(`Could not load the C library for flock(2) (${why.replace(/\.$/, "")}); grex cannot lock on this system.`);
-}
-
-/** One LOCK_NB attempt on `fd`: true = locked, false = someone else holds it. */
-function flockNb(fd: number, path: string, op = LOCK_EX): boolean {
-  const c = loadLibc();
-  for (;;) {
-    if (c.flock(fd, op | LOCK_NB) === 0) return true;
-    const e = c.errno();
-    if (e === c.ewouldblock) return false;
-    if (e === EINTR) continue;
-    throw lockError(`Could not lock ${path} (flock errno ${e}); check that the file system supports locks and that grex can write there.`);
-  }
-}
-
-// ---------------------------------------------------------------------------
-// Holder diagnostics
-
-let ownStartTime: string | null | undefined;
-
-/** Kernel start time of `pid` (clock ticks since boot) where /proc exists, else null. */
-function startTimeOf(pid: number | "self"): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The command name (field 2) may hold spaces and parentheses; count fields after the last ')'.
-    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return rest[19] ?? null; // field 22
-  } catch {
-    return null;
-  }
-}
-
-function selfStartTime(): string | null {
-  if (ownStartTime === undefined) ownStartTime = startTimeOf("self");
-  return ownStartTime;
-}
-
-interface Holder {
-  pid: number | null;
-  startTime: string | null;
-  purpose: string | null;
-}
-
-function parseHolder(text: string): Holder {
-  try {
-    const o: unknown = JSON.parse(text);
-    if (o && typeof o === "object") {
-      const r = o as Record<string, unknown>;
-      return {
-        pid: typeof r.pid === "number" && Number.isInteger(r.pid) && r.pid > 0 ? r.pid : null,
-        startTime: typeof r.start === "string" ? r.start : null,
-        purpose: typeof r.purpose === "string" ? r.purpose : null,
-      };
-    }
-  } catch {
-    // empty (released) or half-written: no holder known
-  }
-  return { pid: null, startTime: null, purpose: null };
-}
-
-function readHolder(path: string): Holder {
-  try {
-    return parseHolder(readFileSync(path, "utf8"));
-  } catch {
-    return { pid: null, startTime: null, purpose: null };
-  }
-}
-
-/** Whether the process that wrote a lock file still runs (a recycled pid has another start time). */
-function holderAlive(h: Holder): boolean {
-  if (h.pid === null) return false;
-  try {
-    process.kill(h.pid, 0);
-  } catch (err) {
-    if (errnoCode(err) !== "EPERM") return false; // EPERM: alive, owned by someone else
-  }
-  if (h.startTime === null) return true;
-  const now = startTimeOf(h.pid);
-  return now === null || now === h.startTime;
 }
 
 // ---------------------------------------------------------------------------
@@ -308,7 +162,7 @@ function heldLock(path: string, fd: number, shared = false): HeldLock {
         // diagnostics only
       }
       try {
-        libc?.flock(fd, LOCK_UN);
+        unlockFd(fd);
       } finally {
         closeSync(fd); // closing drops the flock anyway
       }
