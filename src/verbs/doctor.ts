@@ -17,6 +17,7 @@ import { paint } from "./render-style.ts";
 import { table } from "./render-table.ts";
 import { defineVerb, READS_ONLY } from "./types.ts";
 import { fixTeamFiles, TEAM_CHECKS, teamFindings } from "./doctor-team.ts";
+import { doctorRuntime } from "./doctor-runtime.ts";
 
 export const DOCTOR_CHECKS = [
   "manifest-schema",
@@ -67,38 +68,6 @@ const Result = v.object({
     v.object({ manifest_lines: v.tuple([v.number(), v.number()]), lockfile_lines: v.tuple([v.number(), v.number()]) }),
   ),
 });
-
-/** What the checks and repairs need, loaded when doctor runs (not when the verb table loads). */
-async function doctorRuntime() {
-  const [backend, gitignore, packIgnore, rust, installState, trash, graph] = await Promise.all([
-    import("../core/git/backend.ts"),
-    import("../core/workspace/gitignore.ts"),
-    import("../core/pack/x-gitignore.ts"),
-    import("../core/compat/convert-rust.ts"),
-    import("../core/sync/install-state.ts"),
-    import("../core/workspace/trash.ts"),
-    import("./doctor-graph.ts"),
-  ]);
-  // Named picks, not spreads: two modules exporting one name must not silently shadow each other.
-  return {
-    isGitRepo: backend.isGitRepo,
-    originUrlSync: backend.originUrlSync,
-    blockIdsIn: gitignore.blockIdsIn,
-    editIgnoreFile: gitignore.editIgnoreFile,
-    parseBlocks: gitignore.parseBlocks,
-    repairBlocks: gitignore.repairBlocks,
-    updateIgnoreFile: gitignore.updateIgnoreFile,
-    packIgnoreLines: packIgnore.packIgnoreLines,
-    convertRustWorkspace: rust.convertRustWorkspace,
-    describeRustShape: rust.describeRustShape,
-    rustShape: rust.rustShape,
-    interruptedPacks: installState.interruptedPacks,
-    sweepTrash: trash.sweepTrash,
-    trashDir: trash.trashDir,
-    trashLeftovers: trash.trashLeftovers,
-    graphProblems: graph.graphProblems,
-  };
-}
 
 interface Loaded {
   events: ManifestEvent[];

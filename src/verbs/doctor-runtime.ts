@@ -1,0 +1,34 @@
+// The core modules `grex doctor` needs for its checks and repairs, loaded when
+// doctor runs (not when the verb table loads), as one object of named picks.
+
+/** What the checks and repairs need, loaded when doctor runs (not when the verb table loads). */
+export async function doctorRuntime() {
+  const [backend, gitignore, packIgnore, rust, installState, trash, graph] = await Promise.all([
+    import("../core/git/backend.ts"),
+    import("../core/workspace/gitignore.ts"),
+    import("../core/pack/x-gitignore.ts"),
+    import("../core/compat/convert-rust.ts"),
+    import("../core/sync/install-state.ts"),
+    import("../core/workspace/trash.ts"),
+    import("./doctor-graph.ts"),
+  ]);
+  // Named picks, not spreads: two modules exporting one name must not silently shadow each other.
+  return {
+    isGitRepo: backend.isGitRepo,
+    originUrlSync: backend.originUrlSync,
+    blockIdsIn: gitignore.blockIdsIn,
+    editIgnoreFile: gitignore.editIgnoreFile,
+    parseBlocks: gitignore.parseBlocks,
+    repairBlocks: gitignore.repairBlocks,
+    updateIgnoreFile: gitignore.updateIgnoreFile,
+    packIgnoreLines: packIgnore.packIgnoreLines,
+    convertRustWorkspace: rust.convertRustWorkspace,
+    describeRustShape: rust.describeRustShape,
+    rustShape: rust.rustShape,
+    interruptedPacks: installState.interruptedPacks,
+    sweepTrash: trash.sweepTrash,
+    trashDir: trash.trashDir,
+    trashLeftovers: trash.trashLeftovers,
+    graphProblems: graph.graphProblems,
+  };
+}
