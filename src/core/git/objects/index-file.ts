@@ -8,6 +8,7 @@
 // return null. The writer writes one whole file: v2, or v3 when an entry
 // needs extended flags, or v4 when asked; the untracked cache and the split
 // are dropped (git rebuilds the first and re-splits when configured).
+import type { Stats } from "node:fs";
 import { closeSync, openSync, readFileSync, readSync } from "node:fs";
 import { join } from "node:path";
 
@@ -418,4 +419,25 @@ export function serializeIndex(entries: IndexEntry[], cacheTree?: CacheTreeNode,
 export function statTimes(ms: number): [number, number] {
   const s = Math.floor(ms / 1000);
   return [s, Math.floor((ms - s * 1000) * 1000000)];
+}
+
+/** An index entry for a file just written (its stat data), or one not in the work tree (`st` null). */
+export function entryFor(path: string, mode: number, oid: string, st: Stats | null): IndexEntry {
+  const [cs, cn] = st ? statTimes(st.ctimeMs) : [0, 0];
+  const [ms, mn] = st ? statTimes(st.mtimeMs) : [0, 0];
+  return {
+    path,
+    mode,
+    oid,
+    size: st?.size ?? 0,
+    ctimeSeconds: cs,
+    ctimeNanoseconds: cn,
+    mtimeSeconds: ms,
+    mtimeNanoseconds: mn,
+    dev: st?.dev ?? 0,
+    ino: st?.ino ?? 0,
+    uid: st?.uid ?? 0,
+    gid: st?.gid ?? 0,
+    stage: 0,
+  };
 }

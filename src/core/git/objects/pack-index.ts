@@ -10,10 +10,11 @@
 // nothing behind, not even the temp file.
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { deflateSync, inflateSync } from "node:zlib";
 import { throwIfAborted } from "../../base/errors.ts";
 import { atomicWriteFilesAsync, fsyncDir } from "../../fs/fsutil.ts";
 import { limitError, showBytes, type TransferLimits, transferLimits } from "./limits.ts";
+import { BadPack, deltaResultSize, Entries, type Header, inflateEntry, objectId, parseHeader } from "./pack-entries.ts";
+import { buildIndex, completeThinPack } from "./pack-idx.ts";
 import { applyDelta, type GitObject, OFS_DELTA, type ObjectStore, type ObjectType, REF_DELTA, TYPES, writeLooseObjects } from "./object-store.ts";
 
 /** Below this many objects a fetched pack is exploded into loose objects (git's transfer.unpackLimit). */
@@ -31,7 +32,6 @@ export interface StoreOptions {
   limits?: TransferLimits;
 }
 
-class BadPack extends Error {}
 
 /**
  * Every entry inflated or rebuilt is garbage once named. Bun collects by its
@@ -50,156 +50,6 @@ class Collector {
       this.bytes = 0;
       Bun.gc(true);
     }
-  }
-}
-
-function objectId(type: ObjectType, data: Uint8Array): Buffer {
-  const h = new Bun.CryptoHasher("sha1");
-  h.update(`${type} ${data.length}\0`);
-  h.update(data);
-  return h.digest() as Buffer;
-}
-
-/** A varint of a delta's header (base size, result size) at `at`: its value and where the next starts. */
-function deltaVarint(delta: Uint8Array, at: number): [number, number] {
-  let v = 0;
-  let shift = 0;
-  let c: number;
-  let i = at;
-  do {
-    c = delta[i++] ?? 0;
-    v += (c & 0x7f) * 2 ** shift;
-    shift += 7;
-  } while (c & 0x80 && i < delta.length);
-  return [v, i];
-}
-
-/** The size a delta says it produces. */
-const deltaResultSize = (delta: Uint8Array): number => deltaVarint(delta, deltaVarint(delta, 0)[1])[0];
-
-interface Header {
-  kind: number;
-  size: number;
-  baseRel: number;
-  baseOid: string | null;
-  len: number;
-}
-
-/** An entry's header from `b` (relative to `at`), or null when more bytes are needed to read it. */
-function parseHeader(b: Buffer, at: number, end: number): Header | null {
-  let i = at;
-  if (i >= end) return null;
-  let c = b[i++] as number;
-  const kind = (c >> 4) & 7;
-  let size = c & 0x0f;
-  for (let shift = 4; c & 0x80; shift += 7) {
-    if (i >= end) return null;
-    if (shift > 53) throw new BadPack(`an entry at offset ${at} has an impossible size`);
-    c = b[i++] as number;
-    size += (c & 0x7f) * 2 ** shift;
-  }
-  let baseRel = 0;
-  let baseOid: string | null = null;
-  if (kind === OFS_DELTA) {
-    if (i >= end) return null;
-    c = b[i++] as number;
-    baseRel = c & 0x7f;
-    while (c & 0x80) {
-      if (i >= end) return null;
-      if (baseRel > 2 ** 45) throw new BadPack("a delta's base offset is impossible");
-      c = b[i++] as number;
-      baseRel = (baseRel + 1) * 128 + (c & 0x7f);
-    }
-  } else if (kind === REF_DELTA) {
-    if (i + 20 > end) return null;
-    baseOid = b.toString("hex", i, i + 20);
-    i += 20;
-  }
-  return { kind, size, baseRel, baseOid, len: i - at };
-}
-
-/** Typed arrays, one slot per entry: 34 bytes per object received (a header and size are read again from the file when needed). */
-class Entries {
-  n = 0;
-  offset = new Float64Array(1024);
-  kind = new Uint8Array(1024);
-  crc = new Uint32Array(1024);
-  base = new Int32Array(1024); // OFS_DELTA: index of the base entry; else -1
-  oid = new Uint8Array(1024 * 20);
-  named = new Uint8Array(1024);
-
-  /**
-   * Room for the `count` entries a pack declares (at most the object limit):
-   * typed arrays are zero pages until written, so a count that lies costs
-   * nothing until its entries actually arrive.
-   */
-  reserve(count: number): void {
-    if (count > this.offset.length) this.grow(count + 16);
-  }
-
-  private grow(to = this.offset.length * 2): void {
-    const cap = to;
-    const more = <T extends Float64Array | Uint8Array | Uint32Array | Int32Array>(a: T, k = 1): T => {
-      const b = new (a.constructor as new (n: number) => T)(cap * k);
-      b.set(a);
-      return b;
-    };
-    this.offset = more(this.offset);
-    this.kind = more(this.kind);
-    this.crc = more(this.crc);
-    this.base = more(this.base);
-    this.oid = more(this.oid, 20);
-    this.named = more(this.named);
-  }
-
-  push(offset: number, kind: number, crc: number, base: number): number {
-    if (this.n === this.offset.length) this.grow();
-    const i = this.n++;
-    this.offset[i] = offset;
-    this.kind[i] = kind;
-    this.crc[i] = crc;
-    this.base[i] = base;
-    return i;
-  }
-
-  setOid(i: number, oid: Uint8Array): void {
-    this.oid.set(oid, i * 20);
-    this.named[i] = 1;
-  }
-
-  oidHex(i: number): string {
-    return Buffer.from(this.oid.buffer, this.oid.byteOffset + i * 20, 20).toString("hex");
-  }
-
-  /** The entry starting exactly at `offset`, or -1 (entries are in offset order). */
-  at(offset: number): number {
-    let lo = 0;
-    let hi = this.n - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      const v = this.offset[mid] as number;
-      if (v === offset) return mid;
-      if (v < offset) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return -1;
-  }
-}
-
-/** Inflate one entry's zlib stream from `b[at..end)`: its data and the bytes it used, or "more" when the stream goes on past `end`. */
-function inflateEntry(b: Buffer, at: number, end: number, size: number, where: number): { data: Buffer; used: number } | "more" {
-  try {
-    // maxOutputLength stops an entry that inflates past its declared size (an inflate bomb) at that size.
-    // chunkSize past the declared size: the output is one buffer, never chunks joined into a second copy.
-    const r = inflateSync(b.subarray(at, end), { info: true, maxOutputLength: Math.max(size, 1), chunkSize: Math.max(64, size + 64) }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
-    if (r.buffer.length !== size) throw new BadPack(`the entry at offset ${where} inflates to ${r.buffer.length} bytes, not the ${size} it declares`);
-    return { data: r.buffer, used: r.engine.bytesWritten };
-  } catch (err) {
-    if (err instanceof BadPack) throw err;
-    const code = (err as { code?: string }).code;
-    if (code === "ERR_BUFFER_TOO_LARGE") throw new BadPack(`the entry at offset ${where} inflates to more than the ${size} bytes it declares`);
-    if (code === "Z_BUF_ERROR") return "more";
-    throw new BadPack(`the entry at offset ${where} is not valid zlib data`);
   }
 }
 
@@ -503,111 +353,6 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
   }
   for (let i = 0; i < e.n; i++) if (!e.named[i]) throw new BadPack(`the delta at offset ${e.offset[i]} has a base neither in the pack nor here`);
   return external;
-}
-
-/**
- * A pack kept on disk must hold every delta base itself: append the bases a
- * thin pack borrowed from our store as whole objects (git's --fix-thin), then
- * fix the object count and checksum. Returns the new checksum.
- */
-function completeThinPack(fd: number, e: Entries, end: number, external: Map<string, GitObject>): { trailer: Buffer; end: number } {
-  const kinds: Record<ObjectType, number> = { commit: 1, tree: 2, blob: 3, tag: 4 };
-  let at = end;
-  for (const [oid, obj] of external) {
-    const head: number[] = [];
-    let size = obj.data.length;
-    let c = (kinds[obj.type] << 4) | (size & 0x0f);
-    size = Math.floor(size / 16);
-    while (size > 0) {
-      head.push(c | 0x80);
-      c = size & 0x7f;
-      size = Math.floor(size / 128);
-    }
-    head.push(c);
-    const body = Buffer.concat([Buffer.from(head), deflateSync(obj.data)]);
-    writeSync(fd, body, 0, body.length, at);
-    const i = e.push(at, kinds[obj.type], Bun.hash.crc32(body) >>> 0, -1);
-    e.setOid(i, Buffer.from(oid, "hex"));
-    at += body.length;
-  }
-  const count = Buffer.allocUnsafe(4);
-  count.writeUInt32BE(e.n);
-  writeSync(fd, count, 0, 4, 8);
-  const h = new Bun.CryptoHasher("sha1");
-  const chunk = Buffer.allocUnsafe(1 << 20);
-  for (let pos = 0; pos < at; ) {
-    const r = readSync(fd, chunk, 0, Math.min(chunk.length, at - pos), pos);
-    if (r <= 0) throw new Error("the temp pack file could not be read back");
-    h.update(chunk.subarray(0, r));
-    pos += r;
-  }
-  const trailer = h.digest() as Buffer;
-  writeSync(fd, trailer, 0, 20, at);
-  return { trailer, end: at };
-}
-
-/** The .idx (version 2) of a pack whose entries are all named. */
-function buildIndex(e: Entries, trailer: Buffer): Buffer {
-  const n = e.n;
-  const oids = Buffer.from(e.oid.buffer, e.oid.byteOffset, n * 20);
-  // Bucket sort on the first two bytes of the name, then each (small) bucket by the whole name: no per-object allocation.
-  const starts = new Int32Array(65537);
-  for (let i = 0; i < n; i++) {
-    const k = oids.readUInt16BE(i * 20) + 1;
-    starts[k] = (starts[k] as number) + 1;
-  }
-  for (let k = 1; k <= 65536; k++) starts[k] = (starts[k] as number) + (starts[k - 1] as number);
-  const order = new Int32Array(n);
-  const next = starts.slice(0, 65536);
-  for (let i = 0; i < n; i++) {
-    const k = oids.readUInt16BE(i * 20);
-    order[next[k] as number] = i;
-    next[k] = (next[k] as number) + 1;
-  }
-  const byName = (a: number, b: number) => oids.compare(oids, b * 20, b * 20 + 20, a * 20, a * 20 + 20);
-  for (let k = 0; k < 65536; k++) {
-    const from = starts[k] as number;
-    const to = starts[k + 1] as number;
-    if (to - from > 1) order.subarray(from, to).sort(byName);
-  }
-  let large = 0;
-  for (let i = 0; i < n; i++) if ((e.offset[i] as number) >= 0x80000000) large++;
-  const out = Buffer.alloc(8 + 1024 + n * 28 + large * 8 + 40);
-  out.writeUInt32BE(0xff744f63, 0);
-  out.writeUInt32BE(2, 4);
-  const fanout = new Uint32Array(256);
-  for (let i = 0; i < n; i++) {
-    const b = oids[i * 20] as number;
-    fanout[b] = (fanout[b] as number) + 1;
-  }
-  let total = 0;
-  for (let b = 0; b < 256; b++) {
-    total += fanout[b] as number;
-    out.writeUInt32BE(total, 8 + b * 4);
-  }
-  const names = 8 + 1024;
-  const crcs = names + n * 20;
-  const offsets = crcs + n * 4;
-  const larges = offsets + n * 4;
-  let nextLarge = 0;
-  for (let r = 0; r < n; r++) {
-    const i = order[r] as number;
-    oids.copy(out, names + r * 20, i * 20, i * 20 + 20);
-    out.writeUInt32BE(e.crc[i] as number, crcs + r * 4);
-    const off = e.offset[i] as number;
-    if (off < 0x80000000) out.writeUInt32BE(off, offsets + r * 4);
-    else {
-      out.writeUInt32BE((0x80000000 | nextLarge) >>> 0, offsets + r * 4);
-      out.writeBigUInt64BE(BigInt(off), larges + nextLarge * 8);
-      nextLarge++;
-    }
-  }
-  const at = larges + large * 8;
-  trailer.copy(out, at);
-  const h = new Bun.CryptoHasher("sha1");
-  h.update(out.subarray(0, at + 20));
-  h.digest().copy(out, at + 20);
-  return out;
 }
 
 /** Temp packs of fetches killed mid-way (their process is gone) are removed, so they never pile up. */

@@ -19,7 +19,7 @@ import * as fs from "node:fs";
 import { dirname, join } from "node:path";
 import { packOpError } from "../../base/errors.ts";
 import { readConfigValueSync } from "../refs/config.ts";
-import { type IndexEntry, indexVersionOf, parseIndex, SKIP_WORKTREE, serializeIndex, sharedIndexIn } from "../objects/index-file.ts";
+import { entryFor, type IndexEntry, indexVersionOf, parseIndex, SKIP_WORKTREE, serializeIndex, sharedIndexIn } from "../objects/index-file.ts";
 import { SparseCheckout } from "./sparse-checkout.ts";
 import { isNotFound, missingObject } from "../transport/git-errors.ts";
 import { loadGit } from "../objects/iso.ts";
@@ -27,7 +27,7 @@ import { ObjectStore } from "../objects/object-store.ts";
 import { writeRefSync } from "../refs/refs.ts";
 import { type CheckoutJournal, clearJournal, onDisk, parseModeOid as parse, sameVersion, tempNameOf, writeJournal } from "./checkout-journal.ts";
 import { cacheTreeOf, flatTree, UnsafeTreeError, verifiedFlatTree } from "../objects/tree-read.ts";
-import { entryFor, fileChanged } from "./worktree.ts";
+import { fileChanged } from "./worktree.ts";
 import { beyondLink, makeParents, parentsOf, removeEmptyParents, removeEntry, writeEntry } from "./worktree-guard.ts";
 import { Conversion, attributePaths } from "./convert.ts";
 

@@ -14,7 +14,7 @@ import { REMOTE } from "../transport/remote-refs.ts";
 import { setTrackingSync } from "../refs/config.ts";
 import { checkoutDiff } from "./checkout-diff.ts";
 import { clearJournal } from "./checkout-journal.ts";
-import { checkoutFresh } from "./worktree.ts";
+import { checkoutFresh } from "./checkout-fresh.ts";
 import { MissingObjectError, UnsafeTreeError, verifiedFlatTree } from "../objects/tree-read.ts";
 import { displayUrl } from "../transport/url.ts";
 import { beyondLink, linkedParent } from "./worktree-guard.ts";

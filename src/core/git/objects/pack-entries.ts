@@ -1,0 +1,160 @@
+// The entries of a pack as the indexer walks them: an entry's header
+// (type, size, delta base), its zlib stream inflated under the size it
+// declares, the name of a whole object, and the per-entry table (typed
+// arrays, a few dozen bytes an object) that pack-index.ts fills and
+// pack-idx.ts writes out. Pure functions over bytes: no file, no store.
+import { inflateSync } from "node:zlib";
+import { OFS_DELTA, type ObjectType, REF_DELTA } from "./object-store.ts";
+
+/** A pack that is not what it says: the indexer turns it into one sentence naming the pack. */
+export class BadPack extends Error {}
+
+export function objectId(type: ObjectType, data: Uint8Array): Buffer {
+  const h = new Bun.CryptoHasher("sha1");
+  h.update(`${type} ${data.length}\0`);
+  h.update(data);
+  return h.digest() as Buffer;
+}
+
+/** A varint of a delta's header (base size, result size) at `at`: its value and where the next starts. */
+export function deltaVarint(delta: Uint8Array, at: number): [number, number] {
+  let v = 0;
+  let shift = 0;
+  let c: number;
+  let i = at;
+  do {
+    c = delta[i++] ?? 0;
+    v += (c & 0x7f) * 2 ** shift;
+    shift += 7;
+  } while (c & 0x80 && i < delta.length);
+  return [v, i];
+}
+
+/** The size a delta says it produces. */
+export const deltaResultSize = (delta: Uint8Array): number => deltaVarint(delta, deltaVarint(delta, 0)[1])[0];
+
+export interface Header {
+  kind: number;
+  size: number;
+  baseRel: number;
+  baseOid: string | null;
+  len: number;
+}
+
+/** An entry's header from `b` (relative to `at`), or null when more bytes are needed to read it. */
+export function parseHeader(b: Buffer, at: number, end: number): Header | null {
+  let i = at;
+  if (i >= end) return null;
+  let c = b[i++] as number;
+  const kind = (c >> 4) & 7;
+  let size = c & 0x0f;
+  for (let shift = 4; c & 0x80; shift += 7) {
+    if (i >= end) return null;
+    if (shift > 53) throw new BadPack(`an entry at offset ${at} has an impossible size`);
+    c = b[i++] as number;
+    size += (c & 0x7f) * 2 ** shift;
+  }
+  let baseRel = 0;
+  let baseOid: string | null = null;
+  if (kind === OFS_DELTA) {
+    if (i >= end) return null;
+    c = b[i++] as number;
+    baseRel = c & 0x7f;
+    while (c & 0x80) {
+      if (i >= end) return null;
+      if (baseRel > 2 ** 45) throw new BadPack("a delta's base offset is impossible");
+      c = b[i++] as number;
+      baseRel = (baseRel + 1) * 128 + (c & 0x7f);
+    }
+  } else if (kind === REF_DELTA) {
+    if (i + 20 > end) return null;
+    baseOid = b.toString("hex", i, i + 20);
+    i += 20;
+  }
+  return { kind, size, baseRel, baseOid, len: i - at };
+}
+
+/** Typed arrays, one slot per entry: 34 bytes per object received (a header and size are read again from the file when needed). */
+export class Entries {
+  n = 0;
+  offset = new Float64Array(1024);
+  kind = new Uint8Array(1024);
+  crc = new Uint32Array(1024);
+  base = new Int32Array(1024); // OFS_DELTA: index of the base entry; else -1
+  oid = new Uint8Array(1024 * 20);
+  named = new Uint8Array(1024);
+
+  /**
+   * Room for the `count` entries a pack declares (at most the object limit):
+   * typed arrays are zero pages until written, so a count that lies costs
+   * nothing until its entries actually arrive.
+   */
+  reserve(count: number): void {
+    if (count > this.offset.length) this.grow(count + 16);
+  }
+
+  private grow(to = this.offset.length * 2): void {
+    const cap = to;
+    const more = <T extends Float64Array | Uint8Array | Uint32Array | Int32Array>(a: T, k = 1): T => {
+      const b = new (a.constructor as new (n: number) => T)(cap * k);
+      b.set(a);
+      return b;
+    };
+    this.offset = more(this.offset);
+    this.kind = more(this.kind);
+    this.crc = more(this.crc);
+    this.base = more(this.base);
+    this.oid = more(this.oid, 20);
+    this.named = more(this.named);
+  }
+
+  push(offset: number, kind: number, crc: number, base: number): number {
+    if (this.n === this.offset.length) this.grow();
+    const i = this.n++;
+    this.offset[i] = offset;
+    this.kind[i] = kind;
+    this.crc[i] = crc;
+    this.base[i] = base;
+    return i;
+  }
+
+  setOid(i: number, oid: Uint8Array): void {
+    this.oid.set(oid, i * 20);
+    this.named[i] = 1;
+  }
+
+  oidHex(i: number): string {
+    return Buffer.from(this.oid.buffer, this.oid.byteOffset + i * 20, 20).toString("hex");
+  }
+
+  /** The entry starting exactly at `offset`, or -1 (entries are in offset order). */
+  at(offset: number): number {
+    let lo = 0;
+    let hi = this.n - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const v = this.offset[mid] as number;
+      if (v === offset) return mid;
+      if (v < offset) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  }
+}
+
+/** Inflate one entry's zlib stream from `b[at..end)`: its data and the bytes it used, or "more" when the stream goes on past `end`. */
+export function inflateEntry(b: Buffer, at: number, end: number, size: number, where: number): { data: Buffer; used: number } | "more" {
+  try {
+    // maxOutputLength stops an entry that inflates past its declared size (an inflate bomb) at that size.
+    // chunkSize past the declared size: the output is one buffer, never chunks joined into a second copy.
+    const r = inflateSync(b.subarray(at, end), { info: true, maxOutputLength: Math.max(size, 1), chunkSize: Math.max(64, size + 64) }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+    if (r.buffer.length !== size) throw new BadPack(`the entry at offset ${where} inflates to ${r.buffer.length} bytes, not the ${size} it declares`);
+    return { data: r.buffer, used: r.engine.bytesWritten };
+  } catch (err) {
+    if (err instanceof BadPack) throw err;
+    const code = (err as { code?: string }).code;
+    if (code === "ERR_BUFFER_TOO_LARGE") throw new BadPack(`the entry at offset ${where} inflates to more than the ${size} bytes it declares`);
+    if (code === "Z_BUF_ERROR") return "more";
+    throw new BadPack(`the entry at offset ${where} is not valid zlib data`);
+  }
+}
