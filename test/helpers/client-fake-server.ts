@@ -6,6 +6,7 @@
 //        die-on-call (exits mid-call) | hang-on-call (never answers the call) |
 //        stubborn (hang-on-call, and ignores SIGTERM and stdin EOF)
 import { writeFileSync } from "node:fs";
+import { readStdinMessages } from "./stdin-messages.ts";
 
 const mode = process.argv[2] ?? "ok";
 const pidfile = process.argv[3];
@@ -59,16 +60,5 @@ function handle(msg: Record<string, unknown>): void {
   }
 }
 
-let buf = "";
-const decoder = new TextDecoder();
-for await (const chunk of Bun.stdin.stream()) {
-  buf += decoder.decode(chunk, { stream: true });
-  let nl = buf.indexOf("\n");
-  while (nl !== -1) {
-    const line = buf.slice(0, nl).trim();
-    buf = buf.slice(nl + 1);
-    if (line !== "") handle(JSON.parse(line) as Record<string, unknown>);
-    nl = buf.indexOf("\n");
-  }
-}
+await readStdinMessages(handle);
 if (mode !== "stubborn") process.exit(0);

@@ -5,6 +5,7 @@
 // stdin closes, and `ignore-term` makes it ignore SIGTERM. Events are appended to
 // $FIXTURE_LOG when set (one line each), so tests can see what reached it.
 import { appendFileSync } from "node:fs";
+import { readStdinMessages } from "./stdin-messages.ts";
 
 const name = process.env.FIXTURE_NAME ?? "fixture";
 const logFile = process.env.FIXTURE_LOG;
@@ -88,18 +89,7 @@ async function handle(msg: Record<string, unknown>) {
   }
 }
 
-let buffer = "";
-const decoder = new TextDecoder();
-for await (const chunk of Bun.stdin.stream()) {
-  buffer += decoder.decode(chunk, { stream: true });
-  let nl = buffer.indexOf("\n");
-  while (nl >= 0) {
-    const line = buffer.slice(0, nl).trim();
-    buffer = buffer.slice(nl + 1);
-    if (line !== "") void handle(JSON.parse(line) as Record<string, unknown>);
-    nl = buffer.indexOf("\n");
-  }
-}
+await readStdinMessages(handle);
 record("stdin closed");
 // Like a careless server, keep running after EOF: only a signal stops it.
 setInterval(() => {}, 1 << 30);

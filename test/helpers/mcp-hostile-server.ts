@@ -11,6 +11,7 @@
 // It keeps running after stdin closes, like a careless server.
 import { spawn } from "node:child_process";
 import { appendFileSync } from "node:fs";
+import { readStdinMessages } from "./stdin-messages.ts";
 
 const name = process.env.FIXTURE_NAME ?? "hostile";
 const logFile = process.env.FIXTURE_LOG;
@@ -103,17 +104,6 @@ function handle(msg: Record<string, unknown>): void {
   }
 }
 
-let buffer = "";
-const decoder = new TextDecoder();
-for await (const chunk of Bun.stdin.stream()) {
-  buffer += decoder.decode(chunk, { stream: true });
-  let nl = buffer.indexOf("\n");
-  while (nl >= 0) {
-    const line = buffer.slice(0, nl).trim();
-    buffer = buffer.slice(nl + 1);
-    if (line !== "") handle(JSON.parse(line) as Record<string, unknown>);
-    nl = buffer.indexOf("\n");
-  }
-}
+await readStdinMessages(handle);
 record("stdin closed");
 setInterval(() => {}, 1 << 30);

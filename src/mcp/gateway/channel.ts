@@ -144,6 +144,21 @@ export function spawnStdioChannel(spec: StdioSpec): Channel {
   return channel;
 }
 
+/** An SDK client transport's events onto a channel: messages through, one close (with no exit status), errors left to the calls. */
+function wireTransport(
+  transport: { onmessage?: (m: never) => void; onclose?: () => void; onerror?: (e: Error) => void },
+  channel: Channel,
+  state: { done: boolean },
+): void {
+  transport.onmessage = (m) => channel.onmessage?.(m);
+  transport.onclose = () => {
+    if (state.done) return;
+    state.done = true;
+    channel.onclose?.(null);
+  };
+  transport.onerror = () => {};
+}
+
 export interface HttpSpec {
   url: string;
   headers: Record<string, string>;
@@ -156,25 +171,19 @@ export async function openHttpChannel(spec: HttpSpec): Promise<Channel & { setPr
     requestInit: { headers: spec.headers },
     reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 },
   });
-  let done = false;
+  const state = { done: false };
   const channel: Channel & { setProtocolVersion(v: string): void } = {
     pid: null,
     send: (message) => transport.send(message as never),
     stderrTail: () => "",
     setProtocolVersion: (v) => transport.setProtocolVersion(v),
     async close() {
-      if (done) return;
+      if (state.done) return;
       await Promise.race([transport.terminateSession().catch(() => {}), new Promise((r) => setTimeout(r, 1000).unref())]);
       await transport.close();
     },
   };
-  transport.onmessage = (m) => channel.onmessage?.(m);
-  transport.onclose = () => {
-    if (done) return;
-    done = true;
-    channel.onclose?.(null);
-  };
-  transport.onerror = () => {};
+  wireTransport(transport, channel, state);
   await transport.start();
   return channel;
 }
@@ -189,22 +198,16 @@ export async function openSseChannel(spec: HttpSpec): Promise<Channel> {
     // The SDK sends these on the event stream's GET and on every POST.
     requestInit: { headers: spec.headers },
   });
-  let done = false;
+  const state = { done: false };
   const channel: Channel = {
     pid: null,
     send: (message) => transport.send(message as never),
     stderrTail: () => "",
     async close() {
-      if (!done) await transport.close();
+      if (!state.done) await transport.close();
     },
   };
-  transport.onmessage = (m) => channel.onmessage?.(m);
-  transport.onclose = () => {
-    if (done) return;
-    done = true;
-    channel.onclose?.(null);
-  };
-  transport.onerror = () => {};
+  wireTransport(transport, channel, state);
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     await Promise.race([
