@@ -8,7 +8,7 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError } from "../../base/errors.ts";
 import { displayUrl } from "./url.ts";
-import { ObjectStore } from "../objects/object-store.ts";
+import { type GitObject, ObjectStore, parseCommit } from "../objects/object-store.ts";
 import { changedEntries } from "../objects/tree-changes.ts";
 import { ObjectPresence } from "../objects/objects.ts";
 import { CANONICAL_MODES } from "../objects/path-verify.ts";
@@ -64,11 +64,31 @@ export function firstGap(gitdir: string, tips: Iterable<string>, stop: Set<strin
     if (base !== undefined) baseOf.set(oid, base);
     stack.push(oid);
   };
+  // Objects read ahead (a parent commit, its tree as a base), kept until the walk reaches them,
+  // which is next: the store's own cache is full early in a long history.
+  const ahead = new Map<string, GitObject>();
+  const read = (oid: string, keep: boolean): GitObject | null => {
+    const got = ahead.get(oid);
+    if (got) {
+      if (!keep) ahead.delete(oid);
+      return got;
+    }
+    const o = store.read(oid);
+    if (o && keep) {
+      if (ahead.size >= 4096) ahead.clear();
+      ahead.set(oid, o);
+    }
+    return o;
+  };
   // The parent's side is only compared against, never judged here: unreadable, it leaves nothing out.
   const rawTree = (oid: string | undefined): Buffer | null => {
     if (oid === undefined) return null;
-    const o = store.read(oid);
+    const o = read(oid, true);
     return o?.type === "tree" ? o.data : null;
+  };
+  const parentTreeOf = (oid: string): string | undefined => {
+    const o = read(oid, true);
+    return o?.type === "commit" ? (parseCommit(o.data)?.tree ?? undefined) : undefined;
   };
   const roleOf = (oid: string): string => {
     const at = place.get(oid);
@@ -80,19 +100,20 @@ export function firstGap(gitdir: string, tips: Iterable<string>, stop: Set<strin
     for (const t of tips) want(t, t, null);
     while (stack.length > 0) {
       const oid = stack.pop() as string;
-      const obj = store.read(oid);
+      const obj = read(oid, false);
       if (!obj) {
         if (!presence.has(oid)) return { oid, role: roleOf(oid) };
         continue; // present but not readable natively (an unusual pack): trusted, as git's reader would read it
       }
       if (obj.type === "commit") {
-        const c = store.readCommit(oid);
+        const c = parseCommit(obj.data);
         if (!c) return { oid, role: roleOf(oid) };
         const isShallow = shallow.has(oid);
-        const parentTree = isShallow || c.parents.length === 0 ? undefined : store.readCommit(c.parents[0] as string)?.tree;
+        const parentTree = isShallow || c.parents.length === 0 ? undefined : parentTreeOf(c.parents[0] as string);
+        if (!isShallow) for (const p of c.parents) want(p, p, null);
+        // Queued last, so walked next, while the parent's tree just read is still in the store's cache.
         // The same tree as the parent's: checked with the parent.
         if (parentTree !== c.tree) want(c.tree, oid, "", parentTree);
-        if (!isShallow) for (const p of c.parents) want(p, p, null);
       } else if (obj.type === "tree") {
         const entries = changedEntries(obj.data, rawTree(baseOf.get(oid)));
         if (!entries) return { oid, role: roleOf(oid) };
