@@ -219,6 +219,15 @@ export function applyDelta(base: Buffer, delta: Buffer): Buffer | null {
 /** Bytes of delta bases an ObjectStore keeps (git's core.deltaBaseCacheLimit is 96 MiB). */
 const BASE_BYTES = 48 * 1024 * 1024;
 
+/** A raw commit's tree and parents, or null. */
+export function parseCommit(data: Buffer): { tree: string; parents: string[] } | null {
+  const headerEnd = data.indexOf("\n\n");
+  const lines = data.toString("utf8", 0, headerEnd < 0 ? data.length : headerEnd).split("\n");
+  const tree = lines[0]?.startsWith("tree ") ? lines[0].slice(5) : null;
+  if (!tree) return null;
+  return { tree, parents: lines.filter((l) => l.startsWith("parent ")).map((l) => l.slice(7)) };
+}
+
 export class ObjectStore {
   private readonly dirs: string[];
   private packs: Pack[] | null = null;
@@ -274,12 +283,7 @@ export class ObjectStore {
   /** A commit's tree and parents, or null. */
   readCommit(oid: string): { tree: string; parents: string[] } | null {
     const o = this.read(oid);
-    if (o?.type !== "commit") return null;
-    const headerEnd = o.data.indexOf("\n\n");
-    const lines = o.data.toString("utf8", 0, headerEnd < 0 ? o.data.length : headerEnd).split("\n");
-    const tree = lines[0]?.startsWith("tree ") ? lines[0].slice(5) : null;
-    if (!tree) return null;
-    return { tree, parents: lines.filter((l) => l.startsWith("parent ")).map((l) => l.slice(7)) };
+    return o?.type === "commit" ? parseCommit(o.data) : null;
   }
 
   private readLoose(oid: string): GitObject | null {

@@ -64,9 +64,11 @@ export class ObjectPresence {
   }
 
   has(oid: string): boolean {
-    if (existsSync(join(this.objects, oid.slice(0, 2), oid.slice(2)))) return true;
+    // Packs first: a binary search in memory, where a loose miss costs a failed stat (a
+    // connectivity walk asks this for every file of a tree, nearly all of them packed).
     const bin = Buffer.from(oid, "hex");
-    return this.packs.some((p) => indexHas(p, bin));
+    for (const p of this.packs) if (indexHas(p, bin)) return true;
+    return existsSync(join(this.objects, oid.slice(0, 2), oid.slice(2)));
   }
 
   /** True when the store holds no objects at all (a fresh `init`). */

@@ -8,7 +8,8 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError } from "../../base/errors.ts";
 import { displayUrl } from "./url.ts";
-import { ObjectStore } from "../objects/object-store.ts";
+import { type GitObject, ObjectStore, parseCommit } from "../objects/object-store.ts";
+import { changedEntries } from "../objects/tree-changes.ts";
 import { ObjectPresence } from "../objects/objects.ts";
 import { CANONICAL_MODES } from "../objects/path-verify.ts";
 import { listRefsSync, resolveRefSync } from "../refs/refs.ts";
@@ -40,6 +41,11 @@ export interface Gap {
  * The first object reachable from `tips` that is missing here, with its role,
  * or null when every commit, tree and blob they need is present. `stop`:
  * commits taken as complete (default: what our refs name).
+ *
+ * A commit's tree is compared with its first parent's (tree-changes.ts): an
+ * entry the parent holds at the same path with the same id is left to the
+ * parent, which is complete (`stop`) or walked too, so each commit costs what
+ * it changed, not its whole tree; a root or shallow commit is walked whole.
  */
 export function firstGap(gitdir: string, tips: Iterable<string>, stop: Set<string> = knownTips(gitdir)): Gap | null {
   const store = new ObjectStore(gitdir);
@@ -49,11 +55,40 @@ export function firstGap(gitdir: string, tips: Iterable<string>, stop: Set<strin
   const stack: string[] = [];
   // Where each queued object sits: its commit and, for a tree, its directory ("" for the root).
   const place = new Map<string, { commit: string; dir: string | null }>();
-  const want = (oid: string, commit: string, dir: string | null) => {
+  // A queued tree's counterpart in the parent commit, when there is one.
+  const baseOf = new Map<string, string>();
+  const want = (oid: string, commit: string, dir: string | null, base?: string) => {
     if (seen.has(oid) || stop.has(oid)) return;
     seen.add(oid);
     place.set(oid, { commit, dir });
+    if (base !== undefined) baseOf.set(oid, base);
     stack.push(oid);
+  };
+  // Objects read ahead (a parent commit, its tree as a base), kept until the walk reaches them,
+  // which is next: the store's own cache is full early in a long history.
+  const ahead = new Map<string, GitObject>();
+  const read = (oid: string, keep: boolean): GitObject | null => {
+    const got = ahead.get(oid);
+    if (got) {
+      if (!keep) ahead.delete(oid);
+      return got;
+    }
+    const o = store.read(oid);
+    if (o && keep) {
+      if (ahead.size >= 4096) ahead.clear();
+      ahead.set(oid, o);
+    }
+    return o;
+  };
+  // The parent's side is only compared against, never judged here: unreadable, it leaves nothing out.
+  const rawTree = (oid: string | undefined): Buffer | null => {
+    if (oid === undefined) return null;
+    const o = read(oid, true);
+    return o?.type === "tree" ? o.data : null;
+  };
+  const parentTreeOf = (oid: string): string | undefined => {
+    const o = read(oid, true);
+    return o?.type === "commit" ? (parseCommit(o.data)?.tree ?? undefined) : undefined;
   };
   const roleOf = (oid: string): string => {
     const at = place.get(oid);
@@ -65,25 +100,29 @@ export function firstGap(gitdir: string, tips: Iterable<string>, stop: Set<strin
     for (const t of tips) want(t, t, null);
     while (stack.length > 0) {
       const oid = stack.pop() as string;
-      const obj = store.read(oid);
+      const obj = read(oid, false);
       if (!obj) {
         if (!presence.has(oid)) return { oid, role: roleOf(oid) };
         continue; // present but not readable natively (an unusual pack): trusted, as git's reader would read it
       }
       if (obj.type === "commit") {
-        const c = store.readCommit(oid);
+        const c = parseCommit(obj.data);
         if (!c) return { oid, role: roleOf(oid) };
-        want(c.tree, oid, "");
-        if (!shallow.has(oid)) for (const p of c.parents) want(p, p, null);
+        const isShallow = shallow.has(oid);
+        const parentTree = isShallow || c.parents.length === 0 ? undefined : parentTreeOf(c.parents[0] as string);
+        if (!isShallow) for (const p of c.parents) want(p, p, null);
+        // Queued last, so walked next, while the parent's tree just read is still in the store's cache.
+        // The same tree as the parent's: checked with the parent.
+        if (parentTree !== c.tree) want(c.tree, oid, "", parentTree);
       } else if (obj.type === "tree") {
-        const entries = store.readTree(oid);
+        const entries = changedEntries(obj.data, rawTree(baseOf.get(oid)));
         if (!entries) return { oid, role: roleOf(oid) };
         const at = place.get(oid) ?? { commit: oid, dir: "" };
         for (const e of entries) {
           // A submodule's commit lives in the submodule; an entry of a mode git cannot hold is never checked out (the checkout refuses its tree, naming it).
           if (e.mode === "160000" || !CANONICAL_MODES.has(e.mode)) continue;
           const path = at.dir ? `${at.dir}/${e.name}` : e.name;
-          if (e.mode === "040000") want(e.oid, at.commit, path);
+          if (e.mode === "040000") want(e.oid, at.commit, path, e.baseTree);
           else if (!seen.has(e.oid)) {
             seen.add(e.oid);
             // Blobs: presence is enough.

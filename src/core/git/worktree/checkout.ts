@@ -9,6 +9,7 @@ import type { HeadInfo } from "../refs/head.ts";
 import { diverged, noBranches, refNotFound, transportError } from "../transport/git-errors.ts";
 import { type Git, loadGit } from "../objects/iso.ts";
 import { ObjectPresence } from "../objects/objects.ts";
+import { countLeftRight } from "../refs/ahead-behind.ts";
 import { readSymref, resolveRefSync, writeRefSync } from "../refs/refs.ts";
 import { REMOTE } from "../transport/remote-refs.ts";
 import { setTrackingSync } from "../refs/config.ts";
@@ -106,9 +107,9 @@ async function move(o: MoveOptions): Promise<HeadInfo> {
   const local = resolveRefSync(o.gitdir, branchRef);
   let next = target.oid;
   if (local !== null && local !== target.oid) {
-    const git = await loadGit();
-    if (await isAncestor(git, o.gitdir, local, target.oid)) next = target.oid; // fast-forward
-    else if (await isAncestor(git, o.gitdir, target.oid, local)) next = local; // ahead of the remote: keep
+    const relation = await relate(o.gitdir, local, target.oid);
+    if (relation === "behind") next = target.oid; // fast-forward
+    else if (relation === "ahead") next = local; // ahead of the remote: keep
     else throw diverged(target.name, o.dir, o.url, local, target.oid);
   }
   if (!o.fresh && headRef === branchRef && headOid === next) return { sha: next, branch: target.name };
@@ -162,6 +163,29 @@ async function peelToCommit(git: Git, o: MoveOptions, oid: string): Promise<stri
     cur = obj.object.object;
   }
   throw packOpError(`ref '${o.ref}' in ${o.url} does not name a commit; use a branch, a tag or a commit sha.`);
+}
+
+/**
+ * Is `local` behind `remote` (an ancestor: fast-forward), ahead of it (`remote`
+ * is its ancestor) or neither? One paint-down walk over the commits that
+ * differ (ahead-behind.ts) answers both questions. A shallow repository, or a
+ * commit that walk cannot read, goes to isomorphic-git, which stops at the
+ * shallow boundary or names the missing object as before.
+ */
+async function relate(gitdir: string, local: string, remote: string): Promise<"behind" | "ahead" | "diverged"> {
+  if (!fs.existsSync(`${gitdir}/shallow`)) {
+    let counts: { ahead: number; behind: number } | null = null;
+    try {
+      counts = countLeftRight(gitdir, local, remote);
+    } catch {
+      counts = null;
+    }
+    if (counts) return counts.ahead === 0 ? "behind" : counts.behind === 0 ? "ahead" : "diverged";
+  }
+  const git = await loadGit();
+  if (await isAncestor(git, gitdir, local, remote)) return "behind";
+  if (await isAncestor(git, gitdir, remote, local)) return "ahead";
+  return "diverged";
 }
 
 async function isAncestor(git: Git, gitdir: string, ancestor: string, oid: string): Promise<boolean> {
