@@ -15,6 +15,7 @@ import { atomicWriteFilesAsync, fsyncDir } from "../../fs/fsutil.ts";
 import { limitError, showBytes, type TransferLimits, transferLimits } from "./limits.ts";
 import { BadPack, deltaResultSize, Entries, type Header, inflateEntry, objectId, parseHeader } from "./pack-entries.ts";
 import { buildIndex, completeThinPack } from "./pack-idx.ts";
+import { Collector } from "./garbage.ts";
 import { applyDelta, type GitObject, OFS_DELTA, type ObjectStore, type ObjectType, REF_DELTA, TYPES, writeLooseObjects } from "./object-store.ts";
 
 /** Below this many objects a fetched pack is exploded into loose objects (git's transfer.unpackLimit). */
@@ -32,26 +33,6 @@ export interface StoreOptions {
   limits?: TransferLimits;
 }
 
-
-/**
- * Every entry inflated or rebuilt is garbage once named. Bun collects by its
- * own schedule, which lets hundreds of megabytes of dead buffers pile up on a
- * large pack; collecting after every GARBAGE_BYTES keeps the peak near what
- * is live (a few milliseconds per collection: the live heap is small).
- */
-const GARBAGE_BYTES = 24 * 1024 * 1024;
-
-class Collector {
-  private bytes = 0;
-  /** Count `n` bytes of new garbage; collect when enough has piled up. */
-  add(n: number): void {
-    this.bytes += n;
-    if (this.bytes >= GARBAGE_BYTES) {
-      this.bytes = 0;
-      Bun.gc(true);
-    }
-  }
-}
 
 /** Receiving: the pack goes to `fd` as it arrives while its entries are walked. */
 class Receiver {

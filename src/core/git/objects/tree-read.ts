@@ -82,8 +82,12 @@ export class UnsafeTreeError extends Error {
 
 /** An object a commit needs is not in the repository (an interrupted or incomplete fetch). */
 export class MissingObjectError extends Error {
-  constructor(readonly oid: string) {
-    super(`object ${oid} is missing`);
+  /** `role`: what the object is to the commit, e.g. "the tree of directory 'a' in commit 1234abcd5678". */
+  constructor(
+    readonly oid: string,
+    readonly role: string = `object ${oid.slice(0, 12)}`,
+  ) {
+    super(`${role} is missing`);
     this.name = "MissingObjectError";
   }
 }
@@ -115,7 +119,10 @@ export async function verifiedFlatTree(gitdir: string, oid: string, store?: Obje
   const own = store ?? new ObjectStore(gitdir);
   let iso: Awaited<ReturnType<typeof loadGit>> | null = null;
   const cache = {};
-  const raw = async (want: string, type: "commit" | "tree"): Promise<Uint8Array> => {
+  const short = oid.slice(0, 12);
+  const roleOf = (type: "commit" | "tree", prefix: string[]): string =>
+    type === "commit" ? `commit ${short}` : prefix.length === 0 ? `the tree of commit ${short}` : `the tree of directory '${prefix.join("/")}' in commit ${short}`;
+  const raw = async (want: string, type: "commit" | "tree", prefix: string[] = []): Promise<Uint8Array> => {
     const o = own.read(want);
     if (o) {
       if (o.type !== type) throw new UnsafeTreeError(want, `a ${o.type} where a ${type} belongs`);
@@ -128,7 +135,7 @@ export async function verifiedFlatTree(gitdir: string, oid: string, store?: Obje
       return r.object as Uint8Array;
     } catch (err) {
       if (err instanceof UnsafeTreeError) throw err;
-      throw new MissingObjectError(want);
+      throw new MissingObjectError(want, roleOf(type, prefix));
     }
   };
   try {
@@ -138,7 +145,7 @@ export async function verifiedFlatTree(gitdir: string, oid: string, store?: Obje
     const out = new Map<string, string>();
     const symlinks: string[] = [];
     const walk = async (treeOid: string, prefix: string[]): Promise<void> => {
-      const entries = parseTreeBytes(await raw(treeOid, "tree"));
+      const entries = parseTreeBytes(await raw(treeOid, "tree", prefix));
       if (!entries) throw new UnsafeTreeError(prefix.join("/"), "a malformed tree");
       const names = new Set<string>();
       for (const e of entries) {

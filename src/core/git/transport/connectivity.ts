@@ -8,6 +8,7 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError } from "../../base/errors.ts";
 import { displayUrl } from "./url.ts";
+import { Collector } from "../objects/garbage.ts";
 import { type GitObject, ObjectStore, parseCommit } from "../objects/object-store.ts";
 import { changedEntries } from "../objects/tree-changes.ts";
 import { ObjectPresence } from "../objects/objects.ts";
@@ -32,6 +33,12 @@ function shallowSet(gitdir: string): Set<string> {
 }
 
 /** A missing object and what it is to the history, e.g. "the file 'a/b' of commit 1234abcd5678". */
+/** Bytes of garbage counted per object read besides its data (see Collector). */
+const PER_OBJECT_GARBAGE = 1024;
+
+/** Objects read ahead of the walk are kept up to this many bytes. */
+const AHEAD_BYTES = 32 * 1024 * 1024;
+
 export interface Gap {
   oid: string;
   role: string;
@@ -46,8 +53,10 @@ export interface Gap {
  * entry the parent holds at the same path with the same id is left to the
  * parent, which is complete (`stop`) or walked too, so each commit costs what
  * it changed, not its whole tree; a root or shallow commit is walked whole.
+ * `firstFetch` (nothing of ours yet): every commit and the presence of its
+ * tree only.
  */
-export function firstGap(gitdir: string, tips: Iterable<string>, stop: Set<string> = knownTips(gitdir)): Gap | null {
+export function firstGap(gitdir: string, tips: Iterable<string>, stop: Set<string> = knownTips(gitdir), opts: { firstFetch?: boolean } = {}): Gap | null {
   const store = new ObjectStore(gitdir);
   const presence = new ObjectPresence(gitdir);
   const shallow = shallowSet(gitdir);
@@ -66,17 +75,29 @@ export function firstGap(gitdir: string, tips: Iterable<string>, stop: Set<strin
   };
   // Objects read ahead (a parent commit, its tree as a base), kept until the walk reaches them,
   // which is next: the store's own cache is full early in a long history.
+  // Bounded by bytes (a wide repository's trees are large); what falls out is read again if needed.
   const ahead = new Map<string, GitObject>();
+  let aheadBytes = 0;
+  const garbage = new Collector();
   const read = (oid: string, keep: boolean): GitObject | null => {
     const got = ahead.get(oid);
     if (got) {
-      if (!keep) ahead.delete(oid);
+      if (!keep) {
+        ahead.delete(oid);
+        aheadBytes -= got.data.length;
+      }
       return got;
     }
     const o = store.read(oid);
+    // Each read leaves more than its data behind (ids, parsed fields, inflate windows): a fixed share per object.
+    if (o) garbage.add(o.data.length + PER_OBJECT_GARBAGE);
     if (o && keep) {
-      if (ahead.size >= 4096) ahead.clear();
+      if (aheadBytes + o.data.length > AHEAD_BYTES) {
+        ahead.clear();
+        aheadBytes = 0;
+      }
       ahead.set(oid, o);
+      aheadBytes += o.data.length;
     }
     return o;
   };
@@ -90,8 +111,8 @@ export function firstGap(gitdir: string, tips: Iterable<string>, stop: Set<strin
     const o = read(oid, true);
     return o?.type === "commit" ? (parseCommit(o.data)?.tree ?? undefined) : undefined;
   };
-  const roleOf = (oid: string): string => {
-    const at = place.get(oid);
+  const roleOf = (oid: string): string => roleOfPlace(oid, place.get(oid));
+  const roleOfPlace = (oid: string, at: { commit: string; dir: string | null } | undefined): string => {
     if (!at || at.dir === null) return `commit ${oid.slice(0, 12)}`;
     const c = at.commit.slice(0, 12);
     return at.dir === "" ? `the tree of commit ${c}` : `the tree of directory '${at.dir}' in commit ${c}`;
@@ -105,19 +126,30 @@ export function firstGap(gitdir: string, tips: Iterable<string>, stop: Set<strin
         if (!presence.has(oid)) return { oid, role: roleOf(oid) };
         continue; // present but not readable natively (an unusual pack): trusted, as git's reader would read it
       }
+      // Its place is needed only while it is walked; a long history must not keep one per object.
+      const here = place.get(oid);
+      place.delete(oid);
+      const base = baseOf.get(oid);
+      baseOf.delete(oid);
       if (obj.type === "commit") {
         const c = parseCommit(obj.data);
-        if (!c) return { oid, role: roleOf(oid) };
+        if (!c) return { oid, role: roleOfPlace(oid, here) };
         const isShallow = shallow.has(oid);
-        const parentTree = isShallow || c.parents.length === 0 ? undefined : parentTreeOf(c.parents[0] as string);
+        const parentTree = isShallow || c.parents.length === 0 || opts.firstFetch ? undefined : parentTreeOf(c.parents[0] as string);
         if (!isShallow) for (const p of c.parents) want(p, p, null);
+        if (opts.firstFetch) {
+          // A first fetch: every commit of the history and its tree are here. What lies below a tree is read
+          // when a checkout reaches it (the clone's own checkout reads all of its commit's), named if missing.
+          if (!presence.has(c.tree)) return { oid: c.tree, role: `the tree of commit ${oid.slice(0, 12)}` };
+          continue;
+        }
         // Queued last, so walked next, while the parent's tree just read is still in the store's cache.
         // The same tree as the parent's: checked with the parent.
         if (parentTree !== c.tree) want(c.tree, oid, "", parentTree);
       } else if (obj.type === "tree") {
-        const entries = changedEntries(obj.data, rawTree(baseOf.get(oid)));
-        if (!entries) return { oid, role: roleOf(oid) };
-        const at = place.get(oid) ?? { commit: oid, dir: "" };
+        const entries = changedEntries(obj.data, rawTree(base));
+        if (!entries) return { oid, role: roleOfPlace(oid, here) };
+        const at = here ?? { commit: oid, dir: "" };
         for (const e of entries) {
           // A submodule's commit lives in the submodule; an entry of a mode git cannot hold is never checked out (the checkout refuses its tree, naming it).
           if (e.mode === "160000" || !CANONICAL_MODES.has(e.mode)) continue;
@@ -149,7 +181,11 @@ export function firstMissing(gitdir: string, tips: Iterable<string>, stop?: Set<
 /** Throw (one sentence, exit 4) unless everything `tips` need is here; called right before refs move to them. */
 export function assertConnected(gitdir: string, url: string, tips: string[]): void {
   if (tips.length === 0) return;
-  const gap = firstGap(gitdir, tips);
+  // A first fetch (a clone: no ref of ours yet) would otherwise read every tree of the whole history, touching
+  // most of a large pack (a 312 MB pack: 1.1 GB peak, 15 s); it checks the history's commits and their trees'
+  // presence, and the clone's checkout reads the whole tree it writes (a failed clone leaves nothing).
+  const known = knownTips(gitdir);
+  const gap = firstGap(gitdir, tips, known, { firstFetch: known.size === 0 });
   if (gap !== null) throw incompleteFetch(gap, url);
 }
 

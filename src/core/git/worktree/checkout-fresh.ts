@@ -13,10 +13,9 @@ import { type Git, loadGit } from "../objects/iso.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import { cacheTreeOf } from "../objects/tree-read.ts";
 import { Conversion, attributePaths } from "./convert.ts";
+import { Collector } from "../objects/garbage.ts";
 
 const GITLINK = 0o160000;
-/** Blob bytes read between two collections of a fresh checkout's garbage (as the pack indexer counts its own). */
-const GARBAGE_BYTES = 24 * 1024 * 1024;
 const NO_FOLLOW_WRITE = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | (fs.constants.O_NOFOLLOW ?? 0);
 
 /** A tree entry name that could escape the work tree or touch .git is refused, as git does. */
@@ -81,10 +80,10 @@ export async function checkoutFresh(dir: string, gitdir: string, oid: string): P
   const conv = Conversion.forTree(dir, gitdir, attrFiles);
   // Then the files, many at a time: each read and write waits on I/O, and
   // one-by-one the waits add up to several times the work.
-  let written = 0; // blob bytes since the last collection
+  const garbage = new Collector();
   const writeOne = async (f: { rel: string; mode: string; oid: string }) => {
     const blob = await blobOf(f.oid, f.rel);
-    written += blob.length;
+    garbage.add(blob.length + 4096); // and what reading it left behind (a delta chain's windows and bases)
     const abs = join(dir, f.rel);
     if (f.mode === "120000") await fs.promises.symlink(Buffer.from(blob).toString("utf8"), abs);
     // Never through a link: two names one on a case-insensitive file system must not write elsewhere.
@@ -97,13 +96,6 @@ export async function checkoutFresh(dir: string, gitdir: string, oid: string): P
     const results = await Promise.allSettled(files.slice(i, i + 128).map(writeOne));
     const failed = results.find((r) => r.status === "rejected");
     if (failed) throw failed.reason;
-    // Each batch's blobs (and the deltas they were rebuilt from) are garbage now: collecting keeps a large
-    // checkout's peak near what is live. By bytes, not batches: a full collection costs 10-20 ms, and many
-    // small files (30,000 in 60 collections: 1.3 s) make little garbage.
-    if (written >= GARBAGE_BYTES) {
-      written = 0;
-      Bun.gc(true);
-    }
   }
   // Files written in the same clock tick as the index stay "racy" (re-hashed by
   // every status check, as git does) until the index is next rewritten.

@@ -55,7 +55,7 @@ export function refusedCommit(o: { dir: string; url: string; shown?: string }, o
   }
   if (err instanceof MissingObjectError) {
     return packOpError(
-      `commit ${oid.slice(0, 7)} of ${displayUrl(o.url)} for ${where} is incomplete here (object ${err.oid.slice(0, 7)} is missing); nothing was changed — run grex sync again to fetch it.`,
+      `${err.role} is missing from ${displayUrl(o.url)}, so ${where} cannot be checked out there; nothing was changed — run grex sync again to fetch it, or check the upstream with git fsck.`,
       { dir, commit: oid, missing: err.oid },
     );
   }
