@@ -87,6 +87,13 @@ const ATTACKS: Attack[] = [
 ];
 
 let serial = 0;
+
+/** A new empty upstream under its own name, the pack id a test adds it as, and a README blob in it. */
+function freshUpstream(): { name: string; repo: string; pack: string; readme: RawEntry } {
+  const name = `up${++serial}.git`;
+  const repo = emptyRepo(join(upstream.upstream, name));
+  return { name, repo, pack: `p${serial}`, readme: file(repo, "README", "hello\n") };
+}
 function hostileRepo(a: Attack, withBefore: boolean): { name: string; repo: string; hostile: () => string } {
   const name = `up${++serial}.git`;
   const repo = emptyRepo(join(upstream.upstream, name));
@@ -167,11 +174,8 @@ describe("links the previous commit left", () => {
   for (const tr of TRANSPORTS) {
     test(`${tr}: a link replaced by a directory, a file equal to one outside, then dropped: nothing outside is touched`, async () => {
       await inWorkspace(async (t) => {
-        const name = `up${++serial}.git`;
-        const repo = emptyRepo(join(upstream.upstream, name));
-        const readme = file(repo, "README", "hello\n");
+        const { name, repo, pack, readme } = freshUpstream();
         commitTree(repo, rawTree(repo, [readme, link(repo, "h", "../../home")]), "link");
-        const pack = `p${serial}`;
         expect((await t.grex("add", urlOf(tr, name), pack)).code).toBe(0);
         const home = snapshot(t.home);
         // The link becomes a directory holding a file with the bytes of one in HOME; then that file changes; then it goes.
@@ -194,11 +198,8 @@ describe("links the previous commit left", () => {
 
   test("a link a user made on the way is never written through", async () => {
     await inWorkspace(async (t) => {
-      const name = `up${++serial}.git`;
-      const repo = emptyRepo(join(upstream.upstream, name));
-      const readme = file(repo, "README", "hello\n");
+      const { name, repo, pack, readme } = freshUpstream();
       commitTree(repo, rawTree(repo, [readme]), "one");
-      const pack = `p${serial}`;
       expect((await t.grex("add", join(upstream.upstream, name), pack)).code).toBe(0);
       // An ignored link (so the pack is clean) where the next commit wants a directory.
       mkdirSync(join(t.home, "target"), { recursive: true });
@@ -221,11 +222,8 @@ describe("links the previous commit left", () => {
 describe("a checkout interrupted or refused half-way heals on the next plain sync", () => {
   test.each(TRANSPORTS)("%s: an empty untracked directory where the next commit puts a link: the move finishes", async (tr) => {
     await inWorkspace(async (t) => {
-      const name = `up${++serial}.git`;
-      const repo = emptyRepo(join(upstream.upstream, name));
-      const readme = file(repo, "README", "hello\n");
+      const { name, repo, pack, readme } = freshUpstream();
       commitTree(repo, rawTree(repo, [readme, file(repo, "pack.yaml", "name: r\ntype: meta\n")]), "one");
-      const pack = `p${serial}`;
       expect((await t.grex("add", urlOf(tr, name), pack)).code).toBe(0);
       mkdirSync(join(t.ws, pack, "d", "x"), { recursive: true }); // what a pack's mkdir leaves: untracked, empty
       const two = commitTree(repo, rawTree(repo, [readme, link(repo, "d", "README"), file(repo, "pack.yaml", "name: r\ntype: meta\n# two\n")]), "two");
@@ -240,11 +238,8 @@ describe("a checkout interrupted or refused half-way heals on the next plain syn
 
   test("an untracked file in that directory: refused before anything changes; once moved away, the next sync finishes", async () => {
     await inWorkspace(async (t) => {
-      const name = `up${++serial}.git`;
-      const repo = emptyRepo(join(upstream.upstream, name));
-      const readme = file(repo, "README", "hello\n");
+      const { name, repo, pack, readme } = freshUpstream();
       commitTree(repo, rawTree(repo, [readme, file(repo, "pack.yaml", "name: r\ntype: meta\n")]), "one");
-      const pack = `p${serial}`;
       expect((await t.grex("add", join(upstream.upstream, name), pack)).code).toBe(0);
       mkdirSync(join(t.ws, pack, ".git", "info"), { recursive: true });
       writeFileSync(join(t.ws, pack, ".git", "info", "exclude"), "d/\n"); // ignored, so the pack is not dirty
@@ -268,11 +263,8 @@ describe("a checkout interrupted or refused half-way heals on the next plain syn
 
   test("a move journaled toward a tree grex now refuses is rolled back to HEAD's tree, with the refusal", async () => {
     await inWorkspace(async (t) => {
-      const name = `up${++serial}.git`;
-      const repo = emptyRepo(join(upstream.upstream, name));
-      const readme = file(repo, "README", "hello\n");
+      const { name, repo, pack, readme } = freshUpstream();
       const one = commitTree(repo, rawTree(repo, [readme, link(repo, "h", "../../home")]), "one");
-      const pack = `p${serial}`;
       const wt = join(t.ws, pack);
       expect((await t.grex("add", join(upstream.upstream, name), pack)).code).toBe(0);
       const two = commitTree(repo, rawTree(repo, [file(repo, "README", "changed\n"), link(repo, "h", "../../home"), dir(repo, "h", [file(repo, "x", "planted\n")])]), "two");
@@ -382,12 +374,9 @@ describe("a ref an older grex moved over an incomplete fetch", () => {
 describe("submodules (gitlinks)", () => {
   test("a commit that drops a submodule removes its empty directory and keeps a populated one's files", async () => {
     await inWorkspace(async (t) => {
-      const name = `up${++serial}.git`;
-      const repo = emptyRepo(join(upstream.upstream, name));
-      const readme = file(repo, "README", "hello\n");
+      const { name, repo, pack, readme } = freshUpstream();
       const sub = { mode: "160000", oid: "1".repeat(40) };
       commitTree(repo, rawTree(repo, [readme, { ...sub, name: "empty" }, { ...sub, name: "full" }]), "one");
-      const pack = `p${serial}`;
       const wt = join(t.ws, pack);
       expect((await t.grex("add", join(upstream.upstream, name), pack)).code).toBe(0);
       expect(existsSync(join(wt, "empty"))).toBe(true);

@@ -7,8 +7,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Gateway } from "../../src/mcp/gateway/gateway.ts";
-import { DEFAULT_CHILD_IDLE_MS } from "../../src/mcp/gateway/types.ts";
-import { serversPackYaml } from "../helpers/mcp-gateway.ts";
+import { gatewayOptions, serversPackYaml } from "../helpers/mcp-gateway.ts";
 import { running } from "../helpers/process.ts";
 import { GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
 
@@ -42,17 +41,7 @@ afterAll(async () => {
 });
 
 function gateway(env: Record<string, string> = {}, logs: string[] = []): Gateway {
-  const g = new Gateway({
-    cwd: tw.ws,
-    manifest: undefined,
-    env: { ...tw.env, ...env },
-    version: "test",
-    maxChildren: 16,
-    idleMs: DEFAULT_CHILD_IDLE_MS,
-    approve: [],
-    log: (m) => logs.push(m),
-    childStderr: (server, line) => logs.push(`[${server}] ${line}`),
-  });
+  const g = new Gateway(gatewayOptions(tw, logs, { env: { ...tw.env, ...env } }));
   gateways.push(g);
   return g;
 }

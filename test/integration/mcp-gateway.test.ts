@@ -10,10 +10,10 @@ import { ElicitRequestSchema, McpError, ToolListChangedNotificationSchema } from
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { Gateway } from "../../src/mcp/gateway/gateway.ts";
-import { DEFAULT_CHILD_IDLE_MS, type GatewayOptions } from "../../src/mcp/gateway/types.ts";
+import type { GatewayOptions } from "../../src/mcp/gateway/types.ts";
 import { serveHttp, type HttpServer } from "../../src/mcp/http.ts";
 import { SessionTransport, serverOptions } from "../helpers/mcp.ts";
-import { FIXTURE_SERVER, everythingServer, serversPackYaml as packYaml } from "../helpers/mcp-gateway.ts";
+import { FIXTURE_SERVER, everythingServer, gatewayOptions, serversPackYaml as packYaml } from "../helpers/mcp-gateway.ts";
 import { GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
 import { running } from "../helpers/process.ts";
 
@@ -62,18 +62,7 @@ afterAll(async () => {
 });
 
 function gateway(over: Partial<GatewayOptions> = {}, logs: string[] = []): Gateway {
-  const g = new Gateway({
-    cwd: tw.ws,
-    manifest: undefined,
-    env: { ...tw.env, GATEWAY_TEST_VALUE: "expanded", REMOTE_TOKEN: "remote-secret" },
-    version: "test",
-    maxChildren: 16,
-    idleMs: DEFAULT_CHILD_IDLE_MS,
-    approve: [],
-    log: (m) => logs.push(m),
-    childStderr: (server, line) => logs.push(`[${server}] ${line}`),
-    ...over,
-  });
+  const g = new Gateway(gatewayOptions(tw, logs, { env: { ...tw.env, GATEWAY_TEST_VALUE: "expanded", REMOTE_TOKEN: "remote-secret" }, ...over }));
   gateways.push(g);
   return g;
 }

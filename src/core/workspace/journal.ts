@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { errnoCode } from "../base/errors.ts";
 import { atomicWriteFile } from "../fs/fsutil.ts";
-import { appendJsonlLines, type WarnSink } from "./jsonl.ts";
+import { appendJsonlLines, eachJsonLine, NOT_JSON, type WarnSink } from "./jsonl.ts";
 import { OpenBrackets } from "./manifest-fold.ts";
 import { checkEvent, type ManifestEvent, SCHEMA_VERSION } from "./manifest-events.ts";
 import type { Workspace } from "../base/workspace.ts";
@@ -50,34 +50,22 @@ function readJournalText(ws: Workspace, opts?: WarnSink): string {
 export function parseJournal(text: string, path: string, opts?: WarnSink): ManifestEvent[] {
   const out: ManifestEvent[] = [];
   let bad = 0;
-  let start = 0;
-  let lineNo = 0;
-  while (start < text.length) {
-    let end = text.indexOf("\n", start);
-    const last = end === -1;
-    if (last) end = text.length;
-    lineNo++;
-    const line = text.slice(start, end);
-    start = end + 1;
-    if (line.trim() === "") continue;
-    let o: unknown;
-    try {
-      o = JSON.parse(line);
-    } catch {
-      if (!last) bad++;
-      continue;
+  eachJsonLine(text, (o, _lineNo, last) => {
+    if (o === NOT_JSON) {
+      if (!last) bad++; // a torn tail is left for the next append to cut
+      return;
     }
     if (typeof o !== "object" || o === null || Array.isArray(o)) {
       bad++;
-      continue;
+      return;
     }
     const e = o as Record<string, unknown>;
     if (e.schema_version !== SCHEMA_VERSION || checkEvent(e) !== null || !isRuntimeOp(String(e.op))) {
       bad++;
-      continue;
+      return;
     }
     out.push(e as ManifestEvent);
-  }
+  });
   if (bad > 0) opts?.warn(`${basename(path)} has ${bad} unreadable line${bad === 1 ? "" : "s"} (skipped; the file is grex's local state and may be deleted)`);
   return out;
 }

@@ -90,3 +90,36 @@ export function appendJsonlLines(path: string, lines: readonly string[], create:
   for (let i = 0; i < lines.length; i++) appendDurable(path, i === 0 ? prefix + lines[i] : (lines[i] as string));
   return true;
 }
+
+/** What `eachJsonLine` hands over for a line that is not JSON. */
+export const NOT_JSON: unique symbol = Symbol("not JSON");
+
+/**
+ * Each non-blank line of JSON-lines text, parsed, in order: `visit(value,
+ * lineNo, last)`, with NOT_JSON for a line that does not parse and `last`
+ * for a final line with no newline after it (a possibly torn append). A
+ * leading BOM (an editor's) is skipped; a trailing \r parses (CRLF files).
+ * `visit` returning false stops the pass.
+ */
+export function eachJsonLine(text: string, visit: (value: unknown, lineNo: number, last: boolean) => boolean | void): void {
+  let start = text.charCodeAt(0) === 0xfeff ? 1 : 0;
+  let lineNo = 0;
+  const len = text.length;
+  while (start < len) {
+    let end = text.indexOf("\n", start);
+    const last = end === -1;
+    if (last) end = len;
+    lineNo++;
+    if (end > start) {
+      const line = text.slice(start, end);
+      let value: unknown;
+      try {
+        value = JSON.parse(line); // parsed first: trimming every line cost more than the rare blank one
+      } catch {
+        value = line.trim() === "" ? undefined : NOT_JSON;
+      }
+      if (value !== undefined && visit(value, lineNo, last) === false) return;
+    }
+    start = end + 1;
+  }
+}

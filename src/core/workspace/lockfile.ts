@@ -11,7 +11,7 @@ import { assertPlainFile } from "../fs/plain-file.ts";
 import { atomicWriteFile } from "../fs/fsutil.ts";
 import { withManifestLock } from "../locks/locks.ts";
 import { firstIssue } from "../base/issues.ts";
-import { appendJsonlLines, type WarnSink } from "./jsonl.ts";
+import { appendJsonlLines, eachJsonLine, NOT_JSON, type WarnSink } from "./jsonl.ts";
 import { TS_RE } from "./manifest.ts";
 import { PACK_PATH_RE } from "../base/naming.ts";
 import type { Workspace } from "../base/workspace.ts";
@@ -95,21 +95,13 @@ export const safeParseLockEntry = (o: unknown) => v.safeParse(lockEntrySchema(),
 export function parseLockfile(text: string, file: string): { entries: Map<string, LockEntry>; tornTail: boolean } {
   const entries = new Map<string, LockEntry>();
   const name = basename(file);
-  let start = text.charCodeAt(0) === 0xfeff ? 1 : 0;
-  let lineNo = 0;
-  while (start < text.length) {
-    let end = text.indexOf("\n", start);
-    const last = end === -1;
-    if (last) end = text.length;
-    lineNo++;
-    const line = text.slice(start, end);
-    start = end + 1;
-    if (line.trim() === "") continue;
-    let obj: unknown;
-    try {
-      obj = JSON.parse(line);
-    } catch {
-      if (last) return { entries, tornTail: true }; // a crash mid-append
+  let tornTail = false;
+  eachJsonLine(text, (obj, lineNo, last) => {
+    if (obj === NOT_JSON) {
+      if (last) {
+        tornTail = true; // a crash mid-append
+        return false;
+      }
       throw badLine(name, file, lineNo, "is not valid JSON");
     }
     if (typeof obj !== "object" || obj === null || Array.isArray(obj)) throw badLine(name, file, lineNo, "is not a lock entry object");
@@ -117,7 +109,7 @@ export function parseLockfile(text: string, file: string): { entries: Map<string
     const plain = plainLockEntry(candidate);
     if (plain) {
       entries.set(plain.id, plain);
-      continue;
+      return;
     }
     const parsed = safeParseLockEntry(candidate);
     if (!parsed.success) {
@@ -127,8 +119,8 @@ export function parseLockfile(text: string, file: string): { entries: Map<string
       throw badLine(name, file, lineNo, what);
     }
     entries.set(parsed.output.id, parsed.output);
-  }
-  return { entries, tornTail: false };
+  });
+  return { entries, tornTail };
 }
 
 function badLine(name: string, file: string, line: number, what: string): GrexError {

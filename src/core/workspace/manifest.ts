@@ -18,7 +18,7 @@ import { GrexError, errnoCode, integrityError, usageError } from "../base/errors
 import { fsError } from "../base/fs-errors.ts";
 import { assertPlainFile } from "../fs/plain-file.ts";
 import { firstIssue } from "../base/issues.ts";
-import { appendJsonlLines, truncateTornTail, type WarnSink } from "./jsonl.ts";
+import { appendJsonlLines, eachJsonLine, NOT_JSON, truncateTornTail, type WarnSink } from "./jsonl.ts";
 import { foldStep, OpenBrackets } from "./manifest-fold.ts";
 import { readSnapshot, type Snapshot, SNAPSHOT_MIN_CHARS, snapshotKey, writeSnapshot } from "./manifest-snapshot.ts";
 import { withManifestLock } from "../locks/locks.ts";
@@ -55,41 +55,27 @@ export function parseManifest(text: string, file: string): ParsedManifest {
  * the last line is a torn tail (which is skipped).
  */
 function scanManifest(text: string, file: string, each: (e: ManifestEvent) => void): boolean {
-  let start = text.charCodeAt(0) === 0xfeff ? 1 : 0; // tolerate a BOM from an editor
-  let lineNo = 0;
-  const len = text.length;
-  while (start < len) {
-    let end = text.indexOf("\n", start);
-    const last = end === -1;
-    if (last) end = len;
-    lineNo++;
-    if (end > start) {
-      const line = text.slice(start, end);
-      let o: unknown;
-      try {
-        o = JSON.parse(line); // tolerates a trailing \r (CRLF files)
-      } catch {
-        if (line.trim() === "") {
-          start = end + 1;
-          continue;
-        }
-        if (last) return true;
-        throw badLine(file, lineNo, "is not valid JSON");
+  let torn = false;
+  eachJsonLine(text, (o, lineNo, last) => {
+    if (o === NOT_JSON) {
+      if (last) {
+        torn = true;
+        return false;
       }
-      if (typeof o !== "object" || o === null || Array.isArray(o)) throw badLine(file, lineNo, "is not a JSON object");
-      const e = fromRustEvent(o as Record<string, unknown>);
-      if (e.schema_version !== SCHEMA_VERSION) throw badVersion(file, lineNo, e.schema_version);
-      const why = checkEvent(e);
-      if (why !== null) {
-        const what = typeof e.op === "string" && e.op !== "" ? `'${e.op}' event` : "event";
-        throw badLine(file, lineNo, `is not a valid ${what} (${why})`);
-      }
-      if (e.op === "add" && e.ref === undefined) e.ref = null;
-      each(e as ManifestEvent);
+      throw badLine(file, lineNo, "is not valid JSON");
     }
-    start = end + 1;
-  }
-  return false;
+    if (typeof o !== "object" || o === null || Array.isArray(o)) throw badLine(file, lineNo, "is not a JSON object");
+    const e = fromRustEvent(o as Record<string, unknown>);
+    if (e.schema_version !== SCHEMA_VERSION) throw badVersion(file, lineNo, e.schema_version);
+    const why = checkEvent(e);
+    if (why !== null) {
+      const what = typeof e.op === "string" && e.op !== "" ? `'${e.op}' event` : "event";
+      throw badLine(file, lineNo, `is not a valid ${what} (${why})`);
+    }
+    if (e.op === "add" && e.ref === undefined) e.ref = null;
+    each(e as ManifestEvent);
+  });
+  return torn;
 }
 
 function badLine(file: string, line: number, what: string): GrexError {
