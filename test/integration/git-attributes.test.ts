@@ -268,14 +268,19 @@ test("an update reads the attributes of the tree it checks out (a changed .gitat
   expect(gitIn(home, byGrex, "status", "--porcelain")).toBe(gitSays);
   expect(await withHome(home, () => backendFor(byGrex).isDirty(byGrex))).toBe(true);
   expect(await withHome(home, () => backendFor(byGit).isDirty(byGit))).toBe(true);
-  // Once git refreshed them (stat data for what it hashed), the rest agree again.
+  // Once git rewrote them, grex and git agree again. Whether git itself still
+  // calls the files that are not normalized under the new rules (CRLF blobs now
+  // `*.plain eol=crlf`) modified depends on the clock: written in the same
+  // second as its index, git re-hashes them (racy git) and finds them changed.
   gitIn(home, byGrex, "checkout", "--", ".");
-  expect(gitIn(home, byGrex, "status", "--porcelain")).toBe("");
-  expect(await withHome(home, () => backendFor(byGrex).isDirty(byGrex))).toBe(false);
+  const afterCheckout = gitIn(home, byGrex, "status", "--porcelain");
+  expect(afterCheckout.split("\n").filter((l) => l && !/^ M (.*\/)?(crlf|mixed)\.plain$/.test(l))).toEqual([]);
+  expect(await withHome(home, () => backendFor(byGrex).isDirty(byGrex))).toBe(afterCheckout !== "");
   // A real edit is still seen through the conversion.
   writeFileSync(join(byGrex, "lf.auto"), "changed\r\n");
   expect(await withHome(home, () => backendFor(byGrex).isDirty(byGrex))).toBe(true);
-  expect(gitIn(home, byGrex, "status", "--porcelain")).toBe(" M lf.auto\n");
+  const afterEdit = gitIn(home, byGrex, "status", "--porcelain").split("\n");
+  expect(afterEdit.filter((l) => l && !afterCheckout.includes(`${l}\n`))).toEqual([" M lf.auto"]);
 });
 
 test("after random edits, grex calls a converted work tree dirty exactly when git status does", async () => {
