@@ -136,6 +136,31 @@ test("a server that leaves out an object: the message names the object's role, e
   }
 });
 
+test("a first fetch whose history stops short (a parent commit left out): named, exit 4, nothing left", async () => {
+  const work = join(root.path, "short-history");
+  makeRepo(work, { "README.md": "hello\n" });
+  const first = git(work, "rev-parse", "HEAD");
+  writeFileSync(join(work, "new.txt"), "new\n");
+  git(work, "add", "new.txt");
+  git(work, "commit", "-q", "-m", "second");
+  const second = git(work, "rev-parse", "HEAD");
+  const packOf = (oids: string[]) => Buffer.from(Bun.spawnSync(["git", "pack-objects", "--stdout"], { cwd: work, env: gitEnv(), stdin: Buffer.from(`${oids.join("\n")}\n`) }).stdout);
+  const secondOnly = git(work, "rev-list", "--objects", second, `^${first}`).split("\n").map((l) => l.split(" ")[0] as string);
+  await servePack(second, packOf([...secondOnly, git(work, "rev-parse", "HEAD~1^{tree}")]), async (url) => {
+    const dest = join(root.path, "short-history-clone");
+    const err = await failure(backendFor(url).clone(url, dest, { ref: null, signal: never() }));
+    expect(err.message).toStartWith(`commit ${first.slice(0, 12)} is missing from ${url}`);
+    expect(err.exitCode).toBe(EXIT_CODES.pack_op);
+    expect(existsSync(dest)).toBe(false);
+  });
+  // The whole history is there: the same clone succeeds (the check is not refusing everything).
+  await servePack(second, packOf(git(work, "rev-list", "--objects", second).split("\n").map((l) => l.split(" ")[0] as string)), async (url) => {
+    const dest = join(root.path, "short-history-whole");
+    await backendFor(url).clone(url, dest, { ref: null, signal: never() });
+    expect(git(dest, "rev-parse", "HEAD")).toBe(second);
+  });
+});
+
 test("an update whose new file never arrived: the file and commit are named, exit 4, nothing moved", async () => {
   const work = join(root.path, "partial-update");
   makeRepo(work, { "README.md": "hello\n" });

@@ -6,6 +6,13 @@
 // is small, so it is done by bytes, never per object.
 const GARBAGE_BYTES = 24 * 1024 * 1024;
 
+/**
+ * Bytes of garbage to count per object read, besides its data (its id,
+ * hasher, header, inflate result, parsed fields): a history's many small
+ * commits and trees would otherwise pile up tens of megabytes unseen.
+ */
+export const PER_OBJECT_GARBAGE = 1024;
+
 export class Collector {
   private bytes = 0;
   /** Count `n` bytes of new garbage; collect when enough has piled up. */

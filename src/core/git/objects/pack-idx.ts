@@ -47,8 +47,8 @@ export function completeThinPack(fd: number, e: Entries, end: number, external: 
   return { trailer, end: at };
 }
 
-/** The .idx (version 2) of a pack whose entries are all named. */
-export function buildIndex(e: Entries, trailer: Buffer): Buffer {
+/** The entries of a pack whose entries are all named, sorted by name. */
+export function nameOrder(e: Entries): Int32Array {
   const n = e.n;
   const oids = Buffer.from(e.oid.buffer, e.oid.byteOffset, n * 20);
   // Bucket sort on the first two bytes of the name, then each (small) bucket by the whole name: no per-object allocation.
@@ -71,6 +71,13 @@ export function buildIndex(e: Entries, trailer: Buffer): Buffer {
     const to = starts[k + 1] as number;
     if (to - from > 1) order.subarray(from, to).sort(byName);
   }
+  return order;
+}
+
+/** The .idx (version 2) of a pack whose entries are all named, given their order by name (nameOrder). */
+export function buildIndex(e: Entries, trailer: Buffer, order: Int32Array): Buffer {
+  const n = e.n;
+  const oids = Buffer.from(e.oid.buffer, e.oid.byteOffset, n * 20);
   let large = 0;
   for (let i = 0; i < n; i++) if ((e.offset[i] as number) >= 0x80000000) large++;
   const out = Buffer.alloc(8 + 1024 + n * 28 + large * 8 + 40);

@@ -14,8 +14,9 @@ import { throwIfAborted } from "../../base/errors.ts";
 import { atomicWriteFilesAsync, fsyncDir } from "../../fs/fsutil.ts";
 import { limitError, showBytes, type TransferLimits, transferLimits } from "./limits.ts";
 import { BadPack, deltaResultSize, Entries, type Header, inflateEntry, objectId, parseHeader } from "./pack-entries.ts";
-import { buildIndex, completeThinPack } from "./pack-idx.ts";
-import { Collector } from "./garbage.ts";
+import { buildIndex, completeThinPack, nameOrder } from "./pack-idx.ts";
+import type { PackLinks } from "./pack-links.ts";
+import { Collector, PER_OBJECT_GARBAGE } from "./garbage.ts";
 import { applyDelta, type GitObject, OFS_DELTA, type ObjectStore, type ObjectType, REF_DELTA, TYPES, writeLooseObjects } from "./object-store.ts";
 
 /** Below this many objects a fetched pack is exploded into loose objects (git's transfer.unpackLimit). */
@@ -31,6 +32,8 @@ export interface StoreOptions {
   keepPack: boolean;
   signal: AbortSignal;
   limits?: TransferLimits;
+  /** Filled with what the pack's commits and tags point at (a first fetch checks its history from it). */
+  links?: PackLinks;
 }
 
 
@@ -107,7 +110,7 @@ class Receiver {
 }
 
 /** Walk the pack as it arrives: every entry's header, extent, CRC and (for whole objects) name. */
-async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: Map<string, GitObject> | null, refKids: Map<string, number[]>, signal: AbortSignal): Promise<{ trailer: Buffer; end: number }> {
+async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: Map<string, GitObject> | null, refKids: Map<string, number[]>, links: PackLinks | undefined, signal: AbortSignal): Promise<{ trailer: Buffer; end: number }> {
   if (!(await rx.need(12))) throw new BadPack("it ends before its header");
   const gc = new Collector();
   let v = rx.view();
@@ -167,12 +170,13 @@ async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: M
       const type = TYPES[h.kind] as ObjectType;
       const oid = objectId(type, got.data);
       e.setOid(i, oid);
+      links?.record(i, type, got.data);
       keep?.set(oid.toString("hex"), { type, data: got.data });
     }
     rx.consume(len);
     const size = got.data.length;
     got = "more"; // dropped before collecting: a large object is handed back before the next one is inflated
-    if (!keep) gc.add(size);
+    if (!keep) gc.add(size + PER_OBJECT_GARBAGE);
   }
   const end = rx.view().pos;
   if (!(await rx.need(20))) throw new BadPack(`it ends after its last object, without its checksum`);
@@ -186,6 +190,9 @@ async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: M
 
 /** Reads entries back from the pack file for delta resolution. */
 class PackFile {
+  /** One read buffer, grown as needed: an entry's compressed bytes are dead once inflated. */
+  private scratch = Buffer.allocUnsafe(64 * 1024);
+
   constructor(
     private readonly fd: number,
     private readonly e: Entries,
@@ -196,10 +203,12 @@ class PackFile {
   inflate(i: number): Buffer {
     const from = this.e.offset[i] as number;
     const to = i + 1 < this.e.n ? (this.e.offset[i + 1] as number) : this.end;
-    const buf = Buffer.allocUnsafe(to - from);
+    if (this.scratch.length < to - from) this.scratch = Buffer.allocUnsafe(Math.max(to - from, this.scratch.length * 2));
+    const buf = this.scratch;
+    const want = to - from;
     let got = 0;
-    while (got < buf.length) {
-      const r = readSync(this.fd, buf, got, buf.length - got, from + got);
+    while (got < want) {
+      const r = readSync(this.fd, buf, got, want - got, from + got);
       if (r <= 0) break;
       got += r;
     }
@@ -228,7 +237,7 @@ interface Frame {
  * to `deltaCacheBytes`; past that the oldest are dropped and rebuilt from
  * their own bases when needed again. Returns the bases borrowed from `store`.
  */
-function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]>, store: ObjectStore, limits: TransferLimits, keep: Map<string, GitObject> | null, signal: AbortSignal): Map<string, GitObject> {
+function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]>, store: ObjectStore, limits: TransferLimits, keep: Map<string, GitObject> | null, links: PackLinks | undefined, signal: AbortSignal): Map<string, GitObject> {
   const external = new Map<string, GitObject>();
   const gc = new Collector();
   // Children of each entry by offset: counting sort into one flat list.
@@ -301,9 +310,10 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
       const delta = file.inflate(k);
       const data = applyDelta(base, delta);
       if (!data) throw new BadPack(`the delta at offset ${e.offset[k]} does not apply to its base`);
-      if (!keep) gc.add(delta.length + data.length);
+      if (!keep) gc.add(delta.length + data.length + PER_OBJECT_GARBAGE);
       const oid = objectId(f.type, data);
       e.setOid(k, oid);
+      links?.record(k, f.type, data);
       const hex = oid.toString("hex");
       keep?.set(hex, { type: f.type, data });
       // The base is no longer needed once its last child is built (a plain chain holds two objects at a time).
@@ -385,8 +395,8 @@ export async function storePackStream(gitdir: string, source: ByteSource, opts: 
       const v = rx.view();
       if (v.buf.readUInt32BE(v.start + 8) < UNPACK_LIMIT) keep = new Map();
     }
-    let { trailer, end } = await receive(rx, e, limits, keep, refKids, signal);
-    const external = resolveDeltas(new PackFile(fd, e, end), e, refKids, store, limits, keep, signal);
+    let { trailer, end } = await receive(rx, e, limits, keep, refKids, opts.links, signal);
+    const external = resolveDeltas(new PackFile(fd, e, end), e, refKids, store, limits, keep, opts.links, signal);
     throwIfAborted(signal);
     if (keep) {
       close();
@@ -395,6 +405,8 @@ export async function storePackStream(gitdir: string, source: ByteSource, opts: 
       return { objects: e.n };
     }
     if (external.size > 0) ({ trailer, end } = completeThinPack(fd, e, end, external));
+    const order = nameOrder(e);
+    opts.links?.seal(e, order);
     const name = `pack-${trailer.toString("hex")}`;
     if (existsSync(join(packDir, `${name}.idx`))) {
       close();
@@ -402,7 +414,7 @@ export async function storePackStream(gitdir: string, source: ByteSource, opts: 
       return { objects: e.n };
     }
     Bun.gc(true); // the resolution's garbage goes before the index is built
-    const idx = buildIndex(e, trailer);
+    const idx = buildIndex(e, trailer, order);
     fsyncSync(fd);
     close();
     renameSync(tmp, join(packDir, `${name}.pack`));

@@ -8,10 +8,11 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError } from "../../base/errors.ts";
 import { displayUrl } from "./url.ts";
-import { Collector } from "../objects/garbage.ts";
+import { Collector, PER_OBJECT_GARBAGE } from "../objects/garbage.ts";
 import { type GitObject, ObjectStore, parseCommit } from "../objects/object-store.ts";
 import { changedEntries } from "../objects/tree-changes.ts";
 import { ObjectPresence } from "../objects/objects.ts";
+import type { PackLinks } from "../objects/pack-links.ts";
 import { CANONICAL_MODES } from "../objects/path-verify.ts";
 import { listRefsSync, resolveRefSync } from "../refs/refs.ts";
 
@@ -32,13 +33,11 @@ function shallowSet(gitdir: string): Set<string> {
   }
 }
 
-/** A missing object and what it is to the history, e.g. "the file 'a/b' of commit 1234abcd5678". */
-/** Bytes of garbage counted per object read besides its data (see Collector). */
-const PER_OBJECT_GARBAGE = 1024;
 
 /** Objects read ahead of the walk are kept up to this many bytes. */
 const AHEAD_BYTES = 32 * 1024 * 1024;
 
+/** A missing object and what it is to the history, e.g. "the file 'a/b' of commit 1234abcd5678". */
 export interface Gap {
   oid: string;
   role: string;
@@ -178,14 +177,62 @@ export function firstMissing(gitdir: string, tips: Iterable<string>, stop?: Set<
   return firstGap(gitdir, tips, stop)?.oid ?? null;
 }
 
-/** Throw (one sentence, exit 4) unless everything `tips` need is here; called right before refs move to them. */
-export function assertConnected(gitdir: string, url: string, tips: string[]): void {
+/**
+ * firstGap's first-fetch check, from what the indexer recorded of the pack
+ * just received (pack-links.ts) instead of reading it back: every commit the
+ * tips reach and each one's tree. What the pack points at outside itself
+ * (objects we had before, e.g. through alternates) is checked by firstGap.
+ */
+export function firstGapInPack(gitdir: string, links: PackLinks, tips: Iterable<string>): Gap | null {
+  const shallow = shallowSet(gitdir);
+  const visited = new Uint8Array(links.size);
+  const stack: number[] = [];
+  const outside = new Set<string>();
+  let presence: ObjectPresence | null = null;
+  // Named in the pack, or present here (the tree of a commit we had): all a first fetch asks of a tree.
+  const treePresent = (i: number) => links.findLink(i, 0) >= 0 || (presence ??= new ObjectPresence(gitdir)).has(links.linkName(i, 0));
+  const visit = (i: number) => {
+    if (visited[i]) return;
+    visited[i] = 1;
+    stack.push(i);
+  };
+  const follow = (i: number, k: number) => {
+    const j = links.findLink(i, k);
+    if (j >= 0) visit(j);
+    else outside.add(links.linkName(i, k));
+  };
+  for (const t of tips) {
+    const i = links.find(t);
+    if (i >= 0) visit(i);
+    else outside.add(t);
+  }
+  while (stack.length > 0) {
+    const i = stack.pop() as number;
+    const kind = links.kindOf(i);
+    if (kind === null) continue; // a tree or blob (a tag's object): present is all a first fetch asks of it here
+    if (kind === "bad commit" || kind === "bad tag") return { oid: links.nameOf(i), role: `${kind.slice(4)} ${links.nameOf(i).slice(0, 12)}` };
+    if (kind === "tag") follow(i, 0);
+    else {
+      if (!treePresent(i)) return { oid: links.linkName(i, 0), role: `the tree of commit ${links.nameOf(i).slice(0, 12)}` };
+      if (shallow.size === 0 || !shallow.has(links.nameOf(i))) for (let k = 1; k < links.countOf(i); k++) follow(i, k);
+    }
+  }
+  return outside.size === 0 ? null : firstGap(gitdir, outside, knownTips(gitdir), { firstFetch: true });
+}
+
+/**
+ * Throw (one sentence, exit 4) unless everything `tips` need is here; called
+ * right before refs move to them. `links`: what the indexer recorded of the
+ * pack this fetch received, if it kept one.
+ */
+export function assertConnected(gitdir: string, url: string, tips: string[], links?: PackLinks): void {
   if (tips.length === 0) return;
   // A first fetch (a clone: no ref of ours yet) would otherwise read every tree of the whole history, touching
   // most of a large pack (a 312 MB pack: 1.1 GB peak, 15 s); it checks the history's commits and their trees'
   // presence, and the clone's checkout reads the whole tree it writes (a failed clone leaves nothing).
   const known = knownTips(gitdir);
-  const gap = firstGap(gitdir, tips, known, { firstFetch: known.size === 0 });
+  const firstFetch = known.size === 0;
+  const gap = firstFetch && links?.sealed ? firstGapInPack(gitdir, links, tips) : firstGap(gitdir, tips, known, { firstFetch });
   if (gap !== null) throw incompleteFetch(gap, url);
 }
 

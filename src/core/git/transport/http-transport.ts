@@ -10,6 +10,7 @@ import { assertConnected } from "./connectivity.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import { transferLimits } from "../objects/limits.ts";
 import { storePackStream } from "../objects/pack-index.ts";
+import { PackLinks } from "../objects/pack-links.ts";
 import { deleteRefsSync, listRefsSync, resolveRefSync, writeRefsSync } from "../refs/refs.ts";
 import { type FetchResult, planRefs, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
 import { advertise, uploadPack } from "./smart-http.ts";
@@ -44,12 +45,15 @@ export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal
     const ad = await advertise(url, signal, limits);
     const remote = ad.remote;
     const plan = planRefs(gitdir, remote);
+    let links: PackLinks | undefined;
     if (plan.missing.length > 0) {
       const haves = ourTips(gitdir);
       const pack = await uploadPack(url, ad, plan.missing, haves, signal, limits);
       const store = new ObjectStore(gitdir);
+      // A first fetch keeps the pack and checks its history from what the indexer records.
+      if (haves.length === 0) links = new PackLinks();
       try {
-        await storePackStream(gitdir, pack, { store, keepPack: haves.length === 0, signal, limits });
+        await storePackStream(gitdir, pack, { store, keepPack: haves.length === 0, signal, limits, links });
       } finally {
         store.close();
         await pack.close();
@@ -57,7 +61,7 @@ export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal
     }
     throwIfAborted(signal);
     // Objects first, refs after: a ref never points at something we lack, nor at a commit whose trees or blobs are missing.
-    assertConnected(gitdir, url, plan.writes.map(([, oid]) => oid));
+    assertConnected(gitdir, url, plan.writes.map(([, oid]) => oid), links);
     writeRefsSync(gitdir, plan.writes);
     deleteRefsSync(gitdir, plan.prunes);
     writeOriginHead(gitdir, remote.defaultBranch);
