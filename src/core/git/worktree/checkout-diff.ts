@@ -28,7 +28,7 @@ import { writeRefSync } from "../refs/refs.ts";
 import { type CheckoutJournal, clearJournal, onDisk, parseModeOid as parse, sameVersion, tempNameOf, writeJournal } from "./checkout-journal.ts";
 import { cacheTreeOf, flatTree, UnsafeTreeError, verifiedFlatTree } from "../objects/tree-read.ts";
 import { fileChanged } from "./worktree.ts";
-import { beyondLink, makeParents, parentsOf, removeEmptyParents, removeEntry, writeEntry } from "./worktree-guard.ts";
+import { beyondLink, makeParents, parentsOf, RealDirs, removeEmptyParents, removeEntry, writeEntry } from "./worktree-guard.ts";
 import { Conversion, attributePaths } from "./convert.ts";
 
 const GITLINK = 0o160000;
@@ -50,6 +50,8 @@ interface Plan {
   changed: string[];
   index: Map<string, IndexEntry>;
   toOid: string;
+  /** The directories this move found real, from its first check to its last write (worktree-guard.ts). */
+  dirs: RealDirs;
 }
 
 async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: string, verified?: Map<string, string>): Promise<Plan | null> {
@@ -74,12 +76,12 @@ async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: str
   const changed: string[] = [];
   for (const [p, v] of to) if (from.get(p) !== v) changed.push(p);
   for (const p of from.keys()) if (!to.has(p)) changed.push(p);
-  return { dir, gitdir, from, to, changed, index: new Map(entries.map((e) => [e.path, e])), toOid };
+  return { dir, gitdir, from, to, changed, index: new Map(entries.map((e) => [e.path, e])), toOid, dirs: new RealDirs() };
 }
 
 /** A directory where the move puts a file: fine if everything in it is a file the move removes. */
 function holdsOnlyRemovals(plan: Plan, rel: string): boolean {
-  if (!parentsOf(plan.dir, rel).ok) return false;
+  if (!parentsOf(plan.dir, rel, plan.dirs).ok) return false;
   const walk = (sub: string): boolean => {
     for (const d of fs.readdirSync(join(plan.dir, sub), { withFileTypes: true })) {
       const p = `${sub}/${d.name}`;
@@ -134,6 +136,7 @@ function conflicts(plan: Plan, resuming: boolean): string[] {
   for (const p of plan.changed) {
     if (!plan.to.has(p)) continue;
     for (let d = dirname(p); d !== "."; d = dirname(d)) {
+      if (plan.dirs.has(d)) break;
       let st: fs.Stats;
       try {
         st = fs.lstatSync(join(plan.dir, d));
@@ -164,7 +167,7 @@ async function readBlob(store: ObjectStore, gitdir: string, oid: string): Promis
 function linkOnTheWay(plan: Plan): { path: string; link: string } | null {
   for (const p of plan.changed) {
     if (!plan.to.has(p)) continue;
-    const at = parentsOf(plan.dir, p);
+    const at = parentsOf(plan.dir, p, plan.dirs);
     if (!("link" in at)) continue;
     const was = plan.from.get(at.link);
     const removed = was !== undefined && !plan.to.has(at.link) && parse(was).mode === 0o120000;
@@ -174,22 +177,23 @@ function linkOnTheWay(plan: Plan): { path: string; link: string } | null {
 }
 
 async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<void> {
-  const { dir, gitdir } = plan;
+  const { dir, gitdir, dirs } = plan;
   const removals = plan.changed.filter((p) => !plan.to.has(p));
   const writes = plan.changed.filter((p) => plan.to.has(p));
   for (const p of removals) {
     const was = parse(plan.from.get(p) as string);
     if (was.mode === GITLINK) {
       // An empty submodule directory goes; a populated one (someone's clone) stays.
-      if (parentsOf(dir, p).ok) {
+      if (parentsOf(dir, p, dirs).ok) {
         try {
           fs.rmdirSync(join(dir, p));
+          dirs.forget(p);
         } catch {
           // not empty, or already gone
         }
       }
-    } else removeEntry(dir, p);
-    removeEmptyParents(dir, p);
+    } else removeEntry(dir, p, dirs);
+    removeEmptyParents(dir, p, dirs);
   }
   // A sparse checkout: paths outside its patterns stay out of the work tree (skip-worktree in the index).
   const sparse = SparseCheckout.of(gitdir);
@@ -202,13 +206,13 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
     const conv = Conversion.forTree(dir, gitdir, attrFiles);
     for (const p of writes) {
       if (outside.has(p)) {
-        removeEntry(dir, p); // was in the work tree; local changes were ruled out above
-        removeEmptyParents(dir, p);
+        removeEntry(dir, p, dirs); // was in the work tree; local changes were ruled out above
+        removeEmptyParents(dir, p, dirs);
         continue;
       }
       const { mode, oid } = parse(plan.to.get(p) as string);
       if (mode === GITLINK) {
-        makeParents(dir, `${p}/x`); // the empty directory where the submodule would go
+        makeParents(dir, `${p}/x`, dirs); // the empty directory where the submodule would go
         continue;
       }
       if (resuming && sameVersion(onDisk(dir, p), plan.to.get(p), filemode)) continue; // written before the interruption
@@ -220,7 +224,7 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
         throw missingObject(`the file '${p}' of commit ${plan.toOid.slice(0, 12)}`, readConfigValueSync(dir, "remote", "origin", "url"));
       }
       // A directory where the file goes (it held only removed files): gone by now, or the rename fails.
-      writeEntry(dir, p, tempNameOf(p), mode, mode === 0o120000 ? blob : conv.smudge(p, blob)); // gitattributes conversion
+      writeEntry(dir, p, tempNameOf(p), mode, mode === 0o120000 ? blob : conv.smudge(p, blob), dirs); // gitattributes conversion
     }
   } finally {
     store.close();
@@ -285,7 +289,7 @@ export async function resumeCheckout(dir: string, gitdir: string, j: CheckoutJou
     throw err;
   }
   if (!plan) throw packOpError(`${dir} has an interrupted update whose index cannot be read; check it with git status.`, { dir });
-  for (const p of plan.changed) if (parentsOf(dir, p).ok) fs.rmSync(join(dir, tempNameOf(p)), { recursive: true, force: true });
+  for (const p of plan.changed) if (parentsOf(dir, p, plan.dirs).ok) fs.rmSync(join(dir, tempNameOf(p)), { recursive: true, force: true });
   const link = linkOnTheWay(plan);
   if (link) throw beyondLink(dir, link.path, link.link);
   const bad = conflicts(plan, true);
@@ -307,7 +311,7 @@ export async function resumeCheckout(dir: string, gitdir: string, j: CheckoutJou
 async function rollBack(dir: string, gitdir: string, j: CheckoutJournal): Promise<void> {
   const plan = await makePlan(dir, gitdir, j.to, j.from);
   if (!plan) throw packOpError(`${dir} has an interrupted update whose index cannot be read; check it with git status.`, { dir });
-  for (const p of plan.changed) if (parentsOf(dir, p).ok) fs.rmSync(join(dir, tempNameOf(p)), { recursive: true, force: true });
+  for (const p of plan.changed) if (parentsOf(dir, p, plan.dirs).ok) fs.rmSync(join(dir, tempNameOf(p)), { recursive: true, force: true });
   const bad = conflicts(plan, true);
   if (bad.length > 0) {
     throw packOpError(`${dir} has an interrupted update, and ${bad.slice(0, 3).join(", ")} changed since; commit or stash those changes, then sync again.`, { dir });
