@@ -110,11 +110,27 @@ async function servePack(tip: string, pack: Buffer, body: (url: string) => Promi
   }
 }
 
+/** `git pack-objects` of exactly `oids` from `work`. */
+const packFrom = (work: string, oids: string[]) => Buffer.from(Bun.spawnSync(["git", "pack-objects", "--stdout"], { cwd: work, env: gitEnv(), stdin: Buffer.from(`${oids.join("\n")}\n`) }).stdout);
+
+/** The ids `git rev-list --objects` lists for `revs`. */
+const objectsOf = (work: string, ...revs: string[]) => git(work, "rev-list", "--objects", ...revs).split("\n").map((l) => l.split(" ")[0] as string);
+
+/** A repository of two commits: README.md, then new.txt. */
+function twoCommits(name: string): { work: string; first: string; second: string } {
+  const work = join(root.path, name);
+  makeRepo(work, { "README.md": "hello\n" });
+  const first = git(work, "rev-parse", "HEAD");
+  writeFileSync(join(work, "new.txt"), "new\n");
+  git(work, "add", "new.txt");
+  git(work, "commit", "-q", "-m", "second");
+  return { work, first, second: git(work, "rev-parse", "HEAD") };
+}
+
 test("a server that leaves out an object: the message names the object's role, exit 4", async () => {
   const work = join(root.path, "partial");
   makeRepo(work, { "README.md": "hello\n", "dir/file.txt": "f\n" });
   const tip = git(work, "rev-parse", "HEAD");
-  const packOf = (oids: string[]) => Bun.spawnSync(["git", "pack-objects", "--stdout"], { cwd: work, env: gitEnv(), stdin: Buffer.from(`${oids.join("\n")}\n`) }).stdout;
   const tree = git(work, "rev-parse", "HEAD^{tree}");
   const dirTree = git(work, "rev-parse", "HEAD:dir");
   const readme = git(work, "rev-parse", "HEAD:README.md");
@@ -125,7 +141,7 @@ test("a server that leaves out an object: the message names the object's role, e
     [[tip, tree, dirTree, readme], `the file 'dir/file.txt' of commit ${tip.slice(0, 12)} is missing from`],
   ];
   for (const [oids, said] of cases) {
-    await servePack(tip, Buffer.from(packOf(oids)), async (url) => {
+    await servePack(tip, packFrom(work, oids), async (url) => {
       const dest = join(root.path, `partial-${oids.length}`);
       const err = await failure(backendFor(url).clone(url, dest, { ref: null, signal: never() }));
       expect(err.message).toStartWith(said);
@@ -137,16 +153,8 @@ test("a server that leaves out an object: the message names the object's role, e
 });
 
 test("a first fetch whose history stops short (a parent commit left out): named, exit 4, nothing left", async () => {
-  const work = join(root.path, "short-history");
-  makeRepo(work, { "README.md": "hello\n" });
-  const first = git(work, "rev-parse", "HEAD");
-  writeFileSync(join(work, "new.txt"), "new\n");
-  git(work, "add", "new.txt");
-  git(work, "commit", "-q", "-m", "second");
-  const second = git(work, "rev-parse", "HEAD");
-  const packOf = (oids: string[]) => Buffer.from(Bun.spawnSync(["git", "pack-objects", "--stdout"], { cwd: work, env: gitEnv(), stdin: Buffer.from(`${oids.join("\n")}\n`) }).stdout);
-  const secondOnly = git(work, "rev-list", "--objects", second, `^${first}`).split("\n").map((l) => l.split(" ")[0] as string);
-  await servePack(second, packOf([...secondOnly, git(work, "rev-parse", "HEAD~1^{tree}")]), async (url) => {
+  const { work, first, second } = twoCommits("short-history");
+  await servePack(second, packFrom(work, [...objectsOf(work, second, `^${first}`), git(work, "rev-parse", "HEAD~1^{tree}")]), async (url) => {
     const dest = join(root.path, "short-history-clone");
     const err = await failure(backendFor(url).clone(url, dest, { ref: null, signal: never() }));
     expect(err.message).toStartWith(`commit ${first.slice(0, 12)} is missing from ${url}`);
@@ -154,7 +162,7 @@ test("a first fetch whose history stops short (a parent commit left out): named,
     expect(existsSync(dest)).toBe(false);
   });
   // The whole history is there: the same clone succeeds (the check is not refusing everything).
-  await servePack(second, packOf(git(work, "rev-list", "--objects", second).split("\n").map((l) => l.split(" ")[0] as string)), async (url) => {
+  await servePack(second, packFrom(work, objectsOf(work, second)), async (url) => {
     const dest = join(root.path, "short-history-whole");
     await backendFor(url).clone(url, dest, { ref: null, signal: never() });
     expect(git(dest, "rev-parse", "HEAD")).toBe(second);
@@ -162,21 +170,14 @@ test("a first fetch whose history stops short (a parent commit left out): named,
 });
 
 test("an update whose new file never arrived: the file and commit are named, exit 4, nothing moved", async () => {
-  const work = join(root.path, "partial-update");
-  makeRepo(work, { "README.md": "hello\n" });
-  const first = git(work, "rev-parse", "HEAD");
-  writeFileSync(join(work, "new.txt"), "new\n");
-  git(work, "add", "new.txt");
-  git(work, "commit", "-q", "-m", "second");
-  const second = git(work, "rev-parse", "HEAD");
-  const packOf = (oids: string[]) => Buffer.from(Bun.spawnSync(["git", "pack-objects", "--stdout"], { cwd: work, env: gitEnv(), stdin: Buffer.from(`${oids.join("\n")}\n`) }).stdout);
-  const all = git(work, "rev-list", "--objects", first).split("\n").map((l) => l.split(" ")[0] as string);
+  const { work, first, second } = twoCommits("partial-update");
+  const all = objectsOf(work, first);
   const dest = join(root.path, "partial-update-clone");
-  await servePack(first, packOf(all), async (url) => {
+  await servePack(first, packFrom(work, all), async (url) => {
     await backendFor(url).clone(url, dest, { ref: null, signal: never() });
   });
   // The second commit and its tree, but not the new file's blob.
-  await servePack(second, packOf([second, git(work, "rev-parse", "HEAD^{tree}")]), async (url) => {
+  await servePack(second, packFrom(work, [second, git(work, "rev-parse", "HEAD^{tree}")]), async (url) => {
     git(dest, "remote", "set-url", "origin", url);
     const err = await failure(backendFor(url).update(dest, url, { ref: null, signal: never() }));
     expect(err.message).toStartWith(`the file 'new.txt' of commit ${second.slice(0, 12)} is missing from ${url}`);
