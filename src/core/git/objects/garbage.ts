@@ -1,10 +1,14 @@
 // Bun collects garbage on its own schedule, which lets hundreds of megabytes
 // of dead buffers pile up while grex reads a large repository object by
 // object (indexing a pack, a checkout, a connectivity walk). Counting the
-// bytes read and collecting after every GARBAGE_BYTES keeps the peak near
-// what is live; a full collection costs a few milliseconds when the live heap
-// is small, so it is done by bytes, never per object.
-const GARBAGE_BYTES = 24 * 1024 * 1024;
+// bytes read and collecting by bytes keeps the peak near what is live: the
+// young generation, where nearly all of this garbage dies, every
+// YOUNG_BYTES (cheap: it scans only what is new), the whole heap every
+// FULL_BYTES for what survived one collection. Never per object.
+// Measured on a 312 MB pack: a full collection every 24 MiB alone peaked at
+// 121-130 MB in 7.2-8.4 s; with young ones every 2 MiB, 113-114 MB in 6.7-7.7 s.
+const YOUNG_BYTES = 2 * 1024 * 1024;
+const FULL_BYTES = 32 * 1024 * 1024;
 
 /**
  * Bytes of garbage to count per object read, besides its data (its id,
@@ -14,13 +18,17 @@ const GARBAGE_BYTES = 24 * 1024 * 1024;
 export const PER_OBJECT_GARBAGE = 1024;
 
 export class Collector {
-  private bytes = 0;
+  private young = 0;
+  private full = 0;
   /** Count `n` bytes of new garbage; collect when enough has piled up. */
   add(n: number): void {
-    this.bytes += n;
-    if (this.bytes >= GARBAGE_BYTES) {
-      this.bytes = 0;
+    this.young += n;
+    if (this.young < YOUNG_BYTES) return;
+    this.full += this.young;
+    this.young = 0;
+    if (this.full >= FULL_BYTES) {
+      this.full = 0;
       Bun.gc(true);
-    }
+    } else Bun.gc(false);
   }
 }

@@ -1,31 +1,25 @@
 // Store a received pack natively, as `git index-pack` does: the pack is
 // streamed to a temp file as it arrives and walked entry by entry on the way
-// (each entry inflated once, its declared size checked against what inflates,
-// whole objects named, the checksum verified at the trailer and nothing
-// accepted after it). Deltas are then resolved from the file, depth first,
+// (pack-receive.ts). Deltas are then resolved from the file, depth first,
 // with a delta-base cache of fixed size: memory is bounded by the largest
 // object and that cache, never by the pack. A small pack becomes loose objects
 // instead, as git does below transfer.unpackLimit. Pack and index appear by
 // rename, index last, so a reader never sees half a pack; a failure leaves
 // nothing behind, not even the temp file.
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { throwIfAborted } from "../../base/errors.ts";
 import { atomicWriteFilesAsync, fsyncDir } from "../../fs/fsutil.ts";
-import { limitError, showBytes, type TransferLimits, transferLimits } from "./limits.ts";
-import { BadPack, deltaResultSize, Entries, type Header, inflateEntry, objectId, parseHeader } from "./pack-entries.ts";
+import { limitError, type TransferLimits, transferLimits } from "./limits.ts";
+import { BadPack, Entries, inflateEntry, objectId, parseHeader } from "./pack-entries.ts";
+import { Receiver, receive, type ByteSource } from "./pack-receive.ts";
 import { buildIndex, completeThinPack, nameOrder } from "./pack-idx.ts";
 import type { PackLinks } from "./pack-links.ts";
 import { Collector, PER_OBJECT_GARBAGE } from "./garbage.ts";
-import { applyDelta, type GitObject, OFS_DELTA, type ObjectStore, type ObjectType, REF_DELTA, TYPES, writeLooseObjects } from "./object-store.ts";
+import { applyDelta, type GitObject, OFS_DELTA, type ObjectStore, type ObjectType, TYPES, writeLooseObjects } from "./object-store.ts";
 
 /** Below this many objects a fetched pack is exploded into loose objects (git's transfer.unpackLimit). */
 export const UNPACK_LIMIT = 100;
-
-/** The bytes of a pack as they arrive; null once the sender is done. */
-export interface ByteSource {
-  read(): Promise<Uint8Array | null>;
-}
 
 export interface StoreOptions {
   store: ObjectStore;
@@ -34,158 +28,6 @@ export interface StoreOptions {
   limits?: TransferLimits;
   /** Filled with what the pack's commits and tags point at (a first fetch checks its history from it). */
   links?: PackLinks;
-}
-
-
-/** Receiving: the pack goes to `fd` as it arrives while its entries are walked. */
-class Receiver {
-  private win = Buffer.allocUnsafe(1 << 20);
-  private ws = 0;
-  private we = 0;
-  /** Pack offset of win[ws]. */
-  private pos = 0;
-  private ended = false;
-  received = 0;
-
-  constructor(
-    private readonly source: ByteSource,
-    private readonly fd: number,
-    private readonly limits: TransferLimits,
-  ) {}
-
-  get available(): number {
-    return this.we - this.ws;
-  }
-
-  /** Read one more chunk (to disk and into the window); false at the end of the stream. */
-  async more(): Promise<boolean> {
-    if (this.ended) return false;
-    const chunk = await this.source.read();
-    if (chunk === null) {
-      this.ended = true;
-      return false;
-    }
-    if (chunk.length === 0) return true;
-    this.received += chunk.length;
-    if (this.received > this.limits.maxPackBytes) throw limitError("maxPackBytes", `the pack is larger than ${showBytes(this.limits.maxPackBytes)}`, this.limits.maxPackBytes);
-    writeSync(this.fd, chunk);
-    if (this.we + chunk.length > this.win.length) {
-      const live = this.we - this.ws;
-      if (live + chunk.length <= this.win.length / 2) this.win.copy(this.win, 0, this.ws, this.we);
-      else {
-        const bigger = Buffer.allocUnsafe(Math.max(this.win.length * 2, live + chunk.length));
-        this.win.copy(bigger, 0, this.ws, this.we);
-        this.win = bigger;
-      }
-      this.ws = 0;
-      this.we = live;
-    }
-    this.win.set(chunk, this.we);
-    this.we += chunk.length;
-    return true;
-  }
-
-  /** Make at least `n` bytes available; false if the stream ends first. */
-  async need(n: number): Promise<boolean> {
-    while (this.available < n) if (!(await this.more())) return false;
-    return true;
-  }
-
-  /** The window: bytes [pos, pos + available) of the pack, at buf[start…]. */
-  view(): { buf: Buffer; start: number; end: number; pos: number } {
-    return { buf: this.win, start: this.ws, end: this.we, pos: this.pos };
-  }
-
-  consume(n: number): void {
-    this.ws += n;
-    this.pos += n;
-  }
-
-  /** Anything after the trailer is an error: the stream must end there. */
-  async atEnd(): Promise<boolean> {
-    if (this.available > 0) return false;
-    while (await this.more()) if (this.available > 0) return false;
-    return true;
-  }
-}
-
-/** Walk the pack as it arrives: every entry's header, extent, CRC and (for whole objects) name. */
-async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: Map<string, GitObject> | null, refKids: Map<string, number[]>, links: PackLinks | undefined, signal: AbortSignal): Promise<{ trailer: Buffer; end: number }> {
-  if (!(await rx.need(12))) throw new BadPack("it ends before its header");
-  const gc = new Collector();
-  let v = rx.view();
-  if (v.buf.toString("latin1", v.start, v.start + 4) !== "PACK") throw new BadPack("it does not start with PACK");
-  const version = v.buf.readUInt32BE(v.start + 4);
-  if (version !== 2 && version !== 3) throw new BadPack(`version ${version} is not supported`);
-  const count = v.buf.readUInt32BE(v.start + 8);
-  if (count > limits.maxPackObjects) throw limitError("maxPackObjects", `the pack says it holds ${count} objects`, limits.maxPackObjects);
-  const sum = new Bun.CryptoHasher("sha1");
-  sum.update(v.buf.subarray(v.start, v.start + 12));
-  rx.consume(12);
-  e.reserve(count);
-  for (let n = 0; n < count; n++) {
-    if (n % 256 === 0) throwIfAborted(signal);
-    let h: Header | null;
-    for (;;) {
-      v = rx.view();
-      h = parseHeader(v.buf, v.start, v.end);
-      if (h || !(await rx.more())) break;
-    }
-    if (!h) throw new BadPack(`it ends after ${n} of ${count} objects`);
-    const offset = v.pos;
-    const isDelta = h.kind === OFS_DELTA || h.kind === REF_DELTA;
-    if (!TYPES[h.kind] && !isDelta) throw new BadPack(`the entry at offset ${offset} has unknown type ${h.kind}`);
-    if (h.size > limits.maxObjectBytes) throw limitError("maxObjectBytes", `the pack holds an object of ${showBytes(h.size)} at offset ${offset}, over the largest allowed`, limits.maxObjectBytes);
-    let base = -1;
-    if (h.kind === OFS_DELTA) {
-      base = e.at(offset - h.baseRel);
-      if (h.baseRel <= 0 || base < 0) throw new BadPack(`the delta at offset ${offset} points at no entry before it`);
-    }
-    // Inflate, reading more until the entry's stream ends inside the window; the window is at least doubled each time, so a large entry costs a few attempts, not one per chunk.
-    let got: { data: Buffer; used: number } | "more";
-    for (;;) {
-      v = rx.view();
-      got = inflateEntry(v.buf, v.start + h.len, v.end, h.size, offset);
-      if (got !== "more") break;
-      // Deflate barely grows what it cannot compress: a stream much longer than its declared output is not an honest entry.
-      if (rx.available - h.len > h.size + (h.size >> 2) + 65536) throw new BadPack(`the entry at offset ${offset} goes on far past the ${h.size} bytes it declares`);
-      if (!(await rx.need(rx.available * 2 + 4096))) {
-        // The stream ended: the entry must end in what arrived.
-        v = rx.view();
-        got = inflateEntry(v.buf, v.start + h.len, v.end, h.size, offset);
-        if (got === "more") throw new BadPack(`it ends inside the entry at offset ${offset}`);
-        break;
-      }
-    }
-    v = rx.view();
-    const len = h.len + got.used;
-    const bytes = v.buf.subarray(v.start, v.start + len);
-    sum.update(bytes);
-    const i = e.push(offset, h.kind, Bun.hash.crc32(bytes) >>> 0, base);
-    if (isDelta) {
-      const result = deltaResultSize(got.data);
-      if (result > limits.maxObjectBytes) throw limitError("maxObjectBytes", `a delta in the pack at offset ${offset} builds an object of ${showBytes(result)}, over the largest allowed`, limits.maxObjectBytes);
-      if (h.baseOid) refKids.set(h.baseOid, [...(refKids.get(h.baseOid) ?? []), i]);
-    } else {
-      const type = TYPES[h.kind] as ObjectType;
-      const oid = objectId(type, got.data);
-      e.setOid(i, oid);
-      links?.record(i, type, got.data);
-      keep?.set(oid.toString("hex"), { type, data: got.data });
-    }
-    rx.consume(len);
-    const size = got.data.length;
-    got = "more"; // dropped before collecting: a large object is handed back before the next one is inflated
-    if (!keep) gc.add(size + PER_OBJECT_GARBAGE);
-  }
-  const end = rx.view().pos;
-  if (!(await rx.need(20))) throw new BadPack(`it ends after its last object, without its checksum`);
-  v = rx.view();
-  const trailer = Buffer.from(v.buf.subarray(v.start, v.start + 20));
-  if (!(sum.digest() as Buffer).equals(trailer)) throw new BadPack("its checksum does not match");
-  rx.consume(20);
-  if (!(await rx.atEnd())) throw new BadPack("it has bytes after its checksum");
-  return { trailer, end };
 }
 
 /** Reads entries back from the pack file for delta resolution. */

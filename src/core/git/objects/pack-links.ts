@@ -16,12 +16,9 @@ const CODE_KIND: readonly LinkKind[] = ["bad commit", "commit", "tag", "bad comm
 // Everything below works on bytes: a string or Buffer per link would be
 // hundreds of thousands of small allocations on a long history.
 
-/** The value of a lower-case hex digit, or -1 (git writes ids in lower case). */
-function nibble(c: number): number {
-  if (c >= 0x30 && c <= 0x39) return c - 0x30;
-  if (c >= 0x61 && c <= 0x66) return c - 0x61 + 10;
-  return -1;
-}
+/** Each byte's value as a lower-case hex digit, or -1 (git writes ids in lower case). */
+const HEX_VALUE = new Int8Array(256).fill(-1);
+for (let c = 0; c < 16; c++) HEX_VALUE["0123456789abcdef".charCodeAt(c)] = c;
 
 /** True when `data` holds `prefix`, 40 hex digits and a newline at `at`; the id is decoded into `out` at `to`. */
 function idAfter(data: Uint8Array, at: number, prefix: string, out: Uint8Array, to: number): boolean {
@@ -29,8 +26,8 @@ function idAfter(data: Uint8Array, at: number, prefix: string, out: Uint8Array, 
   if (data.length <= hex + 40 || data[hex + 40] !== 0x0a) return false;
   for (let k = 0; k < prefix.length; k++) if (data[at + k] !== prefix.charCodeAt(k)) return false;
   for (let k = 0; k < 20; k++) {
-    const hi = nibble(data[hex + 2 * k] as number);
-    const lo = nibble(data[hex + 2 * k + 1] as number);
+    const hi = HEX_VALUE[data[hex + 2 * k] as number] as number;
+    const lo = HEX_VALUE[data[hex + 2 * k + 1] as number] as number;
     if (hi < 0 || lo < 0) return false;
     out[to + k] = (hi << 4) | lo;
   }

@@ -7,7 +7,7 @@
 import { GrexError, packOpError, throwIfAborted } from "../../base/errors.ts";
 import { type BodyReader, openTransfer } from "./http-body.ts";
 import { type TransferLimits, transferLimits } from "../objects/limits.ts";
-import type { ByteSource } from "../objects/pack-index.ts";
+import type { ByteSource } from "../objects/pack-receive.ts";
 import { pickDefaultBranch, type RemoteRefs } from "./remote-refs.ts";
 import { displayUrl } from "./url.ts";
 
