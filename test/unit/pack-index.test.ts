@@ -9,7 +9,7 @@ import { deflateSync } from "node:zlib";
 import { ObjectStore } from "../../src/core/git/objects/object-store.ts";
 import { transferLimits } from "../../src/core/git/objects/limits.ts";
 import { storePack, storePackStream, UNPACK_LIMIT } from "../../src/core/git/objects/pack-index.ts";
-import { deltaChainPack } from "../helpers/hostile-http-server.ts";
+import { blobEntry, deltaChainPack, packOf as packOfEntries } from "../helpers/hostile-http-server.ts";
 import { commit, gitEnv, git, makeRepo, tempDir } from "../helpers/git-fixtures.ts";
 
 const never = () => new AbortController().signal;
@@ -196,6 +196,47 @@ describe("storePack", () => {
     }
     const idx = readdirSync(join(dest, "objects", "pack")).find((n) => n.endsWith(".idx")) as string;
     expect(new Uint8Array(readFileSync(join(dest, "objects", "pack", idx)))).toEqual(new Uint8Array(gitIndexOf(tmp.path, pack)));
+  });
+
+  test("blobs over 8 MiB are named as they inflate: the same .idx as git, arriving whole or in small pieces", async () => {
+    // One large blob of text (compressible, as source is) and one of random bytes (not), beside the history.
+    const text = Buffer.from(Array.from({ length: 260_000 }, (_, i) => `line ${i} of a large generated file\n`).join(""));
+    const noise = Buffer.alloc(9 * 1024 * 1024);
+    for (let i = 0; i < noise.length; i += 4) noise.writeUInt32LE((Math.imul(i, 2654435761) ^ (i >>> 7)) >>> 0, i);
+    await Bun.write(join(src, "big.txt"), text);
+    await Bun.write(join(src, "noise.bin"), noise);
+    git(src, "add", "big.txt", "noise.bin");
+    git(src, "commit", "-q", "-m", "large files");
+    expect(text.length).toBeGreaterThan(8 * 1024 * 1024);
+    const pack = packOf(src, "", ["--all", "--delta-base-offset"]);
+    for (const piece of [pack.length, 65536]) {
+      const into = join(tmp.path, `big-${piece}.git`);
+      git(tmp.path, "init", "--quiet", "--bare", into);
+      const s = new ObjectStore(into);
+      let at = 0;
+      try {
+        await storePackStream(into, { read: async () => (at >= pack.length ? null : pack.subarray(at, (at += piece))) }, { store: s, keepPack: true, signal: never() });
+      } finally {
+        s.close();
+      }
+      const idx = readdirSync(join(into, "objects", "pack")).find((n) => n.endsWith(".idx")) as string;
+      expect(new Uint8Array(readFileSync(join(into, "objects", "pack", idx)))).toEqual(new Uint8Array(gitIndexOf(tmp.path, pack)));
+    }
+  });
+
+  test("a large blob that inflates to more or less than it declares, or is cut off, is refused and writes nothing", async () => {
+    const size = 9 * 1024 * 1024;
+    const cases: Array<[Buffer, RegExp]> = [
+      [packOfEntries([blobEntry(Buffer.alloc(size + 1), size)]), /the entry at offset 12 inflates to more than the 9437184 bytes it declares/],
+      [packOfEntries([blobEntry(Buffer.alloc(size - 1), size)]), /the entry at offset 12 inflates to 9437183 bytes, not the 9437184 it declares/],
+      [packOfEntries([blobEntry(Buffer.alloc(size), size)]).subarray(0, 200), /it ends inside the entry at offset 12/],
+      [packOfEntries([Buffer.concat([blobEntry(Buffer.alloc(size), size).subarray(0, 40), Buffer.alloc(64, 0xff)])]), /the entry at offset 12 is not valid zlib data|it ends inside the entry at offset 12/],
+    ];
+    for (const [pack, says] of cases) {
+      const before = objectFiles(dest);
+      await expect(store(dest, pack, true)).rejects.toThrow(says);
+      expect(objectFiles(dest)).toEqual(before);
+    }
   });
 
   test("no temp file is left in objects/pack when a pack is refused", async () => {

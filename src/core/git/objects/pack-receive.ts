@@ -4,6 +4,7 @@
 // against what inflates), its CRC and, for a whole object, its name. The
 // checksum is verified at the trailer and nothing is accepted after it.
 import { writeSync } from "node:fs";
+import { createInflate } from "node:zlib";
 import { throwIfAborted } from "../../base/errors.ts";
 import { limitError, showBytes, type TransferLimits } from "./limits.ts";
 import { BadPack, deltaResultSize, type Entries, type Header, inflateEntry, objectId, parseHeader } from "./pack-entries.ts";
@@ -103,6 +104,72 @@ export class Receiver {
   }
 }
 
+/**
+ * Blobs of at least this size are named as they inflate, piece by piece into
+ * the hash, never held whole (git's index-pack streams what is over
+ * core.bigFileThreshold): a few compressed bytes declaring hundreds of
+ * megabytes cost a megabyte here.
+ */
+const STREAM_BYTES = 8 * 1024 * 1024;
+
+/** The blob entry whose header `h` starts the window, named as it inflates: its id and the length of its zlib stream. */
+async function streamBlob(rx: Receiver, h: Header, offset: number): Promise<{ oid: Buffer; used: number }> {
+  const hasher = new Bun.CryptoHasher("sha1");
+  hasher.update(`blob ${h.size}\0`);
+  const inflater = createInflate({ chunkSize: 1 << 20 });
+  let produced = 0;
+  let failure: BadPack | null = null;
+  let ended = false;
+  // The feed waiting for the inflater: woken by its write's callback, or by a failure that ends the stream.
+  let wake: (() => void) | null = null;
+  inflater.on("data", (piece: Buffer) => {
+    produced += piece.length;
+    if (produced <= h.size) hasher.update(piece);
+    else if (!failure) {
+      failure = new BadPack(`the entry at offset ${offset} inflates to more than the ${h.size} bytes it declares`);
+      inflater.destroy();
+    }
+  });
+  inflater.on("error", () => {
+    failure ??= new BadPack(`the entry at offset ${offset} is not valid zlib data`);
+    wake?.();
+  });
+  inflater.on("close", () => wake?.());
+  inflater.on("end", () => {
+    ended = true;
+  });
+  const feed = (piece: Buffer | null) =>
+    new Promise<void>((resolve) => {
+      wake = resolve;
+      if (piece) inflater.write(piece, () => resolve());
+      else inflater.end(() => resolve());
+    });
+  try {
+    // Bytes past the stream's end (the next entries) are ignored by the inflater, which counts what it used.
+    let fed = offset + h.len;
+    for (;;) {
+      const v = rx.view();
+      if (v.pos + (v.end - v.start) > fed) {
+        await feed(Buffer.from(v.buf.subarray(v.start + (fed - v.pos), v.end)));
+        fed = v.pos + (v.end - v.start);
+      }
+      if (ended || failure) break;
+      // Deflate barely grows what it cannot compress: a stream much longer than its declared output is not an honest entry.
+      if (fed - offset - h.len > h.size + (h.size >> 2) + 65536) throw new BadPack(`the entry at offset ${offset} goes on far past the ${h.size} bytes it declares`);
+      if (!(await rx.more())) {
+        await feed(null); // the pack ended: the entry must end in what arrived
+        if (!ended && !failure) failure = new BadPack(`it ends inside the entry at offset ${offset}`);
+        break;
+      }
+    }
+    if (failure) throw failure;
+    if (produced !== h.size) throw new BadPack(`the entry at offset ${offset} inflates to ${produced} bytes, not the ${h.size} it declares`);
+    return { oid: hasher.digest() as Buffer, used: inflater.bytesWritten };
+  } finally {
+    inflater.destroy();
+  }
+}
+
 /** Walk the pack as it arrives: every entry's header, extent, CRC and (for whole objects) name. */
 export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: Map<string, GitObject> | null, refKids: Map<string, number[]>, links: PackLinks | undefined, signal: AbortSignal): Promise<{ trailer: Buffer; end: number }> {
   if (!(await rx.need(12))) throw new BadPack("it ends before its header");
@@ -134,6 +201,16 @@ export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, 
     if (h.kind === OFS_DELTA) {
       base = e.at(offset - h.baseRel);
       if (h.baseRel <= 0 || base < 0) throw new BadPack(`the delta at offset ${offset} points at no entry before it`);
+    }
+    if (TYPES[h.kind] === "blob" && h.size >= STREAM_BYTES && !keep) {
+      const { oid, used } = await streamBlob(rx, h, offset);
+      v = rx.view();
+      const bytes = v.buf.subarray(v.start, v.start + h.len + used);
+      sum.update(bytes);
+      e.setOid(e.push(offset, h.kind, Bun.hash.crc32(bytes) >>> 0, base), oid);
+      rx.consume(h.len + used);
+      gc.add(bytes.length + PER_OBJECT_GARBAGE);
+      continue;
     }
     // Inflate, reading more until the entry's stream ends inside the window; the window is at least doubled each time, so a large entry costs a few attempts, not one per chunk.
     let got: { data: Buffer; used: number } | "more";
