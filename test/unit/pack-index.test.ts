@@ -3,7 +3,7 @@
 // thin packs resolve against objects already here, and a damaged pack is an
 // error that writes nothing.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
 import { ObjectStore } from "../../src/core/git/objects/object-store.ts";
@@ -30,7 +30,7 @@ function packOf(repo: string, revs: string, flags: string[] = []): Buffer {
 /** What git writes as the index of `pack`. */
 function gitIndexOf(dir: string, pack: Buffer): Buffer {
   const path = join(dir, "theirs.pack");
-  Bun.write(path, pack);
+  writeFileSync(path, pack); // whole on disk before git reads it
   git(dir, "index-pack", "-o", join(dir, "theirs.idx"), path);
   return readFileSync(join(dir, "theirs.idx"));
 }
