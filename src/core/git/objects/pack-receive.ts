@@ -157,8 +157,9 @@ async function streamBlob(rx: Receiver, h: Header, offset: number): Promise<{ oi
       // Deflate barely grows what it cannot compress: a stream much longer than its declared output is not an honest entry.
       if (fed - offset - h.len > h.size + (h.size >> 2) + 65536) throw new BadPack(`the entry at offset ${offset} goes on far past the ${h.size} bytes it declares`);
       if (!(await rx.more())) {
-        await feed(null); // the pack ended: the entry must end in what arrived
-        if (!ended && !failure) failure = new BadPack(`it ends inside the entry at offset ${offset}`);
+        // The pack ended: the entry must end in what arrived (an inflater told to finish early fails: that is this).
+        await feed(null);
+        if (!ended) failure = new BadPack(`it ends inside the entry at offset ${offset}`);
         break;
       }
     }
