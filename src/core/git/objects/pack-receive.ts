@@ -5,6 +5,7 @@
 // checksum is verified at the trailer and nothing is accepted after it.
 import { writeSync } from "node:fs";
 import { createInflate } from "node:zlib";
+import { ByteWindow } from "../../base/byte-window.ts";
 import { throwIfAborted } from "../../base/errors.ts";
 import { limitError, showBytes, type TransferLimits } from "./limits.ts";
 import { BadPack, deltaResultSize, type Entries, type Header, inflateEntry, objectId, parseHeader } from "./pack-entries.ts";
@@ -19,10 +20,8 @@ export interface ByteSource {
 
 /** Receiving: the pack goes to `fd` as it arrives while its entries are walked. */
 export class Receiver {
-  private win = Buffer.allocUnsafe(1 << 20);
-  private ws = 0;
-  private we = 0;
-  /** Pack offset of win[ws]. */
+  private readonly w = new ByteWindow(1 << 20);
+  /** Pack offset of the window's first live byte. */
   private pos = 0;
   private ended = false;
   received = 0;
@@ -37,7 +36,7 @@ export class Receiver {
   ) {}
 
   get available(): number {
-    return this.we - this.ws;
+    return this.w.available;
   }
 
   /** Read one more chunk (to disk and into the window); false at the end of the stream. */
@@ -57,19 +56,7 @@ export class Receiver {
       this.out.set(chunk, this.outLen);
       this.outLen += chunk.length;
     }
-    if (this.we + chunk.length > this.win.length) {
-      const live = this.we - this.ws;
-      if (live + chunk.length <= this.win.length / 2) this.win.copy(this.win, 0, this.ws, this.we);
-      else {
-        const bigger = Buffer.allocUnsafe(Math.max(this.win.length * 2, live + chunk.length));
-        this.win.copy(bigger, 0, this.ws, this.we);
-        this.win = bigger;
-      }
-      this.ws = 0;
-      this.we = live;
-    }
-    this.win.set(chunk, this.we);
-    this.we += chunk.length;
+    this.w.append(chunk);
     return true;
   }
 
@@ -88,11 +75,11 @@ export class Receiver {
 
   /** The window: bytes [pos, pos + available) of the pack, at buf[start…]. */
   view(): { buf: Buffer; start: number; end: number; pos: number } {
-    return { buf: this.win, start: this.ws, end: this.we, pos: this.pos };
+    return { buf: this.w.buf, start: this.w.start, end: this.w.end, pos: this.pos };
   }
 
   consume(n: number): void {
-    this.ws += n;
+    this.w.start += n;
     this.pos += n;
   }
 

@@ -4,6 +4,7 @@
 // requests: one ref advertisement (GET info/refs) and one upload-pack POST
 // that names what we want and what we have, answered by a pack of only the
 // missing objects (no thin packs, so every delta base is in the pack or here).
+import { ByteWindow } from "../../base/byte-window.ts";
 import { GrexError, packOpError, throwIfAborted } from "../../base/errors.ts";
 import { type BodyReader, openTransfer } from "./http-body.ts";
 import { type TransferLimits, transferLimits } from "../objects/limits.ts";
@@ -59,64 +60,52 @@ export function pktLine(payload: string): string {
 
 /** Reads pkt-lines (and, after them, raw bytes) from a response body as it arrives. */
 export class PktStream {
-  private buf = Buffer.allocUnsafe(64 * 1024);
-  private at = 0;
-  private end = 0;
+  private readonly w = new ByteWindow(64 * 1024);
   private ended = false;
 
   constructor(private readonly body: BodyReader) {}
 
-  /** Make `n` bytes available; false if the body ends first. Chunks are appended to a window that only grows to the largest packet, so tiny chunks cost no copying of what came before. */
+  /** Make `n` bytes available; false if the body ends first (chunks go to a ByteWindow: tiny ones cost no copying of what came before). */
   async need(n: number): Promise<boolean> {
-    while (this.end - this.at < n) {
+    while (this.w.available < n) {
       if (this.ended) return false;
       const chunk = await this.body.read();
       if (chunk === null) {
         this.ended = true;
         return false;
       }
-      if (this.end + chunk.length > this.buf.length) {
-        const live = this.end - this.at;
-        const room = Math.max(this.buf.length, (live + chunk.length) * 2);
-        const next = room > this.buf.length ? Buffer.allocUnsafe(room) : this.buf;
-        this.buf.copy(next, 0, this.at, this.end);
-        this.buf = next;
-        this.at = 0;
-        this.end = live;
-      }
-      this.buf.set(chunk, this.end);
-      this.end += chunk.length;
+      this.w.append(chunk);
     }
     return true;
   }
 
   /** The next 4 bytes, without taking them ("" if fewer remain). */
   async peek4(): Promise<string> {
-    return (await this.need(4)) ? this.buf.toString("latin1", this.at, this.at + 4) : "";
+    return (await this.need(4)) ? this.w.buf.toString("latin1", this.w.start, this.w.start + 4) : "";
   }
 
   /** The next pkt-line's payload (null for a flush), or undefined if malformed or cut off. */
   async pkt(): Promise<Buffer | null | undefined> {
     if (!(await this.need(4))) return undefined;
     // The payload is copied out: the window is reused for what follows.
-    const head = this.buf.toString("latin1", this.at, this.at + 4);
+    const head = this.w.buf.toString("latin1", this.w.start, this.w.start + 4);
     if (!/^[0-9a-f]{4}$/i.test(head)) return undefined;
     const len = Number.parseInt(head, 16);
     if (len === 0) {
-      this.at += 4;
+      this.w.start += 4;
       return null;
     }
     if (len < 4 || !(await this.need(len))) return undefined;
-    const payload = Buffer.from(this.buf.subarray(this.at + 4, this.at + len));
-    this.at += len;
+    const payload = Buffer.from(this.w.buf.subarray(this.w.start + 4, this.w.start + len));
+    this.w.start += len;
     return payload;
   }
 
   /** Whatever is buffered, then the rest of the body as it arrives. */
   async raw(): Promise<Uint8Array | null> {
-    if (this.at < this.end) {
-      const rest = Buffer.from(this.buf.subarray(this.at, this.end));
-      this.at = this.end;
+    if (this.w.start < this.w.end) {
+      const rest = Buffer.from(this.w.buf.subarray(this.w.start, this.w.end));
+      this.w.start = this.w.end;
       return rest;
     }
     if (this.ended) return null;
