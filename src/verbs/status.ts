@@ -44,11 +44,21 @@ function buildResult() {
     setup_drift: v.array(v.object({ action: v.string(), idx: v.number(), where: v.string(), path: v.string(), differs: v.string() })),
     install_error: v.nullable(v.string()),
     off_branch: v.nullable(v.string()),
+    topic: v.nullable(
+      v.object({
+        branch: v.string(),
+        base: v.nullable(v.string()),
+        ahead: v.nullable(v.number()),
+        behind: v.nullable(v.number()),
+        upstream: v.nullable(v.string()),
+        pushed: v.boolean(),
+      }),
+    ),
     missing_filters: v.array(v.string()),
     submodules_moved: v.array(v.object({ path: v.string(), recorded: v.string(), head: v.nullable(v.string()) })),
     error: v.nullable(v.object({ kind: v.string(), file: v.nullable(v.string()), field: v.nullable(v.string()), reason: v.string() })),
   });
-  return v.object({ packs: v.array(Row) });
+  return v.object({ packs: v.array(Row), warnings: v.array(v.string()) });
 }
 
 /** Refresh origin's tracking refs of every pack on disk, in parallel under the scheduler; failures become warnings. */
@@ -76,11 +86,20 @@ function describe(x: PackStatus): string {
   const parts: string[] = [];
   if (x.branch !== null) parts.push(x.ahead === null ? x.branch : `${x.branch} +${x.ahead}/-${x.behind}`);
   if (x.drift === "not-installed" && x.install_error) parts.push(x.install_error);
+  if (x.drift === "not-installed" && x.dirty) parts.push("has uncommitted changes");
+  if (x.topic) parts.push(topicText(x.topic));
   if (x.drift === "off-branch" && x.off_branch) parts.push(x.off_branch);
   for (const d of x.setup_drift) parts.push(`${d.action} ${d.path}: ${d.differs}`);
   for (const m of x.submodules_moved) parts.push(`submodule ${m.path} at ${m.head?.slice(0, 7) ?? "an unreadable HEAD"}, recorded ${m.recorded.slice(0, 7)}`);
   if (x.missing_filters.length > 0) parts.push(`needs git filter ${x.missing_filters.join(", ")} (not configured: files kept as stored)`);
   return parts.join("; ");
+}
+
+/** `topic on main: 2 ahead, 3 behind origin/main; pushed to origin/feature/x` */
+function topicText(t: NonNullable<PackStatus["topic"]>): string {
+  const counts = t.ahead === null ? "" : `: ${t.ahead} ahead, ${t.behind} behind origin/${t.base}`;
+  const where = t.upstream === null ? "no upstream" : t.pushed ? `pushed to ${t.upstream}` : `not pushed (upstream ${t.upstream})`;
+  return `topic on ${t.base ?? "a tag or commit"}${counts}; ${where}`;
 }
 
 /** Which packs the ids name: each id and everything under it; an unknown id is a usage error with a suggestion. */
@@ -94,7 +113,7 @@ function selectIds(packs: readonly PackNode[], ids: readonly string[], manifestP
 export const statusVerb = defineVerb({
   name: "status",
   description:
-    "Report every pack's state (children included), or only the packs the optional ids name (with their children): invalid (its pack.yaml or state file cannot be read; error names file, field, reason), clean, dirty, missing, not-installed (with install_error), setup-changed, setup-drift (with setup_drift: action, path, what differs), behind, ahead, diverged or off-branch, plus branch and ahead/behind against origin. fetch: refresh remote-tracking refs first. Changes no pack.",
+    "Report every pack's state (children included), or only the packs the optional ids name (with their children): invalid (its pack.yaml or state file cannot be read; error names file, field, reason), clean, dirty, missing, not-installed (with install_error), setup-changed, setup-drift (with setup_drift: action, path, what differs), topic (on a local branch other than the tracked one: the user's work, not drift; topic gives branch, base, ahead/behind origin/<base>, upstream, pushed), behind, ahead, diverged or off-branch (a HEAD the user detached), plus branch and ahead/behind against origin; warnings names packs grex.lock.jsonl records at two commits. fetch: refresh remote-tracking refs first. Changes no pack.",
   params: v.strictObject({
     ids: desc(
       v.optional(v.array(v.string()), []),
@@ -106,7 +125,7 @@ export const statusVerb = defineVerb({
     ),
     fail_on_drift: desc(
       v.optional(v.boolean(), false),
-      "true: the call fails (isError, code -32004, kind drift) when any pack is not clean; the report is still returned. Default false.",
+      "true: the call fails (isError, code -32004, kind drift) when any pack is neither clean nor on a topic branch; the report is still returned. Default false.",
     ),
     fetch: desc(
       v.optional(v.boolean(), false),
@@ -131,7 +150,7 @@ export const statusVerb = defineVerb({
     positionals: ["...ids"],
     flags: [
       { flag: "--stale-after <dur>", description: "Also call packs installed longer ago than this setup-changed (e.g. 7d)" },
-      { flag: "--fail-on-drift", description: "Exit 7 when any pack is not clean" },
+      { flag: "--fail-on-drift", description: "Exit 7 when any pack is not clean (a topic branch is not drift)" },
       { flag: "--fetch", description: "Fetch every pack first (in parallel) so behind/ahead are current" },
     ],
   },
@@ -161,7 +180,15 @@ export const statusVerb = defineVerb({
         }
       }),
     );
-    return { packs: rows };
+    // A union merge that kept two branches' lines for one pack at different commits: sync --locked refuses it.
+    const { lockConflicts } = await import("../core/workspace/lockfile.ts");
+    const warnings: string[] = [];
+    for (const [id, shas] of lockConflicts(view.ws)) {
+      const w = `grex.lock.jsonl records pack '${id}' at ${shas.length} commits (${shas.map((x) => x.slice(0, 7)).join(", ")}), left by a merge; keep the line you want (or run grex sync) and commit it`;
+      warnings.push(w);
+      ctx.warn(w);
+    }
+    return { packs: rows, warnings };
   },
   failure(r, p) {
     const invalid = r.packs.filter((x) => x.error !== null);
@@ -175,7 +202,8 @@ export const statusVerb = defineVerb({
       );
     }
     if (!p.fail_on_drift) return undefined;
-    const drifted = r.packs.filter((x) => x.drift !== "clean");
+    // A topic branch is the user's work, not drift.
+    const drifted = r.packs.filter((x) => x.drift !== "clean" && x.drift !== "topic");
     if (drifted.length === 0) return undefined;
     return new GrexError("drift", `${drifted.length} pack(s) drifted (first: ${drifted[0]?.id} is ${drifted[0]?.drift}); see grex status for what to run.`);
   },

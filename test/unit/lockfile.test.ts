@@ -29,6 +29,11 @@ function entry(id: string, extra: Partial<LockEntry> = {}): LockEntry {
   return { id, sha: SHA, branch: "main", installed_at: "2026-01-01T00:00:00.000Z", actions_hash: HASH, type: "meta", ...extra };
 }
 const line = (o: unknown) => `${JSON.stringify(o)}\n`;
+/** The line grex writes: shared fields only (the install facts are this machine's, in .grex/.state/installs.json). */
+const shared = (e: LockEntry) => {
+  const { installed_at: _a, installed_sha: _s, install_error: _e, installed_hash: _h, checkout: _c, ...rest } = e;
+  return line(rest);
+};
 const collect = () => {
   const warnings: string[] = [];
   return { warnings, warn: (m: string) => void warnings.push(m) };
@@ -92,7 +97,7 @@ describe("reading", () => {
     expect(parseLockfile(`${good}{"id"`, ws.lockPath).tornTail).toBe(true);
 
     await appendLockEntries(ws, [entry("c")]);
-    expect(readFileSync(ws.lockPath, "utf8")).toBe(good + line(entry("c")));
+    expect(readFileSync(ws.lockPath, "utf8")).toBe(good + shared(entry("c")));
     const again = collect();
     expect([...readLockfile(ws, again).keys()]).toEqual(["a", "c"]);
     expect(again.warnings).toEqual([]);
@@ -121,13 +126,49 @@ describe("writing", () => {
     await writeLockfile(ws, [...readLockfile(ws).values(), scrambled]);
     expect(statSync(ws.lockPath).ino).not.toBe(ino); // temp + rename, never in place
     expect(readFileSync(ws.lockPath, "utf8")).toBe(
-      line(entry("a")) + line(entry("b")) + '{"id":"z","sha":"","branch":null,"installed_at":"","actions_hash":"","type":"meta"}\n',
+      shared(entry("a")) + shared(entry("b")) + '{"id":"z","sha":"","branch":null,"actions_hash":"","type":"meta"}\n',
     );
     expect(readdirSync(ws.root).filter((n) => n.endsWith(".tmp"))).toEqual([]);
     // Rewriting the same state is byte-identical.
     const once = readFileSync(ws.lockPath, "utf8");
     await writeLockfile(ws, readLockfile(ws).values());
     expect(readFileSync(ws.lockPath, "utf8")).toBe(once);
+  });
+
+  test("install facts live in .grex/.state/installs.json; a line changes only when what it shares changes", async () => {
+    await writeLockfile(ws, [entry("a", { installed_sha: SHA }), entry("b")]);
+    const text = readFileSync(ws.lockPath, "utf8");
+    expect(text).toBe(shared(entry("a")) + shared(entry("b")));
+    expect(readLockfile(ws).get("a")).toMatchObject({ installed_at: "2026-01-01T00:00:00.000Z", installed_sha: SHA });
+    const mtime = statSync(ws.lockPath).mtimeMs;
+    // Another install time, a failed install, a checkout grex made: this machine's, the committed file is untouched.
+    await Bun.sleep(5);
+    await writeLockfile(ws, [entry("a", { installed_at: "2026-02-02T00:00:00.000Z", checkout: { sha: SHA, branch: null } }), entry("b", { installed_at: "", install_error: "boom" })]);
+    expect(readFileSync(ws.lockPath, "utf8")).toBe(text);
+    expect(statSync(ws.lockPath).mtimeMs).toBe(mtime);
+    expect(readLockfile(ws).get("a")).toMatchObject({ installed_at: "2026-02-02T00:00:00.000Z", checkout: { sha: SHA, branch: null } });
+    expect(readLockfile(ws).get("b")).toMatchObject({ installed_at: "", install_error: "boom" });
+    // --locked: only this machine's records, even when the entries say another commit.
+    await writeLockfile(ws, [entry("a", { sha: "f".repeat(40) })], undefined, { shared: false });
+    expect(readFileSync(ws.lockPath, "utf8")).toBe(text);
+    // The shared part changes: rewritten.
+    await writeLockfile(ws, [entry("a", { sha: "f".repeat(40) }), entry("b")]);
+    expect(readFileSync(ws.lockPath, "utf8")).toBe(shared(entry("a", { sha: "f".repeat(40) })) + shared(entry("b")));
+  });
+
+  test("identical duplicate lines and an older grex's install times are left until the pack changes; conflicting lines are rewritten", async () => {
+    const older = line(entry("a")) + line(entry("b")) + line(entry("a")); // installed_at in the line, and a union merge's duplicate
+    writeFileSync(ws.lockPath, older);
+    // An older grex's line keeps telling this machine's install time until installs.json has one.
+    expect(readLockfile(ws).get("a")?.installed_at).toBe("2026-01-01T00:00:00.000Z");
+    await writeLockfile(ws, readLockfile(ws).values());
+    expect(readFileSync(ws.lockPath, "utf8")).toBe(older);
+    await writeLockfile(ws, [entry("a", { sha: "f".repeat(40) }), entry("b")]);
+    expect(readFileSync(ws.lockPath, "utf8")).toBe(shared(entry("a", { sha: "f".repeat(40) })) + shared(entry("b")));
+    // Two commits for one pack (a merge of two re-pins): the write settles it.
+    writeFileSync(ws.lockPath, shared(entry("a")) + shared(entry("a", { sha: "f".repeat(40) })));
+    await writeLockfile(ws, [entry("a", { sha: "f".repeat(40) })]);
+    expect(readFileSync(ws.lockPath, "utf8")).toBe(shared(entry("a", { sha: "f".repeat(40) })));
   });
 
   test("an invalid entry is refused and the file is left as it was", async () => {

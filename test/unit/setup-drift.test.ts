@@ -13,7 +13,7 @@ import { type RunOptions, runActions, teardownActions } from "../../src/core/act
 import type { ActionItem, PackState } from "../../src/core/actions/types.ts";
 import { makeEvent } from "../../src/core/workspace/manifest.ts";
 import { interruptedPacks } from "../../src/core/sync/install-state.ts";
-import { offBranch } from "../../src/core/sync/off-branch.ts";
+import { checkoutOf, offBranch, trackedBranch } from "../../src/core/sync/off-branch.ts";
 import { noHooks, persisted, sandboxRunOptions } from "../helpers/actions.ts";
 
 let root = "";
@@ -127,14 +127,38 @@ describe("setup drift", () => {
 });
 
 describe("off-branch", () => {
-  const lock = (branch: string | null) => ({ id: "p", sha: "a".repeat(40), branch, installed_at: "", actions_hash: "", type: "meta" });
-  test("reads HEAD against the branch sync recorded", () => {
+  const lock = (branch: string | null, checkout?: { sha: string; branch: string | null }) => ({ id: "p", sha: "a".repeat(40), branch, installed_at: "", actions_hash: "", type: "meta", ...(checkout ? { checkout } : {}) });
+  test("only a HEAD the user detached is off-branch; a topic branch is work, not drift", () => {
     expect(offBranch({ sha: "a".repeat(40), branch: "main" }, lock("main"))).toBeNull();
-    expect(offBranch({ sha: "a".repeat(40), branch: "feature" }, lock("main"))).toMatch(/on branch 'feature' but pinned to 'main'/);
-    expect(offBranch({ sha: "b".repeat(40), branch: null }, lock("main"))).toMatch(/detached/);
+    expect(offBranch({ sha: "a".repeat(40), branch: "feature" }, lock("main"))).toBeNull();
+    expect(offBranch({ sha: "b".repeat(40), branch: null }, lock("main"))).toMatch(/detached at bbbbbbb but tracks branch 'main'/);
     expect(offBranch({ sha: "a".repeat(40), branch: null }, lock(null))).toBeNull();
-    expect(offBranch({ sha: "a".repeat(40), branch: "x" }, lock(null))).toMatch(/detached commit/);
     expect(offBranch({ sha: "a".repeat(40), branch: "x" }, undefined)).toBeNull();
+    // Where grex left it (sync --locked, detached) stays grex's after the lock moved on.
+    expect(offBranch({ sha: "b".repeat(40), branch: null }, lock("main", { sha: "b".repeat(40), branch: null }))).toBeNull();
+    expect(offBranch({ sha: "c".repeat(40), branch: null }, lock("main", { sha: "b".repeat(40), branch: null }))).toMatch(/detached/);
+  });
+
+  test("whose checkout: tracked, grex, topic, off-branch", () => {
+    const head = (sha: string, branch: string | null) => ({ sha: sha.repeat(40), branch });
+    expect(checkoutOf(head("a", "main"), "main", lock("main")).kind).toBe("tracked");
+    expect(checkoutOf(head("a", "feature"), "main", lock("main"))).toEqual({ kind: "topic", base: "main", why: null });
+    // A teammate re-pinned the pack: the branch grex last put it on is still grex's to move.
+    expect(checkoutOf(head("a", "main"), "dev", lock("main")).kind).toBe("tracked");
+    expect(checkoutOf(head("a", null), "main", lock("main")).kind).toBe("grex");
+    expect(checkoutOf(head("b", null), "main", lock("main", { sha: "b".repeat(40), branch: null })).kind).toBe("grex");
+    expect(checkoutOf(head("b", null), "main", lock("main")).kind).toBe("off-branch");
+    expect(checkoutOf(head("a", "x"), null, lock(null))).toEqual({ kind: "topic", base: null, why: null });
+  });
+
+  test("the tracked branch: a pinned branch origin has, else origin/HEAD, else the lock's", () => {
+    const refs = (map: Record<string, string>) => ({ loose: (r: string) => map[r] ?? null, resolve: (r: string) => map[r] ?? null });
+    const sha = "a".repeat(40);
+    expect(trackedBranch(refs({ "refs/remotes/origin/dev": sha }), "dev", undefined)).toBe("dev");
+    expect(trackedBranch(refs({ "refs/remotes/origin/dev": sha }), "refs/heads/dev", undefined)).toBe("dev");
+    expect(trackedBranch(refs({}), "v1.0", undefined)).toBeNull();
+    expect(trackedBranch(refs({ "refs/remotes/origin/HEAD": "ref: refs/remotes/origin/trunk" }), null, lock("main"))).toBe("trunk");
+    expect(trackedBranch(refs({}), null, lock("main"))).toBe("main");
   });
 });
 

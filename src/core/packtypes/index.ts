@@ -77,7 +77,8 @@ export function convergeReason(
 ): ConvergeReason {
   if (force) return "forced";
   if (!previous || previous.installed_at === "" || freshClone) return "never-installed";
-  if (previous.actions_hash !== hash) return "hash-changed";
+  // The hash installed on this machine (a shared lock line may carry a teammate's).
+  if ((previous.installed_hash ?? previous.actions_hash) !== hash) return "hash-changed";
   if (mode === "update" && sha !== null && (previous.installed_sha ?? previous.sha) !== sha) return "sha-changed";
   return "none";
 }

@@ -9,13 +9,16 @@ import { unknownPackId } from "../base/pack-ids.ts";
 import { parseFilter } from "../base/filter.ts";
 import { updateIgnoreBlocks } from "../workspace/gitignore.ts";
 import { GENERATED_BLOCK, generatedExcludeLines, packIgnoreLines } from "../pack/x-gitignore.ts";
-import { type HeldLock, tryAcquireWorkspaceLock, withPackLock } from "../locks/locks.ts";
-import { type LockEntry, readLockfile, writeLockfile } from "../workspace/lockfile.ts";
+import { type HeldLock, tryAcquireWorkspaceLock } from "../locks/locks.ts";
+import { installedHash, type LockEntry, readLockfile, writeLockfile } from "../workspace/lockfile.ts";
 import { appendEvents, makeEvent, type ManifestEvent, type PackEntry, readManifest } from "../workspace/manifest.ts";
 import { runtimeEvents } from "../workspace/journal.ts";
 import { capScheduler } from "../locks/scheduler.ts";
 import { workspaceConfinement } from "../fs/confine.ts";
-import { converge, type ConvergeReason } from "../packtypes/index.ts";
+import type { ConvergeReason } from "../packtypes/index.ts";
+import type { HeadInfo } from "../git/refs/head.ts";
+import { gitdirOf, RefFiles } from "../git/refs/refs.ts";
+import type { InstallOneContext } from "./install.ts";
 import type { Step } from "../actions/types.ts";
 import type { Workspace } from "../base/workspace.ts";
 import type { CallContext, Progress } from "../locks/call.ts";
@@ -23,7 +26,7 @@ import { actionProblems, installOrder, planChecks, prerequisitesOf } from "./pla
 import { effectiveType, fetchTree, flatten, newNode, type PackOutcome, type TreeNode } from "./tree.ts";
 import { globMatch } from "../base/filter.ts";
 import { interruptedPacks, notInstalled, openBrackets } from "./install-state.ts";
-import { offBranch } from "./off-branch.ts";
+import { type Checkout, checkoutOf, trackedBranch } from "./off-branch.ts";
 import { type Pruned, pruneChild, removedChildren } from "./prune.ts";
 
 export interface SyncOptions {
@@ -75,15 +78,6 @@ export interface SyncReport {
   record?: () => Promise<void>;
 }
 
-/** Why the setup ran at a commit that did not move (a bare "up to date" would hide it). */
-const RAN_BECAUSE: Record<ConvergeReason, string> = {
-  "never-installed": "setup installed (it was not installed)",
-  "hash-changed": "setup ran again (its setup changed)",
-  "sha-changed": "setup ran again (the commit changed since install)",
-  forced: "setup ran again (--force)",
-  none: "setup ran",
-};
-
 /** Report `action_started` brackets that never closed (a crash mid-action). */
 export function incompleteActions(events: readonly ManifestEvent[]): string[] {
   return openBrackets(events).map(
@@ -132,13 +126,18 @@ export async function runSync(
   }
 }
 
-async function syncLocked(
-  ctx: CallContext,
-  ws: Workspace,
-  opts: SyncOptions,
-  signal: AbortSignal,
-  progress: Progress,
-): Promise<SyncReport> {
+/** What a run reads before any pack moves. */
+interface RunStart {
+  warnings: string[];
+  warn(m: string): void;
+  state: Map<string, PackEntry>;
+  previous: Map<string, LockEntry>;
+  interrupted: Set<string>;
+  roots: TreeNode[];
+  locked: typeof import("./locked.ts") | null;
+}
+
+async function startRun(ctx: CallContext, ws: Workspace, opts: SyncOptions, signal: AbortSignal): Promise<RunStart> {
   const warnings: string[] = [];
   const warn = (m: string) => {
     warnings.push(m);
@@ -150,17 +149,31 @@ async function syncLocked(
   const runtime = runtimeEvents(ws, events, { warn });
   for (const w of incompleteActions(runtime)) warn(w);
   const previous = readLockfile(ws, { warn });
-  const interrupted = interruptedPacks(runtime);
   const roots = selectRoots(ws, state, opts);
   const locked = opts.locked === true ? await import("./locked.ts") : null;
   if (locked) {
     if (opts.ref !== null) throw usageError("--locked puts packs on their locked commits; it cannot be combined with --ref.", { field: "ref" });
     await locked.lockedPreflight(ws, roots, previous, signal, opts.dryRun);
   }
+  return { warnings, warn, state, previous, interrupted: interruptedPacks(runtime), roots, locked };
+}
 
+/** Whose checkout an existing pack is on (off-branch.ts), read from its refs. */
+function checkoutFor(n: TreeNode, previous: ReadonlyMap<string, LockEntry>): Checkout {
+  const lock = previous.get(n.id);
+  const gitdir = gitdirOf(n.dir);
+  const tracked = gitdir === null ? (lock?.branch ?? null) : trackedBranch(new RefFiles(gitdir), n.declaredRef !== undefined ? n.declaredRef : n.ref, lock);
+  return checkoutOf(n.head, tracked, lock);
+}
+
+/** Fetch phase: every selected pack on disk at its commit (or left, and why); returns how many packs it counted. */
+async function fetchPhase(ctx: CallContext, ws: Workspace, opts: SyncOptions, run: RunStart, signal: AbortSignal, progress: Progress): Promise<number> {
+  const { previous, roots, locked } = run;
   const { loadPackYaml } = await import("../pack/load.ts");
   let total = 0;
   let done = 0;
+  // A new pin given for this run (update --ref) is the user's say-so to move it.
+  const repinned = (n: TreeNode) => opts.ref !== null && n.depth === 0;
   const fetchOptions: Parameters<typeof fetchTree>[1] = {
     ws,
     scheduler: capScheduler(ctx.scheduler, opts.parallel),
@@ -171,11 +184,19 @@ async function syncLocked(
     updateExisting: !opts.cloneOnly,
     failFast: opts.failFast,
     loadPack: (dir) => loadPackYaml(dir, { more: actionProblems }),
-    // A new pin given for this run (update --ref) is the user's say-so to move it.
     leaveAlone: (n) => {
-      if (opts.ref !== null && n.depth === 0) return null;
-      const why = offBranch(n.head, previous.get(n.id));
-      return why && `off-branch: ${why}; left as is (switch back, pass --force, or re-pin with grex update ${n.id} --ref <ref>)`;
+      if (repinned(n)) return null;
+      const c = checkoutFor(n, previous);
+      if (c.kind === "off-branch") return `off-branch: ${c.why}; left as is (switch back, pass --force, or re-pin with grex update ${n.id} --ref <ref>)`;
+      if (c.kind === "topic" && locked) {
+        return `on the topic branch '${n.head?.branch}': --locked leaves it as it is (switch back${c.base === null ? "" : ` to '${c.base}'`}, or pass --force to put it on its locked commit)`;
+      }
+      return null;
+    },
+    topicOf: (n) => {
+      if (repinned(n) || locked) return undefined;
+      const c = checkoutFor(n, previous);
+      return c.kind === "topic" ? c.base : undefined;
     },
     onDiscovered: (n) => {
       total += n;
@@ -185,7 +206,12 @@ async function syncLocked(
       progress(done, total, `fetch: ${node.id}: ${node.outcome === "ok" ? node.message : node.outcome}`);
       ctx.debug(1, `fetched ${node.id}: ${node.outcome} ${node.message}`);
     },
-    ...(locked ? { pin: (n: TreeNode) => locked.lockedCommit(n, previous) } : {}),
+    ...(locked
+      ? {
+          pin: (n: TreeNode) => locked.lockedCommit(n, previous),
+          settle: (n: TreeNode) => locked.settleLocked(n, previous),
+        }
+      : {}),
   };
   if (locked && !opts.dryRun) {
     // Missing packs are cloned first: no pack on disk moves before every clone reached its commit.
@@ -196,8 +222,22 @@ async function syncLocked(
     await fetchTree(roots.filter((r) => !fresh.includes(r)), fetchOptions);
     const moveError = locked.lockedFailure(flatten(roots));
     if (moveError) throw moveError; // before any setup runs
+    locked.notApplied(flatten(roots)); // packs left as they are: failed, never a silent exit 0
   } else await fetchTree(roots, fetchOptions);
-  const nodes = flatten(roots);
+  return total;
+}
+
+async function syncLocked(
+  ctx: CallContext,
+  ws: Workspace,
+  opts: SyncOptions,
+  signal: AbortSignal,
+  progress: Progress,
+): Promise<SyncReport> {
+  const run = await startRun(ctx, ws, opts, signal);
+  const { state, previous, warn } = run;
+  const fetched = await fetchPhase(ctx, ws, opts, run, signal, progress);
+  const nodes = flatten(run.roots);
 
   // Plan: every check that must pass before any action runs.
   const known = [
@@ -206,119 +246,35 @@ async function syncLocked(
   ];
   planChecks(nodes.filter((n) => n.outcome === "ok"), known, ctx.env);
 
-  // Install phase, children and dependencies first.
-  const confine = workspaceConfinement(
-    ws.root,
-    [...state.keys(), ...previous.keys(), ...nodes.map((n) => n.id)],
-    ctx.env,
-    opts.allowOutsideHome === true,
-  );
-  const steps: Step[] = [];
-  let halted: SyncReport["halted"] = null;
-  const reasons = new Map<string, { reinstalled: boolean; reason: ConvergeReason; hash: string | null }>();
-  /** Packs whose install failed (or never ran after a clone): recorded not-installed. */
-  const installErrors = new Map<string, string>();
-  const order = installOrder(nodes, known);
-  const eligible = (n: TreeNode) => n.outcome === "ok" && (n.head !== null || opts.dryRun);
+  const confine = workspaceConfinement(ws.root, [...state.keys(), ...previous.keys(), ...nodes.map((n) => n.id)], ctx.env, opts.allowOutsideHome === true);
+  const c: InstallOneContext = {
+    ws,
+    env: ctx.env,
+    mode: opts.mode,
+    force: opts.force,
+    dryRun: opts.dryRun,
+    signal,
+    confine,
+    previous,
+    interrupted: run.interrupted,
+    stepsOf: new Map(),
+    reasons: new Map(),
+    installErrors: new Map(),
+    unreadable: [],
+    halted: null,
+  };
   const reportOf = (n: TreeNode): PackReport => ({
     id: n.id,
     result: n.outcome,
     sha_before: n.shaBefore,
     sha_after: n.wouldMoveTo ?? n.head?.sha ?? null,
     message: n.message,
-    reinstalled: reasons.get(n.id)?.reinstalled ?? false,
-    reason: reasons.get(n.id)?.reason ?? "none",
+    reinstalled: c.reasons.get(n.id)?.reinstalled ?? false,
+    reason: c.reasons.get(n.id)?.reason ?? "none",
   });
   // Streamed rows line up on the widest id of this run.
   const idWidth = Math.max(0, ...nodes.map((n) => n.id.length), ...[...previous.keys()].map((id) => id.length));
-  // Packs with nothing to install are final now: their rows go out first.
-  for (const n of nodes) if (!eligible(n)) opts.onPackDone?.(reportOf(n), [], idWidth);
-  const installing = order.filter(eligible);
-  const stepsOf = new Map<string, Step[]>();
-  const running: string[] = [];
-  let finishedCount = 0;
-  // Counted on from the fetch phase: progress only ever grows (MCP requires it).
-  const fetched = total;
-  const showProgress = () =>
-    progress(fetched + finishedCount, fetched + installing.length, `setup: ${running.length} running${running.length > 0 ? ` (${running.slice(0, 3).join(", ")}${running.length > 3 ? ", …" : ""})` : ""}`);
-  /** Integrity errors of single packs (a state file that cannot be read): the run goes on and ends with exit 3. */
-  const unreadable: GrexError[] = [];
-  const installOne = async (node: TreeNode): Promise<void> => {
-    try {
-      const install = () =>
-        converge({
-          ws,
-          node,
-          type: effectiveType(node),
-          // An install cut short (open action bracket) counts as never installed.
-          previous: interrupted.has(node.id) ? undefined : previous.get(node.id),
-          mode: opts.mode,
-          force: opts.force,
-          dryRun: opts.dryRun,
-          env: ctx.env,
-          signal,
-          childShas: node.children.map((c) => c.head?.sha ?? previous.get(c.id)?.sha ?? ""),
-          confine,
-        });
-      // Setup runs under the pack's lock (hooks too), like `run` and teardown.
-      const r = opts.dryRun ? await install() : await withPackLock(ws, node.dir, signal, install);
-      stepsOf.set(node.id, r.steps);
-      reasons.set(node.id, { reinstalled: r.ran, reason: r.reason, hash: r.actionsHash });
-      if (r.failed) {
-        node.outcome = "failed";
-        node.message = `action ${r.failed.idx} (${r.failed.action}) failed: ${r.failed.reason}`;
-        if (r.ran) installErrors.set(node.id, node.message);
-        halted ??= { pack: node.id, action: r.failed.action, idx: r.failed.idx, reason: r.failed.reason };
-      } else if (r.skipped) {
-        node.outcome = "skipped";
-        node.message = r.skipped;
-      } else if (r.ran && node.message === "up to date") {
-        // The commit did not move but the setup ran: say why, not "up to date".
-        node.message = `up to date; ${RAN_BECAUSE[r.reason]}`;
-      }
-    } catch (err) {
-      const e = toGrexError(err);
-      if (e.kind === "cancelled") throw e;
-      node.outcome = "failed";
-      node.message = e.message;
-      // integrity: a state file grex could not read and must not overwrite; the pack fails alone and its
-      // lock entry stays as it was (recording "not installed" would hide the setup that is still in place).
-      if (e.kind !== "integrity") installErrors.set(node.id, e.message);
-      else unreadable.push(e);
-      halted ??= { pack: node.id, action: "", idx: -1, reason: e.message };
-    }
-  };
-  const { runInstallPhase } = await import("./install.ts");
-  await runInstallPhase({
-    verb: opts.mode,
-    nodes: installing,
-    prerequisites: prerequisitesOf(installing, known),
-    scheduler: capScheduler(ctx.scheduler, opts.parallel),
-    signal,
-    failFast: opts.failFast,
-    install: installOne,
-    halted: () => halted !== null,
-    skip: (node) => {
-      node.outcome = "skipped";
-      node.message = "not installed: an earlier pack failed (--fail-fast)";
-      if (node.cloned) installErrors.set(node.id, node.message);
-    },
-    onStart: (node) => {
-      running.push(node.id);
-      showProgress();
-      ctx.debug(1, `setup of ${node.id} started`);
-    },
-    onDone: (node) => {
-      const i = running.indexOf(node.id);
-      if (i >= 0) running.splice(i, 1);
-      finishedCount++;
-      ctx.debug(1, `setup of ${node.id}: ${node.outcome} ${node.message}`);
-      opts.onPackDone?.(reportOf(node), stepsOf.get(node.id) ?? [], idWidth);
-      showProgress();
-    },
-  });
-  // Steps in install order, whatever order the packs finished in.
-  for (const n of installing) steps.push(...(stepsOf.get(n.id) ?? []));
+  const steps = await installPhase(ctx, opts, c, nodes, known, fetched, progress, (n) => opts.onPackDone?.(reportOf(n), c.stepsOf.get(n.id) ?? [], idWidth));
 
   // Children their parent no longer lists (only when the tree was walked).
   const pruned: Pruned[] = [];
@@ -330,12 +286,12 @@ async function syncLocked(
     }
   }
 
-  const record = () => recordResults(ws, nodes, previous, reasons, warn, signal, installErrors, pruned, opts.locked === true);
+  const record = () => recordResults(ws, nodes, previous, c.reasons, warn, signal, c.installErrors, pruned, opts.locked === true);
   if (!opts.dryRun && !opts.deferRecord) await record();
   // The other packs are done and recorded; a file grex must not overwrite still ends the run with exit 3, naming it.
-  const firstUnreadable = unreadable[0];
+  const firstUnreadable = c.unreadable[0];
   if (firstUnreadable) {
-    const others = unreadable.length > 1 ? ` (${unreadable.length - 1} more pack${unreadable.length > 2 ? "s" : ""} alike)` : "";
+    const others = c.unreadable.length > 1 ? ` (${c.unreadable.length - 1} more pack${c.unreadable.length > 2 ? "s" : ""} alike)` : "";
     throw new GrexError("integrity", `${firstUnreadable.message.replace(/\.$/, "")}${others}; every other pack was synced.`, firstUnreadable.data);
   }
 
@@ -350,10 +306,91 @@ async function syncLocked(
   return {
     packs,
     steps,
-    halted,
-    warnings,
+    halted: c.halted,
+    warnings: run.warnings,
     summary: { total: packs.length, ok: count("ok"), skipped: count("skipped"), dirty: count("dirty"), failed: count("failed") },
     ...(opts.deferRecord ? { record } : {}),
+  };
+}
+
+/** Install phase, children and dependencies first; rows go out as packs finish. Returns the steps in install order. */
+async function installPhase(
+  ctx: CallContext,
+  opts: SyncOptions,
+  c: InstallOneContext,
+  nodes: TreeNode[],
+  known: Parameters<typeof installOrder>[1],
+  fetched: number,
+  progress: Progress,
+  rowDone: (n: TreeNode) => void,
+): Promise<Step[]> {
+  const eligible = (n: TreeNode) => n.outcome === "ok" && (n.head !== null || opts.dryRun);
+  // Packs with nothing to install are final now: their rows go out first.
+  for (const n of nodes) if (!eligible(n)) rowDone(n);
+  const installing = installOrder(nodes, known).filter(eligible);
+  const running: string[] = [];
+  let finishedCount = 0;
+  // Counted on from the fetch phase: progress only ever grows (MCP requires it).
+  const showProgress = () =>
+    progress(fetched + finishedCount, fetched + installing.length, `setup: ${running.length} running${running.length > 0 ? ` (${running.slice(0, 3).join(", ")}${running.length > 3 ? ", …" : ""})` : ""}`);
+  const { runInstallPhase, installOne } = await import("./install.ts");
+  await runInstallPhase({
+    verb: opts.mode,
+    nodes: installing,
+    prerequisites: prerequisitesOf(installing, known),
+    scheduler: capScheduler(ctx.scheduler, opts.parallel),
+    signal: c.signal,
+    failFast: opts.failFast,
+    install: (node) => installOne(c, node),
+    halted: () => c.halted !== null,
+    skip: (node) => {
+      node.outcome = "skipped";
+      node.message = "not installed: an earlier pack failed (--fail-fast)";
+      if (node.cloned) c.installErrors.set(node.id, node.message);
+    },
+    onStart: (node) => {
+      running.push(node.id);
+      showProgress();
+      ctx.debug(1, `setup of ${node.id} started`);
+    },
+    onDone: (node) => {
+      const i = running.indexOf(node.id);
+      if (i >= 0) running.splice(i, 1);
+      finishedCount++;
+      ctx.debug(1, `setup of ${node.id}: ${node.outcome} ${node.message}`);
+      rowDone(node);
+      showProgress();
+    },
+  });
+  // Steps in install order, whatever order the packs finished in.
+  return installing.flatMap((n) => c.stepsOf.get(n.id) ?? []);
+}
+
+/** The lock entry a synced pack leaves: shared fields for the line, this machine's facts beside them (lockfile.ts). */
+function syncedEntry(n: TreeNode & { head: HeadInfo }, prev: LockEntry | undefined, r: { reinstalled: boolean; hash: string | null } | undefined, now: string): LockEntry {
+  const type = effectiveType(n);
+  const hash = r?.hash ?? (prev ? installedHash(prev) : "");
+  const installed = {
+    installed_at: r?.reinstalled || !prev || prev.installed_at === "" ? now : prev.installed_at,
+    installed_sha: r?.reinstalled || !prev || prev.installed_at === "" ? n.head.sha : (prev.installed_sha ?? prev.sha),
+    installed_hash: hash,
+  };
+  const origin = n.depth > 0 ? { url: n.url, ref: n.ref } : {};
+  if (n.topic !== undefined) {
+    // On a topic branch: the line keeps the tracked branch (advanced under it), the work tree's commit is this machine's.
+    const sha = n.topic.baseSha ?? prev?.sha ?? n.head.sha;
+    const sameLine = prev !== undefined && prev.sha === sha;
+    return { id: n.id, sha, branch: n.topic.base ?? prev?.branch ?? null, actions_hash: sameLine ? prev.actions_hash : (prev?.actions_hash ?? hash), type, ...origin, ...installed };
+  }
+  return {
+    id: n.id,
+    sha: n.head.sha,
+    branch: n.head.branch,
+    actions_hash: hash,
+    type,
+    ...(n.depth > 0 ? { url: n.url, ref: n.declaredRef !== undefined ? n.declaredRef : n.ref } : {}),
+    ...installed,
+    checkout: { sha: n.head.sha, branch: n.head.branch },
   };
 }
 
@@ -375,36 +412,38 @@ async function recordResults(
   const now = new Date().toISOString();
   for (const n of nodes) {
     const error = installErrors.get(n.id);
+    const prev = previous.get(n.id);
     if (error !== undefined && n.head !== null) {
-      const origin = n.depth > 0 ? { url: n.url, ref: n.ref } : {};
-      lock.set(n.id, notInstalled({ id: n.id, sha: n.head.sha, branch: n.head.branch, type: effectiveType(n), ...origin }, error));
+      const origin = n.depth > 0 ? { url: n.url, ref: n.declaredRef !== undefined ? n.declaredRef : n.ref } : {};
+      const line = { id: n.id, sha: n.topic?.baseSha ?? n.head.sha, branch: n.topic ? n.topic.base : n.head.branch, type: effectiveType(n), ...origin };
+      lock.set(n.id, { ...notInstalled(line, error), actions_hash: prev?.actions_hash ?? "" });
       continue;
     }
     if (n.outcome !== "ok" || n.head === null) continue;
     events.push(makeEvent("sync", n.id, {})); // runtime: to the journal (journal.ts)
     const type = effectiveType(n);
     if (n.depth === 0 && type !== n.recordedType && !locked) events.push(makeEvent("update", n.id, { type }));
-    const r = reasons.get(n.id);
-    const prev = previous.get(n.id);
-    lock.set(n.id, {
-      id: n.id,
-      sha: n.head.sha,
-      branch: n.head.branch,
-      installed_at: r?.reinstalled || !prev ? now : prev.installed_at,
-      installed_sha: r?.reinstalled || !prev ? n.head.sha : (prev.installed_sha ?? prev.sha),
-      actions_hash: r?.hash ?? prev?.actions_hash ?? "",
-      type,
-      ...(n.depth > 0 ? { url: n.url, ref: n.ref } : {}),
-    });
+    const entry = syncedEntry(n as TreeNode & { head: HeadInfo }, prev, reasons.get(n.id), now);
+    // --locked: the line stays what the lockfile says; only this machine's facts are new.
+    lock.set(n.id, locked && prev ? { ...prev, ...pickLocal(entry) } : entry);
   }
   if (events.length > 0) await appendEvents(ws, events, signal);
   try {
-    // Written only when its bytes change (lockfile.ts); never with --locked.
-    if (!locked) await writeLockfile(ws, lock.values());
+    // The committed file is written only when what it says changes (lockfile.ts); never with --locked.
+    await writeLockfile(ws, lock.values(), signal, { shared: !locked });
   } catch (err) {
     warn(`could not rewrite ${ws.lockPath} (${toGrexError(err).message}); the work itself is done, run sync again to record it`);
   }
-  // One pass per ignore file, whatever the number of packs in it.
+  updateIgnoreFiles(ws, nodes, warn);
+}
+
+const pickLocal = (e: LockEntry): Partial<LockEntry> => {
+  const { installed_at, installed_sha, installed_hash, checkout } = e;
+  return { installed_at, installed_sha, installed_hash, checkout, install_error: undefined };
+};
+
+/** One pass per ignore file, whatever the number of packs in it. */
+function updateIgnoreFiles(ws: Workspace, nodes: readonly TreeNode[], warn: (m: string) => void): void {
   const ignoreUpdates = new Map<string, Array<[string, string[] | null]>>();
   for (const n of nodes) {
     if (n.outcome === "failed" && !n.head) continue;

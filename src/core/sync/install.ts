@@ -5,9 +5,15 @@
 // one pack's actions run in order inside its own install. A prerequisite that
 // failed does not hold its dependants back (as in a serial run: the parent
 // still converges), but --fail-fast stops packs that have not started yet.
-import { CancelledError, toGrexError } from "../base/errors.ts";
+import { CancelledError, type GrexError, toGrexError } from "../base/errors.ts";
+import type { Step } from "../actions/types.ts";
+import type { Workspace } from "../base/workspace.ts";
+import type { Confinement } from "../fs/confine.ts";
+import { withPackLock } from "../locks/locks.ts";
 import type { Scheduler } from "../locks/scheduler.ts";
-import type { TreeNode } from "./tree.ts";
+import { converge, type ConvergeReason } from "../packtypes/index.ts";
+import type { LockEntry } from "../workspace/lockfile.ts";
+import { effectiveType, type TreeNode } from "./tree.ts";
 
 export interface InstallPhaseOptions {
   /** The verb running the phase (`sync`, `update`), for the cancel message. */
@@ -96,4 +102,82 @@ export async function runInstallPhase(opts: InstallPhaseOptions): Promise<void> 
   const cutShort = [...started].filter((id) => !finished.includes(id));
   const notStarted = opts.nodes.map((n) => n.id).filter((id) => !started.has(id));
   throw new InstallCancelled(opts.verb, finished, cutShort, notStarted);
+}
+
+/** What installing one pack reads and where it records the outcome (the sync engine's run). */
+export interface InstallOneContext {
+  ws: Workspace;
+  env: Record<string, string | undefined>;
+  mode: "sync" | "update";
+  force: boolean;
+  dryRun: boolean;
+  signal: AbortSignal;
+  confine: Confinement;
+  previous: ReadonlyMap<string, LockEntry>;
+  /** Packs whose last install was cut short: they count as never installed. */
+  interrupted: ReadonlySet<string>;
+  stepsOf: Map<string, Step[]>;
+  reasons: Map<string, { reinstalled: boolean; reason: ConvergeReason; hash: string | null }>;
+  /** Packs whose install failed (or never ran after a clone): recorded not-installed. */
+  installErrors: Map<string, string>;
+  /** Integrity errors of single packs (a state file that cannot be read): the run goes on and ends with exit 3. */
+  unreadable: GrexError[];
+  /** The first failure, for the report (and --fail-fast). */
+  halted: { pack: string; action: string; idx: number; reason: string } | null;
+}
+
+/** Why the setup ran at a commit that did not move (a bare "up to date" would hide it). */
+const RAN_BECAUSE: Record<ConvergeReason, string> = {
+  "never-installed": "setup installed (it was not installed)",
+  "hash-changed": "setup ran again (its setup changed)",
+  "sha-changed": "setup ran again (the commit changed since install)",
+  forced: "setup ran again (--force)",
+  none: "setup ran",
+};
+
+/** Converge one pack's setup under its lock and set its outcome; throws only on cancellation. */
+export async function installOne(c: InstallOneContext, node: TreeNode): Promise<void> {
+  try {
+    const install = () =>
+      converge({
+        ws: c.ws,
+        node,
+        type: effectiveType(node),
+        // An install cut short (open action bracket) counts as never installed.
+        previous: c.interrupted.has(node.id) ? undefined : c.previous.get(node.id),
+        mode: c.mode,
+        force: c.force,
+        dryRun: c.dryRun,
+        env: c.env,
+        signal: c.signal,
+        childShas: node.children.map((ch) => ch.head?.sha ?? c.previous.get(ch.id)?.sha ?? ""),
+        confine: c.confine,
+      });
+    // Setup runs under the pack's lock (hooks too), like `run` and teardown.
+    const r = c.dryRun ? await install() : await withPackLock(c.ws, node.dir, c.signal, install);
+    c.stepsOf.set(node.id, r.steps);
+    c.reasons.set(node.id, { reinstalled: r.ran, reason: r.reason, hash: r.actionsHash });
+    if (r.failed) {
+      node.outcome = "failed";
+      node.message = `action ${r.failed.idx} (${r.failed.action}) failed: ${r.failed.reason}`;
+      if (r.ran) c.installErrors.set(node.id, node.message);
+      c.halted ??= { pack: node.id, action: r.failed.action, idx: r.failed.idx, reason: r.failed.reason };
+    } else if (r.skipped) {
+      node.outcome = "skipped";
+      node.message = r.skipped;
+    } else if (r.ran && (node.message === "up to date" || node.topic !== undefined)) {
+      // The commit did not move but the setup ran: say why, not "up to date".
+      node.message = node.topic !== undefined ? `${node.message}; ${RAN_BECAUSE[r.reason]}` : `up to date; ${RAN_BECAUSE[r.reason]}`;
+    }
+  } catch (err) {
+    const e = toGrexError(err);
+    if (e.kind === "cancelled") throw e;
+    node.outcome = "failed";
+    node.message = e.message;
+    // integrity: a state file grex could not read and must not overwrite; the pack fails alone and its
+    // lock entry stays as it was (recording "not installed" would hide the setup that is still in place).
+    if (e.kind !== "integrity") c.installErrors.set(node.id, e.message);
+    else c.unreadable.push(e);
+    c.halted ??= { pack: node.id, action: "", idx: -1, reason: e.message };
+  }
 }

@@ -10,7 +10,9 @@ import { existsSync } from "node:fs";
 import { GrexError, integrityError, packOpError } from "../base/errors.ts";
 import { backendFor, isGitRepo, readHeadSync } from "../git/backend.ts";
 import { ObjectPresence } from "../git/objects/objects.ts";
-import { gitdirOf } from "../git/refs/refs.ts";
+import { gitdirOf, RefFiles } from "../git/refs/refs.ts";
+import { trackedBranch } from "./off-branch.ts";
+import { attachLocked } from "./topic.ts";
 import { withBackendLock, withPackLock } from "../locks/locks.ts";
 import { type LockEntry, lockConflicts } from "../workspace/lockfile.ts";
 import type { Workspace } from "../base/workspace.ts";
@@ -97,3 +99,25 @@ export function lockedFailure(nodes: readonly TreeNode[]): GrexError | null {
   return new GrexError(kind, `--locked: ${list(failed.map((f) => f.id))} could not be put on ${failed.length === 1 ? "its" : "their"} locked commit${failed.length === 1 ? "" : "s"}: ${first.message}`, { packs: failed.map((f) => f.id) });
 }
 
+
+/**
+ * After a pack was put on its locked commit (detached): on its tracked branch
+ * at that commit when the commit is on origin's branch (topic.ts attachLocked).
+ */
+export function settleLocked(node: TreeNode, lock: ReadonlyMap<string, LockEntry>): void {
+  const head = node.head;
+  if (head === null || head.branch !== null) return;
+  const gitdir = gitdirOf(node.dir);
+  if (gitdir === null) return;
+  const base = trackedBranch(new RefFiles(gitdir), node.declaredRef !== undefined ? node.declaredRef : null, lock.get(node.id));
+  node.head = attachLocked(node.dir, head.sha, base);
+}
+
+/** Packs --locked left as they are (a topic branch, a HEAD the user detached, uncommitted changes): failed, never a silent exit 0. */
+export function notApplied(nodes: readonly TreeNode[]): void {
+  for (const n of nodes) {
+    if (n.outcome !== "skipped" && n.outcome !== "dirty") continue;
+    n.outcome = "failed";
+    n.message = `not on its locked commit: ${n.message}`;
+  }
+}

@@ -10,6 +10,7 @@ export const PACK_STATES = [
   "off-branch",
   "setup-changed",
   "setup-drift",
+  "topic",
   "diverged",
   "behind",
   "ahead",

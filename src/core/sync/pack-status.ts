@@ -11,7 +11,9 @@ import { RefFiles } from "../git/refs/refs.ts";
 import { statusCacheFile } from "../git/worktree/status-cache.ts";
 import type { GrexError } from "../base/errors.ts";
 import type { PackNode } from "../workspace/packs.ts";
-import { offBranch } from "./off-branch.ts";
+import { checkoutOf, trackedBranch } from "./off-branch.ts";
+import { type TopicFacts, topicFacts } from "./topic.ts";
+import { installedHash } from "../workspace/lockfile.ts";
 import type { Workspace } from "../base/workspace.ts";
 import type { PackStateName } from "./pack-states.ts";
 
@@ -26,6 +28,7 @@ export const NEXT_STEP: Record<PackStateName, string> = {
   "off-branch": "switch back, or grex update <id> --ref <branch>",
   "setup-changed": "grex sync",
   "setup-drift": "grex sync",
+  topic: "nothing: your work (grex exec <id> -- git rebase <base> to catch up)",
   diverged: "merge or rebase by hand",
   behind: "grex sync",
   ahead: "git push",
@@ -46,8 +49,10 @@ export interface PackStatus {
   behind: number | null;
   setup_drift: SetupDrift[];
   install_error: string | null;
-  /** Why the pack is off-branch, or null. */
+  /** Why the pack is off-branch (a HEAD the user detached), or null. */
   off_branch: string | null;
+  /** On a topic branch (the user's work, not drift): the branch, its base (the tracked branch), the counts against origin/<base>, its upstream and whether that holds HEAD; else null. */
+  topic: TopicFacts | null;
   /** Filter drivers its .gitattributes name that no git config defines (files kept as stored): a note, not a state. */
   missing_filters: string[];
   /** Initialised submodules at another commit than the pack records (they make it dirty, as in git status). */
@@ -83,6 +88,7 @@ export function invalidStatus(p: PackNode, err: GrexError): PackStatus {
     setup_drift: [],
     install_error: null,
     off_branch: null,
+    topic: null,
     missing_filters: [],
     submodules_moved: [],
     error: { kind: err.kind, file: str(data.file), field: str(data.field), reason: err.message },
@@ -132,7 +138,7 @@ let convertModule: Promise<typeof import("../git/worktree/convert.ts")> | undefi
 
 export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions): Promise<PackStatus> {
   const { interrupted, staleMs } = o;
-  const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null, missing_filters: [], submodules_moved: [], error: null };
+  const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null, topic: null, missing_filters: [], submodules_moved: [], error: null };
   const base = { id: p.id, path: p.path, depth: p.depth };
   const gitdir = workTreeGitdir(p.dir);
   if (gitdir === null) {
@@ -160,12 +166,12 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
   if (installed) {
     // Clean, at the commit sync recorded, children too: the surface is the one
     // sync hashed, so pack.yaml need not be parsed again (the costly part).
-    if (!dirty && shaMatch && o.childrenUnmoved) hashMatch = lock.actions_hash !== "";
+    if (!dirty && shaMatch && o.childrenUnmoved && installedHash(lock) === lock.actions_hash) hashMatch = lock.actions_hash !== "";
     else {
       const { computeActionsHash } = await import("../packtypes/index.ts");
       const { loadPackYaml } = await import("../pack/load.ts");
       const manifest = await loadPackYaml(p.dir); // a broken pack.yaml is an integrity error naming it, not drift
-      hashMatch = computeActionsHash(manifest?.type ?? p.type, p.dir, manifest, o.childShas) === lock.actions_hash;
+      hashMatch = computeActionsHash(manifest?.type ?? p.type, p.dir, manifest, o.childShas) === installedHash(lock);
     }
     // Setup drift: every recorded postcondition that no longer holds (cheap checks, nothing re-run).
     // A pack with no record (a plain pack) has nothing to drift: the action modules stay unloaded.
@@ -175,10 +181,13 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
   const tracking = head ? await aheadBehind(refs, p.dir, head.branch, head.sha) : null;
   const ahead = tracking?.ahead ?? 0;
   const behind = tracking?.behind ?? 0;
-  const off = offBranch(head, lock);
+  const checkout = checkoutOf(head, trackedBranch(refs, p.ref, lock), lock);
+  const off = lock !== undefined && lock.sha !== "" && checkout.kind === "off-branch" ? checkout.why : null;
+  const topic = head?.branch != null && checkout.kind === "topic" ? topicFacts(gitdir, refs, { sha: head.sha, branch: head.branch }, checkout.base) : null;
   const old = installed && staleMs !== null && Date.now() - Date.parse(lock.installed_at) > staleMs;
   // A HEAD moved by local commits is "ahead"; moved any other way, the lockfile is behind the work tree.
-  const setupChanged = !hashMatch || old || (!shaMatch && ahead === 0 && behind === 0);
+  // A topic's own commits are work on it: only its setup decides.
+  const setupChanged = !hashMatch || old || (topic === null && !shaMatch && ahead === 0 && behind === 0);
   const drift: PackStateName = !installed
     ? "not-installed"
     : dirty
@@ -189,7 +198,9 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
           ? "setup-changed"
           : setupDrift.length > 0
             ? "setup-drift"
-            : ahead > 0 && behind > 0
+            : topic !== null
+              ? "topic"
+              : ahead > 0 && behind > 0
               ? "diverged"
               : behind > 0
                 ? "behind"
@@ -209,6 +220,7 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
     setup_drift: setupDrift,
     install_error: installError,
     off_branch: off,
+    topic,
     // gitattributes filters (git/convert.ts), looked into only when the top-level attribute files name one.
     missing_filters: (await (convertModule ??= import("../git/worktree/convert.ts"))).unconfiguredFilters(p.dir, gitdir),
     // Only a dirty pack can have one: the dirty check counts them.

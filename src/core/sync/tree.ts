@@ -34,6 +34,10 @@ export interface TreeNode {
   cloned: boolean;
   /** Dry run: the commit (or tag object) the remote would move this pack to. */
   wouldMoveTo?: string;
+  /** The ref the manifest or pack.yaml declares, when `pin` replaced `ref` for this run (`--locked`). */
+  declaredRef?: string | null;
+  /** On a topic branch (off-branch.ts): HEAD and work tree were left; the tracked branch `base` is at `baseSha`. */
+  topic?: { base: string | null; baseSha: string | null };
   children: TreeNode[];
 }
 
@@ -53,6 +57,10 @@ export interface FetchOptions {
   pin?(node: TreeNode): string;
   /** Why an existing pack must be left as it is (e.g. off its branch), or null. Not asked with --force. */
   leaveAlone?(node: TreeNode): string | null;
+  /** The tracked branch of a pack on a topic branch (null: pinned to a tag or commit), undefined when not on one. Not asked with --force. */
+  topicOf?(node: TreeNode): string | null | undefined;
+  /** After a pack was cloned or moved (under its backend lock): a last adjustment of its checkout (`--locked` puts it on its branch). */
+  settle?(node: TreeNode): void;
   onDone(node: TreeNode): void;
   onDiscovered(count: number): void;
 }
@@ -86,7 +94,10 @@ export async function fetchTree(roots: TreeNode[], opts: FetchOptions): Promise<
       return;
     }
     try {
-      if (opts.pin) node.ref = opts.pin(node);
+      if (opts.pin) {
+        node.declaredRef = node.ref;
+        node.ref = opts.pin(node);
+      }
       await opts.scheduler.withPermit(opts.signal, () =>
         withPackLock(opts.ws, node.dir, opts.signal, () => bringUp(node, opts)),
       );
@@ -168,6 +179,7 @@ async function bringUp(node: TreeNode, opts: FetchOptions): Promise<void> {
     );
     node.cloned = true;
     node.message = "cloned";
+    if (opts.settle) await withBackendLock(opts.ws, node.dir, opts.signal, async () => opts.settle?.(node));
   } else if (!isGitRepo(node.dir)) {
     throw new GrexError(
       "pack_op",
@@ -199,6 +211,8 @@ async function updateExisting(node: TreeNode, opts: FetchOptions, backend: Retur
     node.message = why;
     return;
   }
+  const base = opts.force ? undefined : opts.topicOf?.(node);
+  if (base !== undefined) return keepTopic(node, base, opts, backend);
   if (opts.dryRun) {
     if (!opts.force && (await backend.isDirty(node.dir))) {
       node.outcome = "dirty";
@@ -219,7 +233,30 @@ async function updateExisting(node: TreeNode, opts: FetchOptions, backend: Retur
     const { before, after } = await backend.update(node.dir, node.url, { ref: node.ref, signal: opts.signal });
     node.shaBefore = before.sha;
     node.head = after;
+    opts.settle?.(node);
     node.message = before.sha === after.sha ? "up to date" : `${before.sha.slice(0, 7)}..${after.sha.slice(0, 7)}`;
+  });
+}
+
+/** A pack on a topic branch: fetch, advance the tracked branch's ref beside it; HEAD and the work tree stay. */
+async function keepTopic(node: TreeNode, base: string | null, opts: FetchOptions, backend: ReturnType<typeof backendFor>) {
+  const { advanceTrackedRef, topicMessage } = await import("./topic.ts");
+  const head = node.head as HeadInfo;
+  node.topic = { base, baseSha: null };
+  if (opts.dryRun) {
+    node.message = `on ${head.branch ?? head.sha.slice(0, 7)}; would fetch${base === null ? "" : ` and fast-forward ${base}`}; the topic and work tree stay as they are`;
+    return;
+  }
+  await withBackendLock(opts.ws, node.dir, opts.signal, async () => {
+    if (await backend.isDirty(node.dir)) {
+      node.outcome = "dirty";
+      node.message = `on ${head.branch ?? "a topic branch"} with uncommitted changes; left as is (commit or stash them)`;
+      return;
+    }
+    await backend.fetch(node.dir, node.url, { signal: opts.signal });
+    const move = advanceTrackedRef(node.dir, head, base);
+    node.topic = { base, baseSha: move.baseSha };
+    node.message = topicMessage(head, base, move);
   });
 }
 

@@ -15,6 +15,7 @@ import { appendJsonlLines, eachJsonLine, NOT_JSON, type WarnSink } from "./jsonl
 import { TS_RE } from "./manifest.ts";
 import { PACK_PATH_RE } from "../base/naming.ts";
 import type { Workspace } from "../base/workspace.ts";
+import { type GrexCheckout, type LocalInstall, readLocalInstalls, writeLocalInstalls } from "./local-installs.ts";
 
 // The rules of an entry's fields, shared by the schema and the plain-entry check below.
 const SHA_RE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})?$/;
@@ -28,8 +29,11 @@ const buildLockEntrySchema = () => v.object({
   sha: shaSchema(),
   /** null when detached. */
   branch: v.nullable(v.string()),
-  /** RFC 3339 UTC, or empty when the pack's setup never ran. */
-  installed_at: v.pipe(v.string(), v.check(isTimestampOrEmpty, "must be an RFC 3339 UTC timestamp or empty")),
+  /**
+   * RFC 3339 UTC, or empty when the pack's setup never ran. Per machine: kept in
+   * .grex/.state/installs.json and no longer written to the line (read from an older grex's lines).
+   */
+  installed_at: v.optional(v.pipe(v.string(), v.check(isTimestampOrEmpty, "must be an RFC 3339 UTC timestamp or empty")), ""),
   actions_hash: v.pipe(v.string(), v.regex(ACTIONS_HASH_RE, "must be sha256:<hex> or empty")),
   type: v.pipe(v.string(), v.minLength(1, "must be a non-empty string")),
   /** Commit the pack's setup last ran at (`update` reinstalls when HEAD moved past it). */
@@ -55,10 +59,10 @@ export function plainLockEntry(o: Record<string, unknown>): LockEntry | null {
   if (typeof id !== "string" || !PACK_PATH_RE.test(id)) return null;
   if (typeof sha !== "string" || !SHA_RE.test(sha)) return null;
   if (branch !== null && typeof branch !== "string") return null;
-  if (typeof installed_at !== "string" || !isTimestampOrEmpty(installed_at)) return null;
+  if (installed_at !== undefined && (typeof installed_at !== "string" || !isTimestampOrEmpty(installed_at))) return null;
   if (typeof actions_hash !== "string" || !ACTIONS_HASH_RE.test(actions_hash)) return null;
   if (typeof type !== "string" || type.length === 0) return null;
-  const entry: LockEntry = { id, sha, branch, installed_at, actions_hash, type };
+  const entry: LockEntry = { id, sha, branch, installed_at: installed_at ?? "", actions_hash, type };
   for (const key in o) {
     if (!ENTRY_KEYS.has(key)) return null; // the schema drops unknown keys: let it
   }
@@ -86,7 +90,16 @@ let builtLockEntrySchema: ReturnType<typeof buildLockEntrySchema> | undefined;
 /** The schema of one entry, built on first use: reading an empty lockfile (`ls` on a fresh workspace) never needs it. */
 const lockEntrySchema = (): ReturnType<typeof buildLockEntrySchema> => (builtLockEntrySchema ??= buildLockEntrySchema());
 
-export type LockEntry = v.InferOutput<ReturnType<typeof buildLockEntrySchema>>;
+/** A line's shared fields, with this machine's install facts laid over them (local-installs.ts). */
+export type LockEntry = v.InferOutput<ReturnType<typeof buildLockEntrySchema>> & {
+  /** The setup's hash as installed on this machine, when it differs from what the line records. */
+  installed_hash?: string;
+  /** Where grex itself last left the pack's HEAD. */
+  checkout?: GrexCheckout;
+};
+
+/** The setup hash installed here (a line written before installs.json existed: its own). */
+export const installedHash = (e: LockEntry): string => e.installed_hash ?? e.actions_hash;
 
 /** One entry through the schema: the reference that plainLockEntry must agree with. */
 export const safeParseLockEntry = (o: unknown) => v.safeParse(lockEntrySchema(), o);
@@ -144,12 +157,36 @@ export function readLockfile(ws: Workspace, opts?: WarnSink): Map<string, LockEn
   if (tornTail) {
     opts?.warn(`${basename(ws.lockPath)} ends in a partly written line (an interrupted write); ignored it, the next write removes it.`);
   }
+  return withLocalInstalls(entries, readLocalInstalls(ws));
+}
+
+/** This machine's install facts over the shared lines; a line with no record keeps what an older grex wrote into it. */
+function withLocalInstalls(entries: Map<string, LockEntry>, local: ReadonlyMap<string, LocalInstall>): Map<string, LockEntry> {
+  if (local.size === 0) return entries;
+  for (const [id, e] of entries) {
+    const r = local.get(id);
+    if (!r) continue;
+    const { installed_sha: _s, install_error: _e, ...shared } = e;
+    entries.set(id, { ...shared, ...r });
+  }
   return entries;
 }
 
-/** One validated line in canonical key order. */
+/** The per-machine part of an entry. */
+function localPart(e: LockEntry): LocalInstall {
+  const r: LocalInstall = { installed_at: e.installed_at };
+  if (e.installed_sha !== undefined) r.installed_sha = e.installed_sha;
+  if (e.installed_hash !== undefined && e.installed_hash !== e.actions_hash) r.installed_hash = e.installed_hash;
+  if (e.install_error !== undefined) r.install_error = e.install_error;
+  if (e.checkout !== undefined) r.checkout = e.checkout;
+  return r;
+}
+
+/** One validated line in canonical key order: the shared fields only (what a teammate's sync resolves alike). */
 function entryLine(entry: LockEntry): string {
-  const parsed = safeParseLockEntry(entry);
+  const { id, sha, branch, actions_hash, type, url, ref } = entry;
+  const shared = { id, sha, branch, actions_hash, type, ...(url !== undefined ? { url } : {}), ...(ref !== undefined ? { ref } : {}) };
+  const parsed = safeParseLockEntry(shared);
   if (!parsed.success) {
     const { field: path, message } = firstIssue(parsed.issues);
     const field = path || "entry";
@@ -158,7 +195,7 @@ function entryLine(entry: LockEntry): string {
       { field },
     );
   }
-  return `${JSON.stringify(parsed.output)}\n`;
+  return `${JSON.stringify(shared)}\n`;
 }
 
 /** Append entries while already holding the manifest lock: validated first, then one write + fsync each. */
@@ -179,32 +216,56 @@ export async function appendLockEntries(
   await withManifestLock(ws, signal, () => appendLockEntriesLocked(ws, list, opts));
 }
 
+export interface LockWriteOptions {
+  /** false: only this machine's records change (`sync --locked` never writes the committed file). Default true. */
+  shared?: boolean;
+  /** Rewrite whenever the bytes differ, folding identical duplicate lines too (`doctor --compact`). */
+  compact?: boolean;
+}
+
 /**
  * Compact atomic rewrite (temp + fsync + rename) while already holding the
- * manifest lock. Skipped when the file already holds exactly these bytes: a
- * sync that resolved nothing new leaves the committed file untouched (not
- * even its mtime). Returns whether it wrote.
+ * manifest lock, and this machine's records beside it (local-installs.ts).
+ * The committed file is rewritten only when what it says changes: the same
+ * bytes, or lines that fold to the same entries (identical duplicates a union
+ * merge left, a line an older grex wrote with its install time) leave it
+ * untouched, not even its mtime. A torn tail or a pack recorded at two
+ * commits is rewritten. Returns whether the committed file was written.
  */
-export function writeLockfileLocked(ws: Workspace, entries: Iterable<LockEntry>): boolean {
+export function writeLockfileLocked(ws: Workspace, entries: Iterable<LockEntry>, opts: LockWriteOptions = {}): boolean {
+  const list = [...entries];
   let out = "";
-  for (const e of entries) out += entryLine(e);
-  if (sameContent(ws.lockPath, out)) return false;
+  for (const e of list) out += entryLine(e);
+  writeLocalInstalls(ws, new Map(list.map((e) => [e.id, localPart(e)])));
+  if (opts.shared === false || sameMeaning(ws, out, opts.compact === true)) return false;
   atomicWriteFile(ws.lockPath, out);
   return true;
 }
 
-function sameContent(path: string, text: string): boolean {
+function sameMeaning(ws: Workspace, out: string, compact: boolean): boolean {
+  let text: string;
   try {
-    return readFileSync(path, "utf8") === text;
+    text = readFileSync(ws.lockPath, "utf8");
   } catch {
     return false;
+  }
+  if (text === out) return true;
+  if (compact) return false;
+  try {
+    const { entries, tornTail } = parseLockfile(text, ws.lockPath);
+    if (tornTail || lockConflictsIn(text).size > 0) return false;
+    let folded = "";
+    for (const e of entries.values()) folded += entryLine(e);
+    return folded === out;
+  } catch {
+    return false; // a bad line: the rewrite replaces it
   }
 }
 
 /** Compact atomic rewrite under the manifest lock: one line per entry, in the order given. */
-export async function writeLockfile(ws: Workspace, entries: Iterable<LockEntry>, signal?: AbortSignal): Promise<boolean> {
+export async function writeLockfile(ws: Workspace, entries: Iterable<LockEntry>, signal?: AbortSignal, opts?: LockWriteOptions): Promise<boolean> {
   const list = [...entries]; // snapshot now: the caller may mutate its map while we wait for the lock
-  return withManifestLock(ws, signal, () => writeLockfileLocked(ws, list));
+  return withManifestLock(ws, signal, () => writeLockfileLocked(ws, list, opts));
 }
 
 /**
@@ -221,6 +282,10 @@ export function lockConflicts(ws: Workspace): Map<string, string[]> {
   } catch {
     return new Map();
   }
+  return lockConflictsIn(text);
+}
+
+function lockConflictsIn(text: string): Map<string, string[]> {
   const shas = new Map<string, Set<string>>();
   for (const line of text.split("\n")) {
     if (line.trim() === "") continue;
