@@ -51,6 +51,7 @@ interface Row {
   behind: number | null;
   setup_drift: Array<{ action: string; idx: number; path: string; differs: string }>;
   install_error: string | null;
+  topic: { branch: string; base: string | null; ahead: number | null; behind: number | null; upstream: string | null; pushed: boolean } | null;
 }
 
 async function status(w: TestWorkspace, ...flags: string[]): Promise<{ code: number; rows: Map<string, Row>; stdout: string }> {
