@@ -1,50 +1,32 @@
 // `grex doctor`: check the workspace's files and packs, report findings, and
 // (with --fix, CLI only) heal what is safe to heal, converting files written by the Rust grex.
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+// The checks themselves are a table in doctor-checks.ts.
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { desc } from "./describe.ts";
-import { GrexError, toGrexError } from "../core/base/errors.ts";
-import type { PackManifest } from "../core/pack/schema.ts";
-import { inspectLocks, removeStaleLocks, withManifestLock } from "../core/locks/locks.ts";
-import { readLockfile, writeLockfile, writeLockfileLocked, type LockEntry } from "../core/workspace/lockfile.ts";
+import { GrexError } from "../core/base/errors.ts";
+import { removeStaleLocks, withManifestLock } from "../core/locks/locks.ts";
+import { readLockfile, writeLockfile, writeLockfileLocked } from "../core/workspace/lockfile.ts";
 import { compactManifest } from "../core/workspace/manifest-compact.ts";
-import { readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/workspace/manifest.ts";
+import { readManifestLocked } from "../core/workspace/manifest.ts";
 import type { Workspace } from "../core/base/workspace.ts";
 import { STATE_BLOCK_ID } from "./init.ts";
 import { dryRunParam } from "./common.ts";
 import { paint } from "./render-style.ts";
 import { table } from "./render-table.ts";
 import { defineVerb, READS_ONLY } from "./types.ts";
-import { fixTeamFiles, TEAM_CHECKS, teamFindings } from "./doctor-team.ts";
+import { fixTeamFiles } from "./doctor-team.ts";
 import { doctorRuntime } from "./doctor-runtime.ts";
+import { DOCTOR_CHECKS, diagnose, type Finding, type Loaded, leftoverClones, manifestOrNull, type Severity } from "./doctor-checks.ts";
 
-export const DOCTOR_CHECKS = [
-  "manifest-schema",
-  "lockfile-schema",
-  "gitignore-sync",
-  "on-disk-drift",
-  "pack-schema",
-  "stale-locks",
-  "incomplete-actions",
-  "orphans",
-  "legacy-coexistence",
-  "install-state",
-  "setup-drift",
-  "off-branch",
-  "git-filters",
-  ...TEAM_CHECKS,
-] as const;
-type Check = (typeof DOCTOR_CHECKS)[number];
-type Severity = "ok" | "warning" | "error";
+export { DOCTOR_CHECKS } from "./doctor-checks.ts";
 
-interface Finding {
-  check: Check;
-  severity: Severity;
-  pack: string | null;
-  detail: string;
-  auto_fixable: boolean;
-}
+/**
+ * `[before, after]`: an array of two numbers, published as `items` + `minItems`/`maxItems`. A tuple
+ * schema would be published in the `items: [...]` form, which JSON Schema 2020-12 does not accept.
+ */
+const BeforeAfter = v.pipe(v.array(v.number()), v.length(2, "must be [before, after]"));
 
 const Result = v.object({
   exit_code: v.number(),
@@ -64,193 +46,8 @@ const Result = v.object({
   /** Dry run with --fix: each repair that would be made. */
   would_fix: v.array(v.string()),
   /** With --compact: line counts before and after (in a dry run, what they would be). */
-  compaction: v.nullable(
-    v.object({ manifest_lines: v.tuple([v.number(), v.number()]), lockfile_lines: v.tuple([v.number(), v.number()]) }),
-  ),
+  compaction: v.nullable(v.object({ manifest_lines: BeforeAfter, lockfile_lines: BeforeAfter })),
 });
-
-interface Loaded {
-  events: ManifestEvent[];
-  state: Map<string, PackEntry>;
-  lock: Map<string, LockEntry>;
-}
-
-/** Run every check; findings only (no writes). */
-async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void): Promise<{ findings: Finding[]; loaded: Loaded | null }> {
-  const { describeRustShape, graphProblems, interruptedPacks, isGitRepo, originUrlSync, packIgnoreLines, parseBlocks, rustShape, trashDir, trashLeftovers } =
-    await doctorRuntime();
-  const findings: Finding[] = [];
-  const add = (check: Check, severity: Severity, pack: string | null, detail: string, auto_fixable = false) =>
-    findings.push({ check, severity, pack, detail, auto_fixable });
-
-  let events: ManifestEvent[] = [];
-  let state = new Map<string, PackEntry>();
-  try {
-    ({ events, state } = await readManifest(ws, { warn, keepEvents: true }));
-  } catch (err) {
-    add("manifest-schema", "error", null, toGrexError(err).message);
-    return { findings, loaded: null };
-  }
-  let lock = new Map<string, LockEntry>();
-  try {
-    lock = readLockfile(ws, { warn });
-  } catch (err) {
-    add("lockfile-schema", "error", null, toGrexError(err).message);
-  }
-
-  // gitignore-sync: one well-formed block per registered pack, plus grex:state.
-  const gitignore = join(ws.root, ".gitignore");
-  const text = existsSync(gitignore) ? readFileSync(gitignore, "utf8") : "";
-  const parsed = parseBlocks(text);
-  for (const p of parsed.problems) {
-    add("gitignore-sync", "error", p.id, `.gitignore line ${p.line}: ${p.problem} managed block 'grex:${p.id}'`, true);
-  }
-  if (parsed.problems.length === 0) {
-    for (const pack of state.values()) {
-      const want = packIgnoreLines(pack.path, await manifestOrNull(join(ws.root, pack.path)));
-      const have = parsed.blocks.get(pack.id);
-      if (!have) add("gitignore-sync", "warning", pack.id, `.gitignore has no grex block for ${pack.path}`, true);
-      else if (have.join("\n") !== want.join("\n")) add("gitignore-sync", "warning", pack.id, `.gitignore block for ${pack.id} was edited by hand`, true);
-    }
-    if (!parsed.blocks.has(STATE_BLOCK_ID)) add("gitignore-sync", "warning", null, ".gitignore does not ignore /.grex/.state/", true);
-    for (const id of parsed.blocks.keys()) {
-      if (id !== STATE_BLOCK_ID && !state.has(id)) add("gitignore-sync", "warning", id, `.gitignore block for unregistered pack '${id}'`, true);
-    }
-  }
-
-  // on-disk-drift and pack-schema.
-  const { loadPackYaml } = await import("../core/pack/load.ts");
-  for (const pack of state.values()) {
-    const dir = join(ws.root, pack.path);
-    if (!existsSync(dir)) {
-      add("on-disk-drift", "warning", pack.id, `registered but missing on disk (${dir}); run grex sync`);
-      continue;
-    }
-    if (!isGitRepo(dir)) {
-      add("on-disk-drift", "error", pack.id, `${dir} is not a git repository`);
-      continue;
-    }
-    const origin = originUrlSync(dir);
-    if (origin !== pack.url) add("on-disk-drift", "warning", pack.id, `origin is ${origin ?? "unset"} but the manifest says ${pack.url}`);
-    const packDirs = [dir, ...[...lock.keys()].filter((id) => id.startsWith(`${pack.id}/`)).map((id) => join(ws.root, id))];
-    for (const d of packDirs) {
-      if (!existsSync(d)) continue;
-      try {
-        const m = await loadPackYaml(d);
-        if (lint && m) lintPack(m.name, d, m.actions.length, add);
-      } catch (err) {
-        add("pack-schema", "error", pack.id, toGrexError(err).message);
-      }
-    }
-  }
-
-  // install-state, setup-drift, off-branch: the same reading `status` does.
-  const { loadWorkspaceView } = await import("../core/workspace/packs.ts");
-  const { childFacts, inspectPack } = await import("../core/sync/pack-status.ts");
-  const view = await loadWorkspaceView(ws, warn).catch(() => null);
-  const { runtimeEvents } = await import("../core/workspace/journal.ts");
-  const runtime = runtimeEvents(ws, events, { warn }); // the journal's, after any an older grex left in grex.jsonl
-  const interrupted = interruptedPacks(runtime);
-  const reads = new Map<string, string | null>(); // one report: shared files are read once
-  for (const node of view?.packs ?? []) {
-    if (!existsSync(node.dir) || !isGitRepo(node.dir)) continue;
-    let st: Awaited<ReturnType<typeof inspectPack>>;
-    try {
-      st = await inspectPack(ws, node, { ...childFacts(view?.packs ?? [], node), staleMs: null, interrupted: interrupted.has(node.id), reads });
-    } catch (err) {
-      // A pack.yaml or state file grex cannot read (bad YAML, an unknown action, a damaged state file):
-      // reported (once) with the file it names; its state is unknown, the other packs are checked as usual.
-      const e = toGrexError(err);
-      if (e.kind === "cancelled") throw e;
-      if (!findings.some((f) => f.check === "pack-schema" && f.pack === node.id)) add("pack-schema", "error", node.id, e.message);
-      continue;
-    }
-    // A pack never synced here is just new; a failed or interrupted install is a finding.
-    const failedInstall = node.lock?.install_error !== undefined || interrupted.has(node.id);
-    if (failedInstall) add("install-state", "warning", node.id, `setup not installed: ${st.install_error}; grex sync retries it`);
-    for (const d of st.setup_drift) add("setup-drift", "warning", node.id, `${d.where} ${d.action} ${d.path}: ${d.differs}; grex sync re-applies it`);
-    // A note, not a failure: git too keeps such files as stored.
-    for (const f of st.missing_filters) add("git-filters", "ok", node.id, `its .gitattributes name the filter '${f}', which no git config defines: those files stay as stored (configure filter.${f}, e.g. with the tool's install command, then re-check them out)`);
-    if (st.off_branch) add("off-branch", "warning", node.id, `${st.off_branch}; sync leaves it alone (switch back, or grex update ${node.id} --ref <branch>)`);
-  }
-  // pack-schema: MCP server ids must be unique across the workspace.
-  const { collectDeclaredServers } = await import("../core/pack/mcp-declared.ts");
-  const declared = await collectDeclaredServers(ws, () => {}).catch(() => undefined);
-  for (const p of declared?.problems ?? []) if (p.kind === "duplicate-id") add("pack-schema", "error", p.pack, p.message);
-
-  // stale-locks.
-  for (const l of inspectLocks(ws)) {
-    if (l.stale) add("stale-locks", "warning", null, `${l.path} was left by pid ${l.pid ?? "?"}, which is gone`, true);
-  }
-
-  // incomplete-actions.
-  const { incompleteActions } = await import("../core/sync/engine.ts");
-  for (const w of incompleteActions(runtime)) add("incomplete-actions", "warning", null, w);
-  await teamFindings(ws, events, add);
-
-  // orphans: lock entries without a live pack; git dirs nobody registered.
-  for (const id of lock.keys()) {
-    const top = id.split("/")[0] as string;
-    if (!state.has(top)) add("orphans", "warning", id, `lockfile entry '${id}' has no registered pack`, true);
-  }
-  for (const left of trashLeftovers(ws)) {
-    add("orphans", "warning", null, `${join(trashDir(ws), left)} was left by an interrupted grex rm; grex doctor --fix (or the next rm) deletes it`, true);
-  }
-  for (const left of await leftoverClones(ws, state)) {
-    add("orphans", "warning", null, `${left} was left by a clone that was killed; grex doctor --fix (or the next add or sync of that pack) deletes it`, true);
-  }
-  for (const d of await graphProblems(ws, state, lock)) add("pack-schema", "error", d.pack, d.detail);
-  for (const entry of readdirSync(ws.root, { withFileTypes: true })) {
-    if (!entry.isDirectory() || entry.name.startsWith(".") || state.has(entry.name)) continue;
-    if (isGitRepo(join(ws.root, entry.name))) {
-      add("orphans", "warning", entry.name, `${entry.name}/ is a git repository grex does not manage; grex import --scan registers it`);
-    }
-  }
-
-  // legacy-coexistence: REPOS.json entries not imported, a .scripts/ dir still present.
-  const reposJson = join(ws.root, "REPOS.json");
-  if (existsSync(reposJson)) {
-    try {
-      const list = JSON.parse(readFileSync(reposJson, "utf8")) as unknown;
-      // Entries without a url are not importable (grex import skips them), so they are not "missing".
-      const importable = (e: unknown) => e !== null && typeof e === "object" && "path" in e && "url" in e && String(e.url).trim() !== "";
-      const paths = Array.isArray(list) ? list.map((e) => (importable(e) ? String((e as { path: unknown }).path) : "")) : [];
-      const missing = paths.filter((p) => p !== "" && !state.has(p.replace(/\/+$/, "")));
-      if (missing.length > 0) {
-        add("legacy-coexistence", "warning", null, `REPOS.json lists ${missing.length} repo(s) not in grex.jsonl (${missing.slice(0, 3).join(", ")}); run grex import --from-repos-json REPOS.json`);
-      }
-    } catch {
-      add("legacy-coexistence", "warning", null, "REPOS.json is not valid JSON");
-    }
-  }
-  const rust = describeRustShape(rustShape(ws));
-  if (rust) add("legacy-coexistence", "warning", null, rust, true);
-  if (existsSync(join(ws.root, ".scripts"))) {
-    add("legacy-coexistence", "warning", null, ".scripts/ is still present; move its setup into pack actions and remove it");
-  }
-  return { findings, loaded: { events, state, lock } };
-}
-
-/** A pack's manifest for its ignore block; a pack.yaml that does not load is reported by the pack-schema check. */
-async function manifestOrNull(dir: string): Promise<PackManifest | null> {
-  const { loadPackYaml } = await import("../core/pack/load.ts");
-  return loadPackYaml(dir).catch(() => null);
-}
-
-function lintPack(name: string, dir: string, actions: number, add: (c: Check, s: Severity, p: string | null, d: string) => void) {
-  if (!existsSync(join(dir, "README.md"))) add("pack-schema", "warning", name, `pack '${name}' has no README.md`);
-  if (actions > 50) add("pack-schema", "warning", name, `pack '${name}' declares ${actions} actions; split it into child packs`);
-}
-
-/** Hidden `.<name>.grex-clone-*` folders a killed clone left, in the workspace root and in every pack (children clone there). */
-async function leftoverClones(ws: Workspace, state: Map<string, { path: string }>): Promise<string[]> {
-  const { deadClones } = await import("../core/git/clone.ts");
-  const out: string[] = [];
-  for (const parent of [ws.root, ...[...state.values()].map((p) => join(ws.root, p.path))]) {
-    for (const name of deadClones(parent)) out.push(join(parent, name));
-  }
-  return out;
-}
 
 /** What fix() would do for these findings, one line per repair. */
 function plannedFixes(findings: Finding[]): string[] {
@@ -368,7 +165,7 @@ export const doctorVerb = defineVerb({
         const lock = readLockfile(ws, { warn: ctx.warn });
         const lockLines = [lineCount(ws.lockPath), lock.size] as [number, number];
         const m = await compactManifest(ws);
-        await writeLockfile(ws, lock.values());
+        await writeLockfile(ws, lock.values(), undefined, { compact: true });
         compaction = { manifest_lines: [m.linesBefore, m.linesAfter], lockfile_lines: lockLines };
         compacted = true;
       }

@@ -153,8 +153,9 @@ describe("grex teardown", () => {
     const all = await t.grex("teardown", "meta-basic", "--json");
     expect(all.code).toBe(0);
     expect(all.json.reset).toEqual(["meta-basic", "meta-basic/child-a", "meta-basic/second"]);
-    const lock = readFileSync(join(t.ws, "grex.lock.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
-    expect(lock.map((e) => e.installed_at)).toEqual(["", "", ""]);
+    // What is installed here is this machine's (.grex/.state/installs.json); the committed lockfile does not change.
+    const local = JSON.parse(readFileSync(join(t.ws, ".grex", ".state", "installs.json"), "utf8")) as { packs: Record<string, { installed_at: string }> };
+    expect(Object.values(local.packs).map((e) => e.installed_at)).toEqual(["", "", ""]);
 
     expect((await t.grex("sync")).code).toBe(0);
     expect(existsSync(join(t.home, ".child-a/a.txt"))).toBe(true);

@@ -76,3 +76,24 @@ test("child tools: a missing or snake_case schema is repaired, annotations never
     expect("dropped" in normaliseTool(bad)).toBe(true);
   }
 });
+
+test("every tool's input and output schema is valid JSON Schema 2020-12 (no `items: [...]` tuple form)", async () => {
+  const { default: Ajv2020 } = await import("ajv/dist/2020.js");
+  const ajv = new Ajv2020({ strict: false });
+  const invalid: string[] = [];
+  for (const tool of await toolList()) {
+    for (const [which, schema] of [["input", tool.inputSchema], ["output", tool.outputSchema]] as const) {
+      if (!ajv.validateSchema(schema as object)) invalid.push(`${tool.name} ${which}: ${ajv.errorsText(ajv.errors)}`);
+    }
+  }
+  expect(invalid).toEqual([]);
+  const doctor = (await toolList()).find((t) => t.name === "doctor");
+  expect(JSON.stringify(doctor?.outputSchema)).toContain('"minItems":2');
+});
+
+test("status publishes the topic facts and the lockfile warnings in its output schema", async () => {
+  const status = (await toolList()).find((t) => t.name === "status");
+  const text = JSON.stringify(status?.outputSchema);
+  for (const key of ["topic", "upstream", "pushed", "warnings"]) expect(text).toContain(`"${key}"`);
+  expect(status?.description).toContain("topic");
+});

@@ -1,0 +1,131 @@
+// Whose checkout is it? Detached checkouts grex made (`sync --locked`) are
+// grex's to move later without --force; a HEAD the user detached and a topic
+// branch are the user's, and a lock that cannot be applied to them is never a
+// silent exit 0. A fresh clone of a workspace repository plus `grex init` or
+// `grex sync` leaves the committed files as they were.
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { runCli } from "../../src/cli/run.ts";
+import { git, type RunResult, TestWorkspace } from "../helpers/workspace.ts";
+
+let t: TestWorkspace;
+afterEach(() => t?.cleanup());
+
+async function grexIn(dir: string, home: string, ...argv: string[]): Promise<RunResult> {
+  mkdirSync(home, { recursive: true });
+  let stdout = "";
+  let stderr = "";
+  const code = await runCli(argv, {
+    cwd: dir,
+    env: { ...t.env, HOME: home },
+    stdout: (s) => void (stdout += s),
+    stderr: (s) => void (stderr += s),
+    stdoutTTY: false,
+    stderrTTY: false,
+  });
+  return { code, stdout, stderr, json: argv.includes("--json") && stdout.trim() !== "" ? JSON.parse(stdout) : {} };
+}
+
+const headOf = (dir: string) => git(dir, "rev-parse", "HEAD");
+const branchOf = (dir: string) => git(dir, "rev-parse", "--abbrev-ref", "HEAD");
+const porcelain = (dir: string) => git(dir, "status", "--porcelain");
+const COMMITTED = ["grex.jsonl", "grex.lock.jsonl", ".gitignore", ".gitattributes"];
+const committed = (dir: string) => COMMITTED.map((f) => readFileSync(join(dir, f), "utf8"));
+
+/** A's workspace with the given packs, committed; returns B's fresh clone of it. */
+async function teamWorkspace(packs: string[]): Promise<{ dir: string; home: string }> {
+  expect((await t.grex("init")).code).toBe(0);
+  for (const p of packs) expect((await t.grex("add", p)).code).toBe(0);
+  git(t.ws, "init", "-q", "-b", "main");
+  git(t.ws, "add", "-A");
+  git(t.ws, "commit", "-q", "-m", "workspace");
+  const dir = join(t.root, "b");
+  git(t.root, "clone", "-q", t.ws, dir);
+  return { dir, home: join(t.root, "b-home") };
+}
+
+describe("a fresh clone of the workspace repository", () => {
+  test("grex init, grex sync and grex sync --locked leave grex.jsonl, grex.lock.jsonl, .gitignore and .gitattributes byte-identical", async () => {
+    t = new TestWorkspace();
+    const packs = [t.repo("declarative-basic"), t.repo("notes", { "n.md": "n\n" })];
+    const b = await teamWorkspace(packs);
+    const before = committed(b.dir);
+    for (const argv of [["init"], ["sync"], ["sync", "--locked"], ["status"], ["doctor"]]) {
+      const r = await grexIn(b.dir, b.home, ...argv);
+      expect({ argv, code: r.code, stderr: r.stderr }).toEqual({ argv, code: 0, stderr: "" });
+      expect(committed(b.dir)).toEqual(before);
+      expect(porcelain(b.dir)).toBe("");
+    }
+    // What B installed, and when, is B's: beside the lockfile, not in it.
+    const local = JSON.parse(readFileSync(join(b.dir, ".grex", ".state", "installs.json"), "utf8")) as { packs: Record<string, { installed_at: string }> };
+    expect(Object.keys(local.packs).sort()).toEqual(["declarative-basic", "notes"]);
+    expect(local.packs.notes?.installed_at).not.toBe("");
+  });
+});
+
+describe("detached checkouts", () => {
+  test("a locked commit no longer on the tracked branch is checked out detached and recorded; plain sync moves it on; a HEAD the user detached stays, and --locked says so", async () => {
+    t = new TestWorkspace();
+    const up = t.repo("lib", { "a.txt": "1\n" });
+    const b = await teamWorkspace([up]);
+    const locked = headOf(up);
+    // Upstream rewrites main: the locked commit stays reachable through a tag only.
+    git(up, "tag", "old");
+    git(up, "checkout", "-q", "--orphan", "fresh");
+    t.commit(up, { "a.txt": "new root\n" }, "rewritten");
+    const y = t.commit(up, { "a.txt": "new 2\n" }, "rewritten 2");
+    git(up, "branch", "-M", "fresh", "main");
+
+    const dir = join(b.dir, "lib");
+    const r = await grexIn(b.dir, b.home, "sync", "--locked", "--json");
+    expect(r.code).toBe(0);
+    expect(headOf(dir)).toBe(locked);
+    expect(branchOf(dir)).toBe("HEAD"); // detached: the commit is not on origin/main
+    const local = JSON.parse(readFileSync(join(b.dir, ".grex", ".state", "installs.json"), "utf8")) as { packs: Record<string, { checkout?: unknown }> };
+    expect(local.packs.lib?.checkout).toEqual({ sha: locked, branch: null });
+    const st = await grexIn(b.dir, b.home, "status", "--json");
+    expect((st.json.packs as Array<{ drift: string; off_branch: string | null }>)[0]).toMatchObject({ drift: "clean", off_branch: null });
+    expect((await grexIn(b.dir, b.home, "doctor")).code).toBe(0);
+
+    // Grex's own detached checkout: a plain sync moves it onto the tracked branch, no --force.
+    const plain = await grexIn(b.dir, b.home, "sync", "--json");
+    expect(plain.code).toBe(0);
+    expect((plain.json.packs as Array<{ result: string }>)[0]?.result).toBe("ok");
+    expect(branchOf(dir)).toBe("main");
+    expect(headOf(dir)).toBe(y);
+
+    // A HEAD the user detached is the user's: plain sync leaves it (as before), --locked fails naming it.
+    git(dir, "checkout", "-q", "--detach", "HEAD~1");
+    const userHead = headOf(dir);
+    const left = await grexIn(b.dir, b.home, "sync", "--json");
+    expect(left.code).toBe(0);
+    expect((left.json.packs as Array<{ result: string; message: string }>)[0]).toMatchObject({ result: "skipped", message: expect.stringContaining("off-branch") });
+    const lockedAgain = await grexIn(b.dir, b.home, "sync", "--locked");
+    expect(lockedAgain.code).toBe(4);
+    expect(lockedAgain.stderr).toContain("lib");
+    expect(lockedAgain.stderr).toContain("not on its locked commit");
+    expect(headOf(dir)).toBe(userHead);
+  });
+
+  test("--locked leaves a topic branch as it is and fails saying so; --force puts it on its locked commit", async () => {
+    t = new TestWorkspace();
+    const up = t.repo("lib", { "a.txt": "1\n" });
+    const b = await teamWorkspace([up]);
+    const locked = headOf(up);
+    expect((await grexIn(b.dir, b.home, "sync", "--locked")).code).toBe(0);
+    const dir = join(b.dir, "lib");
+    git(dir, "switch", "-q", "-c", "topic");
+    const mine = t.commit(dir, { "b.txt": "mine\n" }, "mine");
+    const r = await grexIn(b.dir, b.home, "sync", "--locked", "--json");
+    expect(r.code).toBe(4);
+    expect((r.json.packs as Array<{ result: string; message: string }>)[0]).toMatchObject({ result: "failed", message: expect.stringContaining("topic branch 'topic'") });
+    expect(branchOf(dir)).toBe("topic");
+    expect(headOf(dir)).toBe(mine);
+    const forced = await grexIn(b.dir, b.home, "sync", "--locked", "--force");
+    expect(forced.code).toBe(0);
+    expect(headOf(dir)).toBe(locked);
+    expect(branchOf(dir)).toBe("main");
+    expect(git(dir, "rev-parse", "refs/heads/topic")).toBe(mine); // the topic itself is kept
+  });
+});
