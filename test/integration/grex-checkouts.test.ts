@@ -129,3 +129,37 @@ describe("detached checkouts", () => {
     expect(git(dir, "rev-parse", "refs/heads/topic")).toBe(mine); // the topic itself is kept
   });
 });
+
+describe("adopted clones with local changes", () => {
+  test("import --scan of a dirty clone: status shows both facts; sync installs a setup that writes nothing inside it, or names what blocks it", async () => {
+    t = new TestWorkspace();
+    const safe = t.repo("dots", {
+      ".grex/pack.yaml": 'schema_version: "1"\nname: dots\ntype: declarative\nactions:\n  - mkdir: { path: $HOME/.config/dots }\n  - symlink: { src: rc, dst: $HOME/.dotsrc }\n',
+      rc: "rc\n",
+    });
+    const unsafe = t.repo("tool", {
+      ".grex/pack.yaml": 'schema_version: "1"\nname: tool\ntype: declarative\nactions:\n  - mkdir: { path: build }\n',
+    });
+    expect((await t.grex("init")).code).toBe(0);
+    for (const [up, name] of [[safe, "dots"], [unsafe, "tool"]] as const) {
+      git(t.root, "clone", "-q", up, join(t.ws, name));
+      await Bun.write(join(t.ws, name, "notes.txt"), "work in progress\n");
+    }
+    expect((await t.grex("import", "--scan")).code).toBe(0);
+    const st = await t.grex("status", "--json");
+    for (const p of st.json.packs as Array<{ id: string; drift: string; dirty: boolean }>) expect(p).toMatchObject({ drift: "not-installed", dirty: true });
+    expect((await t.grex("status")).stdout).toContain("has uncommitted changes");
+
+    const r = await t.grex("sync", "--json");
+    expect(r.code).toBe(0);
+    const rowOf = (id: string) => (r.json.packs as Array<{ id: string; result: string; message: string }>).find((p) => p.id === id);
+    expect(rowOf("dots")).toMatchObject({ result: "ok", message: expect.stringContaining("writes nothing inside the pack, so it was installed") });
+    expect(readFileSync(join(t.home, ".dotsrc"), "utf8")).toBe("rc\n");
+    expect(rowOf("tool")).toMatchObject({ result: "dirty", message: expect.stringContaining("action 0 (mkdir) writes build, inside the pack") });
+    // Neither work tree was touched.
+    for (const name of ["dots", "tool"]) expect(porcelain(join(t.ws, name))).toBe("?? notes.txt");
+    const after = await t.grex("status", "--json");
+    const drift = Object.fromEntries((after.json.packs as Array<{ id: string; drift: string }>).map((p) => [p.id, p.drift]));
+    expect(drift).toEqual({ dots: "dirty", tool: "not-installed" });
+  });
+});
