@@ -8,7 +8,7 @@ import type { CliFlag, VerbContext } from "./types.ts";
 
 export const lockedParam = desc(
   v.optional(v.boolean(), false),
-  "true: clone and check out exactly the commits recorded in grex.lock.jsonl (children too), never move a pack away from them and never write the lockfile; fails before anything changes when a pack has no locked commit or its upstream lacks it. Default false (also true when GREX_LOCKED=1 in the server's environment).",
+  "true: clone and check out exactly the commits recorded in grex.lock.jsonl (children too), on each pack's tracked branch when the commit is on it (else detached), and never write the lockfile; packs grex put in place earlier move to a new lock without force. Fails before anything changes when a pack has no locked commit or its upstream lacks it; a pack holding the user's work (changes, a topic branch, a HEAD the user detached) is left and fails. Default false (also true when GREX_LOCKED=1 in the server's environment).",
 );
 
 export const lockedFlag: CliFlag = {

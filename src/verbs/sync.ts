@@ -29,7 +29,7 @@ const Result = v.object({
 export const syncVerb = defineVerb({
   name: "sync",
   description:
-    "Sync packs recursively: clone missing ones, fetch and fast-forward existing ones to their pinned ref (dirty packs are skipped, never modified), then run each pack's setup when it changed or was never installed. Optional ids limit it to those packs.",
+    "Sync packs recursively: clone missing ones, fetch and fast-forward existing ones to their pinned ref (dirty packs are skipped, never modified), then run each pack's setup when it changed or was never installed. A pack on a topic branch (a local branch other than its tracked one) is the user's work: its tracked branch ref is fast-forwarded beside it, its setup converged from what is checked out, the topic and work tree left as they are (result ok, the message says how far each moved). Optional ids limit it to those packs.",
   params: v.strictObject({
     ...syncSelectionEntries,
     only: desc(
