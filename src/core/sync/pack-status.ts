@@ -28,7 +28,7 @@ export const NEXT_STEP: Record<PackStateName, string> = {
   "off-branch": "switch back, or grex update <id> --ref <branch>",
   "setup-changed": "grex sync",
   "setup-drift": "grex sync",
-  topic: "nothing: your work (grex exec <id> -- git rebase <base> to catch up)",
+  topic: "nothing: it is your work (to catch up: grex exec -- git rebase <base>)",
   diverged: "merge or rebase by hand",
   behind: "grex sync",
   ahead: "git push",
