@@ -6,6 +6,7 @@
 // into it, a path resolving inside it) blocks the install, and is named.
 import { isAbsolute, relative, resolve, sep } from "node:path";
 import { expandVars, homeOf } from "../base/vars.ts";
+import type { LockEntry } from "../workspace/lockfile.ts";
 import { effectiveType, type TreeNode } from "./tree.ts";
 
 /** Where each action kind writes: the argument naming a path it creates, moves or deletes. */
@@ -47,7 +48,16 @@ export function setupWritesInside(node: TreeNode, env: Record<string, string | u
  * it installed when that writes nothing inside it (the row says so), or the
  * row names what blocks it. The pack's commit and work tree are never touched.
  */
-export function installDirtyWhereSafe(nodes: readonly TreeNode[], notInstalled: (n: TreeNode) => boolean, env: Record<string, string | undefined>): void {
+export function installDirtyWhereSafe(
+  nodes: readonly TreeNode[],
+  previous: ReadonlyMap<string, LockEntry>,
+  interrupted: ReadonlySet<string>,
+  env: Record<string, string | undefined>,
+): void {
+  const notInstalled = (n: TreeNode) => {
+    const prev = previous.get(n.id);
+    return interrupted.has(n.id) || prev === undefined || prev.installed_at === "" || prev.install_error !== undefined;
+  };
   for (const n of nodes) {
     if (n.outcome !== "dirty" || n.head === null || !notInstalled(n)) continue;
     const blocks = setupWritesInside(n, env);

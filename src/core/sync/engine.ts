@@ -236,14 +236,8 @@ async function syncLocked(
   const { state, previous, warn } = run;
   const fetched = await fetchPhase(ctx, ws, opts, run, signal, progress);
   const nodes = flatten(run.roots);
-  if (!run.locked) {
-    // An adopted clone with local changes: its setup may still be installed when that writes nothing inside it.
-    const notInstalled = (n: TreeNode) => {
-      const prev = previous.get(n.id);
-      return run.interrupted.has(n.id) || prev === undefined || prev.installed_at === "" || prev.install_error !== undefined;
-    };
-    (await import("./dirty-install.ts")).installDirtyWhereSafe(nodes, notInstalled, ctx.env);
-  }
+  // An adopted clone with local changes: its setup may still be installed when that writes nothing inside it.
+  if (!run.locked) (await import("./dirty-install.ts")).installDirtyWhereSafe(nodes, previous, run.interrupted, ctx.env);
 
   // Plan: every check that must pass before any action runs.
   const known = [
