@@ -163,3 +163,56 @@ describe("adopted clones with local changes", () => {
     expect(drift).toEqual({ dots: "dirty", tool: "not-installed" });
   });
 });
+
+describe("the tracked branch under a topic", () => {
+  test("moves as `git fetch origin main:main` moves it: fast-forward only, HEAD and work tree untouched; status knows the topic's upstream", async () => {
+    t = new TestWorkspace();
+    const up = t.repo("lib", { "a.txt": "1\n" });
+    expect((await t.grex("init")).code).toBe(0);
+    expect((await t.grex("add", up)).code).toBe(0);
+    const dir = join(t.ws, "lib");
+    git(dir, "switch", "-q", "-c", "topic");
+    t.commit(dir, { "mine.txt": "mine\n" }, "mine");
+    t.commit(up, { "a.txt": "2\n" }, "upstream 2");
+
+    // git's own answer, on a copy of the pack made before grex runs.
+    const twin = join(t.root, "twin");
+    git(t.root, "clone", "-q", "--no-local", dir, twin); // a copy with lib's branches as origin's: rebuild it as lib is
+    git(twin, "remote", "set-url", "origin", up);
+    git(twin, "fetch", "-q", "origin");
+    git(twin, "branch", "-f", "main", git(dir, "rev-parse", "refs/heads/main"));
+    git(twin, "switch", "-q", "topic");
+    git(twin, "fetch", "-q", "origin", "main:main");
+
+    const r = await t.grex("sync", "--json");
+    expect(r.code).toBe(0);
+    expect((r.json.packs as Array<{ message: string }>)[0]?.message).toBe("on topic; main moved 1 commit; topic is 1 behind main");
+    for (const ref of ["refs/heads/main", "refs/heads/topic", "HEAD"]) expect(git(dir, "rev-parse", ref)).toBe(git(twin, "rev-parse", ref));
+    expect(git(dir, "symbolic-ref", "HEAD")).toBe("refs/heads/topic");
+    expect(porcelain(dir)).toBe("");
+    git(dir, "fsck", "--no-progress");
+
+    // Local commits on main that origin lacks: git refuses the non-fast-forward, and grex leaves main as git does.
+    git(dir, "switch", "-q", "main");
+    const localMain = t.commit(dir, { "local.txt": "l\n" }, "local on main");
+    git(dir, "switch", "-q", "topic");
+    t.commit(up, { "a.txt": "3\n" }, "upstream 3");
+    git(twin, "switch", "-q", "main");
+    t.commit(twin, { "local.txt": "l\n" }, "local on main");
+    git(twin, "switch", "-q", "topic");
+    const refused = Bun.spawnSync(["git", "fetch", "-q", "origin", "main:main"], { cwd: twin, env: t.env as Record<string, string> });
+    expect(refused.exitCode).not.toBe(0);
+    const held = await t.grex("sync", "--json");
+    expect(held.code).toBe(0);
+    expect((held.json.packs as Array<{ result: string; message: string }>)[0]).toMatchObject({ result: "ok", message: expect.stringContaining("main has 1 commit origin/main lacks; left as is") });
+    expect(git(dir, "rev-parse", "refs/heads/main")).toBe(localMain);
+
+    // Pushed with an upstream: status says so.
+    git(dir, "push", "-q", "-u", "origin", "topic");
+    const st = await t.grex("status", "--json");
+    expect((st.json.packs as Array<{ drift: string; topic: unknown }>)[0]).toMatchObject({ drift: "topic", topic: { branch: "topic", base: "main", upstream: "origin/topic", pushed: true } });
+    t.commit(dir, { "more.txt": "m\n" }, "more");
+    const st2 = await t.grex("status", "--json");
+    expect((st2.json.packs as Array<{ topic: { pushed: boolean } }>)[0]?.topic.pushed).toBe(false);
+  });
+});
