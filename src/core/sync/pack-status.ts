@@ -166,7 +166,9 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
   if (installed) {
     // Clean, at the commit sync recorded, children too: the surface is the one
     // sync hashed, so pack.yaml need not be parsed again (the costly part).
-    if (!dirty && shaMatch && o.childrenUnmoved && installedHash(lock) === lock.actions_hash) hashMatch = lock.actions_hash !== "";
+    // At the commit its setup last ran at (a topic not moved since) hashes the same as installed there.
+    const atInstall = (shaMatch && installedHash(lock) === lock.actions_hash) || (head !== null && head.sha === lock.installed_sha);
+    if (!dirty && atInstall && o.childrenUnmoved) hashMatch = installedHash(lock) !== "";
     else {
       const { computeActionsHash } = await import("../packtypes/index.ts");
       const { loadPackYaml } = await import("../pack/load.ts");
