@@ -3,6 +3,7 @@
 // http.lowSpeedLimit/lowSpeedTime), a byte cap on the body, and any
 // Content-Encoding decoded here (never transparently by fetch) so that the cap
 // counts decoded bytes. Whichever limit fires, the error names it.
+import { reportActivity } from "../../base/activity.ts";
 import { CancelledError, GrexError, packOpError, runtimeWords } from "../../base/errors.ts";
 import { limitError, showBytes, type TransferLimits } from "../objects/limits.ts";
 import { displayUrl } from "./url.ts";
@@ -150,6 +151,7 @@ export async function openTransfer(
         return null;
       }
       bytes += r.value.length;
+      if (opts.what === "pack") reportActivity({ phase: "receiving", bytes });
       if (bytes > opts.cap) {
         const err = limitError(opts.capKey, `the ${opts.what} from ${shown} is larger than ${showBytes(opts.cap)}`, opts.cap);
         await finish();
