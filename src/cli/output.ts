@@ -1,5 +1,7 @@
 // Human output for the CLI: a progress line on stderr (TTY only; never with
 // --json/--plain). Results are rendered by the outcome of `invoke`.
+import type { ActivitySink } from "../core/base/activity.ts";
+import { ActivityBoard } from "../verbs/activity-board.ts";
 import type { Progress } from "../verbs/types.ts";
 
 export type CliProgress = Progress & {
@@ -13,17 +15,38 @@ export type CliProgress = Progress & {
   clear(): string;
   /** The last count reported, for the summary of a cancelled run. */
   last: { done: number; total: number } | undefined;
+  /** Long git work in flight (objects, bytes, deltas, files), shown after the pack count. */
+  activity: ActivitySink;
 };
 
-export function makeProgress(enabled: boolean, write: (s: string) => void, label: string): CliProgress {
+/** A redraw for activity alone waits this long after the last one: several a second, never a flood. */
+const REDRAW_MS = 100;
+
+export function makeProgress(enabled: boolean, write: (s: string) => void, label: string, columns = 80): CliProgress {
   let shown = false;
+  let counts = "";
+  let drawnAt = 0;
+  const board = new ActivityBoard();
+  const draw = (now: number) => {
+    drawnAt = now;
+    shown = true;
+    const work = board.text();
+    const line = `${label} ${counts}${work ? `: ${work}` : ""}`;
+    // One row only: a line wider than the terminal wraps, and the next redraw would clear only its last row.
+    const width = Math.max(20, columns - 1);
+    write(`\r\x1b[2K${line.length > width ? `${line.slice(0, width - 1)}…` : line}`);
+  };
   const progress = ((done: number, total: number, message?: string) => {
     progress.last = { done, total };
     if (!enabled) return;
-    shown = true;
-    const msg = message ? ` ${message}` : "";
-    write(`\r\x1b[2K${label} [${done}/${total}]${msg}`);
+    counts = `[${done}/${total}]${message ? ` ${message}` : ""}`;
+    draw(Date.now());
   }) as CliProgress;
+  progress.activity = (subject, report) => {
+    if (!enabled) return;
+    const now = Date.now();
+    if (board.update(subject, report, now) || now - drawnAt >= REDRAW_MS) draw(now);
+  };
   progress.last = undefined;
   progress.done = () => {
     if (shown) write("\r\x1b[2K");

@@ -311,11 +311,15 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     const onSigint = () => abort.abort();
     process.once("SIGINT", onSigint);
     let outcome: Outcome;
-    progress = makeProgress(!json && !beforeDashes.includes("--plain") && io.stderrTTY, io.stderr, verb.name);
+    const showProgress = !json && !beforeDashes.includes("--plain") && io.stderrTTY;
+    const line = makeProgress(showProgress, io.stderr, verb.name, showProgress ? process.stderr.columns || 80 : 80);
+    progress = line;
     try {
-      outcome = await invoke(verb, collectParams(verb, args, options, argv), { surface: "cli", ctx, signal: abort.signal, progress });
+      const call = () => invoke(verb, collectParams(verb, args, options, argv), { surface: "cli", ctx, signal: abort.signal, progress: line });
+      // Objects, bytes and files of long git work join the line only where someone sees it.
+      outcome = showProgress ? await (await import("../core/base/activity.ts")).withActivitySink(line.activity, call) : await call();
     } finally {
-      progress.done();
+      line.done();
       process.off("SIGINT", onSigint);
     }
     if (verb.ownsStdout && outcome.ok) return 0;

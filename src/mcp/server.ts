@@ -3,6 +3,8 @@
 // transport-independent (stdio and HTTP feed it messages) and does not load
 // the MCP SDK runtime. The verb table is loaded on the first tool request, so
 // `initialize` can be answered before any verb module is evaluated.
+import type { ActivitySink } from "../core/base/activity.ts";
+import { ActivityBoard } from "../verbs/activity-board.ts";
 import { CancelledError, GrexError } from "../core/base/errors.ts";
 import type { Scheduler } from "../core/locks/scheduler.ts";
 import type { Outcome } from "../verbs/invoke.ts";
@@ -331,10 +333,11 @@ export class McpSession {
       throw err;
     }
     let finished = false;
-    const progress = this.progressFor(id, params._meta, () => finished);
+    const { progress, activity } = this.progressFor(id, params._meta, () => finished);
     let outcome: Outcome;
     try {
-      outcome = await rt.invoke(verb, args, { surface: "mcp", ctx, signal, progress });
+      const call = () => rt.invoke(verb, args, { surface: "mcp", ctx, signal, progress });
+      outcome = activity ? await (await import("../core/base/activity.ts")).withActivitySink(activity, call) : await call();
     } finally {
       finished = true;
       if (!verb.readOnly) this.opts.gateway?.afterWrite();
@@ -364,17 +367,38 @@ export class McpSession {
     this.reply(id, result);
   }
 
-  /** notifications/progress for a call that carries `_meta.progressToken`; a no-op otherwise, and after the call ended. */
-  private progressFor(id: Id, meta: unknown, finished: () => boolean): Progress {
+  /**
+   * notifications/progress for a call that carries `_meta.progressToken`; a
+   * no-op otherwise, and after the call ended. Between two packs done, the
+   * work in flight (objects, deltas, files: core/base/activity.ts) moves the
+   * value on by fractions, never to the next whole pack, at most 4 times a second.
+   */
+  private progressFor(id: Id, meta: unknown, finished: () => boolean): { progress: Progress; activity: ActivitySink | null } {
     const token = isObject(meta) && isId(meta.progressToken) ? meta.progressToken : undefined;
-    if (token === undefined) return () => {};
+    if (token === undefined) return { progress: () => {}, activity: null };
     let last = -Infinity;
-    return (progress, total, message) => {
+    const send = (progress: number, total: number, message?: string) => {
       if (finished() || progress <= last) return; // MCP: progress must increase
       last = progress;
       const params = message ? { progressToken: token, progress, total, message } : { progressToken: token, progress, total };
       this.send({ jsonrpc: "2.0", method: "notifications/progress", params }, { requestId: id });
     };
+    let packs = { done: 0, total: 0, message: undefined as string | undefined };
+    const board = new ActivityBoard();
+    let sentAt = 0;
+    const progress: Progress = (done, total, message) => {
+      packs = { done, total, message };
+      send(done, total, message);
+    };
+    const activity: ActivitySink = (subject, report) => {
+      const now = Date.now();
+      board.update(subject, report, now);
+      if (report === null || now - sentAt < 250 || board.size === 0) return;
+      sentAt = now;
+      const work = board.text();
+      send(packs.done + board.fraction(), Math.max(packs.total, packs.done + 1), packs.message ? `${packs.message}: ${work}` : work);
+    };
+    return { progress, activity };
   }
 
   private toolResult(id: Id, doc: object, isError: boolean, toJson: (doc: object) => string): void {

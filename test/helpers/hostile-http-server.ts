@@ -22,6 +22,8 @@ export const HOSTILE_MODES = [
   "trailing-bytes",
   "bad-checksum",
   "brotli-refs",
+  "dropped-pack",
+  "dropped-refs",
 ] as const;
 export type HostileMode = (typeof HOSTILE_MODES)[number];
 
@@ -153,8 +155,17 @@ export async function startHostileServer(opts: HostileOptions = {}): Promise<Hos
   const slowMs = opts.slowMs ?? 300;
   const gzipRefsMiB = opts.gzipRefsMiB ?? 32;
   const bombMiB = opts.bombMiB ?? 16;
-  let gzipRefs: Buffer | undefined;
-  let bomb: Buffer | undefined;
+  // The costly bodies are made before the server listens: made on a request, they
+  // could take longer than the client's connect timeout on a loaded machine.
+  const line = pkt(`${FAKE_TIP} refs/tags/same\n`);
+  const gzipRefs = gzipSync(
+    Buffer.concat([advertisement().subarray(0, -4), Buffer.concat(Array.from({ length: Math.ceil((gzipRefsMiB * 1024 * 1024) / line.length) }, () => line))]),
+    { level: 9 },
+  );
+  const bomb = blobEntry(Buffer.alloc(bombMiB * 1024 * 1024));
+  const lying = packOf([blobEntry(Buffer.alloc(64 * 1024 * 1024), 1024)]);
+  const deltaBomb = deltaChainPack(16, 2, 65536);
+  const deepChain = deltaChainPack(300, 1);
   let stopped = false;
   let requests = 0;
   const waiters = new Set<() => void>();
@@ -173,6 +184,16 @@ export async function startHostileServer(opts: HostileOptions = {}): Promise<Hos
       return bytes.subarray(i, ++i);
     });
   };
+
+  /** `bytes`, then the connection is cut (the stream errors, so the server never sends the chunked end). */
+  const dropAfter = (bytes: Buffer): ReadableStream<Uint8Array> =>
+    new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        controller.enqueue(bytes);
+        await sleep(50);
+        controller.error(new Error("the test server drops the connection"));
+      },
+    });
 
   const packResponse = (pack: Buffer) => new Response(Buffer.concat([pkt("NAK\n"), pack]), { headers: RESULT });
 
@@ -206,13 +227,10 @@ export async function startHostileServer(opts: HostileOptions = {}): Promise<Hos
           }
           case "gzip-refs": {
             // A small body on the wire that decodes to gzipRefsMiB of the same ref line over and over.
-            gzipRefs ??= (() => {
-              const line = pkt(`${FAKE_TIP} refs/tags/same\n`);
-              const head = advertisement().subarray(0, -4);
-              return gzipSync(Buffer.concat([head, Buffer.concat(Array.from({ length: Math.ceil((gzipRefsMiB * 1024 * 1024) / line.length) }, () => line))]), { level: 9 });
-            })();
             return new Response(gzipRefs, { headers: { ...ADVERT, "content-encoding": "gzip" } });
           }
+          case "dropped-refs":
+            return new Response(dropAfter(advertisement().subarray(0, 60)), { headers: ADVERT });
           case "brotli-refs":
             return new Response(advertisement(), { headers: { ...ADVERT, "content-encoding": "br" } });
           case "slow-refs":
@@ -242,19 +260,23 @@ export async function startHostileServer(opts: HostileOptions = {}): Promise<Hos
         }
         case "inflate-bomb": {
           // Each blob declares (and inflates to) bombMiB of zeros: about a thousandth of that on the wire.
-          bomb ??= blobEntry(Buffer.alloc(bombMiB * 1024 * 1024));
           return packResponse(packOf([bomb, bomb, bomb]));
         }
         case "lying-size":
           // Declares 1 KiB, inflates to 64 MiB.
-          return packResponse(packOf([blobEntry(Buffer.alloc(64 * 1024 * 1024), 1024)]));
+          return packResponse(lying);
         case "delta-bomb":
           // Each delta doubles its base: 16 of them on 64 KiB build 4 GiB from a few hundred KB.
-          return packResponse(deltaChainPack(16, 2, 65536));
+          return packResponse(deltaBomb);
         case "deep-chain":
-          return packResponse(deltaChainPack(300, 1));
+          return packResponse(deepChain);
         case "slow-pack":
           return new Response(slow(Buffer.concat([pkt("NAK\n"), deltaChainPack(2, 1)])), { headers: RESULT });
+        case "dropped-pack": {
+          // 300 KiB of a pack's entries, then the connection is gone.
+          const entries = Buffer.concat(Array.from({ length: 2400 }, () => blobEntry(Buffer.from("x".repeat(200)))));
+          return new Response(dropAfter(Buffer.concat([pkt("NAK\n"), packOf([], 4_000_000).subarray(0, 12), entries.subarray(0, 300 * 1024)])), { headers: RESULT });
+        }
         case "truncated-pack": {
           const p = deltaChainPack(4, 1, 4096);
           return packResponse(p.subarray(0, p.length - 30));

@@ -18,3 +18,13 @@ export function toGrexError(err: unknown): GrexError {
   const msg = err instanceof Error ? err.message : String(err);
   return new GrexError("generic", msg.endsWith(".") ? msg : `${msg}.`);
 }
+
+/**
+ * The runtime's own words for a failure, without what is meant for the
+ * runtime's developers: the first line, with hints such as Bun's "For more
+ * information, pass `verbose: true` in the second argument to fetch()" cut.
+ */
+export function runtimeWords(s: string): string {
+  const line = (s.split("\n")[0] ?? s).trim();
+  return line.replace(/\s*For more information,.*$/i, "").replace(/\.$/, "");
+}

@@ -2,6 +2,7 @@
 // children) onto disk at the right commit, and load its pack.yaml. Git work
 // for independent packs runs in parallel under the shared scheduler; each pack
 // is guarded by its pack lock and each repository operation by its backend lock.
+import { asActivityOf } from "../base/activity.ts";
 import { existsSync } from "node:fs";
 import { basename, dirname, join, resolve as resolvePath } from "node:path";
 import { GrexError, integrityError, throwIfAborted, toGrexError } from "../base/errors.ts";
@@ -99,7 +100,7 @@ export async function fetchTree(roots: TreeNode[], opts: FetchOptions): Promise<
         node.ref = opts.pin(node);
       }
       await opts.scheduler.withPermit(opts.signal, () =>
-        withPackLock(opts.ws, node.dir, opts.signal, () => bringUp(node, opts)),
+        withPackLock(opts.ws, node.dir, opts.signal, () => asActivityOf(node.id, () => bringUp(node, opts))),
       );
     } catch (err) {
       const e = toGrexError(err);

@@ -4,7 +4,7 @@
 // cancelled call sends notifications/cancelled for the child's request id; a
 // child that goes away fails every pending call with the exit status and the
 // tail of its stderr.
-import { CancelledError } from "../../core/base/errors.ts";
+import { CancelledError, runtimeWords } from "../../core/base/errors.ts";
 import type { Channel, ExitInfo } from "./channel.ts";
 
 export const CHILD_PROTOCOL_VERSION = "2025-06-18";
@@ -143,7 +143,7 @@ export class ChildConnection {
         // A message that cannot be delivered means the connection is broken (a dead pipe, an HTTP
         // session the server dropped): fail everything pending and let the pool start afresh.
         if (!this.goneError) {
-          this.closed(null, `cannot be reached (${err instanceof Error ? err.message : String(err)})`);
+          this.closed(null, `cannot be reached (${runtimeWords(err instanceof Error ? err.message : String(err))})`);
           void this.channel.close(1000).catch(() => {});
         }
         this.pending.get(id)?.reject(this.goneError as ChildGoneError);

@@ -6,6 +6,7 @@
 // instead, as git does below transfer.unpackLimit. Pack and index appear by
 // rename, index last, so a reader never sees half a pack; a failure leaves
 // nothing behind, not even the temp file.
+import { reportActivity } from "../../base/activity.ts";
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { throwIfAborted } from "../../base/errors.ts";
@@ -111,6 +112,9 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
   };
   let held = 0;
   let resolved = 0;
+  let deltas = kidList.length;
+  for (const kids of refKids.values()) deltas += kids.length;
+  reportActivity({ phase: "resolving deltas", done: 0, total: deltas });
   const stack: Frame[] = [];
   /** A frame's object, rebuilt from the nearest frame below it that still holds its own. */
   const dataOf = (k: number): Buffer => {
@@ -146,7 +150,10 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
       }
       const k = f.kids[f.next++] as number;
       if (e.named[k]) continue;
-      if (++resolved % 256 === 0) throwIfAborted(signal);
+      if (++resolved % 256 === 0) {
+        throwIfAborted(signal);
+        reportActivity({ phase: "resolving deltas", done: resolved, total: deltas });
+      }
       if (f.depth + 1 > limits.maxDeltaDepth) throw limitError("maxDeltaDepth", `the pack holds a delta chain longer than ${limits.maxDeltaDepth}`, limits.maxDeltaDepth);
       const base = dataOf(top);
       const delta = file.inflate(k);
@@ -185,6 +192,7 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
     walk({ idx: -1, oid, type: base.type, depth: 0, data: base.data, kids: kidsOf(-1, oid), next: 0 });
   }
   for (let i = 0; i < e.n; i++) if (!e.named[i]) throw new BadPack(`the delta at offset ${e.offset[i]} has a base neither in the pack nor here`);
+  reportActivity({ phase: "resolving deltas", done: deltas, total: deltas });
   return external;
 }
 

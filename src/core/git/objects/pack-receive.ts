@@ -3,6 +3,7 @@
 // memory: its header, its extent (inflated once, its declared size checked
 // against what inflates), its CRC and, for a whole object, its name. The
 // checksum is verified at the trailer and nothing is accepted after it.
+import { reportActivity } from "../../base/activity.ts";
 import { writeSync } from "node:fs";
 import { createInflate } from "node:zlib";
 import { ByteWindow } from "../../base/byte-window.ts";
@@ -173,7 +174,10 @@ export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, 
   rx.consume(12);
   e.reserve(count);
   for (let n = 0; n < count; n++) {
-    if (n % 256 === 0) throwIfAborted(signal);
+    if (n % 256 === 0) {
+      throwIfAborted(signal);
+      reportActivity({ phase: "receiving", done: n, total: count });
+    }
     let h: Header | null;
     for (;;) {
       v = rx.view();
@@ -237,6 +241,7 @@ export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, 
     got = "more"; // dropped before collecting: a large object is handed back before the next one is inflated
     if (!keep) gc.add(size + PER_OBJECT_GARBAGE);
   }
+  reportActivity({ phase: "receiving", done: count, total: count });
   const end = rx.view().pos;
   if (!(await rx.need(20))) throw new BadPack(`it ends after its last object, without its checksum`);
   v = rx.view();

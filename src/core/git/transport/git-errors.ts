@@ -1,8 +1,15 @@
 // One-sentence pack_op errors for every way a git operation can fail.
-import { CancelledError, GrexError, errnoCode, packOpError } from "../../base/errors.ts";
+import { CancelledError, GrexError, errnoCode, packOpError, runtimeWords } from "../../base/errors.ts";
 import { displayUrl } from "./url.ts";
 
-const firstLine = (s: string) => (s.split("\n")[0] ?? s).trim().replace(/\.$/, "");
+const firstLine = runtimeWords;
+
+/** The peer hung up (reset or closed) rather than failing in words of its own. */
+export function isConnectionDrop(err: unknown): boolean {
+  const code = errnoCode(err) ?? (err instanceof Error ? err.name : undefined);
+  if (code === "ECONNRESET" || code === "ConnectionClosed" || code === "EPIPE" || code === "UND_ERR_SOCKET") return true;
+  return err instanceof Error && /connection was closed unexpectedly|socket hang up/i.test(err.message);
+}
 
 export const refNotFound = (ref: string, url: string) =>
   packOpError(`ref '${ref}' not found in ${url}; check the tag or branch name.`, { ref, url });

@@ -3,9 +3,11 @@
 // http.lowSpeedLimit/lowSpeedTime), a byte cap on the body, and any
 // Content-Encoding decoded here (never transparently by fetch) so that the cap
 // counts decoded bytes. Whichever limit fires, the error names it.
-import { CancelledError, GrexError, packOpError } from "../../base/errors.ts";
+import { reportActivity } from "../../base/activity.ts";
+import { CancelledError, GrexError, packOpError, runtimeWords } from "../../base/errors.ts";
 import { limitError, showBytes, type TransferLimits } from "../objects/limits.ts";
 import { displayUrl } from "./url.ts";
+import { isConnectionDrop } from "./git-errors.ts";
 
 /** The body of a response, chunk by chunk; null at its end. */
 export interface BodyReader {
@@ -137,8 +139,11 @@ export async function openTransfer(
       } catch (err) {
         await finish();
         if (fired) throw fired;
-        const msg = err instanceof Error ? err.message : String(err);
-        throw packOpError(`the ${opts.what} from ${shown} could not be read (${msg.split("\n")[0]}); check the server, or retry.`, { url: shown });
+        if (isConnectionDrop(err)) {
+          throw packOpError(`the server at ${shown} closed the connection after ${showBytes(bytes)} of the ${opts.what}; retry, and if it keeps happening check the server or use an ssh URL.`, { url: shown, bytes });
+        }
+        const msg = runtimeWords(err instanceof Error ? err.message : String(err));
+        throw packOpError(`the ${opts.what} from ${shown} could not be read (${msg}); check the server, or retry.`, { url: shown });
       }
       if (r.done) {
         done = true;
@@ -146,6 +151,7 @@ export async function openTransfer(
         return null;
       }
       bytes += r.value.length;
+      if (opts.what === "pack") reportActivity({ phase: "receiving", bytes });
       if (bytes > opts.cap) {
         const err = limitError(opts.capKey, `the ${opts.what} from ${shown} is larger than ${showBytes(opts.cap)}`, opts.cap);
         await finish();

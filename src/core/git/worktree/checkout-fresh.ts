@@ -3,6 +3,7 @@
 // gitattributes conversion, and an index that records them with their stat
 // data and the commit's cache-tree. Updates of an existing checkout are
 // checkout-diff.ts's.
+import { reportActivity } from "../../base/activity.ts";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError } from "../../base/errors.ts";
@@ -96,6 +97,7 @@ export async function checkoutFresh(dir: string, gitdir: string, oid: string): P
     const results = await Promise.allSettled(files.slice(i, i + 128).map(writeOne));
     const failed = results.find((r) => r.status === "rejected");
     if (failed) throw failed.reason;
+    reportActivity({ phase: "checking out", done: Math.min(i + 128, files.length), total: files.length });
   }
   // Files written in the same clock tick as the index stay "racy" (re-hashed by
   // every status check, as git does) until the index is next rewritten.
