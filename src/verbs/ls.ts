@@ -24,6 +24,8 @@ function buildResult() {
     installed_at: v.nullable(v.string()),
     depth: v.number(),
     parent: v.nullable(v.string()),
+    /** Its tags (a child carries its top-level pack's), sorted. */
+    tags: v.array(v.string()),
     // With `long` only: why the pack's pack.yaml cannot be read (null when it can).
     error: v.optional(v.nullable(v.object({ kind: v.string(), file: v.nullable(v.string()), field: v.nullable(v.string()), reason: v.string() }))),
   });
@@ -99,6 +101,7 @@ export const lsVerb = defineVerb({
         installed_at: p.lock?.installed_at ?? null,
         depth: p.depth,
         parent: p.parent,
+        tags: p.tags as string[],
       });
     }
     return { packs };
@@ -126,11 +129,12 @@ export const lsVerb = defineVerb({
       const indent = params.tree ? "  ".repeat(p.depth) : "";
       const branch = params.tree && p.depth > 0 ? (style.plain ? "- " : "└ ") : "";
       const id = `${indent}${branch}${c.bold(p.id)}`;
-      if (!params.long) return [id, type(p)];
+      const tags = p.tags.length > 0 ? c.dim(p.tags.map((t) => `#${t}`).join(" ")) : "";
+      if (!params.long) return tags ? [id, type(p), tags] : [id, type(p)];
       const sha = p.sha ? p.sha.slice(0, 12) : "-";
-      return [id, type(p), p.url, p.ref ?? "HEAD", sha, p.installed_at ?? "never", ...(p.error ? [c.red(`invalid: ${p.error.reason}`)] : [])];
+      return [id, type(p), p.url, p.ref ?? "HEAD", sha, p.installed_at ?? "never", p.tags.join(",") || "-", ...(p.error ? [c.red(`invalid: ${p.error.reason}`)] : [])];
     });
-    const header = params.long ? [["ID", "TYPE", "URL", "REF", "SHA", "INSTALLED"].map(c.dim)] : [];
+    const header = params.long ? [["ID", "TYPE", "URL", "REF", "SHA", "INSTALLED", "TAGS"].map(c.dim)] : [];
     return table([...header, ...rows]);
   },
 });

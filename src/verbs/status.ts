@@ -47,6 +47,8 @@ function buildResult() {
     missing_filters: v.array(v.string()),
     submodules_moved: v.array(v.object({ path: v.string(), recorded: v.string(), head: v.nullable(v.string()) })),
     error: v.nullable(v.object({ kind: v.string(), file: v.nullable(v.string()), field: v.nullable(v.string()), reason: v.string() })),
+    /** Its tags (a child carries its top-level pack's), sorted. */
+    tags: v.array(v.string()),
   });
   return v.object({ packs: v.array(Row) });
 }
@@ -149,7 +151,7 @@ export const statusVerb = defineVerb({
     const rows = await Promise.all(
       picked.map(async (n) => {
         try {
-          const row = await inspectPack(view.ws, n, { ...childFacts(view.packs, n), staleMs, interrupted: view.interrupted.has(n.id), reads });
+          const row = { ...(await inspectPack(view.ws, n, { ...childFacts(view.packs, n), staleMs, interrupted: view.interrupted.has(n.id), reads })), tags: n.tags as string[] };
           ctx.debug(1, `${n.id}: ${row.drift}; HEAD ${row.branch ?? "detached"}, at the recorded commit: ${row.sha_match}, setup unchanged: ${row.actions_hash_match}, dirty: ${row.dirty}, installed: ${n.lock?.installed_at || "never"}`);
           return row;
         } catch (err) {
@@ -157,7 +159,7 @@ export const statusVerb = defineVerb({
           const e = toGrexError(err);
           if (e.kind === "cancelled") throw e;
           const { invalidStatus } = await import("../core/sync/pack-status.ts");
-          return invalidStatus(n, e);
+          return { ...invalidStatus(n, e), tags: n.tags as string[] };
         }
       }),
     );
