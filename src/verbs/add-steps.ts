@@ -96,7 +96,6 @@ function addRun(spec: AddSpec, entry: Awaited<ReturnType<typeof entryFor>>["entr
     mode: "sync",
     ids: [spec.id],
     only: [],
-    filter: undefined,
     ref: null,
     force: false,
     failFast: true,

@@ -3,7 +3,7 @@ import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { BUILTIN_PACK_TYPES } from "../core/base/registry.ts";
 import { GrexError, toGrexError } from "../core/base/errors.ts";
-import { parseFilter } from "../core/base/filter.ts";
+import { parseFilters } from "../core/base/filter.ts";
 import { loadWorkspaceView } from "../core/workspace/packs.ts";
 import { filterParam } from "./common.ts";
 import { paint } from "./render-style.ts";
@@ -83,13 +83,17 @@ export const lsVerb = defineVerb({
   },
   async run(ctx, params) {
     const view = await loadWorkspaceView(ctx.workspace(), ctx.warn);
-    const keep = params.filter === undefined ? undefined : parseFilter(params.filter);
+    // Static filters are decided here without loading anything; state terms read work trees (select.ts).
+    const sel = parseFilters(params.filter);
+    if (!sel.all) sel.check(view.packs);
+    const keep = sel.all ? undefined : sel.needsFacts ? new Set((await (await import("./select.ts")).selectPacks(ctx, view, view.packs, params.filter)).packs) : undefined;
+    const staticKeep = sel.all || sel.needsFacts ? undefined : sel;
     const type = params.type;
     // One plain loop: on a large workspace this runs once per pack in cold code.
     const packs = [];
     const invalid = params.long ? await unreadablePacks(view.packs) : undefined;
     for (const p of view.packs) {
-      if ((type !== undefined && p.type !== type) || (keep !== undefined && !keep(p))) continue;
+      if ((type !== undefined && p.type !== type) || (keep !== undefined && !keep.has(p)) || (staticKeep !== undefined && !staticKeep.matches(p))) continue;
       packs.push({
         ...(invalid ? { error: invalid.get(p.id) ?? null } : {}),
         id: p.id,

@@ -80,6 +80,7 @@ export const updateVerb = defineVerb({
         }
       }
       const { runSync } = await import("../core/sync/engine.ts"); // lazy: `ls` and `--help` never load the engine
+      const selected = await (await import("./select.ts")).selectedTopLevel(ctx, p.filter);
       // Known as each pack completes (its result alone decides it), so streamed rows say it too.
       const unpinned = (r: { id: string; result: string }) =>
         p.ref !== undefined && !p.dry_run && p.ids.includes(r.id) && r.result !== "ok";
@@ -91,7 +92,7 @@ export const updateVerb = defineVerb({
           mode: "update",
           ids: p.ids,
           only: [],
-          filter: p.filter,
+          selected,
           ref: p.ref ?? null,
           force: p.force,
           failFast: false,
