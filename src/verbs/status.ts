@@ -14,6 +14,7 @@ import { capScheduler } from "../core/locks/scheduler.ts";
 import { dryRunParam, filterParam, parallelParam } from "./common.ts";
 import { paint } from "./render-style.ts";
 import { table } from "./render-table.ts";
+import { ageOf } from "../core/base/age.ts";
 import { defineVerb, READS_ONLY, type VerbContext } from "./types.ts";
 
 const UNITS: Record<string, number> = { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3, w: 7 * 86400e3 };
@@ -49,8 +50,16 @@ function buildResult() {
     error: v.nullable(v.object({ kind: v.string(), file: v.nullable(v.string()), field: v.nullable(v.string()), reason: v.string() })),
     /** Its tags (a child carries its top-level pack's), sorted. */
     tags: v.array(v.string()),
+    /** Paths git status would list, by kind (0 for a clean pack; null when not on disk or unreadable). */
+    staged: v.nullable(v.number()),
+    unstaged: v.nullable(v.number()),
+    untracked: v.nullable(v.number()),
+    /** HEAD's commit (with `long`; null otherwise or when it cannot be read). */
+    last_commit: v.nullable(v.object({ sha: v.string(), date: v.string(), subject: v.string() })),
   });
-  return v.object({ packs: v.array(Row) });
+  // Every selected pack counted by state (also with `changed`, which leaves clean packs out of `packs`).
+  const Summary = v.object({ total: v.number(), states: v.record(v.string(), v.number()) });
+  return v.object({ packs: v.array(Row), summary: Summary });
 }
 
 /** Refresh origin's tracking refs of every pack on disk, in parallel under the scheduler; failures become warnings. */
@@ -76,7 +85,6 @@ async function fetchAll(ctx: VerbContext, packs: PackNode[], parallel: number | 
 function describe(x: PackStatus): string {
   if (x.error) return x.error.reason;
   const parts: string[] = [];
-  if (x.branch !== null) parts.push(x.ahead === null ? x.branch : `${x.branch} +${x.ahead}/-${x.behind}`);
   if (x.drift === "not-installed" && x.install_error) parts.push(x.install_error);
   if (x.drift === "off-branch" && x.off_branch) parts.push(x.off_branch);
   for (const d of x.setup_drift) parts.push(`${d.action} ${d.path}: ${d.differs}`);
@@ -92,6 +100,29 @@ function staticOnly(filter: string | string[] | undefined): string | string[] | 
   // Each expression without its state terms (an expression of state terms only selects everything statically).
   const exprs = [filter ?? []].flat().map((e) => e.split(/,(?![^{]*\})/).filter((t) => !parseFilters(t).needsFacts).join(",") || "**");
   return exprs;
+}
+
+/** Paths in the order people read a tree: segment by segment (`a`, `a/b`, `a-b`), so a pack's children follow it. */
+function comparePaths(a: string, b: string): number {
+  const x = a.split("/");
+  const y = b.split("/");
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    if (x[i] !== y[i]) return (x[i] as string) < (y[i] as string) ? -1 : 1;
+  }
+  return x.length - y.length;
+}
+
+/** Counts by state, clean first, then in the order of the state table. */
+function orderStates(states: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const s of ["clean", ...PACK_STATES.filter((x) => x !== "clean"), ...Object.keys(states)]) if (states[s] !== undefined) out[s] = states[s];
+  return out;
+}
+
+/** "20 packs: 15 clean, 3 dirty, 2 behind". */
+export function summaryLine(summary: { total: number; states: Record<string, number> }): string {
+  const parts = Object.entries(summary.states).map(([state, n]) => `${n} ${state}`);
+  return `${summary.total} pack${summary.total === 1 ? "" : "s"}: ${parts.join(", ")}`;
 }
 
 /** Which packs the ids name: each id and everything under it; an unknown id is a usage error with a suggestion. */
@@ -123,6 +154,11 @@ export const statusVerb = defineVerb({
       v.optional(v.boolean(), false),
       "true: fetch every pack from origin first (network; updates remote-tracking refs only, never the checkout) so ahead/behind are current. Default false: as of the last fetch.",
     ),
+    changed: desc(
+      v.optional(v.boolean(), false),
+      "true: list only packs that are not clean (summary still counts every selected pack). Default false.",
+    ),
+    long: desc(v.optional(v.boolean(), false), "true: also read each pack's last commit (last_commit: short sha, date, subject). Default false: last_commit is null."),
     filter: filterParam,
     parallel: parallelParam,
     dry_run: dryRunParam,
@@ -136,7 +172,7 @@ export const statusVerb = defineVerb({
   mcp: true,
   // --dry-run only changes what --fetch does on the CLI; a read-only tool offers none.
   cliOnly: ["dry_run"],
-  examples: ["grex status", "grex status dotfiles --fail-on-drift", "grex status --stale-after 7d --json"],
+  examples: ["grex status --changed", "grex status --filter 'tag=frontend,dirty' --long", "grex status dotfiles --fail-on-drift"],
   cli: {
     args: "[...ids]",
     positionals: ["...ids"],
@@ -144,6 +180,8 @@ export const statusVerb = defineVerb({
       { flag: "--stale-after <dur>", description: "Also call packs installed longer ago than this setup-changed (e.g. 7d)" },
       { flag: "--fail-on-drift", description: "Exit 7 when any pack is not clean" },
       { flag: "--fetch", description: "Fetch every pack first (in parallel) so behind/ahead are current" },
+      { flag: "-q, --changed", description: "Only packs that are not clean (the summary counts all)" },
+      { flag: "--long", description: "Also show each pack's last commit: short sha, age, subject" },
     ],
   },
   async run(ctx, p, signal) {
@@ -162,14 +200,23 @@ export const statusVerb = defineVerb({
       await fetchAll(ctx, picked, p.parallel, signal);
       if (staticOnly(p.filter) !== p.filter) picked = (await selectPacks(ctx, view, picked, p.filter, extras)).packs;
     }
+    const { workTreeGitdir, readHeadSync } = await import("../core/git/backend.ts");
     const rows = await Promise.all(
       picked.map(async (n) => {
         const row = (p.fetch ? undefined : selected.rows.get(n.id)) ?? (await statusRow(ctx, view, n, extras));
         ctx.debug(1, `${n.id}: ${row.drift}; HEAD ${row.branch ?? "detached"}, at the recorded commit: ${row.sha_match}, setup unchanged: ${row.actions_hash_match}, dirty: ${row.dirty}, installed: ${n.lock?.installed_at || "never"}`);
-        return { ...row, tags: n.tags as string[] };
+        const gitdir = row.on_disk && row.error === null ? workTreeGitdir(n.dir) : null;
+        // Counts cost a second look at the work tree: only for packs the dirty check found dirty.
+        const counts = gitdir === null ? null : row.dirty ? await (await import("../core/git/worktree/change-counts.ts")).countChanges(n.dir, gitdir) : { staged: 0, unstaged: 0, untracked: 0 };
+        const head = p.long && gitdir !== null ? readHeadSync(n.dir) : null;
+        const last = head ? (await import("../core/git/last-commit.ts")).lastCommit(gitdir as string, head.sha) : null;
+        return { ...row, tags: n.tags as string[], staged: counts?.staged ?? null, unstaged: counts?.unstaged ?? null, untracked: counts?.untracked ?? null, last_commit: last };
       }),
     );
-    return { packs: rows };
+    rows.sort((a, b) => comparePaths(a.path, b.path));
+    const states: Record<string, number> = {};
+    for (const r of rows) states[r.drift] = (states[r.drift] ?? 0) + 1;
+    return { packs: p.changed ? rows.filter((r) => r.drift !== "clean") : rows, summary: { total: rows.length, states: orderStates(states) } };
   },
   failure(r, p) {
     const invalid = r.packs.filter((x) => x.error !== null);
@@ -188,18 +235,22 @@ export const statusVerb = defineVerb({
     return new GrexError("drift", `${drifted.length} pack(s) drifted (first: ${drifted[0]?.id} is ${drifted[0]?.drift}); see grex status for what to run.`);
   },
   render(r, p, style) {
-    if (r.packs.length === 0) {
+    if (r.summary.total === 0) {
       return p.filter !== undefined
         ? "No registered pack matches the filter; run `grex status` without it to see them all."
         : "No packs registered; add one with `grex add <url>`.";
     }
     const c = paint(style.color);
     const colour = (state: string) => (state === "clean" ? c.green : state === "missing" || state === "diverged" || state === "invalid" ? c.red : c.yellow)(state);
-    return table(
-      r.packs.map((x) => {
-        const extra = describe(x);
-        return [`${"  ".repeat(x.depth)}${c.bold(x.id)}`, colour(String(x.drift)), ...(extra ? [c.dim(extra)] : [])];
-      }),
-    );
+    const up = style.plain ? "+" : "↑";
+    const down = style.plain ? "-" : "↓";
+    const rows = r.packs.map((x) => {
+      const track = x.branch === null ? (x.on_disk && x.error === null ? "(detached)" : "") : [x.branch, x.ahead ? `${up}${x.ahead}` : "", x.behind ? `${down}${x.behind}` : ""].filter(Boolean).join(" ");
+      const files = [x.staged ? `${x.staged} staged` : "", x.unstaged ? `${x.unstaged} unstaged` : "", x.untracked ? `${x.untracked} untracked` : ""].filter(Boolean).join(", ");
+      const last = p.long ? (x.last_commit ? `${c.cyan(x.last_commit.sha.slice(0, 7))} ${x.last_commit.date ? `${ageOf(x.last_commit.date)}  ` : ""}${x.last_commit.subject}` : "") : undefined;
+      const extra = [x.tags.map((t) => `#${t}`).join(" "), describe(x)].filter(Boolean).join("  ");
+      return [`${"  ".repeat(x.depth)}${c.bold(x.id)}`, colour(String(x.drift)), track, files, ...(last === undefined ? [] : [last]), c.dim(extra)];
+    });
+    return [...(rows.length > 0 ? [table(rows)] : []), summaryLine(r.summary)].join("\n");
   },
 });
