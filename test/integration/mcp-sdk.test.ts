@@ -140,6 +140,16 @@ describe("tools/call", () => {
     }
   });
 
+  test("the path rule over MCP: add inside another pack's work tree is refused with the CLI's sentence; nothing is cloned there", async () => {
+    const url = join(tw.upstream, "child-a");
+    const r = await call("add", { url, path: "meta-basic/evil" });
+    expect(r.isError).toBe(true);
+    expect(r.content[0]?.text).toContain("it lies inside pack 'meta-basic'");
+    const cli = await tw.grex("add", url, "meta-basic/evil");
+    expect(cli.code).toBe(2);
+    expect(cli.stderr).toContain("it lies inside pack 'meta-basic'");
+  });
+
   test("a failed operation is an isError result that the SDK accepts against the output schema", async () => {
     const r = await call("add", { url: join(tw.root, "no-such-repo") });
     expect(r.isError).toBe(true);
