@@ -138,7 +138,7 @@ function selectIds(packs: readonly PackNode[], ids: readonly string[], manifestP
 export const statusVerb = defineVerb({
   name: "status",
   description:
-    "Report every pack's state (children included), or only the packs the optional ids name (with their children): invalid (its pack.yaml or state file cannot be read; error names file, field, reason), clean, dirty, missing, not-installed (with install_error), setup-changed, setup-drift (with setup_drift: action, path, what differs), behind, ahead, diverged or off-branch, plus branch and ahead/behind against origin. fetch: refresh remote-tracking refs first. Changes no pack.",
+    "Report every pack's state (children included), or only the packs the optional ids name (with their children): invalid (its pack.yaml or state file cannot be read; error names file, field, reason), clean, dirty, missing, not-installed (with install_error), setup-changed, setup-drift (with setup_drift: action, path, what differs), behind, ahead, diverged or off-branch, plus branch and ahead/behind against origin, staged/unstaged/untracked counts and tags; rows sorted by path; summary counts every selected pack by state. changed: only packs that are not clean. long: also each pack's last commit. fetch: refresh remote-tracking refs first. Changes no pack.",
   params: v.strictObject({
     ids: desc(
       v.optional(v.array(v.string()), []),
