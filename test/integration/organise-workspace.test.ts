@@ -109,3 +109,13 @@ test("a state filter that matches nothing is an empty selection: exit 0, one not
   const exec = await t.grex("exec", "--filter", "behind", "--json", "--", "git", "rev-parse", "--abbrev-ref", "HEAD");
   expect((exec.json.results as Array<{ pack: string }>).map((x) => x.pack)).toEqual(["services/auth", "tools/lint"]);
 });
+
+test("sync selects with the same grammar: --filter behind brings exactly the 2 behind packs level (runs last: it changes the workspace)", async () => {
+  const r = await t.grex("sync", "--filter", "behind", "--json");
+  expect(r.code).toBe(0);
+  expect((r.json.packs as Array<{ id: string; result: string }>).map((p) => [p.id, p.result]).sort()).toEqual([
+    ["services/auth", "ok"],
+    ["tools/lint", "ok"],
+  ]);
+  expect(((await t.grex("status", "--json")).json as { summary: unknown }).summary).toEqual({ total: 20, states: { clean: 17, dirty: 3 } });
+});
