@@ -6,9 +6,10 @@ import { desc } from "./describe.ts";
 import { GrexError, usageError } from "../core/base/errors.ts";
 import { tryAcquireWorkspaceLock } from "../core/locks/locks.ts";
 import { readManifest } from "../core/workspace/manifest.ts";
+import { normaliseTags } from "../core/workspace/manifest-fold.ts";
 import { BUILTIN_PACK_TYPES, isKnownPackType, packTypeChoices } from "../core/base/registry.ts";
-import { defaultPathFromUrl, isBareName } from "../core/base/naming.ts";
-import { dryRunParam } from "./common.ts";
+import { defaultPathFromUrl, overlapReason, packPathOverlap, packPathProblem } from "../core/base/naming.ts";
+import { dryRunParam, tagList } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { StepSchema } from "./sync-shared.ts";
 import { stepLines, type StepLike } from "./render-steps.ts";
@@ -32,6 +33,8 @@ const Result = v.object({
   steps: v.array(StepSchema),
   /** An existing clone of the same URL (left by an interrupted add) was taken over instead of cloning. */
   adopted: v.boolean(),
+  /** The pack's tags (add --tag), sorted. */
+  tags: v.array(v.string()),
 });
 
 export const addVerb = defineVerb({
@@ -61,6 +64,7 @@ export const addVerb = defineVerb({
       v.optional(v.boolean(), false),
       "true: also clone the repository's git submodules at the commits it records, and keep them there on every later sync (recorded as submodule.recurse in the pack's git config). Default false: submodules stay empty directories, as after a plain git clone.",
     ),
+    tag: tagList("Tags for the pack, to select it later with filter 'tag=<t>', e.g. [\"frontend\"] (letters, digits, '.', '_', '-'). Default []: none. Change them with update's tag/untag."),
     dry_run: dryRunParam,
     ...allowOutsideHomeEntry,
   }),
@@ -72,7 +76,7 @@ export const addVerb = defineVerb({
   cliOnly: [ALLOW_OUTSIDE_HOME],
   examples: [
     "grex add https://github.com/you/dotfiles",
-    "grex add git@github.com:you/tools.git tools/mine --ref v1.2.0",
+    "grex add https://github.com/you/web.git apps/web --tag frontend --tag team-a",
     "grex add ../local-repo vendor/local --no-install",
   ],
   cli: {
@@ -82,6 +86,7 @@ export const addVerb = defineVerb({
       { flag: "--type <type>", description: "Pack type when the repo has no pack.yaml (meta, declarative, scripted)" },
       { flag: "--ref <ref>", description: "Pin a branch, tag or commit sha (default: the remote HEAD)" },
       { flag: "--no-install", description: "Clone and register only; do not run the pack's setup" },
+      { flag: "--tag <tag>", description: "Tag the pack, to select it with --filter tag=<tag> (repeatable)", repeatable: true },
       { flag: "--recurse-submodules", description: "Also clone the repository's git submodules (and keep them at the recorded commits on every sync)" },
       allowOutsideHomeFlag,
     ],
@@ -92,14 +97,13 @@ export const addVerb = defineVerb({
     // A relative local path is stored absolute so the manifest works from anywhere.
     const url = transportOf(p.url) === "local" && !p.url.startsWith("file://") ? resolve(ctx.cwd, p.url) : p.url;
     const path = p.path ?? defaultPathFor(url);
-    if (!isBareName(path)) {
-      // Packs live directly in the workspace under a bare name: say which name would do.
-      const name = path.split(/[/\\]/).filter(isBareName).pop();
+    const problem = packPathProblem(path);
+    if (problem !== null) {
       const way =
         p.path === undefined
-          ? `the URL does not end in one, so name it: \`grex add ${p.url} <name>\``
-          : `packs live directly in the workspace, so use a name${name ? ` such as '${name}'` : ""}`;
-      throw usageError(`Pack path '${path}' must be a bare directory name (letters, digits, '.', '_', '-'); ${way}.`, { field: "path" });
+          ? `the URL does not end in a usable name, so give the path: \`grex add ${p.url} <path>\``
+          : "use directory names of letters, digits, '.', '_' and '-' joined by '/', such as 'tools/mine'";
+      throw usageError(`Pack path '${path}' is not a workspace-relative path (${problem}); ${way}.`, { field: "path" });
     }
     if (p.type !== undefined && !isKnownPackType(p.type)) {
       throw new GrexError("plugin", `Unknown pack type '${p.type}'; use ${packTypeChoices()}.`, { field: "type" });
@@ -112,6 +116,11 @@ export const addVerb = defineVerb({
           field: "path",
         });
       }
+      const overlap = packPathOverlap(path, [...state.values()].map((e) => e.path));
+      if (overlap !== null) throw usageError(`Pack path '${path}' cannot be used: ${overlapReason(path, overlap)}; choose a path outside it.`, { field: "path" });
+      const { plainParentsProblem } = await import("../core/fs/pack-parents.ts");
+      const parents = plainParentsProblem(ws.root, path);
+      if (parents !== null) throw usageError(`Pack path '${path}' cannot be used: ${parents}.`, { field: "path" });
       const dir = join(ws.root, path);
       const adopted = existsSync(dir) && (await adoptable(dir, url));
       if (existsSync(dir) && !adopted) {
@@ -120,11 +129,12 @@ export const addVerb = defineVerb({
           { field: "path" },
         );
       }
-      const spec = { ws, id: path, url, ref: p.ref ?? null, type: p.type, install: p.install, allowOutsideHome: allowsOutsideHome(ctx, p), recurseSubmodules: p.recurse_submodules };
+      const tags = normaliseTags(p.tag);
+      const spec = { ws, id: path, url, ref: p.ref ?? null, tags, type: p.type, install: p.install, allowOutsideHome: allowsOutsideHome(ctx, p), recurseSubmodules: p.recurse_submodules };
       // Lazy: `ls` and `--help` never load the sync engine the add steps use.
       const { addAllOrNothing, planAdd } = await import("./add-steps.ts");
-      if (p.dry_run) return { ...(await planAdd(ctx, spec, signal, progress)), adopted };
-      return { ...(await addAllOrNothing(ctx, { ...spec, dir, adopted }, signal, progress)), adopted };
+      if (p.dry_run) return { ...(await planAdd(ctx, spec, signal, progress)), adopted, tags };
+      return { ...(await addAllOrNothing(ctx, { ...spec, dir, adopted }, signal, progress)), adopted, tags };
     } finally {
       lock?.release();
     }
@@ -139,6 +149,7 @@ export const addVerb = defineVerb({
         : `added ${r.id}${type} at ${r.sha?.slice(0, 12)}${r.installed ? ", installed" : ", not installed (run grex sync to install)"}${r.adopted ? " (took over the existing clone)" : ""}`,
     );
     if (r.children.length > 0) lines.push(`  children: ${r.children.join(", ")}`);
+    if (r.tags.length > 0) lines.push(`  tags: ${r.tags.join(", ")}`);
     return lines.join("\n");
   },
 });

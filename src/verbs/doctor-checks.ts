@@ -3,7 +3,7 @@
 // adds findings. `diagnose` reads the files once and runs every entry in
 // order; doctor.ts owns the verb (fixes, compaction, rendering).
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { toGrexError } from "../core/base/errors.ts";
 import type { PackManifest } from "../core/pack/schema.ts";
 import { inspectLocks } from "../core/locks/locks.ts";
@@ -169,7 +169,7 @@ const team: CheckStep = (r) => teamFindings(r.ws, r.events, r.add);
 /** orphans: lock entries without a live pack, leftovers of rm and killed clones, git dirs nobody registered. */
 async function orphans(r: DoctorRun): Promise<void> {
   for (const id of r.lock.keys()) {
-    if (!r.state.has(id.split("/")[0] as string)) r.add("orphans", "warning", id, `lockfile entry '${id}' has no registered pack`, true);
+    if (!ownedByRegistered(id, r.state)) r.add("orphans", "warning", id, `lockfile entry '${id}' has no registered pack`, true);
   }
   for (const left of r.rt.trashLeftovers(r.ws)) {
     r.add("orphans", "warning", null, `${join(r.rt.trashDir(r.ws), left)} was left by an interrupted grex rm; grex doctor --fix (or the next rm) deletes it`, true);
@@ -249,11 +249,19 @@ function lintPack(name: string, dir: string, actions: number, add: (c: Check, s:
   if (actions > 50) add("pack-schema", "warning", name, `pack '${name}' declares ${actions} actions; split it into child packs`);
 }
 
-/** Hidden `.<name>.grex-clone-*` folders a killed clone left, in the workspace root and in every pack (children clone there). */
+/** A lockfile id is a registered pack's, or a child's inside one (a top-level id may itself hold `/`: `libs/core`). */
+export function ownedByRegistered(id: string, state: Map<string, unknown>): boolean {
+  if (state.has(id)) return true;
+  for (let cut = id.lastIndexOf("/"); cut > 0; cut = id.lastIndexOf("/", cut - 1)) if (state.has(id.slice(0, cut))) return true;
+  return false;
+}
+
+/** Hidden `.<name>.grex-clone-*` folders a killed clone left: beside every top-level pack (the root, or `libs/` for `libs/core`) and in every pack (children clone there). */
 export async function leftoverClones(ws: Workspace, state: Map<string, { path: string }>): Promise<string[]> {
   const { deadClones } = await import("../core/git/clone.ts");
   const out: string[] = [];
-  for (const parent of [ws.root, ...[...state.values()].map((p) => join(ws.root, p.path))]) {
+  const beside = [...state.values()].map((p) => dirname(join(ws.root, p.path)));
+  for (const parent of new Set([ws.root, ...beside, ...[...state.values()].map((p) => join(ws.root, p.path))])) {
     for (const name of deadClones(parent)) out.push(join(parent, name));
   }
   return out;

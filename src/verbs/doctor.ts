@@ -18,7 +18,7 @@ import { table } from "./render-table.ts";
 import { defineVerb, READS_ONLY } from "./types.ts";
 import { fixTeamFiles } from "./doctor-team.ts";
 import { doctorRuntime } from "./doctor-runtime.ts";
-import { DOCTOR_CHECKS, diagnose, type Finding, type Loaded, leftoverClones, manifestOrNull, type Severity } from "./doctor-checks.ts";
+import { DOCTOR_CHECKS, diagnose, type Finding, type Loaded, leftoverClones, manifestOrNull, ownedByRegistered, type Severity } from "./doctor-checks.ts";
 
 export { DOCTOR_CHECKS } from "./doctor-checks.ts";
 
@@ -102,7 +102,7 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
     const dropped = await withManifestLock(ws, undefined, () => {
       const state = readManifestLocked(ws, { warn: () => {} }).state;
       const lock = readLockfile(ws);
-      const keep = [...lock.values()].filter((e) => state.has(e.id.split("/")[0] as string));
+      const keep = [...lock.values()].filter((e) => ownedByRegistered(e.id, state));
       if (keep.length !== lock.size) writeLockfileLocked(ws, keep);
       return keep.length !== lock.size;
     });

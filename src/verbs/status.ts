@@ -4,7 +4,7 @@
 import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { GrexError, toGrexError, usageError } from "../core/base/errors.ts";
-import { parseFilter } from "../core/base/filter.ts";
+import { parseFilters } from "../core/base/filter.ts";
 import { unknownPackId } from "../core/base/pack-ids.ts";
 import { withBackendLock } from "../core/locks/locks.ts";
 import type { PackStatus } from "../core/sync/pack-status.ts";
@@ -14,6 +14,7 @@ import { capScheduler } from "../core/locks/scheduler.ts";
 import { dryRunParam, filterParam, parallelParam } from "./common.ts";
 import { paint } from "./render-style.ts";
 import { table } from "./render-table.ts";
+import { ageOf } from "../core/base/age.ts";
 import { defineVerb, READS_ONLY, type VerbContext } from "./types.ts";
 
 const UNITS: Record<string, number> = { s: 1e3, m: 60e3, h: 3600e3, d: 86400e3, w: 7 * 86400e3 };
@@ -57,8 +58,18 @@ function buildResult() {
     missing_filters: v.array(v.string()),
     submodules_moved: v.array(v.object({ path: v.string(), recorded: v.string(), head: v.nullable(v.string()) })),
     error: v.nullable(v.object({ kind: v.string(), file: v.nullable(v.string()), field: v.nullable(v.string()), reason: v.string() })),
+    /** Its tags (a child carries its top-level pack's), sorted. */
+    tags: v.array(v.string()),
+    /** Paths git status would list, by kind (0 for a clean pack; null when not on disk or unreadable). */
+    staged: v.nullable(v.number()),
+    unstaged: v.nullable(v.number()),
+    untracked: v.nullable(v.number()),
+    /** HEAD's commit (with `long`; null otherwise or when it cannot be read). */
+    last_commit: v.nullable(v.object({ sha: v.string(), date: v.string(), subject: v.string() })),
   });
-  return v.object({ packs: v.array(Row), warnings: v.array(v.string()) });
+  // Every selected pack counted by state (also with `changed`, which leaves clean packs out of `packs`).
+  const Summary = v.object({ total: v.number(), states: v.record(v.string(), v.number()) });
+  return v.object({ packs: v.array(Row), summary: Summary, warnings: v.array(v.string()) });
 }
 
 /** Refresh origin's tracking refs of every pack on disk, in parallel under the scheduler; failures become warnings. */
@@ -84,7 +95,6 @@ async function fetchAll(ctx: VerbContext, packs: PackNode[], parallel: number | 
 function describe(x: PackStatus): string {
   if (x.error) return x.error.reason;
   const parts: string[] = [];
-  if (x.branch !== null) parts.push(x.ahead === null ? x.branch : `${x.branch} +${x.ahead}/-${x.behind}`);
   if (x.drift === "not-installed" && x.install_error) parts.push(x.install_error);
   if (x.drift === "not-installed" && x.dirty) parts.push("has uncommitted changes");
   if (x.topic) parts.push(topicText(x.topic));
@@ -102,6 +112,40 @@ function topicText(t: NonNullable<PackStatus["topic"]>): string {
   return `topic on ${t.base ?? "a tag or commit"}${counts}; ${where}`;
 }
 
+/** The static part of a filter, when it has state terms (they are decided after a fetch); the filter itself otherwise. */
+function staticOnly(filter: string | string[] | undefined): string | string[] | undefined {
+  const sel = parseFilters(filter);
+  if (!sel.needsFacts) return filter;
+  // Each expression without its state terms (an expression of state terms only selects everything statically).
+  const exprs = [filter ?? []].flat().map((e) => e.split(/,(?![^{]*\})/).filter((t) => !parseFilters(t).needsFacts).join(",") || "**");
+  return exprs;
+}
+
+/** Paths in the order people read a tree: segment by segment (`a`, `a/b`, `a-b`), so a pack's children follow it. */
+function comparePaths(a: string, b: string): number {
+  // Character by character, with '/' ranking before every other character: the same order as comparing segment by segment.
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return x === 47 ? -1 : y === 47 ? 1 : x - y;
+  }
+  return a.length - b.length;
+}
+
+/** Counts by state, clean first, then in the order of the state table. */
+function orderStates(states: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const s of ["clean", ...PACK_STATES.filter((x) => x !== "clean"), ...Object.keys(states)]) if (states[s] !== undefined) out[s] = states[s];
+  return out;
+}
+
+/** "20 packs: 15 clean, 3 dirty, 2 behind". */
+export function summaryLine(summary: { total: number; states: Record<string, number> }): string {
+  const parts = Object.entries(summary.states).map(([state, n]) => `${n} ${state}`);
+  return `${summary.total} pack${summary.total === 1 ? "" : "s"}: ${parts.join(", ")}`;
+}
+
 /** Which packs the ids name: each id and everything under it; an unknown id is a usage error with a suggestion. */
 function selectIds(packs: readonly PackNode[], ids: readonly string[], manifestPath: string): (id: string) => boolean {
   if (ids.length === 0) return () => true;
@@ -113,7 +157,7 @@ function selectIds(packs: readonly PackNode[], ids: readonly string[], manifestP
 export const statusVerb = defineVerb({
   name: "status",
   description:
-    "Report every pack's state (children included), or only the packs the optional ids name (with their children): invalid (its pack.yaml or state file cannot be read; error names file, field, reason), clean, dirty, missing, not-installed (with install_error), setup-changed, setup-drift (with setup_drift: action, path, what differs), topic (on a local branch other than the tracked one: the user's work, not drift; topic gives branch, base, ahead/behind origin/<base>, upstream, pushed), behind, ahead, diverged or off-branch (a HEAD the user detached), plus branch and ahead/behind against origin; warnings names packs grex.lock.jsonl records at two commits. fetch: refresh remote-tracking refs first. Changes no pack.",
+    "Report every pack's state (children included), or only the packs the optional ids name (with their children): invalid (its pack.yaml or state file cannot be read; error names file, field, reason), clean, dirty, missing, not-installed (with install_error), setup-changed, setup-drift (with setup_drift: action, path, what differs), topic (on a local branch other than the tracked one: the user's work, not drift; topic gives branch, base, ahead/behind origin/<base>, upstream, pushed), behind, ahead, diverged or off-branch (a HEAD the user detached), plus branch and ahead/behind against origin, staged/unstaged/untracked counts and tags; rows sorted by path; summary counts every selected pack by state; warnings names packs grex.lock.jsonl records at two commits. changed: only packs that are not clean. long: also each pack's last commit. fetch: refresh remote-tracking refs first. Changes no pack.",
   params: v.strictObject({
     ids: desc(
       v.optional(v.array(v.string()), []),
@@ -131,6 +175,11 @@ export const statusVerb = defineVerb({
       v.optional(v.boolean(), false),
       "true: fetch every pack from origin first (network; updates remote-tracking refs only, never the checkout) so ahead/behind are current. Default false: as of the last fetch.",
     ),
+    changed: desc(
+      v.optional(v.boolean(), false),
+      "true: list only packs that are not clean (summary still counts every selected pack). Default false.",
+    ),
+    long: desc(v.optional(v.boolean(), false), "true: also read each pack's last commit (last_commit: short sha, date, subject). Default false: last_commit is null."),
     filter: filterParam,
     parallel: parallelParam,
     dry_run: dryRunParam,
@@ -144,7 +193,7 @@ export const statusVerb = defineVerb({
   mcp: true,
   // --dry-run only changes what --fetch does on the CLI; a read-only tool offers none.
   cliOnly: ["dry_run"],
-  examples: ["grex status", "grex status dotfiles --fail-on-drift", "grex status --stale-after 7d --json"],
+  examples: ["grex status --changed", "grex status --filter 'tag=frontend,dirty' --long", "grex status dotfiles --fail-on-drift"],
   cli: {
     args: "[...ids]",
     positionals: ["...ids"],
@@ -152,34 +201,43 @@ export const statusVerb = defineVerb({
       { flag: "--stale-after <dur>", description: "Also call packs installed longer ago than this setup-changed (e.g. 7d)" },
       { flag: "--fail-on-drift", description: "Exit 7 when any pack is not clean (a topic branch is not drift)" },
       { flag: "--fetch", description: "Fetch every pack first (in parallel) so behind/ahead are current" },
+      { flag: "-q, --changed", description: "Only packs that are not clean (the summary counts all)" },
+      { flag: "--long", description: "Also show each pack's last commit: short sha, age, subject" },
     ],
   },
   async run(ctx, p, signal) {
     const staleMs = p.stale_after === undefined ? null : parseDuration(p.stale_after);
     const view = await loadWorkspaceView(ctx.workspace(), ctx.warn);
-    const keep = parseFilter(p.filter);
     const chosen = selectIds(view.packs, p.ids, view.ws.manifestPath);
-    const picked = view.packs.filter((n) => keep(n) && chosen(n.id));
+    const reads = new Map<string, string | null>(); // one report: a file every pack's setup checks (~/.bashrc) is read once
+    const extras = { staleMs, reads };
+    const { selectPacks, statusRow } = await import("./select.ts");
+    // A fetch first would change what behind/ahead terms see: with --fetch, select on static terms, fetch, then decide.
+    const selected = await selectPacks(ctx, view, view.packs.filter((n) => chosen(n.id)), p.fetch && !p.dry_run ? staticOnly(p.filter) : p.filter, extras);
+    let picked = selected.packs;
     // A fetch writes remote-tracking refs: a dry run only says it would.
     if (p.fetch && p.dry_run) ctx.warn(`dry run: would fetch ${picked.length} pack(s) first; ahead/behind are as of the last fetch`);
-    else if (p.fetch) await fetchAll(ctx, picked, p.parallel, signal);
-    const { childFacts, inspectPack } = await import("../core/sync/pack-status.ts");
-    const reads = new Map<string, string | null>(); // one report: a file every pack's setup checks (~/.bashrc) is read once
+    else if (p.fetch) {
+      await fetchAll(ctx, picked, p.parallel, signal);
+      if (staticOnly(p.filter) !== p.filter) picked = (await selectPacks(ctx, view, picked, p.filter, extras)).packs;
+    }
+    const { workTreeGitdir, readHeadSync } = await import("../core/git/backend.ts");
     const rows = await Promise.all(
       picked.map(async (n) => {
-        try {
-          const row = await inspectPack(view.ws, n, { ...childFacts(view.packs, n), staleMs, interrupted: view.interrupted.has(n.id), reads });
-          ctx.debug(1, `${n.id}: ${row.drift}; HEAD ${row.branch ?? "detached"}, at the recorded commit: ${row.sha_match}, setup unchanged: ${row.actions_hash_match}, dirty: ${row.dirty}, installed: ${n.lock?.installed_at || "never"}`);
-          return row;
-        } catch (err) {
-          // One pack's unreadable pack.yaml or state file is its own row; the others are reported normally.
-          const e = toGrexError(err);
-          if (e.kind === "cancelled") throw e;
-          const { invalidStatus } = await import("../core/sync/pack-status.ts");
-          return invalidStatus(n, e);
-        }
+        const row = (p.fetch ? undefined : selected.rows.get(n.id)) ?? (await statusRow(ctx, view, n, extras));
+        ctx.debug(1, `${n.id}: ${row.drift}; HEAD ${row.branch ?? "detached"}, at the recorded commit: ${row.sha_match}, setup unchanged: ${row.actions_hash_match}, dirty: ${row.dirty}, installed: ${n.lock?.installed_at || "never"}`);
+        const gitdir = row.on_disk && row.error === null ? workTreeGitdir(n.dir) : null;
+        // Counts cost a second look at the work tree: only for packs the dirty check found dirty.
+        const counts = gitdir === null ? null : row.dirty ? await (await import("../core/git/worktree/change-counts.ts")).countChanges(n.dir, gitdir) : { staged: 0, unstaged: 0, untracked: 0 };
+        const head = p.long && gitdir !== null ? readHeadSync(n.dir) : null;
+        const last = head ? (await import("../core/git/last-commit.ts")).lastCommit(gitdir as string, head.sha) : null;
+        return { ...row, tags: n.tags as string[], staged: counts?.staged ?? null, unstaged: counts?.unstaged ?? null, untracked: counts?.untracked ?? null, last_commit: last };
       }),
     );
+    // Already in path order (the usual case: the manifest's order is often alphabetical) costs one pass.
+    if (rows.some((r, i) => i > 0 && comparePaths((rows[i - 1] as typeof r).path, r.path) > 0)) rows.sort((a, b) => comparePaths(a.path, b.path));
+    const states: Record<string, number> = {};
+    for (const r of rows) states[r.drift] = (states[r.drift] ?? 0) + 1;
     // A union merge that kept two branches' lines for one pack at different commits: sync --locked refuses it.
     const { lockConflicts } = await import("../core/workspace/lockfile.ts");
     const warnings: string[] = [];
@@ -188,7 +246,7 @@ export const statusVerb = defineVerb({
       warnings.push(w);
       ctx.warn(w);
     }
-    return { packs: rows, warnings };
+    return { packs: p.changed ? rows.filter((r) => r.drift !== "clean") : rows, summary: { total: rows.length, states: orderStates(states) }, warnings };
   },
   failure(r, p) {
     const invalid = r.packs.filter((x) => x.error !== null);
@@ -208,18 +266,22 @@ export const statusVerb = defineVerb({
     return new GrexError("drift", `${drifted.length} pack(s) drifted (first: ${drifted[0]?.id} is ${drifted[0]?.drift}); see grex status for what to run.`);
   },
   render(r, p, style) {
-    if (r.packs.length === 0) {
+    if (r.summary.total === 0) {
       return p.filter !== undefined
         ? "No registered pack matches the filter; run `grex status` without it to see them all."
         : "No packs registered; add one with `grex add <url>`.";
     }
     const c = paint(style.color);
     const colour = (state: string) => (state === "clean" ? c.green : state === "missing" || state === "diverged" || state === "invalid" ? c.red : c.yellow)(state);
-    return table(
-      r.packs.map((x) => {
-        const extra = describe(x);
-        return [`${"  ".repeat(x.depth)}${c.bold(x.id)}`, colour(String(x.drift)), ...(extra ? [c.dim(extra)] : [])];
-      }),
-    );
+    const up = style.plain ? "+" : "↑";
+    const down = style.plain ? "-" : "↓";
+    const rows = r.packs.map((x) => {
+      const track = x.branch === null ? (x.on_disk && x.error === null ? "(detached)" : "") : [x.branch, x.ahead ? `${up}${x.ahead}` : "", x.behind ? `${down}${x.behind}` : ""].filter(Boolean).join(" ");
+      const files = [x.staged ? `${x.staged} staged` : "", x.unstaged ? `${x.unstaged} unstaged` : "", x.untracked ? `${x.untracked} untracked` : ""].filter(Boolean).join(", ");
+      const last = p.long ? (x.last_commit ? `${c.cyan(x.last_commit.sha.slice(0, 7))} ${x.last_commit.date ? `${ageOf(x.last_commit.date)}  ` : ""}${x.last_commit.subject}` : "") : undefined;
+      const extra = [x.tags.map((t) => `#${t}`).join(" "), describe(x)].filter(Boolean).join("  ");
+      return [`${"  ".repeat(x.depth)}${c.bold(x.id)}`, colour(String(x.drift)), track, files, ...(last === undefined ? [] : [last]), c.dim(extra)];
+    });
+    return [...(rows.length > 0 ? [table(rows)] : []), summaryLine(r.summary)].join("\n");
   },
 });

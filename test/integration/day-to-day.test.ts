@@ -36,7 +36,7 @@ test("one bad pack.yaml: sync goes on with the others; status and doctor report 
   const status = await t.grex("status", "--json");
   expect(status.code).toBe(8); // the pack's own error: an unknown action
   const rows = status.json.packs as Array<{ id: string; drift: string; error: { kind: string; file: string; field: string; reason: string } | null }>;
-  expect(rows.map((r) => [r.id, r.drift])).toEqual([["dotfiles", "invalid"], ["tools", "clean"], ["notes", "clean"]]);
+  expect(rows.map((r) => [r.id, r.drift])).toEqual([["dotfiles", "invalid"], ["notes", "clean"], ["tools", "clean"]]);
   const bad = rows[0]?.error;
   expect(bad?.kind).toBe("plugin");
   expect(bad?.file).toBe(join(t.ws, "dotfiles", ".grex", "pack.yaml"));

@@ -19,10 +19,13 @@ async function withDevEnv() {
   expect((await t.grex("add", t.repo("meta-basic"), "dev-env")).code).toBe(0);
 }
 
-test("ls/status with a filter that matches nothing say so, not 'No packs registered'", async () => {
+test("ls/status with a filter whose terms never match together say so, not 'No packs registered'; a term matching no pack is exit 2", async () => {
   await withDevEnv();
-  expect((await t.grex("ls", "--filter", "nomatch")).stdout).toBe("No registered pack matches the filter; run `grex ls` without it to see them all.\n");
-  expect((await t.grex("status", "--filter", "nomatch")).stdout).toBe(
+  expect((await t.grex("ls", "--filter", "dev-env,depth=1")).stdout).toBe("No registered pack matches the filter; run `grex ls` without it to see them all.\n");
+  const typo = await t.grex("ls", "--filter", "dev-evn");
+  expect(typo.code).toBe(2);
+  expect(typo.stderr).toBe("grex: No registered pack matches 'dev-evn' (--filter term 'dev-evn'). Did you mean 'dev-env'?\n");
+  expect((await t.grex("status", "--filter", "dev-env,depth=1")).stdout).toBe(
     "No registered pack matches the filter; run `grex status` without it to see them all.\n",
   );
   expect((await t.grex("ls")).stdout).toContain("dev-env/child-a");
@@ -74,11 +77,11 @@ test("import of a bad path says how to correct the entry, not --force", async ()
   expect(r.stderr).toContain("correct that entry in R.json and run grex import again.");
 });
 
-test("add with a path that is not a bare name suggests one, not 'pass a path argument'", async () => {
+test("add with a path that is not workspace-relative says why and what would do, not 'pass a path argument'", async () => {
   const url = t.repo("child-a");
   const r = await t.grex("add", url, "../escape");
   expect(r.code).toBe(2);
   expect(r.stderr).toBe(
-    "grex: Pack path '../escape' must be a bare directory name (letters, digits, '.', '_', '-'); packs live directly in the workspace, so use a name such as 'escape'.\n",
+    "grex: Pack path '../escape' is not a workspace-relative path (it contains '..'); use directory names of letters, digits, '.', '_' and '-' joined by '/', such as 'tools/mine'.\n",
   );
 });

@@ -52,9 +52,10 @@ describe.skipIf(!hasScript)("on a terminal", () => {
     process.stdout.write(`--- grex status on a TTY ---\n${JSON.stringify(out)}\n`);
     expect(out).toContain("\x1b[32mclean\x1b[39m");
     expect(out).toContain("\x1b[1mdev-env/child-a\x1b[22m");
-    expect(new Set(secondColumn(out)).size).toBe(1);
+    const lines = out.split("\n");
+    expect(new Set(secondColumn(lines.slice(0, -2).join("\n"))).size).toBe(1); // the table; then the summary line
     expect(out.replace(SGR, "")).toBe(
-      ["dev-env            clean  main +0/-0", "  dev-env/child-a  clean  main +0/-0", "  dev-env/second   clean  main +0/-0", "notes              clean  main +0/-0", ""].join("\n"),
+      ["dev-env            clean  main", "  dev-env/child-a  clean  main", "  dev-env/second   clean  main", "notes              clean  main", "4 packs: 4 clean", ""].join("\n"),
     );
   });
 
@@ -65,7 +66,7 @@ describe.skipIf(!hasScript)("on a terminal", () => {
     expect(plain).toBe(["dev-env              meta", "  └ dev-env/child-a  declarative", "  └ dev-env/second   declarative", "notes                meta", ""].join("\n"));
     expect(out).toContain("\x1b[2mdeclarative\x1b[22m");
     const long = onTty(["ls", "--long"]).out;
-    expect(long.split("\n")[0]?.replace(SGR, "")).toMatch(/^ID +TYPE +URL +REF +SHA +INSTALLED$/);
+    expect(long.split("\n")[0]?.replace(SGR, "")).toMatch(/^ID +TYPE +URL +REF +SHA +INSTALLED +TAGS$/);
     expect(new Set(secondColumn(long)).size).toBe(1);
   });
 

@@ -93,13 +93,13 @@ export function fileChanged(dir: string, e: IndexEntry, filemode: boolean | (() 
   return false;
 }
 
-function isRepository(path: string): boolean {
+export function isRepository(path: string): boolean {
   const gd = gitdirOf(path);
   return gd !== null && ["HEAD", "objects", "refs"].every((n) => fs.existsSync(join(gd, n)));
 }
 
 /** The index file's bytes and mtime, read through one descriptor so both describe the same file; null if absent. */
-function readIndexFile(gitdir: string): { buf: Buffer; mtimeMs: number } | null {
+export function readIndexFile(gitdir: string): { buf: Buffer; mtimeMs: number } | null {
   let fd: number;
   try {
     fd = fs.openSync(join(gitdir, "index"), "r");
@@ -149,7 +149,7 @@ interface Listing {
  * holds its current stamp, meaning it held only tracked entries when last
  * listed and has gained or lost none since.
  */
-function listUntracked(dir: string, entries: IndexEntry[], known: Record<string, DirStamp>, moveOwns: ((rel: string) => boolean) | null): Listing {
+export function listUntracked(dir: string, entries: IndexEntry[], known: Record<string, DirStamp>, moveOwns: ((rel: string) => boolean) | null): Listing {
   const dirTree = trackedDirTree(entries);
   let tracked: Set<string> | null = null;
   const out: Listing = { untracked: [], stamps: new Map(), dirCount: dirTree.size };
@@ -230,7 +230,7 @@ const DIRECTORY = 0o040000;
  * entries are replaced by the files of their trees, as git expands the index
  * when it must. null when a tree cannot be read.
  */
-function expandSparse(index: IndexRead, gitdir: string): IndexEntry[] | null {
+export function expandSparse(index: IndexRead, gitdir: string): IndexEntry[] | null {
   if (!index.sparseDirs) return index.entries;
   const store = new ObjectStore(gitdir);
   try {
