@@ -1,7 +1,7 @@
 // Param schema pieces shared by several verbs (the universal flags).
 import * as v from "valibot";
 import { desc } from "./describe.ts";
-import { BARE_NAME_RE } from "../core/base/naming.ts";
+import { BARE_NAME_RE, controlCharIn } from "../core/base/naming.ts";
 
 export const dryRunParam = desc(
   v.optional(v.boolean(), false),
@@ -27,3 +27,9 @@ export const bareName = v.pipe(
 );
 
 export const nowIso = (): string => new Date().toISOString();
+
+/** A URL or ref param: no control character (a usage error naming the field, exit 2 / -32602), the rule every surface applies. */
+export const noControlChars = v.check(
+  (s: string) => controlCharIn(s) === null,
+  (issue) => `contains ${controlCharIn(String(issue.input))}, which git refuses in URLs, refs and paths`,
+);

@@ -4,7 +4,7 @@
 // reading the manifest does not build them.
 import * as v from "valibot";
 import { KNOWN_OPS, type KnownOp, SCHEMA_VERSION, TS_RE } from "./manifest-events.ts";
-import { PACK_PATH_RE } from "../base/naming.ts";
+import { controlCharIn, PACK_PATH_RE } from "../base/naming.ts";
 
 const Str = v.pipe(v.string(), v.minLength(1, "must be a non-empty string"));
 const PackPath = v.pipe(v.string(), v.regex(PACK_PATH_RE, "must be a pack path (name segments joined by '/')"));
@@ -17,24 +17,27 @@ const Ts = v.pipe(v.string(), v.regex(TS_RE, "must be an RFC 3339 UTC timestamp"
 /** The `ts` of the line(s) for the same id this one supersedes (manifest-conflicts.ts). */
 const prev = v.optional(v.union([Ts, v.array(Ts)]));
 const Idx = v.pipe(v.number(), v.integer(), v.minValue(0));
-const NullableStr = v.nullable(v.string());
+/** A url or ref: no control character (git refuses them; a newline would reach a .git/config as a line of its own). */
+const noControl = v.check((s: string) => controlCharIn(s) === null, "must not contain a control character");
+const Url = v.pipe(Str, noControl);
+const Ref = v.nullable(v.pipe(v.string(), noControl));
 
 export const AddEventSchema = v.looseObject({
   op: v.literal("add"),
   ...envelope,
-  url: Str,
+  url: Url,
   path: PackPath,
   type: Str,
   // Missing `ref` reads as null (hand-written lines); grex always writes it.
-  ref: v.optional(NullableStr),
+  ref: v.optional(Ref),
   prev,
 });
 export const UpdateEventSchema = v.looseObject({
   op: v.literal("update"),
   ...envelope,
-  url: v.optional(Str),
+  url: v.optional(Url),
   type: v.optional(Str),
-  ref: v.optional(NullableStr),
+  ref: v.optional(Ref),
   prev,
 });
 export const RmEventSchema = v.looseObject({ op: v.literal("rm"), ...envelope, prev });
