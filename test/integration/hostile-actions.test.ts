@@ -78,3 +78,60 @@ for (const [name, insideHome, extra] of [
     expect(existsSync(join(home, ".p"))).toBe(true);
   });
 }
+
+test("a mkdir dropped upstream in the commit that makes its parent a link into HOME is never applied again", async () => {
+  t = new TestWorkspace("grex-hostile-actions-");
+  const target = join(t.home, "target");
+  mkdirSync(target);
+  const up = join(t.upstream, "p");
+  mkdirSync(join(up, ".grex"), { recursive: true });
+  mkdirSync(join(up, "d"));
+  writeFileSync(join(up, "d", "keep"), "k\n");
+  writeFileSync(join(up, ".grex", "pack.yaml"), yaml(["- mkdir: { path: d/x }"]));
+  git(up, "init", "-q", "-b", "main");
+  git(up, "add", "-A");
+  git(up, "commit", "-q", "-m", "v1");
+  expect((await t.grex("init")).code).toBe(0);
+  const first = await t.grex("add", up, "p", "--allow-outside-home");
+  expect(first.stderr).toBe("");
+  expect(first.code).toBe(0);
+  expect(existsSync(join(t.ws, "p", "d", "x"))).toBe(true);
+  // Upstream: the mkdir goes, and `d` becomes a tracked link to a directory in HOME.
+  git(up, "rm", "-rq", "d");
+  symlinkSync(target, join(up, "d"));
+  writeFileSync(join(up, ".grex", "pack.yaml"), `schema_version: "1"\nname: p\ntype: declarative\nactions: []\n`);
+  git(up, "add", "-A");
+  git(up, "commit", "-q", "-m", "v2");
+  for (let i = 0; i < 3; i++) {
+    const r = await t.grex("sync", "--allow-outside-home", "--json");
+    expect(r.code).toBe(0);
+    expect(JSON.stringify(r.json)).not.toContain("d/x");
+    expect(existsSync(join(target, "x"))).toBe(false);
+  }
+  const s = await t.grex("status", "--json");
+  expect(JSON.stringify(s.json)).not.toContain("d/x");
+  expect(s.code).toBe(0);
+});
+
+test("drift repair applies the item as the checked-out pack.yaml declares it, never a recorded one it no longer declares", async () => {
+  t = new TestWorkspace("grex-hostile-actions-");
+  // Same actions hash before and after (the record is what differs): a record left by an older grex or a hand edit.
+  const up = t.repo("q", { ".grex/pack.yaml": yaml(["- mkdir: { path: $HOME/.q-one }"]) });
+  expect((await t.grex("init")).code).toBe(0);
+  expect((await t.grex("add", up, "q")).code).toBe(0);
+  const stateFile = join(t.ws, ".grex", ".state", "packs", "q.json");
+  const state = JSON.parse(require("node:fs").readFileSync(stateFile, "utf8"));
+  const rec = state["expect:actions[0]"];
+  expect(rec).toBeDefined();
+  // The record names another item at the same place (what an old install recorded).
+  rec.item = { mkdir: { path: "$HOME/.q-old" } };
+  rec.fact = { ...rec.fact, path: join(t.home, ".q-old") };
+  writeFileSync(stateFile, JSON.stringify(state));
+  const r = await t.grex("sync", "--json");
+  expect(r.code).toBe(0);
+  expect(existsSync(join(t.home, ".q-old"))).toBe(false);
+  // Forgotten: the next sync and status no longer see drift for it.
+  const again = JSON.parse(require("node:fs").readFileSync(stateFile, "utf8"));
+  expect(JSON.stringify(again)).not.toContain(".q-old");
+  expect((await t.grex("status", "--fail-on-drift")).code).toBe(0);
+});
