@@ -9,10 +9,8 @@
 // No locks are taken here: callers wrap clone/update in withBackendLock.
 import { statSync } from "node:fs";
 import { join } from "node:path";
-import { packOpError } from "../base/errors.ts";
-import { controlCharProblem } from "../base/naming.ts";
 import { gitdirOf } from "./refs/refs.ts";
-import { transportOf } from "./transport/url.ts";
+import { assertGitUrl, transportOf } from "./transport/url.ts";
 import type { GitBackend } from "./backend-api.ts";
 
 export type { HeadInfo } from "./refs/head.ts";
@@ -44,14 +42,9 @@ function lazy(load: Impl): GitBackend {
 export const inProcessBackend: GitBackend = lazy(async () => (await import("./in-process.ts")).inProcess);
 export const systemGitBackend: GitBackend = lazy(async () => (await import("./system-git.ts")).systemGit);
 
-/**
- * The backend for a URL. The last of the checks on control characters: every
- * surface refuses them first (with its own exit code); this one makes sure
- * no URL that slipped past reaches a clone, a fetch or a `.git/config`.
- */
+/** The backend for a URL (one holding a control character is refused: `assertGitUrl`). */
 export function backendFor(url: string): GitBackend {
-  const control = controlCharProblem("it", url);
-  if (control !== null) throw packOpError(`Refusing the git URL ${JSON.stringify(url)}: ${control}; correct it where it was given.`, { url });
+  assertGitUrl(url);
   return transportOf(url) === "ssh" ? systemGitBackend : inProcessBackend;
 }
 
