@@ -197,8 +197,7 @@ test("grex.lock.jsonl: a child entry's url, ref or branch with a control charact
     for (const argv of [["ls"], ["status"], ["sync", "--dry-run"]]) {
       const r = await t.grex(...argv);
       expect(r.code).toBe(3);
-      expect(r.stderr).toContain("grex.lock.jsonl line 1 has a bad");
-      expect(r.stderr).toContain("must not contain a control character");
+      expect(r.stderr).toMatch(/grex\.lock\.jsonl line 1 has a bad '(url|ref|branch)' \(it contains a newline, which git refuses in URLs, refs and paths\)/);
     }
   }
   nothingRan();

@@ -13,7 +13,7 @@ import { withManifestLock } from "../locks/locks.ts";
 import { firstIssue } from "../base/issues.ts";
 import { appendJsonlLines, eachJsonLine, NOT_JSON, type WarnSink } from "./jsonl.ts";
 import { TS_RE } from "./manifest.ts";
-import { controlCharIn, PACK_PATH_RE } from "../base/naming.ts";
+import { controlCharIn, controlCharProblem, PACK_PATH_RE } from "../base/naming.ts";
 import type { Workspace } from "../base/workspace.ts";
 
 // The rules of an entry's fields, shared by the schema and the plain-entry check below.
@@ -23,7 +23,7 @@ const isTimestampOrEmpty = (s: string) => s === "" || TS_RE.test(s);
 
 /** A url, ref or branch: no control character (git refuses them; a newline would reach a .git/config as a line of its own). */
 const isGitText = (s: string) => controlCharIn(s) === null;
-const gitText = () => v.pipe(v.string(), v.check(isGitText, "must not contain a control character"));
+const gitText = () => v.pipe(v.string(), v.check(isGitText, (i) => controlCharProblem("it", String(i.input)) ?? "must not contain a control character"));
 
 const shaSchema = () => v.pipe(v.string(), v.regex(SHA_RE, "must be a commit sha, or empty when not a git repo"));
 

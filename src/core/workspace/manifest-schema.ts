@@ -4,7 +4,7 @@
 // reading the manifest does not build them.
 import * as v from "valibot";
 import { KNOWN_OPS, type KnownOp, SCHEMA_VERSION, TS_RE } from "./manifest-events.ts";
-import { controlCharIn, PACK_PATH_RE } from "../base/naming.ts";
+import { controlCharIn, controlCharProblem, PACK_PATH_RE } from "../base/naming.ts";
 
 const Str = v.pipe(v.string(), v.minLength(1, "must be a non-empty string"));
 const PackPath = v.pipe(v.string(), v.regex(PACK_PATH_RE, "must be a pack path (name segments joined by '/')"));
@@ -18,7 +18,7 @@ const Ts = v.pipe(v.string(), v.regex(TS_RE, "must be an RFC 3339 UTC timestamp"
 const prev = v.optional(v.union([Ts, v.array(Ts)]));
 const Idx = v.pipe(v.number(), v.integer(), v.minValue(0));
 /** A url or ref: no control character (git refuses them; a newline would reach a .git/config as a line of its own). */
-const noControl = v.check((s: string) => controlCharIn(s) === null, "must not contain a control character");
+const noControl = v.check((s: string) => controlCharIn(s) === null, (i) => controlCharProblem("it", String(i.input)) ?? "must not contain a control character");
 const Url = v.pipe(Str, noControl);
 const Ref = v.nullable(v.pipe(v.string(), noControl));
 
