@@ -4,7 +4,7 @@ import { join } from "node:path";
 import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { stepLines, type StepLike } from "./render-steps.ts";
-import { GrexError, packOpError, toGrexError, usageError } from "../core/base/errors.ts";
+import { CancelledError, GrexError, packOpError, toGrexError, usageError } from "../core/base/errors.ts";
 import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks/locks.ts";
 import { statusCacheFile } from "../core/git/worktree/status-cache.ts";
 import { readLockfile, writeLockfile } from "../core/workspace/lockfile.ts";
@@ -132,8 +132,9 @@ export const rmVerb = defineVerb({
       if (p.dry_run) return { ...base, removed: false, files_deleted: false, teardown, dry_run: true, steps };
       // Crash-safe order: the directory leaves in one rename, then the records,
       // and the rm event last (the commit point); a re-run finishes any of it.
-      const trashed = deleted.length > 0 ? moveToTrash(ws, dir, p.id) : null;
+      let trashed: string | null = null;
       try {
+        trashed = deleted.length > 0 ? moveToTrash(ws, dir, p.id) : null;
         for (const c of children) lockEntries.delete(c.id);
         lockEntries.delete(p.id);
         await writeLockfile(ws, lockEntries.values());
@@ -141,7 +142,8 @@ export const rmVerb = defineVerb({
         await appendEvents(ws, [makeEvent("rm", p.id, {})], signal);
       } catch (err) {
         // Before the commit point (a full disk, a cancel): say where things are, and put them back where they were.
-        if (!(await readManifest(ws, { warn: () => {} }).catch(() => null))?.state.has(p.id)) throw err;
+        const now = await readManifest(ws, { warn: () => {} }).catch(() => null);
+        if (now !== null && !now.state.has(p.id)) throw err; // the record landed: the next rm sweeps the trash
         throw whereThingsAre(toGrexError(err), p.id, dir, trashed, teardown === "ok");
       }
       if (deleted.length > 0) rmSync(trashed ?? dir, { recursive: true, force: true });
@@ -178,8 +180,8 @@ function whereThingsAre(err: GrexError, id: string, dir: string, trashed: string
       where = `its directory is in ${trashed} until \`grex rm ${id}\` runs again and finishes the removal`;
     }
   }
-  const cause = err.message.replace(/\.$/, "");
-  return new GrexError(err.kind, `${cause}; '${id}' is still registered and ${where}${setup}.`, err.data);
+  const message = `${err.message.replace(/\.$/, "")}; '${id}' is still registered and ${where}${setup}.`;
+  return err.kind === "cancelled" ? new CancelledError(message) : new GrexError(err.kind, message, err.data);
 }
 
 /** Child packs inside `dir`: those recorded in the lockfile, and those its pack.yaml files declare. */
