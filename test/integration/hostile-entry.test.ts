@@ -38,12 +38,17 @@ function served(name: string, files: Record<string, string>): string {
  * user-info: the HTTP client strips the newlines and still reaches the
  * server, while the text written unescaped into a .git/config becomes
  * `[filter.x] smudge/clean` and `[core] fsmonitor`, each running
- * `cd && touch pwned` (a marker in HOME; no '/' may appear before the '@').
+ * `touch $GREX_TEST_MARKER` (no "/" may appear before the "@").
  */
 const injected = (url: string) =>
-  url.replace("http://", "http://u\n[filter.x]\nsmudge=cd && touch pwned && cat\nclean=cd && touch pwned && cat\nrequired\n[core]\nfsmonitor=cd && touch pwned\n[junk]\nk=@");
+  url.replace(
+    "http://",
+    "http://u\n[filter.x]\nsmudge=touch $GREX_TEST_MARKER && cat\nclean=touch $GREX_TEST_MARKER && cat\nrequired\n[core]\nfsmonitor=touch $GREX_TEST_MARKER\n[junk]\nk=@",
+  );
 
-const marker = () => join(t.home, "pwned");
+/** Where the injected commands would leave their mark: named by a variable every process here inherits (grex's own and git's). */
+const marker = () => join(t.root, "pwned");
+process.env.GREX_TEST_MARKER = marker();
 
 /** Every .git/config under the workspace: none may hold the injected lines. */
 function configs(): string[] {
@@ -55,11 +60,11 @@ function configs(): string[] {
 
 /** Nothing ran and nothing reached a git config; a plain `git status` in every clone still runs nothing. */
 function nothingRan(): void {
-  for (const text of configs()) expect(text).not.toContain("filter.x");
   for (const f of readdirSync(t.ws, { recursive: true }).map(String).filter((f) => f.endsWith("/.git") || f === ".git")) {
     Bun.spawnSync(["git", "status"], { cwd: join(t.ws, f, ".."), env: t.env, stdout: "ignore", stderr: "ignore" });
   }
   expect(existsSync(marker())).toBe(false);
+  for (const text of configs()) expect(text).not.toContain("filter.x");
 }
 
 beforeAll(async () => {
@@ -69,6 +74,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await server.stop();
+  delete process.env.GREX_TEST_MARKER;
   t.cleanup();
 });
 beforeEach(async () => {
@@ -82,17 +88,17 @@ test("a meta pack's child URL with newlines is refused (exit 4) before anything 
   const meta = served("meta", {
     ".grex/pack.yaml": `schema_version: "1"\nname: meta\ntype: meta\nchildren:\n  - url: ${JSON.stringify(injected(kidUrl))}\n    path: kid\n`,
   });
-  for (const dry of [["--dry-run"], []]) {
+  for (const dry of [[], ["--dry-run"]]) {
     const r = await t.grex("add", meta, "meta", ...dry);
+    nothingRan(); // first: before the fix, the plain `git status` in meta/kid ran the injected fsmonitor
     expect(r.stderr).toContain("children[0].url contains a newline, which git refuses in URLs, refs and paths");
     expect(r.stderr.trim().split("\n")).toHaveLength(1);
     expect(r.code).toBe(4);
     expect(existsSync(join(t.ws, "meta"))).toBe(false);
-    nothingRan();
   }
   // A child's ref is checked the same way.
   const reffed = served("reffed", {
-    ".grex/pack.yaml": `schema_version: "1"\nname: reffed\ntype: meta\nchildren:\n  - url: ${JSON.stringify(kidUrl)}\n    path: kid\n    ref: "main\\n[core]\\nfsmonitor=cd && touch pwned"\n`,
+    ".grex/pack.yaml": `schema_version: "1"\nname: reffed\ntype: meta\nchildren:\n  - url: ${JSON.stringify(kidUrl)}\n    path: kid\n    ref: "main\\n[core]\\nfsmonitor=touch $GREX_TEST_MARKER"\n`,
   });
   const r = await t.grex("add", reffed, "reffed");
   expect(r.stderr).toContain("children[0].ref contains a newline");
@@ -173,7 +179,7 @@ const addLine = (fields: Record<string, unknown>) =>
   `${JSON.stringify({ op: "add", ts: "2026-01-02T00:00:00Z", id: "kid", schema_version: "1", path: "kid", type: "meta", ref: null, ...fields })}\n`;
 
 test("grex.jsonl: a teammate's url or ref with a control character is exit 3 for sync, its dry run, status and ls", async () => {
-  for (const fields of [{ url: injected(kidUrl) }, { url: kidUrl, ref: "main\n[core]\nfsmonitor=cd && touch pwned" }]) {
+  for (const fields of [{ url: injected(kidUrl) }, { url: kidUrl, ref: "main\n[core]\nfsmonitor=touch $GREX_TEST_MARKER" }]) {
     const manifest = join(t.ws, "grex.jsonl");
     const before = readFileSync(manifest, "utf8");
     appendFileSync(manifest, addLine(fields));
