@@ -179,14 +179,21 @@ const addLine = (fields: Record<string, unknown>) =>
   `${JSON.stringify({ op: "add", ts: "2026-01-02T00:00:00Z", id: "kid", schema_version: "1", path: "kid", type: "meta", ref: null, ...fields })}\n`;
 
 test("grex.jsonl: a teammate's url or ref with a control character is exit 3 for sync, its dry run, status and ls", async () => {
-  for (const fields of [{ url: injected(kidUrl) }, { url: kidUrl, ref: "main\n[core]\nfsmonitor=touch $GREX_TEST_MARKER" }]) {
+  const update = (fields: Record<string, unknown>) =>
+    addLine({ url: kidUrl }) + `${JSON.stringify({ op: "update", ts: "2026-01-03T00:00:00Z", id: "kid", schema_version: "1", ...fields })}\n`;
+  for (const lines of [
+    addLine({ url: injected(kidUrl) }),
+    addLine({ url: kidUrl, ref: "main\n[core]\nfsmonitor=touch $GREX_TEST_MARKER" }),
+    update({ url: injected(kidUrl) }),
+    update({ ref: "main\tx" }),
+  ]) {
     const manifest = join(t.ws, "grex.jsonl");
     const before = readFileSync(manifest, "utf8");
-    appendFileSync(manifest, addLine(fields));
+    appendFileSync(manifest, lines);
     for (const argv of [["sync"], ["sync", "--dry-run"], ["status"], ["ls"]]) {
       const r = await t.grex(...argv);
       expect(r.code).toBe(3);
-      expect(r.stderr).toMatch(/grex\.jsonl.* line \d+ .*'(url|ref)' contains a newline, which git refuses in URLs, refs and paths/);
+      expect(r.stderr).toMatch(/grex\.jsonl.* line \d+ .*'(url|ref)' contains (a newline|a tab), which git refuses in URLs, refs and paths/);
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
     }
     expect(existsSync(join(t.ws, "kid"))).toBe(false);
