@@ -9,7 +9,7 @@ import { readManifest } from "../core/workspace/manifest.ts";
 import { normaliseTags } from "../core/workspace/manifest-fold.ts";
 import { BUILTIN_PACK_TYPES, isKnownPackType, packTypeChoices } from "../core/base/registry.ts";
 import { defaultPathFromUrl, overlapReason, packPathOverlap, packPathProblem } from "../core/base/naming.ts";
-import { dryRunParam, tagList } from "./common.ts";
+import { dryRunParam, noControlChars, tagList } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { StepSchema } from "./sync-shared.ts";
 import { stepLines, type StepLike } from "./render-steps.ts";
@@ -43,11 +43,11 @@ export const addVerb = defineVerb({
     "Register and clone a pack: clones the git repository at url into the workspace (path defaults to the last URL segment), validates its pack.yaml and children, installs it (children and setup) unless install is false, and only then records it in grex.jsonl and .gitignore. All or nothing: on any failure the clone is removed and its setup undone. A dry run clones into a temporary place, validates and plans, then removes it.",
   params: v.strictObject({
     url: desc(
-      v.pipe(v.string(), v.minLength(1, "is required")),
+      v.pipe(v.string(), v.minLength(1, "is required"), noControlChars),
       "The git repository to clone: https://host/owner/repo(.git), git@host:owner/repo.git, ssh://…, file://… or a local path. Required.",
     ),
     path: desc(
-      v.optional(v.string()),
+      v.optional(v.pipe(v.string(), noControlChars)),
       "Where to clone it, relative to the workspace root, e.g. \"tools/mine\"; it becomes the pack id. Default: the URL's last segment without .git (https://…/dotfiles.git → dotfiles).",
     ),
     type: desc(
@@ -56,7 +56,7 @@ export const addVerb = defineVerb({
       BUILTIN_PACK_TYPES,
     ),
     ref: desc(
-      v.optional(v.pipe(v.string(), v.minLength(1))),
+      v.optional(v.pipe(v.string(), v.minLength(1), noControlChars)),
       "Branch, tag or commit sha to pin, e.g. \"v1.2.0\". Default: the remote's HEAD branch, unpinned.",
     ),
     install: desc(v.optional(v.boolean(), true), "false: clone and register only, without running the pack's setup (children and actions). Default true."),

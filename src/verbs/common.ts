@@ -2,7 +2,7 @@
 import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { filterDescription } from "../core/base/filter.ts";
-import { BARE_NAME_RE, TAG_RE } from "../core/base/naming.ts";
+import { BARE_NAME_RE, controlCharIn, TAG_RE } from "../core/base/naming.ts";
 
 export const dryRunParam = desc(
   v.optional(v.boolean(), false),
@@ -31,3 +31,9 @@ export const bareName = v.pipe(
 );
 
 export const nowIso = (): string => new Date().toISOString();
+
+/** A URL or ref param: no control character (a usage error naming the field, exit 2 / -32602), the rule every surface applies. */
+export const noControlChars = v.check(
+  (s: string) => controlCharIn(s) === null,
+  (issue) => `contains ${controlCharIn(String(issue.input))}, which git refuses in URLs, refs and paths`,
+);

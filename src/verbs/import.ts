@@ -4,9 +4,9 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
 import { desc } from "./describe.ts";
-import { usageError } from "../core/base/errors.ts";
+import { integrityError, usageError } from "../core/base/errors.ts";
 import { firstIssue } from "../core/base/issues.ts";
-import { overlapReason, packPathOverlap, packPathProblem } from "../core/base/naming.ts";
+import { controlCharProblem, GIT_REFUSES, overlapReason, packPathOverlap, packPathProblem } from "../core/base/naming.ts";
 import { plainParentsProblem } from "../core/fs/pack-parents.ts";
 import { withManifestLock } from "../core/locks/locks.ts";
 import { appendEventsLocked, makeEvent, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/workspace/manifest.ts";
@@ -57,6 +57,11 @@ async function readReposJson(file: string, skipped: { path: string; reason: stri
     const expected = parsed.issues[0].expected ?? "a valid value";
     throw usageError(`${file} does not match [{"url","path"}] at ${field || "top level"}: expected ${expected}; fix that entry.`);
   }
+  // A control character in a url is refused for the whole file, before anything is registered (exit 3).
+  parsed.output.forEach((e, i) => {
+    const bad = controlCharProblem("its url", e.url) ?? controlCharProblem("its path", e.path);
+    if (bad !== null) throw integrityError(`${file}: entry ${i + 1} is refused: ${bad}; fix that entry, then run grex import again.`, { file, entry: i + 1 });
+  });
   const out: Candidate[] = [];
   for (const e of parsed.output) {
     const path = e.path.replace(/\/+$/, "");
@@ -67,7 +72,12 @@ async function readReposJson(file: string, skipped: { path: string; reason: stri
 }
 
 /** Untracked git dirs one level deep that have an `origin` remote. */
-async function scanWorkspace(root: string, known: Set<string>, skipped: { path: string; reason: string }[]): Promise<Candidate[]> {
+async function scanWorkspace(
+  root: string,
+  known: Set<string>,
+  skipped: { path: string; reason: string }[],
+  failed: { path: string; error: string }[],
+): Promise<Candidate[]> {
   const { isGitRepo, originUrlSync } = await import("../core/git/backend.ts");
   const found: Candidate[] = [];
   for (const entry of readdirSync(root, { withFileTypes: true })) {
@@ -75,7 +85,9 @@ async function scanWorkspace(root: string, known: Set<string>, skipped: { path: 
     const dir = join(root, entry.name);
     if (!isGitRepo(dir)) continue;
     const url = originUrlSync(dir);
+    const bad = url === null ? null : controlCharProblem("its origin URL", url);
     if (url === null) skipped.push({ path: entry.name, reason: "no origin remote" });
+    else if (bad !== null) failed.push({ path: entry.name, error: `${bad}; set a clean one with git remote set-url origin <url>` });
     else found.push({ path: entry.name, url, source: "scan" });
   }
   return found.sort((a, b) => (a.path < b.path ? -1 : 1));
@@ -135,17 +147,17 @@ export const importVerb = defineVerb({
     }
     const ws = ctx.workspace();
     const skipped: { path: string; reason: string }[] = [];
+    const failed: { path: string; error: string }[] = [];
     const candidates: Candidate[] = [];
     if (params.from_repos_json !== undefined) candidates.push(...(await readReposJson(resolve(ws.root, params.from_repos_json), skipped)));
     if (params.scan) {
       // A first look only to narrow the scan; what gets registered is decided below, under the lock.
       const { state } = await readManifest(ws, { warn: ctx.warn });
       const listed = new Set([...state.keys(), ...candidates.map((c) => c.path)]);
-      candidates.push(...(await scanWorkspace(ws.root, listed, skipped)));
+      candidates.push(...(await scanWorkspace(ws.root, listed, skipped, failed)));
     }
 
     // Per-candidate facts that do not depend on the manifest: checked before taking the lock.
-    const failed: { path: string; error: string }[] = [];
     const valid: Array<Candidate & { type: string }> = [];
     const seen = new Map<string, string>();
     const { loadPackYaml } = await import("../core/pack/load.ts");
@@ -239,6 +251,11 @@ export const importVerb = defineVerb({
   },
   failure(r, params) {
     if (r.failed.length === 0) return undefined;
+    // A clone whose origin URL holds a control character: a workspace file git refuses (exit 3).
+    const refused = r.failed.find((f) => f.error.includes(GIT_REFUSES));
+    if (refused !== undefined) {
+      return integrityError(`${refused.path} was not imported: ${refused.error.replace(/; set a clean one.*$/, "")}; set a clean one with git remote set-url origin <url>, then run grex import again.`);
+    }
     // --force re-points registered paths; it is no way out for a bad entry.
     const forceable = r.failed.every((f) => f.error.includes("--force"));
     const source = params.from_repos_json ?? "the list";

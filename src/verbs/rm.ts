@@ -1,10 +1,10 @@
 // `grex rm <id>`: tear a pack down, unregister it, and delete its directory.
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { stepLines, type StepLike } from "./render-steps.ts";
-import { packOpError, toGrexError, usageError } from "../core/base/errors.ts";
+import { CancelledError, GrexError, packOpError, toGrexError, usageError } from "../core/base/errors.ts";
 import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks/locks.ts";
 import { statusCacheFile } from "../core/git/worktree/status-cache.ts";
 import { readLockfile, writeLockfile } from "../core/workspace/lockfile.ts";
@@ -132,12 +132,20 @@ export const rmVerb = defineVerb({
       if (p.dry_run) return { ...base, removed: false, files_deleted: false, teardown, dry_run: true, steps };
       // Crash-safe order: the directory leaves in one rename, then the records,
       // and the rm event last (the commit point); a re-run finishes any of it.
-      const trashed = deleted.length > 0 ? moveToTrash(ws, dir, p.id) : null;
-      for (const c of children) lockEntries.delete(c.id);
-      lockEntries.delete(p.id);
-      await writeLockfile(ws, lockEntries.values());
-      updateIgnoreFile(join(ws.root, ".gitignore"), p.id, null);
-      await appendEvents(ws, [makeEvent("rm", p.id, {})], signal);
+      let trashed: string | null = null;
+      try {
+        trashed = deleted.length > 0 ? moveToTrash(ws, dir, p.id) : null;
+        for (const c of children) lockEntries.delete(c.id);
+        lockEntries.delete(p.id);
+        await writeLockfile(ws, lockEntries.values());
+        updateIgnoreFile(join(ws.root, ".gitignore"), p.id, null);
+        await appendEvents(ws, [makeEvent("rm", p.id, {})], signal);
+      } catch (err) {
+        // Before the commit point (a full disk, a cancel): say where things are, and put them back where they were.
+        const now = await readManifest(ws, { warn: () => {} }).catch(() => null);
+        if (now !== null && !now.state.has(p.id)) throw err; // the record landed: the next rm sweeps the trash
+        throw whereThingsAre(toGrexError(err), p.id, dir, trashed, teardown === "ok");
+      }
       if (deleted.length > 0) {
         rmSync(trashed ?? dir, { recursive: true, force: true });
         // The directories above a nested pack (`libs/` of `libs/core`) go too, once nothing else is in them.
@@ -159,6 +167,26 @@ export const rmVerb = defineVerb({
     return lines.join("\n");
   },
 });
+
+/**
+ * An rm stopped before its record: the directory goes back from the trash (a
+ * rename, which needs no space), and the sentence says where everything is.
+ * When it cannot go back, the sentence names the trash entry instead.
+ */
+function whereThingsAre(err: GrexError, id: string, dir: string, trashed: string | null, tornDown: boolean): GrexError {
+  const setup = tornDown ? " (its setup was torn down; grex sync installs it again)" : "";
+  let where = `its directory is at ${dir}`;
+  if (trashed !== null) {
+    try {
+      renameSync(trashed, dir);
+      where = `its directory is back at ${dir}`;
+    } catch {
+      where = `its directory is in ${trashed} until \`grex rm ${id}\` runs again and finishes the removal`;
+    }
+  }
+  const message = `${err.message.replace(/\.$/, "")}; '${id}' is still registered and ${where}${setup}.`;
+  return err.kind === "cancelled" ? new CancelledError(message) : new GrexError(err.kind, message, err.data);
+}
 
 /** Child packs inside `dir`: those recorded in the lockfile, and those its pack.yaml files declare. */
 async function childrenOf(id: string, dir: string, recorded: Iterable<string>): Promise<Array<{ id: string; dir: string }>> {

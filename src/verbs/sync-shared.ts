@@ -1,7 +1,7 @@
 // Schema pieces and rendering shared by `sync`, `update` and `add`.
 import * as v from "valibot";
 import { desc } from "./describe.ts";
-import { dryRunParam, filterParam, parallelParam } from "./common.ts";
+import { dryRunParam, filterParam, noControlChars, parallelParam } from "./common.ts";
 import { allowOutsideHomeEntry } from "./confine-param.ts";
 import { stepLines, type StepLike } from "./render-steps.ts";
 import { paint } from "./render-style.ts";
@@ -15,7 +15,7 @@ export const syncSelectionEntries = {
     "Registered pack ids to work on, as ls shows them, e.g. [\"dotfiles\", \"tools/mine\"]. Default []: every registered pack.",
   ),
   ref: desc(
-    v.optional(v.pipe(v.string(), v.minLength(1))),
+    v.optional(v.pipe(v.string(), v.minLength(1), noControlChars)),
     "A branch, tag or commit sha to move the selected packs to, e.g. \"main\", \"v1.2.0\" or a 40-hex sha. Default: each pack's pinned ref (the remote HEAD when none is pinned).",
   ),
   force: desc(

@@ -33,6 +33,8 @@ beforeAll(() => {
   symlinkSync("docs", join(home, "link-in"));
   symlinkSync(ws, join(home, "link-ws"));
   symlinkSync("../../b", join(ws, "a", "files", "to-b"));
+  symlinkSync("../..", join(ws, "a", "files", "to-ws"));
+  symlinkSync(join(root, "outside"), join(ws, "a", "files", "to-out"));
   symlinkSync("..", join(home, "docs", "up"));
 });
 
@@ -59,6 +61,10 @@ function oracleAllows(target: string, own: string, allowOutside: boolean): boole
   const holders = packs.filter((p) => isInside(p, real)).sort((x, y) => y.length - x.length);
   if (holders.length > 0 && holders[0] !== own) return false;
   if (real === ws) return false;
+  // The workspace's own area belongs to no pack (unless the workspace holds HOME).
+  if (isInside(ws, real) && holders.length === 0 && !isInside(ws, home)) return false;
+  // Written inside the pack, led out of the pack and HOME by a link: the pack chose where it goes.
+  if (isInside(own, resolve(target)) && !isInside(own, real) && !isInside(home, real)) return false;
   if ([home, ws, ...packs, ...grexFiles].some((p) => isInside(real, p))) return false;
   if (!isInside(home, real) && !allowOutside) return false;
   return true;
@@ -77,7 +83,7 @@ function rng(seed: number): () => number {
   };
 }
 
-const SEGMENTS = ["..", "..", ".", "x", "docs", "sub", "up", "link-out", "link-in", "link-ws", ".git", "hooks", "a", "b", "child", "ws", "home", "outside", "deep", ".grex", "grex.jsonl", "files", "to-b", ".bashrc"];
+const SEGMENTS = ["..", "..", ".", "x", "docs", "sub", "up", "link-out", "link-in", "link-ws", ".git", "hooks", "a", "b", "child", "ws", "home", "outside", "deep", ".grex", "grex.jsonl", "files", "to-b", "to-ws", "to-out", ".bashrc"];
 
 function generate(next: () => number): string {
   const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)] as T;
@@ -143,6 +149,11 @@ describe("named cases", () => {
     expect(why(`${home}/link-in/up/ws`)).toBe("workspace-root"); // link-in is docs, docs/up is HOME
     expect(why(`${home}/docs/up/..`)).toBeNull(); // `..` is collapsed before the kernel sees it: this is $HOME/docs
     expect(why(`${home}/.config/new/deeper`)).toBeNull();
+    expect(why("files/to-ws/x")).toBe("workspace"); // the pack's own link into the workspace's own area
+    expect(why("../x")).toBe("workspace");
+    expect(why("files/to-out/x")).toBe("pack-link"); // the pack's own link out of the pack and HOME
+    expect(new Confinement({ home, workspaceRoot: ws, packDirs: packs, allowOutsideHome: true }).refusal(join(ws, "a", "files/to-out/x"), join(ws, "a"))?.rule).toBe("pack-link");
+    expect(new Confinement({ home, workspaceRoot: ws, packDirs: packs, allowOutsideHome: true }).refusal(join(root, "outside", "x"), join(ws, "a"))).toBeNull(); // written outside: the opt-in decides
   });
 
   test("an exec cwd may be HOME itself and the pack's own directory, nothing else protected", () => {

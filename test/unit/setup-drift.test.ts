@@ -79,12 +79,23 @@ describe("setup drift", () => {
     ]);
     expect(drift[0]?.differs).toMatch(/missing/);
     expect(drift[1]?.differs).toMatch(/differently/);
-    // The items to re-apply are the recorded ones, at their own place.
-    expect(driftedItems(saved, drift).map((d) => [d.list, d.idx])).toEqual([
+    // The items to re-apply are the declared ones, at their own place.
+    const healed = driftedItems(saved, drift, { actions: ITEMS });
+    expect(healed.items.map((d) => [d.list, d.idx])).toEqual([
       ["actions", 1],
       ["actions", 2],
       ["actions[3].when.actions", 0],
     ]);
+    expect(healed.items[0]?.item).toBe(ITEMS[1] as Record<string, unknown>);
+    expect(healed.forgotten).toEqual([]);
+    // A declaration that dropped or changed an item: its record is forgotten, never re-applied.
+    const copy = structuredClone(saved);
+    const changed = structuredClone(ITEMS) as Array<Record<string, unknown>>;
+    changed.splice(2, 1, { mkdir: { path: "$HOME/.other" } });
+    const partial = driftedItems(copy, drift, { actions: changed.slice(0, 3) });
+    expect(partial.items.map((d) => [d.list, d.idx])).toEqual([["actions", 1]]);
+    expect(partial.forgotten).toEqual(["actions[2]", "actions[3].when.actions[0]"]);
+    expect(Object.keys(copy).filter((k) => k.startsWith("expect:")).sort()).toEqual(["expect:actions[0]", "expect:actions[1]"]);
 
     // A file where the link was, and a file where the directory was.
     writeFileSync(join(home, ".cfg/a.conf"), "mine\n");

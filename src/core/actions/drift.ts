@@ -37,6 +37,9 @@ export function recordExpectation(def: ActionDef<unknown>, args: unknown, item: 
   return key;
 }
 
+/** Whether any expectation is recorded. */
+export const hasExpectations = (state: PackState): boolean => Object.keys(state).some((k) => k.startsWith(PREFIX));
+
 /** Forget every expectation (a full install records them afresh). */
 export function clearExpectations(state: PackState): void {
   for (const k of Object.keys(state)) if (k.startsWith(PREFIX)) delete state[k];
@@ -78,14 +81,55 @@ export function setupDrift(state: PackState, seen: Map<string, string | null> = 
   return out.sort((a, b) => a.where.localeCompare(b.where, "en", { numeric: true }));
 }
 
-/** The recorded items behind `drift`, grouped by the list they sit in (for re-applying with their own indexes). */
-export function driftedItems(state: PackState, drift: readonly SetupDrift[]): Array<{ list: string; idx: number; item: Record<string, unknown> }> {
-  const out: Array<{ list: string; idx: number; item: Record<string, unknown> }> = [];
+/**
+ * The items behind `drift` as the checked-out pack.yaml declares them
+ * (`declared`: the document holding `actions`), with the list they sit in (for
+ * re-applying with their own indexes). Only the current declaration is ever
+ * re-applied: a record whose item is no longer declared at its place (dropped
+ * or changed upstream, or written by an older install) is forgotten instead,
+ * and its key returned in `forgotten`.
+ */
+export function driftedItems(
+  state: PackState,
+  drift: readonly SetupDrift[],
+  declared: Record<string, unknown>,
+): { items: Array<{ list: string; idx: number; item: Record<string, unknown> }>; forgotten: string[] } {
+  const items: Array<{ list: string; idx: number; item: Record<string, unknown> }> = [];
+  const forgotten: string[] = [];
   for (const d of drift) {
-    const rec = state[PREFIX + d.where];
+    const key = PREFIX + d.where;
+    const rec = state[key];
     const m = /^(.*)\[(\d+)\]$/.exec(d.where);
-    if (!isRecorded(rec) || !m) continue;
-    out.push({ list: m[1] as string, idx: Number(m[2]), item: rec.item });
+    const now = at(declared, d.where);
+    if (!isRecorded(rec) || !m || now === undefined || canonical(now) !== canonical(rec.item)) {
+      delete state[key];
+      forgotten.push(d.where);
+      continue;
+    }
+    items.push({ list: m[1] as string, idx: Number(m[2]), item: now as Record<string, unknown> });
   }
-  return out;
+  return { items, forgotten };
+}
+
+/** The value at `actions[1].when.actions[0]` in `doc`, or undefined. */
+function at(doc: unknown, where: string): unknown {
+  let cur: unknown = doc;
+  for (const part of where.match(/[^.[\]]+|\[\d+\]/g) ?? []) {
+    if (cur === null || typeof cur !== "object") return undefined;
+    cur = part.startsWith("[") ? (Array.isArray(cur) ? cur[Number(part.slice(1, -1))] : undefined) : (cur as Record<string, unknown>)[part];
+  }
+  return cur;
+}
+
+/** JSON with keys sorted: two items that mean the same compare equal whatever their key order. */
+function canonical(x: unknown): string {
+  if (Array.isArray(x)) return `[${x.map(canonical).join(",")}]`;
+  if (x !== null && typeof x === "object") {
+    const o = x as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(x) ?? "null";
 }

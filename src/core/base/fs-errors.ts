@@ -43,7 +43,8 @@ export function fsError(err: unknown, path?: string): GrexError | undefined {
       return new GrexError(kind, `${about} is on a read-only file system; run grex where it can write, or stick to read-only verbs (ls, status).`, { path: file });
     case "ENOSPC":
     case "EDQUOT":
-      return new GrexError("generic", `No space left for ${about}; free some disk space and run it again (nothing was half-written).`, { path: file });
+      // No promise about the rest here: the verb that was writing says where its own work stands.
+      return new GrexError("generic", `No space left on the disk holding ${about}; free some disk space and run the same command again.`, { path: file });
     case "ELOOP":
       return new GrexError(kind, `${about} is a symlink loop; point it at a real file.`, { path: file });
     case "EMFILE":

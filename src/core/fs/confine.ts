@@ -4,7 +4,10 @@
 // resolved), never on what the pack wrote:
 //   allowed   inside HOME, but not HOME itself or its ancestors;
 //   never     the workspace root, a registered pack's directory, anything
-//             inside another pack, a `.git` directory or anything in it,
+//             inside another pack, anything else inside the workspace (its
+//             own area, unless the workspace holds HOME), a path written
+//             inside the pack that the pack's own symlinks lead out of both
+//             the pack and HOME, a `.git` directory or anything in it,
 //             grex's own files (grex.jsonl, grex.lock.jsonl, .grex/), the
 //             filesystem root, and any ancestor of these;
 //   outside HOME  refused unless the user passed --allow-outside-home on the
@@ -23,6 +26,8 @@ export type ConfineRule =
   | "pack-dir"
   | "other-pack"
   | "workspace-root"
+  | "workspace"
+  | "pack-link"
   | "filesystem-root"
   | "home"
   | "holds-protected"
@@ -163,6 +168,16 @@ export class Confinement {
     if (holder !== null && fold(holder) === fold(real)) return no("pack-dir", "it is a registered pack's directory");
     if (holder !== null && fold(holder) !== fold(own)) return no("other-pack", `it is inside another pack (${holder})`);
     if (this.root !== null && fold(this.root) === fold(real)) return no("workspace-root", "it is the workspace root");
+    // The workspace's own area (its root's loose files and directories) belongs to no pack; when the
+    // workspace holds HOME, what lies in HOME is judged as HOME.
+    if (this.root !== null && holder === null && within(this.root, real) && !within(own, real) && !within(this.root, this.home)) {
+      return no("workspace", `it is inside the workspace but in no pack (the workspace ${this.root})`);
+    }
+    // A path written inside the pack that the pack's own links lead out of it: the pack chose where it goes.
+    const written = resolve(target);
+    if ((within(resolve(ownDir), written) || within(own, written)) && !within(own, real) && !within(this.home, real)) {
+      return no("pack-link", "it is written inside the pack, but a symlink in the pack leads it out of the pack and HOME");
+    }
     const isHome = fold(this.home) === fold(real);
     if (isHome && opts.cwd) return null;
     if (isHome) return no("home", "it is HOME itself");

@@ -14,14 +14,24 @@ export function atomicWriteFile(path: string, data: string | Uint8Array): void {
  */
 export function atomicWriteFiles(files: Array<[path: string, data: string | Uint8Array]>): void {
   const temps: Array<[tmp: string, path: string]> = [];
+  let current = "";
   try {
-    for (const [path, data] of files) temps.push([writeDurableTemp(path, data), path]);
-    for (const [tmp, path] of temps) renameSync(tmp, path);
+    for (const [path, data] of files) {
+      current = path;
+      temps.push([writeDurableTemp(path, data), path]);
+    }
+    for (const [tmp, path] of temps) renameSync(tmp, (current = path));
   } catch (err) {
     for (const [tmp] of temps) rmSync(tmp, { force: true });
-    throw err;
+    throw withPath(err, current);
   }
   for (const dir of new Set(files.map(([path]) => dirname(path)))) fsyncDir(dir);
+}
+
+/** A write error names the file it was for (a failed write(2) names none), so its sentence can. */
+function withPath(err: unknown, path: string): unknown {
+  if (err !== null && typeof err === "object" && "code" in err && !("path" in err) && path !== "") Object.assign(err, { path });
+  return err;
 }
 
 /**

@@ -10,7 +10,7 @@
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import { gitdirOf } from "./refs/refs.ts";
-import { transportOf } from "./transport/url.ts";
+import { assertGitUrl, transportOf } from "./transport/url.ts";
 import type { GitBackend } from "./backend-api.ts";
 
 export type { HeadInfo } from "./refs/head.ts";
@@ -42,7 +42,9 @@ function lazy(load: Impl): GitBackend {
 export const inProcessBackend: GitBackend = lazy(async () => (await import("./in-process.ts")).inProcess);
 export const systemGitBackend: GitBackend = lazy(async () => (await import("./system-git.ts")).systemGit);
 
+/** The backend for a URL (one holding a control character is refused: `assertGitUrl`). */
 export function backendFor(url: string): GitBackend {
+  assertGitUrl(url);
   return transportOf(url) === "ssh" ? systemGitBackend : inProcessBackend;
 }
 

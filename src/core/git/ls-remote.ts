@@ -4,9 +4,10 @@ import { throwIfAborted } from "../base/errors.ts";
 import { notARepo } from "./transport/git-errors.ts";
 import { gitdirOf } from "./refs/refs.ts";
 import type { RemoteRefs } from "./transport/remote-refs.ts";
-import { localPath, transportOf } from "./transport/url.ts";
+import { assertGitUrl, localPath, transportOf } from "./transport/url.ts";
 
 export async function listRemoteRefs(url: string, signal: AbortSignal): Promise<RemoteRefs> {
+  assertGitUrl(url);
   throwIfAborted(signal);
   const transport = transportOf(url);
   if (transport === "local") {

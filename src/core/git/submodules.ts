@@ -25,6 +25,7 @@
 import * as fs from "node:fs";
 import { isAbsolute, join, resolve as resolvePath } from "node:path";
 import { packOpError, throwIfAborted } from "../base/errors.ts";
+import { controlCharIn, controlCharProblem } from "../base/naming.ts";
 import { backendFor } from "./backend.ts";
 import { configValue, readGitdirConfigValue } from "./refs/config.ts";
 import { parseConfig } from "./refs/config-levels.ts";
@@ -53,13 +54,13 @@ interface Declared {
 
 /** git's check_submodule_name: refuse names that could escape `.git/modules`. */
 export function validSubmoduleName(name: string): boolean {
-  if (name === "" || /[\n\r\0]/.test(name)) return false;
+  if (name === "" || controlCharIn(name) !== null) return false;
   return !name.split(/[/\\]/).some((c) => c === "..");
 }
 
 /** Tree-path rules for a submodule path: relative, no empty, `.`, `..` or `.git` component. */
 export function validSubmodulePath(path: string): boolean {
-  if (path === "" || path.startsWith("/") || path.includes("\\") || path.includes("\0") || /[\n\r]/.test(path)) return false;
+  if (path === "" || path.startsWith("/") || path.includes("\\") || controlCharIn(path) !== null) return false;
   return path.split("/").every((c) => c !== "" && c !== "." && c !== ".." && c.toLowerCase() !== ".git");
 }
 
@@ -82,7 +83,9 @@ export function resolveSubmoduleUrl(parentUrl: string, url: string): string {
 
 /** The URL grex will fetch a submodule from, or why it refuses. */
 export function submoduleUrl(parentUrl: string, raw: string): { url: string } | { refused: string } {
-  if (raw === "" || raw.startsWith("-") || /[\n\r\0]/.test(raw)) return { refused: "its URL is empty or looks like an option" };
+  const control = controlCharProblem("its URL", raw);
+  if (control !== null) return { refused: control };
+  if (raw === "" || raw.startsWith("-")) return { refused: "its URL is empty or looks like an option" };
   if (raw.startsWith("./") || raw.startsWith("../")) return { url: resolveSubmoduleUrl(parentUrl, raw) };
   if (/^https?:\/\//i.test(raw) || /^ssh:\/\//i.test(raw)) return { url: raw };
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) return { refused: `its URL '${raw}' uses a transport other than https, http or ssh (refused for submodules)` };

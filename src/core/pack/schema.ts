@@ -3,8 +3,8 @@
 // issue into one sentence: "<file>: <field path> <reason>; <what to do>."
 import * as v from "valibot";
 import { closest } from "../base/closest.ts";
-import { GrexError, integrityError, pluginError } from "../base/errors.ts";
-import { BARE_NAME_RE, defaultPathFromUrl, isBareName } from "../base/naming.ts";
+import { GrexError, integrityError, packOpError, pluginError } from "../base/errors.ts";
+import { BARE_NAME_RE, controlCharIn, defaultPathFromUrl, isBareName } from "../base/naming.ts";
 import { BUILTIN_ACTIONS, isKnownAction, isKnownPackType, knownPackTypes, packTypeChoices } from "../base/registry.ts";
 import { checkXGitignore } from "./x-gitignore.ts";
 import { describeValue as describe } from "./describe.ts";
@@ -45,6 +45,21 @@ export const defaultChildPath = defaultPathFromUrl;
 
 // Issues carrying this `expected` value are "unknown action / pack type" (exit 8), not integrity (exit 3).
 const PLUGIN_EXPECTED = "a registered name";
+// Issues carrying this one are upstream content git itself would refuse (a control character in a child's url or ref): exit 4.
+const UPSTREAM_EXPECTED = "text git accepts";
+
+/** The error of a document's (first) problem: 8 for an unknown action or pack type, 4 for text git refuses, else 3. */
+function problemError(kind: Problem["kind"], message: string, data: Record<string, unknown>): GrexError {
+  return kind === "plugin" ? pluginError(message, data) : kind === "upstream" ? packOpError(message, data) : integrityError(message, data);
+}
+const kindOf = (i: Issue): Problem["kind"] => (i.expected === PLUGIN_EXPECTED ? "plugin" : i.expected === UPSTREAM_EXPECTED ? "upstream" : undefined);
+
+/** A child's url or ref: a control character in it would reach the child's .git/config as a line of its own. */
+const gitText = v.rawCheck<string>(({ dataset, addIssue }) => {
+  if (!dataset.typed) return;
+  const c = controlCharIn(dataset.value);
+  if (c !== null) addIssue({ expected: UPSTREAM_EXPECTED, message: `contains ${c}, which git refuses in URLs, refs and paths; grex will not clone it` });
+});
 
 const BASE_KEYS = ["schema_version", "name", "type", "version", "depends_on", "children", "actions", "teardown", "mcp", "submodules"];
 const OVERRIDE_KEYS = [...BASE_KEYS, "actions_replace"];
@@ -121,9 +136,10 @@ const child = v.pipe(
       url: v.pipe(
         v.string(mustBe("a string", "give the child's git URL")),
         v.nonEmpty("is empty; give the child's git URL"),
+        gitText,
       ),
       path: v.optional(childPath),
-      ref: v.nullish(v.string(mustBe("a string", "quote it (a branch, tag or commit sha)"))),
+      ref: v.nullish(v.pipe(v.string(mustBe("a string", "quote it (a branch, tag or commit sha)")), gitText)),
     },
     mappingMsg("a mapping", "write it as '- url: https://...'", { url: "give the child's git URL" }, "url, path, ref"),
   ),
@@ -248,8 +264,7 @@ export function fieldPath(path: readonly v.IssuePathItem[] | undefined): string 
 export function issueError(issue: Issue, file: string): GrexError {
   const field = fieldPath(issue.path);
   const message = `${file}${field ? `: ${field}` : ""} ${issue.message.replace(/\s*\n\s*/g, " ")}.`;
-  const data = { file, field };
-  return issue.expected === PLUGIN_EXPECTED ? pluginError(message, data) : integrityError(message, data);
+  return problemError(kindOf(issue), message, { file, field });
 }
 
 /** How many problems one error lists at most: enough to fix a file in one pass, short enough to read. */
@@ -278,12 +293,12 @@ function problemsOf(issues: readonly Issue[], doc: unknown): Problem[] {
   return issues
     .map((issue, n) => ({ issue, n }))
     .sort((a, b) => rank(a.issue) - rank(b.issue) || a.n - b.n)
-    .map(({ issue: i }) => ({ field: fieldPath(i.path), reason: i.message.replace(/\s*\n\s*/g, " "), plugin: i.expected === PLUGIN_EXPECTED }));
+    .map(({ issue: i }) => ({ field: fieldPath(i.path), reason: i.message.replace(/\s*\n\s*/g, " "), plugin: i.expected === PLUGIN_EXPECTED, kind: kindOf(i) }));
 }
 
 function oneProblem(p: Problem, file: string): GrexError {
   const message = `${file}${p.field ? `: ${p.field}` : ""} ${p.reason.replace(/[.\s]+$/, "")}.`;
-  return p.plugin ? pluginError(message, { file, field: p.field }) : integrityError(message, { file, field: p.field });
+  return problemError(p.kind ?? (p.plugin ? "plugin" : undefined), message, { file, field: p.field });
 }
 
 /** Several problems of one file as one error (see issuesError). */
@@ -294,7 +309,7 @@ export function groupedError(problems: readonly Problem[], file: string): GrexEr
   const message = `${file} has ${problems.length} problems: ${parts.join("; ")}${more > 0 ? `; and ${more} more` : ""}.`;
   const first = problems[0];
   const data = { file, field: first?.field ?? "", problems: shown.map(({ field, reason }) => ({ field, reason })) };
-  return first?.plugin ? pluginError(message, data) : integrityError(message, data);
+  return problemError(first?.kind ?? (first?.plugin ? "plugin" : undefined), message, data);
 }
 
 function extensionsOf(doc: Record<string, unknown>): Record<string, unknown> {
@@ -308,6 +323,8 @@ export interface Problem {
   field: string;
   reason: string;
   plugin: boolean;
+  /** "upstream": text git refuses (exit 4); "plugin" as `plugin`; absent: integrity (exit 3). */
+  kind?: "plugin" | "upstream";
 }
 
 /**

@@ -1,6 +1,6 @@
 // Bridges the action executor to the workspace: action brackets in grex.jsonl
 // (under the manifest lock) and the per-pack state file teardown relies on.
-import { clearExpectations, driftedItems, setupDrift } from "../actions/drift.ts";
+import { clearExpectations, driftedItems, hasExpectations, setupDrift } from "../actions/drift.ts";
 import { collectNamedActions } from "../actions/index.ts";
 import { type Brackets, runActions, teardownActions } from "../actions/executor.ts";
 import type { PackState } from "../actions/types.ts";
@@ -36,7 +36,16 @@ const opts = (run: PackRun, state: PackState) => ({
 });
 
 export function runPackActions(run: PackRun, items: ActionItem[]): Promise<PackTypeResult> {
-  if (items.length === 0) return Promise.resolve({ steps: [], failed: null, skipped: null });
+  if (items.length === 0) {
+    // Nothing declared any more: what earlier installs recorded for drift repair is forgotten (the undo records stay for teardown).
+    if (run.dryRun || !hasExpectations(readPackState(run.ws, run.id) as PackState)) {
+      return Promise.resolve({ steps: [], failed: null, skipped: null });
+    }
+    return withState(run, async (state) => {
+      clearExpectations(state);
+      return { steps: [], failed: null, skipped: null };
+    });
+  }
   return withState(run, async (state) => {
     if (!run.dryRun) clearExpectations(state); // this run records them afresh
     const r = await runActions(items, opts(run, state), brackets(run));
@@ -54,7 +63,9 @@ export function healSetupDrift(run: PackRun): Promise<PackTypeResult> {
   if (drift.length === 0) return Promise.resolve({ steps: [], failed: null, skipped: null });
   return withState(run, async (live) => {
     const groups = new Map<string, Array<{ idx: number; item: ActionItem }>>();
-    for (const d of driftedItems(live, drift)) {
+    // Only what the checked-out pack.yaml declares is applied again; a record of anything else is forgotten.
+    const { items: declared } = driftedItems(live, drift, { actions: run.manifest?.actions ?? [] });
+    for (const d of declared) {
       const g = groups.get(d.list) ?? [];
       g.push({ idx: d.idx, item: d.item as ActionItem });
       groups.set(d.list, g);

@@ -13,7 +13,7 @@ import { withManifestLock } from "../locks/locks.ts";
 import { firstIssue } from "../base/issues.ts";
 import { appendJsonlLines, eachJsonLine, NOT_JSON, type WarnSink } from "./jsonl.ts";
 import { TS_RE } from "./manifest.ts";
-import { PACK_PATH_RE } from "../base/naming.ts";
+import { controlCharIn, controlCharProblem, PACK_PATH_RE } from "../base/naming.ts";
 import type { Workspace } from "../base/workspace.ts";
 import { type GrexCheckout, type LocalInstall, readLocalInstalls, writeLocalInstalls } from "./local-installs.ts";
 
@@ -22,13 +22,17 @@ const SHA_RE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})?$/;
 const ACTIONS_HASH_RE = /^(?:sha256:[0-9a-f]{64})?$/;
 const isTimestampOrEmpty = (s: string) => s === "" || TS_RE.test(s);
 
+/** A url, ref or branch: no control character (git refuses them; a newline would reach a .git/config as a line of its own). */
+const isGitText = (s: string) => controlCharIn(s) === null;
+const gitText = () => v.pipe(v.string(), v.check(isGitText, (i) => controlCharProblem("it", String(i.input)) ?? "must not contain a control character"));
+
 const shaSchema = () => v.pipe(v.string(), v.regex(SHA_RE, "must be a commit sha, or empty when not a git repo"));
 
 const buildLockEntrySchema = () => v.object({
   id: v.pipe(v.string(), v.regex(PACK_PATH_RE, "must be a pack id")),
   sha: shaSchema(),
   /** null when detached. */
-  branch: v.nullable(v.string()),
+  branch: v.nullable(gitText()),
   /**
    * RFC 3339 UTC, or empty when the pack's setup never ran. Per machine: kept in
    * .grex/.state/installs.json and no longer written to the line (read from an older grex's lines).
@@ -39,8 +43,8 @@ const buildLockEntrySchema = () => v.object({
   /** Commit the pack's setup last ran at (`update` reinstalls when HEAD moved past it). */
   installed_sha: v.optional(shaSchema()),
   /** Children only: where they come from, so `ls` needs no pack.yaml. */
-  url: v.optional(v.string()),
-  ref: v.optional(v.nullable(v.string())),
+  url: v.optional(gitText()),
+  ref: v.optional(v.nullable(gitText())),
   /** Set when the last install failed or was interrupted (installed_at is then empty); sync retries it. */
   install_error: v.optional(v.string()),
 });
@@ -58,7 +62,7 @@ export function plainLockEntry(o: Record<string, unknown>): LockEntry | null {
   const { id, sha, branch, installed_at, actions_hash, type } = o;
   if (typeof id !== "string" || !PACK_PATH_RE.test(id)) return null;
   if (typeof sha !== "string" || !SHA_RE.test(sha)) return null;
-  if (branch !== null && typeof branch !== "string") return null;
+  if (branch !== null && (typeof branch !== "string" || !isGitText(branch))) return null;
   if (installed_at !== undefined && (typeof installed_at !== "string" || !isTimestampOrEmpty(installed_at))) return null;
   if (typeof actions_hash !== "string" || !ACTIONS_HASH_RE.test(actions_hash)) return null;
   if (typeof type !== "string" || type.length === 0) return null;
@@ -72,11 +76,11 @@ export function plainLockEntry(o: Record<string, unknown>): LockEntry | null {
     entry.installed_sha = installed_sha;
   }
   if (url !== undefined) {
-    if (typeof url !== "string") return null;
+    if (typeof url !== "string" || !isGitText(url)) return null;
     entry.url = url;
   }
   if (ref !== undefined) {
-    if (ref !== null && typeof ref !== "string") return null;
+    if (ref !== null && (typeof ref !== "string" || !isGitText(ref))) return null;
     entry.ref = ref;
   }
   if (install_error !== undefined) {

@@ -1,7 +1,7 @@
 // The events of grex.jsonl as data: their types, the envelope, and the
 // read-side check of one line. A leaf: the manifest's reader, fold, snapshot,
 // schema, merge rules and the journal all build on it without importing each other.
-import { PACK_PATH_RE, TAG_RE } from "../base/naming.ts";
+import { controlCharProblem, PACK_PATH_RE, TAG_RE } from "../base/naming.ts";
 
 export const SCHEMA_VERSION = "1";
 /** One event line, including its trailing newline, is at most this many bytes. */
@@ -76,6 +76,11 @@ const isPrev = (x: unknown) => isTs(x) || (Array.isArray(x) && x.every(isTs));
 const isIdx = (x: unknown) => typeof x === "number" && Number.isInteger(x) && x >= 0;
 const isTags = (x: unknown) => Array.isArray(x) && x.length <= 64 && x.every((t) => typeof t === "string" && TAG_RE.test(t));
 
+/** A url or ref holding a control character (a newline would reach a `.git/config` as a line of its own). */
+function gitTextProblem(url: unknown, ref: unknown): string | null {
+  return (isStr(url) ? controlCharProblem("'url'", url) : null) ?? (isStr(ref) ? controlCharProblem("'ref'", ref) : null);
+}
+
 /**
  * The read-side check of one parsed line (schema_version is checked by the
  * caller). Returns why the line is not a valid event, or null. Plain typeof
@@ -93,6 +98,8 @@ export function checkEvent(o: Record<string, unknown>): string | null {
   switch (op) {
     case "add": {
       if (!isNonEmpty(o.url)) return "'url' must be a non-empty string";
+      const bad = gitTextProblem(o.url, o.ref);
+      if (bad !== null) return bad;
       const path = o.path;
       if (!isStr(path) || !PACK_PATH_RE.test(path)) return "'path' is not a workspace-relative pack path";
       if (!isNonEmpty(o.type)) return "'type' must be a non-empty string";
@@ -102,6 +109,8 @@ export function checkEvent(o: Record<string, unknown>): string | null {
     }
     case "update": {
       if (o.url !== undefined && !isNonEmpty(o.url)) return "'url' must be a non-empty string";
+      const bad = gitTextProblem(o.url, o.ref);
+      if (bad !== null) return bad;
       if (o.type !== undefined && !isNonEmpty(o.type)) return "'type' must be a non-empty string";
       const ref = o.ref;
       if (ref !== undefined && ref !== null && !isStr(ref)) return "'ref' must be a string or null";

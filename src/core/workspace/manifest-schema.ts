@@ -4,7 +4,7 @@
 // reading the manifest does not build them.
 import * as v from "valibot";
 import { KNOWN_OPS, type KnownOp, SCHEMA_VERSION, TS_RE } from "./manifest-events.ts";
-import { PACK_PATH_RE, TAG_RE } from "../base/naming.ts";
+import { controlCharIn, controlCharProblem, PACK_PATH_RE, TAG_RE } from "../base/naming.ts";
 
 const Str = v.pipe(v.string(), v.minLength(1, "must be a non-empty string"));
 const PackPath = v.pipe(v.string(), v.regex(PACK_PATH_RE, "must be a pack path (name segments joined by '/')"));
@@ -19,25 +19,28 @@ const prev = v.optional(v.union([Ts, v.array(Ts)]));
 /** Optional on add and update: readers that do not know it ignore it (docs/compat-rust.md). */
 const tags = v.optional(v.pipe(v.array(v.pipe(v.string(), v.regex(TAG_RE, "must be a tag (letters, digits, '.', '_', '-')"))), v.maxLength(64)));
 const Idx = v.pipe(v.number(), v.integer(), v.minValue(0));
-const NullableStr = v.nullable(v.string());
+/** A url or ref: no control character (git refuses them; a newline would reach a .git/config as a line of its own). */
+const noControl = v.check((s: string) => controlCharIn(s) === null, (i) => controlCharProblem("it", String(i.input)) ?? "must not contain a control character");
+const Url = v.pipe(Str, noControl);
+const Ref = v.nullable(v.pipe(v.string(), noControl));
 
 export const AddEventSchema = v.looseObject({
   op: v.literal("add"),
   ...envelope,
-  url: Str,
+  url: Url,
   path: PackPath,
   type: Str,
   // Missing `ref` reads as null (hand-written lines); grex always writes it.
-  ref: v.optional(NullableStr),
+  ref: v.optional(Ref),
   tags,
   prev,
 });
 export const UpdateEventSchema = v.looseObject({
   op: v.literal("update"),
   ...envelope,
-  url: v.optional(Str),
+  url: v.optional(Url),
   type: v.optional(Str),
-  ref: v.optional(NullableStr),
+  ref: v.optional(Ref),
   tags,
   prev,
 });

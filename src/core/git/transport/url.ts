@@ -1,5 +1,7 @@
 // Which transport a pack URL needs, and the filesystem path of a local one.
 import { isAbsolute, resolve } from "node:path";
+import { packOpError } from "../../base/errors.ts";
+import { controlCharProblem } from "../../base/naming.ts";
 
 export type Transport = "http" | "local" | "ssh";
 
@@ -31,4 +33,15 @@ export function displayUrl(url: string): string {
   } catch {
     return url;
   }
+}
+
+/**
+ * The last of the checks on control characters: every surface refuses them
+ * first, with its own exit code; the backend picker and the ref listing call
+ * this too, so no URL that slipped past reaches a clone, a fetch, a ref
+ * listing or a `.git/config`.
+ */
+export function assertGitUrl(url: string): void {
+  const control = controlCharProblem("it", url);
+  if (control !== null) throw packOpError(`Refusing the git URL ${JSON.stringify(url)}: ${control}; correct it where it was given.`, { url });
 }
