@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Step } from "../core/actions/types.ts";
 import { GrexError, packOpError, toGrexError } from "../core/base/errors.ts";
+import { withoutConfiguredCommands } from "../core/base/no-commands.ts";
 import { backendFor, type HeadInfo } from "../core/git/backend.ts";
 import { updateIgnoreFile } from "../core/workspace/gitignore.ts";
 import { packIgnoreLines } from "../core/pack/x-gitignore.ts";
@@ -185,7 +186,12 @@ async function undoInstall(ctx: VerbContext, spec: AddSpec & { dir: string }, si
  * validate every pack.yaml, run the plan checks and plan the setup (nothing
  * applied), report it, and remove the temporary clone.
  */
-export async function planAdd(ctx: VerbContext, spec: AddSpec, signal: AbortSignal, progress: Progress): Promise<AddOutcome> {
+export function planAdd(ctx: VerbContext, spec: AddSpec, signal: AbortSignal, progress: Progress): Promise<AddOutcome> {
+  // A preview runs nothing a git config names (filters, hooks), whatever the config says.
+  return withoutConfiguredCommands(() => planAddInScope(ctx, spec, signal, progress));
+}
+
+async function planAddInScope(ctx: VerbContext, spec: AddSpec, signal: AbortSignal, progress: Progress): Promise<AddOutcome> {
   const tmp = mkdtempSync(join(tmpdir(), "grex-add-"));
   const dir = join(tmp, spec.id);
   let sha: string | null = null;
