@@ -17,7 +17,7 @@ import { appendEvents, makeEvent, readManifest } from "../core/workspace/manifes
 import { manifestMark, rollbackManifest } from "../core/workspace/manifest-rollback.ts";
 import { runSync, type SyncOptions, type SyncReport } from "../core/sync/engine.ts";
 import { actionProblems, planChecks } from "../core/sync/plan.ts";
-import { fetchTree, flatten, newNode } from "../core/sync/tree.ts";
+import { fetchTree, flatten, newNode, refuseChildOnSubmodule } from "../core/sync/tree.ts";
 import type { Workspace } from "../core/base/workspace.ts";
 import type { Progress, VerbContext } from "./types.ts";
 
@@ -68,7 +68,7 @@ async function withSubmodules(ctx: VerbContext, spec: AddSpec, dir: string, pack
   if (spec.recurseSubmodules) sm.recordRecurse(dir);
   if (!sm.wantsSubmodules(dir, packYamlSays)) return;
   await ctx.scheduler.withPermit(signal, () =>
-    withPackLock(spec.ws, dir, signal, () => withBackendLock(spec.ws, dir, signal, () => sm.updateSubmodules(dir, spec.url, signal))),
+    withPackLock(spec.ws, dir, signal, () => withBackendLock(spec.ws, dir, signal, () => sm.updateSubmodules(dir, spec.url, signal, ctx.env))),
   );
 }
 
@@ -137,6 +137,7 @@ export async function addAllOrNothing(
     const head = await cloneInto(ctx, spec, dir, signal, spec.adopted);
     sha = head.sha;
     const found = await entryFor(spec, dir);
+    await refuseChildOnSubmodule(spec.id, dir, head.sha, found.manifest);
     await withSubmodules(ctx, spec, dir, found.manifest?.submodules, signal);
     const { entry } = found;
     let report: SyncReport | null = null;

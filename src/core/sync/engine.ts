@@ -165,6 +165,7 @@ async function syncLocked(
     ws,
     scheduler: capScheduler(ctx.scheduler, opts.parallel),
     signal,
+    env: ctx.env,
     dryRun: opts.dryRun,
     force: opts.force,
     recursive: opts.recursive,

@@ -4,7 +4,7 @@
 // is guarded by its pack lock and each repository operation by its backend lock.
 import { existsSync } from "node:fs";
 import { basename, dirname, join, resolve as resolvePath } from "node:path";
-import { GrexError, integrityError, throwIfAborted, toGrexError } from "../base/errors.ts";
+import { GrexError, integrityError, packOpError, throwIfAborted, toGrexError } from "../base/errors.ts";
 import { backendFor, isGitRepo, readHeadSync, type HeadInfo } from "../git/backend.ts";
 import { withBackendLock, withPackLock } from "../locks/locks.ts";
 import { urlKey } from "../base/naming.ts";
@@ -41,6 +41,8 @@ export interface FetchOptions {
   ws: Workspace;
   scheduler: Scheduler;
   signal: AbortSignal;
+  /** The call's environment (submodule budgets, the user's git config); process.env when absent. */
+  env?: Record<string, string | undefined>;
   dryRun: boolean;
   force: boolean;
   recursive: boolean;
@@ -181,13 +183,29 @@ async function bringUp(node: TreeNode, opts: FetchOptions): Promise<void> {
     if (opts.updateExisting) await updateExisting(node, opts, backend);
   }
   node.manifest = await opts.loadPack(node.dir);
+  if (node.head) await refuseChildOnSubmodule(node.id, node.dir, node.head.sha, node.manifest);
   // Submodules, when the pack asks for them (git/submodules.ts); a skipped pack's are left as they are.
   if (!opts.dryRun && node.outcome !== "skipped" && node.outcome !== "dirty") {
     const sm = await import("../git/submodules.ts");
     if (sm.wantsSubmodules(node.dir, node.manifest?.submodules)) {
-      const done = await withBackendLock(opts.ws, node.dir, opts.signal, () => sm.updateSubmodules(node.dir, node.url, opts.signal));
+      const done = await withBackendLock(opts.ws, node.dir, opts.signal, () => sm.updateSubmodules(node.dir, node.url, opts.signal, opts.env));
       const moved = done.filter((d) => d.result !== "unchanged");
       if (moved.length > 0) node.message = `${node.message}; submodules: ${moved.map((d) => `${d.path} ${d.message}`).join(", ")}`.replace(/^; /, "");
+    }
+  }
+}
+
+/** A child declared where the pack's tree has a submodule (two repositories for one directory) fails the pack, before either is cloned. */
+export async function refuseChildOnSubmodule(id: string, dir: string, commit: string, manifest: PackManifest | null): Promise<void> {
+  if (!manifest?.children?.length) return;
+  const { gitlinkOnPath } = await import("../git/submodules.ts");
+  for (const c of manifest.children) {
+    const link = gitlinkOnPath(dir, commit, c.path);
+    if (link !== null) {
+      throw packOpError(
+        `Pack '${id}' declares the child '${c.path}' in .grex/pack.yaml where its tree has the submodule '${link}'; refusing both — remove the child entry or the submodule.`,
+        { dir },
+      );
     }
   }
 }
