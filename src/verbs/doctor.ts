@@ -196,7 +196,7 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   for (const left of trashLeftovers(ws)) {
     add("orphans", "warning", null, `${join(trashDir(ws), left)} was left by an interrupted grex rm; grex doctor --fix (or the next rm) deletes it`, true);
   }
-  for (const left of await leftoverClones(ws, state)) {
+  for (const left of await leftoverClones(ws, state, lock)) {
     add("orphans", "warning", null, `${left} was left by a clone that was killed; grex doctor --fix (or the next add or sync of that pack) deletes it`, true);
   }
   for (const d of await graphProblems(ws, state, lock)) add("pack-schema", "error", d.pack, d.detail);
@@ -242,14 +242,14 @@ function lintPack(name: string, dir: string, actions: number, add: (c: Check, s:
   if (actions > 50) add("pack-schema", "warning", name, `pack '${name}' declares ${actions} actions; split it into child packs`);
 }
 
-/** Hidden `.<name>.grex-clone-*` folders a killed clone left, in the workspace root and in every pack (children clone there). */
-async function leftoverClones(ws: Workspace, state: Map<string, { path: string }>): Promise<string[]> {
-  const { deadClones } = await import("../core/git/clone.ts");
-  const out: string[] = [];
-  for (const parent of [ws.root, ...[...state.values()].map((p) => join(ws.root, p.path))]) {
-    for (const name of deadClones(parent)) out.push(join(parent, name));
-  }
-  return out;
+/** Hidden `.<name>.grex-clone-*` folders a killed clone left: in the workspace root, and anywhere in a pack a clone goes (children, submodules). */
+async function leftoverClones(ws: Workspace, state: Map<string, { path: string }>, lock: Map<string, LockEntry>): Promise<string[]> {
+  const { deadClones, deadClonesInside } = await import("../core/git/clone.ts");
+  const out = deadClones(ws.root).map((name) => join(ws.root, name));
+  // Registered packs, and the children the lockfile knows (their ids are their paths).
+  const dirs = new Set([...[...state.values()].map((p) => join(ws.root, p.path)), ...[...lock.keys()].filter((id) => id.includes("/")).map((id) => join(ws.root, id))]);
+  for (const d of dirs) out.push(...deadClonesInside(d));
+  return [...new Set(out)];
 }
 
 /** What fix() would do for these findings, one line per repair. */
@@ -296,7 +296,7 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
   }
   if (fixable.has("orphans") && sweepTrash(ws).length > 0) fixed.push("trash");
   if (fixable.has("orphans")) {
-    const left = await leftoverClones(ws, loaded.state);
+    const left = await leftoverClones(ws, loaded.state, loaded.lock);
     for (const path of left) rmSync(path, { recursive: true, force: true });
     if (left.length > 0) fixed.push("clones");
   }

@@ -2,7 +2,7 @@
 // children) onto disk at the right commit, and load its pack.yaml. Git work
 // for independent packs runs in parallel under the shared scheduler; each pack
 // is guarded by its pack lock and each repository operation by its backend lock.
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { basename, dirname, join, resolve as resolvePath } from "node:path";
 import { GrexError, integrityError, packOpError, throwIfAborted, toGrexError } from "../base/errors.ts";
 import { backendFor, isGitRepo, readHeadSync, type HeadInfo } from "../git/backend.ts";
@@ -176,8 +176,13 @@ async function bringUp(node: TreeNode, opts: FetchOptions): Promise<void> {
       `${node.dir} exists but is not a git repository; move it away or run \`grex rm ${node.id} --keep-files\`.`,
     );
   } else {
-    // A clone of this pack killed earlier left its hidden temp folder beside it: gone now.
-    if (!opts.dryRun) (await import("../git/clone.ts")).removeDeadClones(dirname(node.dir), basename(node.dir));
+    // A clone of this pack killed earlier left its hidden temp folder beside it, or one of a child or a
+    // submodule inside it: gone now, before the dirty check would count them as the user's files.
+    if (!opts.dryRun) {
+      const clones = await import("../git/clone.ts");
+      clones.removeDeadClones(dirname(node.dir), basename(node.dir));
+      for (const left of clones.deadClonesInside(node.dir)) rmSync(left, { recursive: true, force: true });
+    }
     node.shaBefore = readHeadSync(node.dir)?.sha ?? null;
     node.head = readHeadSync(node.dir);
     if (opts.updateExisting) await updateExisting(node, opts, backend);
