@@ -77,7 +77,7 @@ interface Loaded {
 
 /** Run every check; findings only (no writes). */
 async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void): Promise<{ findings: Finding[]; loaded: Loaded | null }> {
-  const { describeRustShape, graphProblems, interruptedPacks, isGitRepo, originUrlSync, packIgnoreLines, parseBlocks, rustShape, trashDir, trashLeftovers } =
+  const { describeRustShape, graphProblems, interruptedMove, interruptedPacks, isGitRepo, originUrlSync, packIgnoreLines, parseBlocks, rustShape, trashDir, trashLeftovers } =
     await doctorRuntime();
   const findings: Finding[] = [];
   const add = (check: Check, severity: Severity, pack: string | null, detail: string, auto_fixable = false) =>
@@ -154,6 +154,9 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   const reads = new Map<string, string | null>(); // one report: shared files are read once
   for (const node of view?.packs ?? []) {
     if (!existsSync(node.dir) || !isGitRepo(node.dir)) continue;
+    // A work-tree move cut short (a kill, a full disk): named until the next sync finishes it.
+    const cut = interruptedMove(node.dir);
+    if (cut) add("on-disk-drift", "warning", node.id, `an update of ${node.dir} to ${cut.slice(0, 12)} was cut short (killed, or the disk was full); the next grex sync finishes it`);
     let st: Awaited<ReturnType<typeof inspectPack>>;
     try {
       st = await inspectPack(ws, node, { ...childFacts(view?.packs ?? [], node), staleMs: null, interrupted: interrupted.has(node.id), reads });
@@ -170,7 +173,7 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
     if (failedInstall) add("install-state", "warning", node.id, `setup not installed: ${st.install_error}; grex sync retries it`);
     for (const d of st.setup_drift) add("setup-drift", "warning", node.id, `${d.where} ${d.action} ${d.path}: ${d.differs}; grex sync re-applies it`);
     // A note, not a failure: git too keeps such files as stored.
-    for (const f of st.missing_filters) add("git-filters", "ok", node.id, `its .gitattributes name the filter '${f}', which no git config defines: those files stay as stored (configure filter.${f}, e.g. with the tool's install command, then re-check them out)`);
+    for (const f of st.missing_filters) add("git-filters", "ok", node.id, `its .gitattributes name the filter '${f}', which your own git config does not define (a pack's .git/config does not count): those files stay as stored (configure filter.${f} in your git config, e.g. with the tool's install command, then re-check them out)`);
     if (st.off_branch) add("off-branch", "warning", node.id, `${st.off_branch}; sync leaves it alone (switch back, or grex update ${node.id} --ref <branch>)`);
   }
   // pack-schema: MCP server ids must be unique across the workspace.

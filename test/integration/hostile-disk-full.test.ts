@@ -46,6 +46,11 @@ test.skipIf(!root || !mounted)("a checkout cut short by a full disk heals on the
   expect(full.stderr.trim().split("\n")).toHaveLength(1);
   expect(full.stderr).toContain("ENOSPC");
   expect(temps(pack)).toEqual([]);
+  // Named until it heals: doctor says the update was cut short and what finishes it.
+  const dr = await t.grex("doctor", "--json");
+  const cut = (dr.json.findings as Array<{ check: string; pack: string | null; detail: string }>).filter((f) => f.detail.includes("cut short"));
+  expect(cut.map((f) => [f.check, f.pack])).toEqual([["on-disk-drift", "pack"]]);
+  expect(cut[0]?.detail).toContain(`to ${target.slice(0, 12)} was cut short (killed, or the disk was full); the next grex sync finishes it`);
 
   rmSync(filler);
   const healed = await t.grex("sync", "--json");
@@ -59,4 +64,6 @@ test.skipIf(!root || !mounted)("a checkout cut short by a full disk heals on the
   expect(temps(pack)).toEqual([]);
   const st = await t.grex("status", "--json");
   expect((st.json.packs as Array<{ id: string; drift: string }>).find((p) => p.id === "pack")?.drift).toBe("clean");
+  const after = await t.grex("doctor", "--json");
+  expect((after.json.findings as Array<{ detail: string }>).filter((f) => f.detail.includes("cut short"))).toEqual([]);
 });

@@ -48,7 +48,7 @@ export interface PackStatus {
   install_error: string | null;
   /** Why the pack is off-branch, or null. */
   off_branch: string | null;
-  /** Filter drivers its .gitattributes name that no git config defines (files kept as stored): a note, not a state. */
+  /** Filter drivers its .gitattributes name that the user's own git config does not define (files kept as stored): a note, not a state. */
   missing_filters: string[];
   /** Initialised submodules at another commit than the pack records (they make it dirty, as in git status). */
   submodules_moved: Array<{ path: string; recorded: string; head: string | null }>;

@@ -235,7 +235,7 @@ export function attributePaths(files: Iterable<[path: string, mode: number, oid:
 }
 
 /**
- * Filter drivers the tracked files of `dir` need and no git config defines
+ * Filter drivers the tracked files of `dir` need and the user's own git config does not define
  * (empty when none). Looked into only when the top-level `.gitattributes` or
  * the info file mentions a filter: a report must stay cheap for the usual
  * repository that has none.
