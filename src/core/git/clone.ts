@@ -61,7 +61,8 @@ export function deadClones(parent: string, name?: string): string[] {
  * Leftover clone folders inside the repository at `dir` (absolute paths):
  * in its top directory (a child pack's clone) and beside each of its
  * submodules, recursively into populated ones (a submodule's clone killed
- * mid-way). Found from the index's gitlinks, so the work tree is not walked.
+ * mid-way). Found from the index's gitlinks (read only when the repository
+ * has a `.gitmodules`), so the work tree is not walked.
  */
 export function deadClonesInside(dir: string): string[] {
   const out: string[] = [];
@@ -73,8 +74,10 @@ export function deadClonesInside(dir: string): string[] {
   };
   const walk = (repo: string, depth: number) => {
     look(repo);
+    // grex clones only submodules .gitmodules declares: without one, no gitlink needs the index read.
+    if (depth > 8 || !fs.existsSync(join(repo, ".gitmodules"))) return;
     const gitdir = gitdirOf(repo);
-    if (!gitdir || depth > 8) return;
+    if (!gitdir) return;
     let entries: ReturnType<typeof parseIndex> = null;
     try {
       entries = parseIndex(fs.readFileSync(join(gitdir, "index")));
