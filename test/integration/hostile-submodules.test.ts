@@ -111,11 +111,12 @@ test("a pack.yaml child and a submodule at the same path are refused at add and 
   git(fine, "add", ".gitmodules");
   git(fine, "update-index", "--add", "--cacheinfo", `160000,${git(other, "rev-parse", "HEAD")},kid`);
   git(fine, "commit", "-q", "-m", "submodule where the child is");
-  // The move is refused before anything changes (the child's clone stands where the submodule would go).
+  // The move is refused before anything changes (the child's clone stands where the submodule would go), and says why.
   const s = await t.grex("sync", "fine");
   expect(s.code).toBe(4);
   expect(s.stderr.trim().split("\n")).toHaveLength(1);
-  expect(s.stderr).toMatch(/\(kid\)/);
+  expect(s.stderr).toMatch(/declares the child 'kid' in \.grex\/pack\.yaml where its tree has the submodule 'kid'; refusing both/);
+  expect(git(join(t.ws, "fine"), "rev-parse", "HEAD")).not.toBe(git(fine, "rev-parse", "HEAD"));
   expect(git(join(t.ws, "fine", "kid"), "rev-parse", "HEAD")).toBe(git(kid, "rev-parse", "HEAD"));
   expect(existsSync(join(t.ws, "fine", "kid", "kid.txt"))).toBe(true);
 });

@@ -215,6 +215,20 @@ export async function refuseChildOnSubmodule(id: string, dir: string, commit: st
   }
 }
 
+/** After a failed move: the collision check against the commit the move was heading for (as fetched). */
+async function refuseChildOnSubmoduleUpstream(node: TreeNode, opts: FetchOptions): Promise<void> {
+  const { gitdirOf, resolveRefSync } = await import("../git/refs/refs.ts");
+  const gitdir = gitdirOf(node.dir);
+  if (!gitdir) return;
+  const manifest = await opts.loadPack(node.dir).catch(() => null);
+  if (!manifest?.children?.length) return;
+  const refs = node.ref === null ? ["refs/remotes/origin/HEAD"] : [`refs/remotes/origin/${node.ref}`, `refs/tags/${node.ref}`, node.ref];
+  for (const r of refs) {
+    const commit = /^[0-9a-f]{40}$/.test(r) ? r : resolveRefSync(gitdir, r);
+    if (commit) return refuseChildOnSubmodule(node.id, node.dir, commit, manifest);
+  }
+}
+
 async function updateExisting(node: TreeNode, opts: FetchOptions, backend: ReturnType<typeof backendFor>) {
   const why = opts.force ? null : (opts.leaveAlone?.(node) ?? null);
   if (why) {
@@ -239,7 +253,15 @@ async function updateExisting(node: TreeNode, opts: FetchOptions, backend: Retur
       node.message = "has uncommitted changes; left as is (commit or stash them, or pass --force)";
       return;
     }
-    const { before, after } = await backend.update(node.dir, node.url, { ref: node.ref, signal: opts.signal });
+    let moved: Awaited<ReturnType<typeof backend.update>>;
+    try {
+      moved = await backend.update(node.dir, node.url, { ref: node.ref, signal: opts.signal });
+    } catch (err) {
+      // Refused because a child's clone stands where the new commit puts a submodule: say that, not "local changes".
+      await refuseChildOnSubmoduleUpstream(node, opts);
+      throw err;
+    }
+    const { before, after } = moved;
     node.shaBefore = before.sha;
     node.head = after;
     node.message = before.sha === after.sha ? "up to date" : `${before.sha.slice(0, 7)}..${after.sha.slice(0, 7)}`;
