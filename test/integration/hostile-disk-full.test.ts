@@ -4,6 +4,7 @@
 // next plain `grex sync` finishes the journaled move: the pack is clean at the
 // new commit, as git sees it. Needs a small tmpfs, so root only.
 import { afterAll, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { git, TestWorkspace } from "../helpers/workspace.ts";
@@ -11,7 +12,7 @@ import { git, TestWorkspace } from "../helpers/workspace.ts";
 const root = process.getuid?.() === 0;
 const t = new TestWorkspace("grex-disk-full-");
 let mounted = false;
-if (root) mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", t.ws]).exitCode === 0;
+if (root) mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", t.ws]).exitCode === 0;
 afterAll(() => {
   if (mounted) Bun.spawnSync(["umount", t.ws]);
   t.cleanup();
@@ -44,7 +45,8 @@ test.skipIf(!root || !mounted)("a checkout cut short by a full disk heals on the
   const full = await t.grex("sync");
   expect(full.code).toBe(4);
   expect(full.stderr.trim().split("\n")).toHaveLength(1);
-  expect(full.stderr).toContain("ENOSPC");
+  expect(full.stderr).toContain("the disk filled up while checking out commit");
+  expect(full.stderr).toContain("free some space, then run grex sync again to finish the update");
   expect(temps(pack)).toEqual([]);
   // Named until it heals: doctor says the update was cut short and what finishes it.
   const dr = await t.grex("doctor", "--json");
@@ -66,4 +68,28 @@ test.skipIf(!root || !mounted)("a checkout cut short by a full disk heals on the
   expect((st.json.packs as Array<{ id: string; drift: string }>).find((p) => p.id === "pack")?.drift).toBe("clean");
   const after = await t.grex("doctor", "--json");
   expect((after.json.findings as Array<{ detail: string }>).filter((f) => f.detail.includes("cut short"))).toEqual([]);
+});
+
+test.skipIf(!root || !mounted)("a fetch cut short by a full disk moves no ref, leaves no temp object, and the next sync after freeing space completes it", async () => {
+  const up = t.repo("fetched", { "a.txt": "a\n" });
+  expect((await t.grex("add", up)).code).toBe(0);
+  const pack = join(t.ws, "fetched");
+  const before = git(pack, "rev-parse", "HEAD");
+  const target = t.commit(up, { "noise.txt": randomBytes(900_000).toString("base64") }, "incompressible");
+  const fs0 = statfsSync(t.ws);
+  const filler = join(t.ws, ".filler");
+  writeFileSync(filler, Buffer.alloc(fs0.bavail * fs0.bsize - 600 * 1024));
+  const full = await t.grex("sync", "fetched");
+  expect(full.code).toBe(4);
+  expect(full.stderr.trim().split("\n")).toHaveLength(1);
+  expect(full.stderr).toContain("the disk filled up while fetching from");
+  expect(git(pack, "rev-parse", "HEAD")).toBe(before);
+  const objects = readdirSync(join(pack, ".git", "objects"), { recursive: true, encoding: "utf8" });
+  expect(objects.filter((p) => p.includes("grex-tmp") || p.endsWith(".tmp"))).toEqual([]);
+  rmSync(filler);
+  const healed = await t.grex("sync", "fetched");
+  expect(healed.code).toBe(0);
+  expect(git(pack, "rev-parse", "HEAD")).toBe(target);
+  expect(git(pack, "status", "--porcelain")).toBe("");
+  expect(git(pack, "fsck", "--no-dangling")).toBe("");
 });
