@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Step } from "../core/actions/types.ts";
 import { GrexError, packOpError, toGrexError } from "../core/base/errors.ts";
+import { withoutConfiguredCommands } from "../core/base/no-commands.ts";
 import { backendFor, type HeadInfo } from "../core/git/backend.ts";
 import { updateIgnoreFile } from "../core/workspace/gitignore.ts";
 import { packIgnoreLines } from "../core/pack/x-gitignore.ts";
@@ -16,7 +17,7 @@ import { appendEvents, makeEvent, readManifest } from "../core/workspace/manifes
 import { manifestMark, rollbackManifest } from "../core/workspace/manifest-rollback.ts";
 import { runSync, type SyncOptions, type SyncReport } from "../core/sync/engine.ts";
 import { actionProblems, planChecks } from "../core/sync/plan.ts";
-import { fetchTree, flatten, newNode } from "../core/sync/tree.ts";
+import { fetchTree, flatten, newNode, refuseChildOnSubmodule } from "../core/sync/tree.ts";
 import type { Workspace } from "../core/base/workspace.ts";
 import type { Progress, VerbContext } from "./types.ts";
 
@@ -69,7 +70,7 @@ async function withSubmodules(ctx: VerbContext, spec: AddSpec, dir: string, pack
   if (spec.recurseSubmodules) sm.recordRecurse(dir);
   if (!sm.wantsSubmodules(dir, packYamlSays)) return;
   await ctx.scheduler.withPermit(signal, () =>
-    withPackLock(spec.ws, dir, signal, () => withBackendLock(spec.ws, dir, signal, () => sm.updateSubmodules(dir, spec.url, signal))),
+    withPackLock(spec.ws, dir, signal, () => withBackendLock(spec.ws, dir, signal, () => sm.updateSubmodules(dir, spec.url, signal, ctx.env))),
   );
 }
 
@@ -137,6 +138,7 @@ export async function addAllOrNothing(
     const head = await cloneInto(ctx, spec, dir, signal, spec.adopted);
     sha = head.sha;
     const found = await entryFor(spec, dir);
+    await refuseChildOnSubmodule(spec.id, dir, head.sha, found.manifest);
     await withSubmodules(ctx, spec, dir, found.manifest?.submodules, signal);
     const { entry } = found;
     let report: SyncReport | null = null;
@@ -186,7 +188,12 @@ async function undoInstall(ctx: VerbContext, spec: AddSpec & { dir: string }, si
  * validate every pack.yaml, run the plan checks and plan the setup (nothing
  * applied), report it, and remove the temporary clone.
  */
-export async function planAdd(ctx: VerbContext, spec: AddSpec, signal: AbortSignal, progress: Progress): Promise<AddOutcome> {
+export function planAdd(ctx: VerbContext, spec: AddSpec, signal: AbortSignal, progress: Progress): Promise<AddOutcome> {
+  // A preview runs nothing a git config names (filters, hooks), whatever the config says.
+  return withoutConfiguredCommands(() => planAddInScope(ctx, spec, signal, progress));
+}
+
+async function planAddInScope(ctx: VerbContext, spec: AddSpec, signal: AbortSignal, progress: Progress): Promise<AddOutcome> {
   const tmp = mkdtempSync(join(tmpdir(), "grex-add-"));
   const dir = join(tmp, spec.id);
   let sha: string | null = null;

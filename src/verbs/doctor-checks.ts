@@ -114,6 +114,9 @@ async function packStates(r: DoctorRun): Promise<void> {
   const reads = new Map<string, string | null>(); // one report: shared files are read once
   for (const node of view?.packs ?? []) {
     if (!existsSync(node.dir) || !r.rt.isGitRepo(node.dir)) continue;
+    // A work-tree move cut short (a kill, a full disk): named until the next sync finishes it.
+    const cut = r.rt.interruptedMove(node.dir);
+    if (cut) r.add("on-disk-drift", "warning", node.id, `an update of ${node.dir} to ${cut.slice(0, 12)} was cut short (killed, or the disk was full); the next grex sync finishes it`);
     let st: Awaited<ReturnType<typeof inspectPack>>;
     try {
       st = await inspectPack(r.ws, node, { ...childFacts(view?.packs ?? [], node), staleMs: null, interrupted: interrupted.has(node.id), reads });
@@ -129,7 +132,7 @@ async function packStates(r: DoctorRun): Promise<void> {
     if (node.lock?.install_error !== undefined || interrupted.has(node.id)) r.add("install-state", "warning", node.id, `setup not installed: ${st.install_error}; grex sync retries it`);
     for (const d of st.setup_drift) r.add("setup-drift", "warning", node.id, `${d.where} ${d.action} ${d.path}: ${d.differs}; grex sync re-applies it`);
     // A note, not a failure: git too keeps such files as stored.
-    for (const f of st.missing_filters) r.add("git-filters", "ok", node.id, `its .gitattributes name the filter '${f}', which no git config defines: those files stay as stored (configure filter.${f}, e.g. with the tool's install command, then re-check them out)`);
+    for (const f of st.missing_filters) r.add("git-filters", "ok", node.id, `its .gitattributes name the filter '${f}', which your own git config does not define (a pack's .git/config does not count): those files stay as stored (configure filter.${f} in your git config, e.g. with the tool's install command, then re-check them out)`);
     if (st.off_branch) r.add("off-branch", "warning", node.id, `${st.off_branch}; sync leaves it alone (switch back, or grex update ${node.id} --ref <branch>)`);
   }
 }
@@ -174,7 +177,7 @@ async function orphans(r: DoctorRun): Promise<void> {
   for (const left of r.rt.trashLeftovers(r.ws)) {
     r.add("orphans", "warning", null, `${join(r.rt.trashDir(r.ws), left)} was left by an interrupted grex rm; grex doctor --fix (or the next rm) deletes it`, true);
   }
-  for (const left of await leftoverClones(r.ws, r.state)) {
+  for (const left of await leftoverClones(r.ws, r.state, r.lock)) {
     r.add("orphans", "warning", null, `${left} was left by a clone that was killed; grex doctor --fix (or the next add or sync of that pack) deletes it`, true);
   }
   for (const d of await r.rt.graphProblems(r.ws, r.state, r.lock)) r.add("pack-schema", "error", d.pack, d.detail);
@@ -256,13 +259,18 @@ export function ownedByRegistered(id: string, state: Map<string, unknown>): bool
   return false;
 }
 
-/** Hidden `.<name>.grex-clone-*` folders a killed clone left: beside every top-level pack (the root, or `libs/` for `libs/core`) and in every pack (children clone there). */
-export async function leftoverClones(ws: Workspace, state: Map<string, { path: string }>): Promise<string[]> {
-  const { deadClones } = await import("../core/git/clone.ts");
+/**
+ * Hidden `.<name>.grex-clone-*` folders a killed clone left: in the workspace
+ * root, beside every top-level pack (`libs/` for `libs/core`), and anywhere in
+ * a pack a clone goes (children, submodules).
+ */
+export async function leftoverClones(ws: Workspace, state: Map<string, { path: string }>, lock: Map<string, LockEntry>): Promise<string[]> {
+  const { deadClones, deadClonesInside } = await import("../core/git/clone.ts");
   const out: string[] = [];
-  const beside = [...state.values()].map((p) => dirname(join(ws.root, p.path)));
-  for (const parent of new Set([ws.root, ...beside, ...[...state.values()].map((p) => join(ws.root, p.path))])) {
-    for (const name of deadClones(parent)) out.push(join(parent, name));
-  }
-  return out;
+  const beside = new Set([ws.root, ...[...state.values()].map((p) => dirname(join(ws.root, p.path)))]);
+  for (const parent of beside) for (const name of deadClones(parent)) out.push(join(parent, name));
+  // Registered packs, and the children the lockfile knows (their ids are their paths).
+  const dirs = new Set([...[...state.values()].map((p) => join(ws.root, p.path)), ...[...lock.keys()].filter((id) => id.includes("/")).map((id) => join(ws.root, id))]);
+  for (const d of dirs) out.push(...deadClonesInside(d));
+  return [...new Set(out)];
 }

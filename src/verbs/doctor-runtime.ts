@@ -3,7 +3,7 @@
 
 /** What the checks and repairs need, loaded when doctor runs (not when the verb table loads). */
 export async function doctorRuntime() {
-  const [backend, gitignore, packIgnore, rust, installState, trash, graph] = await Promise.all([
+  const [backend, gitignore, packIgnore, rust, installState, trash, graph, journal, refs] = await Promise.all([
     import("../core/git/backend.ts"),
     import("../core/workspace/gitignore.ts"),
     import("../core/pack/x-gitignore.ts"),
@@ -11,6 +11,8 @@ export async function doctorRuntime() {
     import("../core/sync/install-state.ts"),
     import("../core/workspace/trash.ts"),
     import("./doctor-graph.ts"),
+    import("../core/git/worktree/checkout-journal.ts"),
+    import("../core/git/refs/refs.ts"),
   ]);
   // Named picks, not spreads: two modules exporting one name must not silently shadow each other.
   return {
@@ -30,5 +32,10 @@ export async function doctorRuntime() {
     trashDir: trash.trashDir,
     trashLeftovers: trash.trashLeftovers,
     graphProblems: graph.graphProblems,
+    /** The commit a journaled work-tree move of the repository at `dir` was heading for, or null. */
+    interruptedMove: (dir: string): string | null => {
+      const gitdir = refs.gitdirOf(dir);
+      return gitdir ? (journal.readJournal(gitdir)?.to ?? null) : null;
+    },
   };
 }

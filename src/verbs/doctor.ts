@@ -93,7 +93,7 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
   }
   if (fixable.has("orphans") && sweepTrash(ws).length > 0) fixed.push("trash");
   if (fixable.has("orphans")) {
-    const left = await leftoverClones(ws, loaded.state);
+    const left = await leftoverClones(ws, loaded.state, loaded.lock);
     for (const path of left) rmSync(path, { recursive: true, force: true });
     if (left.length > 0) fixed.push("clones");
   }

@@ -9,6 +9,12 @@ import { resolveSubmoduleUrl, submoduleUrl, updateSubmodules, validSubmoduleName
 import { git, tempDir } from "../helpers/git-fixtures.ts";
 
 const never = () => new AbortController().signal;
+/** The user's opt-in to local submodule URLs (git's protocol.file.allow=always), in a global config of its own. */
+function allowFile(dir: string): Record<string, string | undefined> {
+  const file = join(dir, "allow-file.gitconfig");
+  writeFileSync(file, '[protocol "file"]\n\tallow = always\n');
+  return { ...process.env, GIT_CONFIG_GLOBAL: file };
+}
 let tmp: { path: string; cleanup: () => void };
 beforeEach(() => {
   tmp = tempDir("grex-submodules-");
@@ -59,7 +65,8 @@ test("submodules are cloned at the recorded commits, recursively, as git clone -
   git(tmp.path, "-c", "protocol.file.allow=always", "clone", "-q", "--recurse-submodules", sup, byGit);
   const byGrex = join(tmp.path, "by-grex");
   await backendFor(sup).clone(sup, byGrex, { ref: null, signal: never() });
-  const done = await updateSubmodules(byGrex, sup, never());
+  const env = allowFile(tmp.path);
+  const done = await updateSubmodules(byGrex, sup, never(), env);
   expect(done.map((d) => [d.path, d.result])).toEqual([
     ["vendor/lib", "cloned"],
     ["vendor/lib/deps/inner", "cloned"],
@@ -79,7 +86,7 @@ test("submodules are cloned at the recorded commits, recursively, as git clone -
   git(join(sup, "vendor", "lib"), "pull", "-q", "--ff-only");
   git(sup, "commit", "-q", "-am", "lib moved");
   await backendFor(sup).update(byGrex, sup, { ref: null, signal: never() });
-  const again = await updateSubmodules(byGrex, sup, never());
+  const again = await updateSubmodules(byGrex, sup, never(), env);
   expect(again.map((d) => [d.path, d.result])).toEqual([
     ["vendor/lib", "updated"],
     ["vendor/lib/deps/inner", "unchanged"],
@@ -194,6 +201,7 @@ test("grex add --recurse-submodules clones them and later syncs keep them; pack.
   const t = new TestWorkspace("grex-submodules-ws-");
   try {
     const { sup, lib } = family(t.upstream);
+    writeFileSync(join(t.home, ".gitconfig"), '[protocol "file"]\n\tallow = always\n'); // local submodule URLs: the user's opt-in
     expect((await t.grex("init")).code).toBe(0);
     const r = await t.grex("add", sup, "--recurse-submodules", "--no-install", "--json");
     expect(r.code).toBe(0);

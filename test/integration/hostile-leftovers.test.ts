@@ -44,3 +44,29 @@ test("the next sync of the pack removes its dead clone folder", async () => {
   expect((await t.grex("sync")).code).toBe(0);
   expect(existsSync(dead)).toBe(false);
 });
+
+test("a submodule clone killed mid-way inside a pack is reported by doctor and removed by the next sync", async () => {
+  const { git } = await import("../helpers/workspace.ts");
+  const lib = t.repo("sublib", { "lib.txt": "lib\n" });
+  const up = t.repo("withsub", { README: "x\n" });
+  git(up, "-c", "protocol.file.allow=always", "submodule", "add", "-q", "../sublib", "vendor/lib");
+  git(up, "commit", "-q", "-m", "lib");
+  writeFileSync(join(t.home, ".gitconfig"), '[protocol "file"]\n\tallow = always\n'); // local submodule URLs: the user's opt-in
+  expect((await t.grex("add", "--recurse-submodules", up, "withsub")).code).toBe(0);
+  const pack = join(t.ws, "withsub");
+  expect(existsSync(join(pack, "vendor", "lib", "lib.txt"))).toBe(true);
+  // What a SIGKILL during the submodule's clone leaves: a hidden folder beside it.
+  const dead = join(pack, "vendor", `.lib.grex-clone-${deadPid()}-abc123`);
+  mkdirSync(join(dead, ".git"), { recursive: true });
+  writeFileSync(join(dead, "half"), "x");
+  const r = await t.grex("doctor", "--json");
+  const found = (r.json.findings as Array<{ check: string; detail: string }>).filter((f) => f.detail.includes("grex-clone"));
+  expect(found.map((f) => [f.check, f.detail.split(" ")[0]])).toEqual([["orphans", dead]]);
+  const s = await t.grex("sync", "--json");
+  expect(s.code).toBe(0);
+  expect((s.json.packs as Array<{ id: string; result: string }>).find((p) => p.id === "withsub")?.result).toBe("ok");
+  expect(existsSync(dead)).toBe(false);
+  const st = await t.grex("status", "--json");
+  expect((st.json.packs as Array<{ id: string; drift: string }>).find((p) => p.id === "withsub")?.drift).toBe("clean");
+  void lib;
+});

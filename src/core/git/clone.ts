@@ -4,6 +4,8 @@
 import * as fs from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { packOpError, throwIfAborted } from "../base/errors.ts";
+import { parseIndex } from "./objects/index-file.ts";
+import { gitdirOf } from "./refs/refs.ts";
 import type { HeadInfo } from "./refs/head.ts";
 
 export async function cloneAtomically(dir: string, signal: AbortSignal, fill: (tmp: string) => Promise<HeadInfo>): Promise<HeadInfo> {
@@ -53,6 +55,44 @@ export function deadClones(parent: string, name?: string): string[] {
     const pid = Number(m[2]);
     return Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && !processAlive(pid);
   });
+}
+
+/**
+ * Leftover clone folders inside the repository at `dir` (absolute paths):
+ * in its top directory (a child pack's clone) and beside each of its
+ * submodules, recursively into populated ones (a submodule's clone killed
+ * mid-way). Found from the index's gitlinks (read only when the repository
+ * has a `.gitmodules`), so the work tree is not walked.
+ */
+export function deadClonesInside(dir: string): string[] {
+  const out: string[] = [];
+  const seen = new Set<string>();
+  const look = (parent: string) => {
+    if (seen.has(parent)) return;
+    seen.add(parent);
+    for (const name of deadClones(parent)) out.push(join(parent, name));
+  };
+  const walk = (repo: string, depth: number) => {
+    look(repo);
+    // grex clones only submodules .gitmodules declares: without one, no gitlink needs the index read.
+    if (depth > 8 || !fs.existsSync(join(repo, ".gitmodules"))) return;
+    const gitdir = gitdirOf(repo);
+    if (!gitdir) return;
+    let entries: ReturnType<typeof parseIndex> = null;
+    try {
+      entries = parseIndex(fs.readFileSync(join(gitdir, "index")));
+    } catch {
+      return; // no index, or one we cannot read: nothing more to look at
+    }
+    for (const e of entries ?? []) {
+      if (e.mode !== 0o160000) continue;
+      const sub = join(repo, e.path);
+      look(dirname(sub));
+      if (fs.existsSync(join(sub, ".git"))) walk(sub, depth + 1);
+    }
+  };
+  walk(dir, 0);
+  return out;
 }
 
 function processAlive(pid: number): boolean {

@@ -24,9 +24,11 @@
 // `submodule.<name>.url` and `.active`, as `git submodule init` writes them.
 import * as fs from "node:fs";
 import { isAbsolute, join, resolve as resolvePath } from "node:path";
-import { packOpError, throwIfAborted } from "../base/errors.ts";
+import { GrexError, packOpError, throwIfAborted } from "../base/errors.ts";
 import { controlCharIn, controlCharProblem } from "../base/naming.ts";
 import { backendFor } from "./backend.ts";
+import { budgetFor, fileProtocolAllowed } from "./submodule-budget.ts";
+import { displayUrl, transportOf } from "./transport/url.ts";
 import { configValue, readGitdirConfigValue } from "./refs/config.ts";
 import { parseConfig } from "./refs/config-levels.ts";
 import { ObjectStore } from "./objects/object-store.ts";
@@ -140,7 +142,14 @@ function recordInConfig(gitdir: string, name: string, url: string): void {
  * error naming them; one with local changes or off its recorded commit by the
  * user's hand is left alone (result "skipped").
  */
-export async function updateSubmodules(dir: string, url: string, signal: AbortSignal, depth = 0, prefix = ""): Promise<SubmoduleOutcome[]> {
+export async function updateSubmodules(
+  dir: string,
+  url: string,
+  signal: AbortSignal,
+  env: Record<string, string | undefined> = process.env,
+  depth = 0,
+  prefix = "",
+): Promise<SubmoduleOutcome[]> {
   throwIfAborted(signal);
   const gitdir = gitdirOf(dir);
   const head = gitdir ? resolveRefSync(gitdir, "HEAD") : null;
@@ -186,17 +195,37 @@ export async function updateSubmodules(dir: string, url: string, signal: AbortSi
     }
     const u = submoduleUrl(url, d.url);
     if ("refused" in u) throw packOpError(`${where}: ${u.refused}; refusing to clone it.`, { dir });
+    // git's protocol.file.allow=user: a submodule never reads a local repository unless the user allows it.
+    if (transportOf(u.url) === "local" && !fileProtocolAllowed(env)) {
+      throw packOpError(
+        `${where}: its URL '${d.url}' leads to the local repository ${u.url}, and submodules may not use local repositories (as in git); refusing to clone it — set protocol.file.allow = always in your git config if you trust this pack.`,
+        { dir },
+      );
+    }
     plan.push({ d, sha: link.sha, url: u.url });
   }
 
+  const budget = budgetFor(signal, env);
   for (const { d, sha, url: subUrl } of plan) {
     throwIfAborted(signal);
     const subDir = join(dir, d.path);
     const shown = prefix + d.path;
     const backend = backendFor(subUrl);
     const populated = fs.existsSync(join(subDir, ".git"));
+    const where = `${dir}: submodule '${d.name}' at '${d.path}'`;
+    // A gitlink to a commit its repository lacks: named as that, not as a tag or branch to check.
+    const missing = (err: unknown) =>
+      err instanceof GrexError && err.data?.ref === sha
+        ? packOpError(`${where} records commit ${sha}, which ${displayUrl(subUrl)} does not have; ask the pack's owner to push that commit or to fix the submodule.`, { dir, commit: sha })
+        : err;
     if (!populated) {
-      await backend.clone(subUrl, subDir, { ref: sha, signal });
+      budget.take(where);
+      try {
+        await backend.clone(subUrl, subDir, { ref: sha, signal });
+      } catch (err) {
+        throw missing(err);
+      }
+      budget.spent(where, subDir);
       recordInConfig(gitdir, d.name, subUrl);
       out.push({ path: shown, name: d.name, sha, result: "cloned", message: `cloned at ${sha.slice(0, 7)}` });
     } else {
@@ -206,13 +235,42 @@ export async function updateSubmodules(dir: string, url: string, signal: AbortSi
         out.push({ path: shown, name: d.name, sha, result: "skipped", message: "has local changes; left as is (commit or stash them)" });
         continue;
       } else {
-        await backend.update(subDir, subUrl, { ref: sha, signal });
+        budget.take(where);
+        try {
+          await backend.update(subDir, subUrl, { ref: sha, signal });
+        } catch (err) {
+          throw missing(err);
+        }
         out.push({ path: shown, name: d.name, sha, result: "updated", message: `${(now ?? "none").slice(0, 7)}..${sha.slice(0, 7)}` });
       }
     }
-    out.push(...(await updateSubmodules(subDir, subUrl, signal, depth + 1, `${shown}/`)));
+    out.push(...(await updateSubmodules(subDir, subUrl, signal, env, depth + 1, `${shown}/`)));
   }
   return out;
+}
+
+/**
+ * The gitlink of commit `commit`'s tree at `path` or at one of its leading
+ * directories (`vendor` for `vendor/kid`), or null: read along the path only.
+ */
+export function gitlinkOnPath(dir: string, commit: string, path: string): string | null {
+  const gitdir = gitdirOf(dir);
+  if (!gitdir) return null;
+  const store = new ObjectStore(gitdir);
+  try {
+    let tree = store.readCommit(commit)?.tree ?? null;
+    const parts = path.split("/").filter((p) => p !== "" && p !== ".");
+    for (const [i, name] of parts.entries()) {
+      const entry = tree === null ? undefined : store.readTree(tree)?.find((e) => e.name === name);
+      if (entry === undefined) return null;
+      if (Number.parseInt(entry.mode, 8) === GITLINK) return parts.slice(0, i + 1).join("/");
+      if (entry.mode !== "040000") return null;
+      tree = entry.oid;
+    }
+    return null;
+  } finally {
+    store.close();
+  }
 }
 
 /** Whether a pack asks for its submodules: pack.yaml `submodules: true`, or `submodule.recurse` in its git config. */

@@ -21,7 +21,8 @@ export async function runGit(args: string[], url: string, signal: AbortSignal, c
     throw new GrexError("pack_op", `ssh URLs like ${url} need git installed and on PATH; install git or use an https:// URL.`, { url });
   }
   const r = await runProcess({
-    argv: [exe, ...args],
+    // No hook runs, whatever a config names (core.hooksPath, .git/hooks): grex's own git code runs none either.
+    argv: [exe, "-c", "core.hooksPath=/dev/null", ...args],
     cwd,
     env: { ...process.env, GIT_TERMINAL_PROMPT: "0" },
     signal,

@@ -175,6 +175,7 @@ async function fetchPhase(ctx: CallContext, ws: Workspace, opts: SyncOptions, ru
     ws,
     scheduler: capScheduler(ctx.scheduler, opts.parallel),
     signal,
+    env: ctx.env,
     dryRun: opts.dryRun,
     force: opts.force,
     recursive: opts.recursive,

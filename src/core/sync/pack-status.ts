@@ -53,7 +53,7 @@ export interface PackStatus {
   off_branch: string | null;
   /** On a topic branch (the user's work, not drift): the branch, its base (the tracked branch), the counts against origin/<base>, its upstream and whether that holds HEAD; else null. */
   topic: TopicFacts | null;
-  /** Filter drivers its .gitattributes name that no git config defines (files kept as stored): a note, not a state. */
+  /** Filter drivers its .gitattributes name that the user's own git config does not define (files kept as stored): a note, not a state. */
   missing_filters: string[];
   /** Initialised submodules at another commit than the pack records (they make it dirty, as in git status). */
   submodules_moved: Array<{ path: string; recorded: string; head: string | null }>;

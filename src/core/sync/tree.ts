@@ -3,9 +3,9 @@
 // for independent packs runs in parallel under the shared scheduler; each pack
 // is guarded by its pack lock and each repository operation by its backend lock.
 import { asActivityOf } from "../base/activity.ts";
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { basename, dirname, join, resolve as resolvePath } from "node:path";
-import { GrexError, integrityError, throwIfAborted, toGrexError } from "../base/errors.ts";
+import { GrexError, integrityError, packOpError, throwIfAborted, toGrexError } from "../base/errors.ts";
 import { backendFor, isGitRepo, readHeadSync, type HeadInfo } from "../git/backend.ts";
 import { withBackendLock, withPackLock } from "../locks/locks.ts";
 import { urlKey } from "../base/naming.ts";
@@ -46,6 +46,8 @@ export interface FetchOptions {
   ws: Workspace;
   scheduler: Scheduler;
   signal: AbortSignal;
+  /** The call's environment (submodule budgets, the user's git config); process.env when absent. */
+  env?: Record<string, string | undefined>;
   dryRun: boolean;
   force: boolean;
   recursive: boolean;
@@ -192,21 +194,56 @@ async function bringUp(node: TreeNode, opts: FetchOptions): Promise<void> {
       `${node.dir} exists but is not a git repository; move it away or run \`grex rm ${node.id} --keep-files\`.`,
     );
   } else {
-    // A clone of this pack killed earlier left its hidden temp folder beside it: gone now.
-    if (!opts.dryRun) (await import("../git/clone.ts")).removeDeadClones(dirname(node.dir), basename(node.dir));
+    // A clone of this pack killed earlier left its hidden temp folder beside it, or one of a child or a
+    // submodule inside it: gone now, before the dirty check would count them as the user's files.
+    if (!opts.dryRun) {
+      const clones = await import("../git/clone.ts");
+      clones.removeDeadClones(dirname(node.dir), basename(node.dir));
+      for (const left of clones.deadClonesInside(node.dir)) rmSync(left, { recursive: true, force: true });
+    }
     node.shaBefore = readHeadSync(node.dir)?.sha ?? null;
     node.head = readHeadSync(node.dir);
     if (opts.updateExisting) await updateExisting(node, opts, backend);
   }
   node.manifest = await opts.loadPack(node.dir);
+  if (node.head) await refuseChildOnSubmodule(node.id, node.dir, node.head.sha, node.manifest);
   // Submodules, when the pack asks for them (git/submodules.ts); a skipped pack's are left as they are.
   if (!opts.dryRun && node.outcome !== "skipped" && node.outcome !== "dirty") {
     const sm = await import("../git/submodules.ts");
     if (sm.wantsSubmodules(node.dir, node.manifest?.submodules)) {
-      const done = await withBackendLock(opts.ws, node.dir, opts.signal, () => sm.updateSubmodules(node.dir, node.url, opts.signal));
+      const done = await withBackendLock(opts.ws, node.dir, opts.signal, () => sm.updateSubmodules(node.dir, node.url, opts.signal, opts.env));
       const moved = done.filter((d) => d.result !== "unchanged");
       if (moved.length > 0) node.message = `${node.message}; submodules: ${moved.map((d) => `${d.path} ${d.message}`).join(", ")}`.replace(/^; /, "");
     }
+  }
+}
+
+/** A child declared where the pack's tree has a submodule (two repositories for one directory) fails the pack, before either is cloned. */
+export async function refuseChildOnSubmodule(id: string, dir: string, commit: string, manifest: PackManifest | null): Promise<void> {
+  if (!manifest?.children?.length) return;
+  const { gitlinkOnPath } = await import("../git/submodules.ts");
+  for (const c of manifest.children) {
+    const link = gitlinkOnPath(dir, commit, c.path);
+    if (link !== null) {
+      throw packOpError(
+        `Pack '${id}' declares the child '${c.path}' in .grex/pack.yaml where its tree has the submodule '${link}'; refusing both — remove the child entry or the submodule.`,
+        { dir },
+      );
+    }
+  }
+}
+
+/** After a failed move: the collision check against the commit the move was heading for (as fetched). */
+async function refuseChildOnSubmoduleUpstream(node: TreeNode, opts: FetchOptions): Promise<void> {
+  const { gitdirOf, resolveRefSync } = await import("../git/refs/refs.ts");
+  const gitdir = gitdirOf(node.dir);
+  if (!gitdir) return;
+  const manifest = await opts.loadPack(node.dir).catch(() => null);
+  if (!manifest?.children?.length) return;
+  const refs = node.ref === null ? ["refs/remotes/origin/HEAD"] : [`refs/remotes/origin/${node.ref}`, `refs/tags/${node.ref}`, node.ref];
+  for (const r of refs) {
+    const commit = /^[0-9a-f]{40}$/.test(r) ? r : resolveRefSync(gitdir, r);
+    if (commit) return refuseChildOnSubmodule(node.id, node.dir, commit, manifest);
   }
 }
 
@@ -236,7 +273,15 @@ async function updateExisting(node: TreeNode, opts: FetchOptions, backend: Retur
       node.message = "has uncommitted changes; left as is (commit or stash them, or pass --force)";
       return;
     }
-    const { before, after } = await backend.update(node.dir, node.url, { ref: node.ref, signal: opts.signal });
+    let moved: Awaited<ReturnType<typeof backend.update>>;
+    try {
+      moved = await backend.update(node.dir, node.url, { ref: node.ref, signal: opts.signal });
+    } catch (err) {
+      // Refused because a child's clone stands where the new commit puts a submodule: say that, not "local changes".
+      await refuseChildOnSubmoduleUpstream(node, opts);
+      throw err;
+    }
+    const { before, after } = moved;
     node.shaBefore = before.sha;
     node.head = after;
     opts.settle?.(node);

@@ -29,13 +29,13 @@ const KiB = 1024;
 const MiB = 1024 * KiB;
 const GiB = 1024 * MiB;
 
-interface Spec {
+export interface LimitSpec {
   env: string;
   def: number;
   unit: "bytes" | "seconds" | "count" | "bytes/s";
 }
 
-export const LIMIT_SPECS: Record<keyof TransferLimits, Spec> = {
+export const LIMIT_SPECS: Record<keyof TransferLimits, LimitSpec> = {
   connectTimeout: { env: "GREX_HTTP_CONNECT_TIMEOUT", def: 30, unit: "seconds" },
   lowSpeedLimit: { env: "GREX_HTTP_LOW_SPEED_LIMIT", def: 1 * KiB, unit: "bytes/s" },
   lowSpeedTime: { env: "GREX_HTTP_LOW_SPEED_TIME", def: 30, unit: "seconds" },
@@ -50,7 +50,7 @@ export const LIMIT_SPECS: Record<keyof TransferLimits, Spec> = {
 const SUFFIX: Record<string, number> = { "": 1, k: KiB, m: MiB, g: GiB };
 
 /** A limit's value from its environment variable: a number with an optional k/m/g suffix for sizes. */
-function parseValue(raw: string, spec: Spec): number | null {
+function parseValue(raw: string, spec: LimitSpec): number | null {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([kmg]?)i?b?\s*$/i.exec(raw);
   if (!m) return null;
   const suffix = (m[2] ?? "").toLowerCase();
@@ -62,17 +62,18 @@ function parseValue(raw: string, spec: Spec): number | null {
 export function transferLimits(env: Record<string, string | undefined> = process.env): TransferLimits {
   const out = {} as TransferLimits;
   for (const key of Object.keys(LIMIT_SPECS) as Array<keyof TransferLimits>) {
-    const spec = LIMIT_SPECS[key];
-    const raw = env[spec.env];
-    if (raw === undefined || raw === "") {
-      out[key] = spec.def;
-      continue;
-    }
-    const v = parseValue(raw, spec);
-    if (v === null) throw new GrexError("usage", `${spec.env}=${raw} is not a valid ${spec.unit === "count" ? "count" : spec.unit === "seconds" ? "number of seconds" : "size"}; use a number${spec.unit === "bytes" || spec.unit === "bytes/s" ? " such as 512m or 2g" : ""}.`, { env: spec.env });
-    out[key] = v;
+    out[key] = limitFromEnv(env, LIMIT_SPECS[key]);
   }
   return out;
+}
+
+/** One limit from its environment variable (its default when unset); a usage error naming the variable when unreadable. */
+export function limitFromEnv(env: Record<string, string | undefined>, spec: LimitSpec): number {
+  const raw = env[spec.env];
+  if (raw === undefined || raw === "") return spec.def;
+  const v = parseValue(raw, spec);
+  if (v === null) throw new GrexError("usage", `${spec.env}=${raw} is not a valid ${spec.unit === "count" ? "count" : spec.unit === "seconds" ? "number of seconds" : "size"}; use a number${spec.unit === "bytes" || spec.unit === "bytes/s" ? " such as 512m or 2g" : ""}.`, { env: spec.env });
+  return v;
 }
 
 /** A size for people: 1536 → "1.5 KiB". */

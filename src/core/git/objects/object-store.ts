@@ -4,7 +4,7 @@
 // and checkouts read HEAD's trees and the changed blobs through this instead.
 // Anything unexpected (a missing or corrupt object) answers null, and callers
 // fall back to isomorphic-git, which reports it properly.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 
 export type ObjectType = "commit" | "tree" | "blob" | "tag";
@@ -107,8 +107,13 @@ export function writeLooseObjects(gitdir: string, objects: Array<{ oid: string }
     if (existsSync(path)) continue;
     mkdirSync(dir, { recursive: true });
     const tmp = `${path}.grex-tmp-${process.pid}`;
-    writeFileSync(tmp, deflate(Buffer.concat([Buffer.from(`${o.type} ${o.data.length}\0`, "latin1"), o.data])));
-    renameSync(tmp, path);
+    try {
+      writeFileSync(tmp, deflate(Buffer.concat([Buffer.from(`${o.type} ${o.data.length}\0`, "latin1"), o.data])));
+      renameSync(tmp, path);
+    } catch (err) {
+      rmSync(tmp, { force: true }); // a full disk: no temp object left behind
+      throw err;
+    }
   }
 }
 

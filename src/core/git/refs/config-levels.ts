@@ -85,14 +85,26 @@ export function expandHome(path: string, env: NodeJS.ProcessEnv = process.env): 
 }
 
 export class LayeredConfig {
-  private constructor(readonly entries: ConfigEntry[]) {}
+  /** `userCount`: how many of the first entries came from the user's own files (system, global), not the repository's. */
+  private constructor(
+    readonly entries: ConfigEntry[],
+    private readonly userCount = entries.length,
+  ) {}
+
+  /** The user's own files alone: what a repository's `.git/config` (which a pack's upstream may have shaped) cannot add to. */
+  userOnly(): LayeredConfig {
+    return this.userCount === this.entries.length ? this : new LayeredConfig(this.entries.slice(0, this.userCount));
+  }
 
   /** The user's files, then `<gitdir>/config` (null: the user's files alone). */
   static load(gitdir: string | null, env: NodeJS.ProcessEnv = process.env): LayeredConfig {
     const entries: ConfigEntry[] = [];
     const files = userConfigFiles(env);
+    const userFiles = files.length;
+    let userCount = 0;
     if (gitdir !== null) files.push(join(gitdir, "config"));
-    for (const f of files) {
+    for (const [i, f] of files.entries()) {
+      if (i === userFiles) userCount = entries.length;
       let text: string;
       try {
         text = readFileSync(f, "utf8");
@@ -101,7 +113,7 @@ export class LayeredConfig {
       }
       entries.push(...parseConfig(text));
     }
-    return new LayeredConfig(entries);
+    return new LayeredConfig(entries, gitdir === null ? entries.length : userCount);
   }
 
   /** The last value of `section[.sub].key` (key lower-case), or null. */

@@ -38,6 +38,9 @@ export function transportError(url: string, err: unknown): GrexError {
   if (code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "ECONNRESET" || code === "ETIMEDOUT" || code === "ConnectionRefused" || code === "ConnectionClosed" || code === "FailedToOpenSocket") {
     return packOpError(`could not reach ${shown} (${code}); check the URL and your network.`, { url: shown, code });
   }
+  if (code === "ENOSPC" || code === "EDQUOT") {
+    return packOpError(`the disk filled up while fetching from ${shown} (${code}); free some space, then sync again (no ref moved: refs move only over complete objects).`, { url: shown, code });
+  }
   if (code === "NotFoundError") {
     return packOpError(`${shown} lacks an object its refs need (a broken or incomplete repository); check it with git fsck, then sync again.`, { url: shown });
   }

@@ -246,8 +246,13 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
   const cacheTree = exact ? withStore(gitdir, (s) => cacheTreeOf(s, plan.toOid)) : null;
   const indexPath = join(gitdir, "index");
   const tmp = `${indexPath}.grex-tmp`;
-  fs.writeFileSync(tmp, serializeIndex([...plan.index.values()], cacheTree ?? undefined, indexVersionOf(indexPath)));
-  fs.renameSync(tmp, indexPath);
+  try {
+    fs.writeFileSync(tmp, serializeIndex([...plan.index.values()], cacheTree ?? undefined, indexVersionOf(indexPath)));
+    fs.renameSync(tmp, indexPath);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true }); // a full disk: no half-written index beside the real one (the journal finishes the move later)
+    throw err;
+  }
 }
 
 /**

@@ -42,13 +42,18 @@ export function readJournal(gitdir: string): CheckoutJournal | null {
 export function writeJournal(gitdir: string, j: CheckoutJournal): void {
   const path = join(gitdir, JOURNAL);
   const tmp = `${path}.tmp`;
+  const bytes = Buffer.from(JSON.stringify(j));
   const fd = fs.openSync(tmp, "w");
   try {
-    fs.writeSync(fd, JSON.stringify(j));
+    // Whole or an error (a full disk may take part of a write): a torn journal would read as none.
+    for (let at = 0; at < bytes.length; ) at += fs.writeSync(fd, bytes, at, bytes.length - at);
     fs.fsyncSync(fd);
-  } finally {
+  } catch (err) {
     fs.closeSync(fd);
+    fs.rmSync(tmp, { force: true });
+    throw err;
   }
+  fs.closeSync(fd);
   fs.renameSync(tmp, path);
 }
 

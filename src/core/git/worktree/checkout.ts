@@ -61,6 +61,10 @@ export function refusedCommit(o: { dir: string; url: string; shown?: string }, o
   }
   if (err instanceof GrexError) return err;
   const code = (err as { code?: string } | null)?.code;
+  if (code === "ENOSPC" || code === "EDQUOT") {
+    // The move is journaled: what it wrote stays its own, and the next sync finishes it.
+    return packOpError(`the disk filled up while checking out commit ${oid.slice(0, 7)} into ${where} (${code}); free some space, then run grex sync again to finish the update.`, { dir, commit: oid, code });
+  }
   const msg = err instanceof Error ? (err.message.split("\n")[0] ?? "").replace(/\.$/, "") : String(err);
   return packOpError(`checking out commit ${oid.slice(0, 7)} into ${where} failed (${code ?? msg}); run grex sync again, or grex rm --force and add the pack again.`, { dir, commit: oid });
 }

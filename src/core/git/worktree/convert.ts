@@ -12,9 +12,18 @@
 // attribute naming a driver the user has not configured (no
 // `filter.<driver>.*` in any git config) leaves the content as stored, as
 // git does; `unconfiguredFilters` says which drivers a repository is missing.
+//
+// Whose commands run: a filter driver is taken from the user's own git config
+// (system, XDG, ~/.gitconfig) only. A `filter.<driver>` section that exists
+// only in the repository's `.git/config` is never run: that file is written
+// by grex from what a pack's upstream said (a URL, a submodule), and a
+// command there is not one the user chose. Such a driver counts as
+// unconfigured (`missing_filters`). Inside a dry run's scope
+// (base/no-commands.ts) no driver runs at all.
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError } from "../../base/errors.ts";
+import { configuredCommandsAllowed } from "../../base/no-commands.ts";
 import { type AttrState, Attributes } from "./attributes.ts";
 import { LayeredConfig, configBool, defaultAttributesFile, expandHome } from "../refs/config-levels.ts";
 import { type EolSettings, crlfAction, eolSettings, hasCrlfText, toGit, toWorktree } from "./eol.ts";
@@ -46,14 +55,21 @@ function outerSources(cfg: LayeredConfig, env: NodeJS.ProcessEnv): string[] {
 const shellQuote = (s: string) => `'${s.replace(/'/g, "'\\''").replace(/!/g, "'\\!'")}'`;
 
 export class Conversion {
+  /** Where filter drivers come from: the user's own config files, never the repository's. */
+  private readonly drivers: LayeredConfig;
+  /** False inside a no-commands scope (a dry run): no driver runs. */
+  private readonly commands = configuredCommandsAllowed();
+
   private constructor(
     private readonly dir: string,
-    private readonly cfg: LayeredConfig,
+    cfg: LayeredConfig,
     private readonly attrs: Attributes,
     private readonly eol: EolSettings,
     /** No attribute anywhere and core.autocrlf false: every file is written as stored (the usual checkout). */
     private readonly identity = false,
-  ) {}
+  ) {
+    this.drivers = cfg.userOnly();
+  }
 
   /**
    * For checking out a tree: `attributeFiles` holds the tree's `.gitattributes`
@@ -114,12 +130,12 @@ export class Conversion {
   /** The configured driver named by the path's `filter` attribute, or null. */
   private driver(a: Map<string, AttrState>): { name: string; required: boolean } | null {
     const name = a.get("filter");
-    if (typeof name !== "string" || !this.cfg.hasSubsection("filter", name)) return null;
-    return { name, required: configBool(this.cfg.get("filter", name, "required")) === true };
+    if (!this.commands || typeof name !== "string" || !this.drivers.hasSubsection("filter", name)) return null;
+    return { name, required: configBool(this.drivers.get("filter", name, "required")) === true };
   }
 
   private runFilter(path: string, data: Uint8Array, drv: { name: string; required: boolean }, kind: "smudge" | "clean"): Uint8Array {
-    const cmd = this.cfg.get("filter", drv.name, kind);
+    const cmd = this.drivers.get("filter", drv.name, kind);
     if (cmd === null || cmd === "") {
       if (drv.required) throw packOpError(`${join(this.dir, path)}: the required ${kind} filter '${drv.name}' has no command configured (filter.${drv.name}.${kind}); configure it, then sync again.`);
       return data;
@@ -154,12 +170,12 @@ export class Conversion {
     });
   }
 
-  /** Filter drivers the paths' attributes name that no git config defines. */
+  /** Filter drivers the paths' attributes name that the user's git config does not define. */
   unconfigured(paths: Iterable<string>): string[] {
     const missing = new Set<string>();
     for (const p of paths) {
       const f = this.attrs.get(p).get("filter");
-      if (typeof f === "string" && !this.cfg.hasSubsection("filter", f)) missing.add(f);
+      if (typeof f === "string" && !this.drivers.hasSubsection("filter", f)) missing.add(f);
     }
     return [...missing].sort();
   }
@@ -219,7 +235,7 @@ export function attributePaths(files: Iterable<[path: string, mode: number, oid:
 }
 
 /**
- * Filter drivers the tracked files of `dir` need and no git config defines
+ * Filter drivers the tracked files of `dir` need and the user's own git config does not define
  * (empty when none). Looked into only when the top-level `.gitattributes` or
  * the info file mentions a filter: a report must stay cheap for the usual
  * repository that has none.

@@ -99,10 +99,15 @@ function createTemp(tmp: string, mode: number, data: Uint8Array): void {
       else {
         const fd = fs.openSync(tmp, "wx", mode === 0o100755 ? 0o755 : 0o644);
         try {
-          fs.writeSync(fd, data);
-        } finally {
+          // All of it or an error: a full disk may take part of a write without failing it, and a
+          // short file renamed into place would read as the user's edit forever.
+          for (let at = 0; at < data.length; ) at += fs.writeSync(fd, data, at, data.length - at);
+        } catch (err) {
           fs.closeSync(fd);
+          fs.rmSync(tmp, { force: true }); // ours (created exclusively): a failed write leaves no temp behind
+          throw err;
         }
+        fs.closeSync(fd);
       }
       return;
     } catch (err) {
