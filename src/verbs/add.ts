@@ -7,7 +7,7 @@ import { GrexError, usageError } from "../core/base/errors.ts";
 import { tryAcquireWorkspaceLock } from "../core/locks/locks.ts";
 import { readManifest } from "../core/workspace/manifest.ts";
 import { BUILTIN_PACK_TYPES, isKnownPackType, packTypeChoices } from "../core/base/registry.ts";
-import { defaultPathFromUrl, isBareName } from "../core/base/naming.ts";
+import { defaultPathFromUrl, overlapReason, packPathOverlap, packPathProblem } from "../core/base/naming.ts";
 import { dryRunParam } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { StepSchema } from "./sync-shared.ts";
@@ -92,14 +92,13 @@ export const addVerb = defineVerb({
     // A relative local path is stored absolute so the manifest works from anywhere.
     const url = transportOf(p.url) === "local" && !p.url.startsWith("file://") ? resolve(ctx.cwd, p.url) : p.url;
     const path = p.path ?? defaultPathFor(url);
-    if (!isBareName(path)) {
-      // Packs live directly in the workspace under a bare name: say which name would do.
-      const name = path.split(/[/\\]/).filter(isBareName).pop();
+    const problem = packPathProblem(path);
+    if (problem !== null) {
       const way =
         p.path === undefined
-          ? `the URL does not end in one, so name it: \`grex add ${p.url} <name>\``
-          : `packs live directly in the workspace, so use a name${name ? ` such as '${name}'` : ""}`;
-      throw usageError(`Pack path '${path}' must be a bare directory name (letters, digits, '.', '_', '-'); ${way}.`, { field: "path" });
+          ? `the URL does not end in a usable name, so give the path: \`grex add ${p.url} <path>\``
+          : "use directory names of letters, digits, '.', '_' and '-' joined by '/', such as 'tools/mine'";
+      throw usageError(`Pack path '${path}' is not a workspace-relative path (${problem}); ${way}.`, { field: "path" });
     }
     if (p.type !== undefined && !isKnownPackType(p.type)) {
       throw new GrexError("plugin", `Unknown pack type '${p.type}'; use ${packTypeChoices()}.`, { field: "type" });
@@ -112,6 +111,11 @@ export const addVerb = defineVerb({
           field: "path",
         });
       }
+      const overlap = packPathOverlap(path, [...state.values()].map((e) => e.path));
+      if (overlap !== null) throw usageError(`Pack path '${path}' cannot be used: ${overlapReason(path, overlap)}; choose a path outside it.`, { field: "path" });
+      const { plainParentsProblem } = await import("../core/fs/pack-parents.ts");
+      const parents = plainParentsProblem(ws.root, path);
+      if (parents !== null) throw usageError(`Pack path '${path}' cannot be used: ${parents}.`, { field: "path" });
       const dir = join(ws.root, path);
       const adopted = existsSync(dir) && (await adoptable(dir, url));
       if (existsSync(dir) && !adopted) {

@@ -1,7 +1,7 @@
 // `grex doctor`: check the workspace's files and packs, report findings, and
 // (with --fix, CLI only) heal what is safe to heal, converting files written by the Rust grex.
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { GrexError, toGrexError } from "../core/base/errors.ts";
@@ -190,8 +190,7 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
 
   // orphans: lock entries without a live pack; git dirs nobody registered.
   for (const id of lock.keys()) {
-    const top = id.split("/")[0] as string;
-    if (!state.has(top)) add("orphans", "warning", id, `lockfile entry '${id}' has no registered pack`, true);
+    if (!ownedByRegistered(id, state)) add("orphans", "warning", id, `lockfile entry '${id}' has no registered pack`, true);
   }
   for (const left of trashLeftovers(ws)) {
     add("orphans", "warning", null, `${join(trashDir(ws), left)} was left by an interrupted grex rm; grex doctor --fix (or the next rm) deletes it`, true);
@@ -242,11 +241,19 @@ function lintPack(name: string, dir: string, actions: number, add: (c: Check, s:
   if (actions > 50) add("pack-schema", "warning", name, `pack '${name}' declares ${actions} actions; split it into child packs`);
 }
 
-/** Hidden `.<name>.grex-clone-*` folders a killed clone left, in the workspace root and in every pack (children clone there). */
+/** A lockfile id is a registered pack's, or a child's inside one (a top-level id may itself hold `/`: `libs/core`). */
+function ownedByRegistered(id: string, state: Map<string, unknown>): boolean {
+  if (state.has(id)) return true;
+  for (let cut = id.lastIndexOf("/"); cut > 0; cut = id.lastIndexOf("/", cut - 1)) if (state.has(id.slice(0, cut))) return true;
+  return false;
+}
+
+/** Hidden `.<name>.grex-clone-*` folders a killed clone left: beside every top-level pack (the root, or `libs/` for `libs/core`) and in every pack (children clone there). */
 async function leftoverClones(ws: Workspace, state: Map<string, { path: string }>): Promise<string[]> {
   const { deadClones } = await import("../core/git/clone.ts");
   const out: string[] = [];
-  for (const parent of [ws.root, ...[...state.values()].map((p) => join(ws.root, p.path))]) {
+  const beside = [...state.values()].map((p) => dirname(join(ws.root, p.path)));
+  for (const parent of new Set([ws.root, ...beside, ...[...state.values()].map((p) => join(ws.root, p.path))])) {
     for (const name of deadClones(parent)) out.push(join(parent, name));
   }
   return out;
@@ -305,7 +312,7 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
     const dropped = await withManifestLock(ws, undefined, () => {
       const state = readManifestLocked(ws, { warn: () => {} }).state;
       const lock = readLockfile(ws);
-      const keep = [...lock.values()].filter((e) => state.has(e.id.split("/")[0] as string));
+      const keep = [...lock.values()].filter((e) => ownedByRegistered(e.id, state));
       if (keep.length !== lock.size) writeLockfileLocked(ws, keep);
       return keep.length !== lock.size;
     });

@@ -6,7 +6,8 @@ import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { usageError } from "../core/base/errors.ts";
 import { firstIssue } from "../core/base/issues.ts";
-import { isBareName } from "../core/base/naming.ts";
+import { overlapReason, packPathOverlap, packPathProblem } from "../core/base/naming.ts";
+import { plainParentsProblem } from "../core/fs/pack-parents.ts";
 import { withManifestLock } from "../core/locks/locks.ts";
 import { appendEventsLocked, makeEvent, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/workspace/manifest.ts";
 import type { editIgnoreFile } from "../core/workspace/gitignore.ts";
@@ -151,8 +152,14 @@ export const importVerb = defineVerb({
     let done = 0;
     for (const c of candidates) {
       progress(done++, candidates.length, c.path);
-      if (!isBareName(c.path)) {
-        failed.push({ path: c.path, error: "path must be a bare directory name (letters, digits, '.', '_', '-'; no '/' or '..')" });
+      const problem = packPathProblem(c.path);
+      if (problem !== null) {
+        failed.push({ path: c.path, error: `path is not a workspace-relative path (${problem})` });
+        continue;
+      }
+      const parents = plainParentsProblem(ws.root, c.path);
+      if (parents !== null) {
+        failed.push({ path: c.path, error: parents });
         continue;
       }
       const prevInRun = seen.get(c.path);
@@ -186,9 +193,14 @@ export const importVerb = defineVerb({
       }
       const imported: { path: string; url: string; type: string }[] = [];
       const toAppend: ManifestEvent[] = [];
+      // The path rule (naming.ts) against what is registered and what this run registers before it.
+      const taken = [...state.values()].map((e) => e.path);
       for (const c of valid) {
         const current = state.get(c.path);
-        if (current) {
+        const overlap = current ? null : packPathOverlap(c.path, taken);
+        if (overlap !== null) {
+          failed.push({ path: c.path, error: `${overlapReason(c.path, overlap)}; choose a path outside it` });
+        } else if (current) {
           if (current.url === c.url) skipped.push({ path: c.path, reason: "already registered" });
           else if (params.force) {
             imported.push({ path: c.path, url: c.url, type: current.type });
@@ -200,6 +212,7 @@ export const importVerb = defineVerb({
           skipped.push({ path: c.path, reason: "removed earlier (grex rm); pass --force to register it again" });
         } else {
           imported.push({ path: c.path, url: c.url, type: c.type });
+          taken.push(c.path);
           toAppend.push(makeEvent("add", c.path, { url: c.url, path: c.path, type: c.type, ref: null }));
         }
       }

@@ -138,7 +138,11 @@ export const rmVerb = defineVerb({
       await writeLockfile(ws, lockEntries.values());
       updateIgnoreFile(join(ws.root, ".gitignore"), p.id, null);
       await appendEvents(ws, [makeEvent("rm", p.id, {})], signal);
-      if (deleted.length > 0) rmSync(trashed ?? dir, { recursive: true, force: true });
+      if (deleted.length > 0) {
+        rmSync(trashed ?? dir, { recursive: true, force: true });
+        // The directories above a nested pack (`libs/` of `libs/core`) go too, once nothing else is in them.
+        if (pack.path.includes("/")) (await import("../core/fs/pack-parents.ts")).removeEmptyParents(ws.root, pack.path);
+      }
       // The status caches go with their packs (an accelerator only: a leftover would be harmless, just clutter).
       for (const id of [p.id, ...children.map((c) => c.id)]) rmSync(statusCacheFile(ws.stateDir, id), { force: true });
       return { ...base, removed: true, files_deleted: deleted.length > 0, teardown, dry_run: false, steps };

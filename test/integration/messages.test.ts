@@ -74,11 +74,11 @@ test("import of a bad path says how to correct the entry, not --force", async ()
   expect(r.stderr).toContain("correct that entry in R.json and run grex import again.");
 });
 
-test("add with a path that is not a bare name suggests one, not 'pass a path argument'", async () => {
+test("add with a path that is not workspace-relative says why and what would do, not 'pass a path argument'", async () => {
   const url = t.repo("child-a");
   const r = await t.grex("add", url, "../escape");
   expect(r.code).toBe(2);
   expect(r.stderr).toBe(
-    "grex: Pack path '../escape' must be a bare directory name (letters, digits, '.', '_', '-'); packs live directly in the workspace, so use a name such as 'escape'.\n",
+    "grex: Pack path '../escape' is not a workspace-relative path (it contains '..'); use directory names of letters, digits, '.', '_' and '-' joined by '/', such as 'tools/mine'.\n",
   );
 });

@@ -356,7 +356,7 @@ describe("appendEvents / readManifest", () => {
 // Property-style: random event sequences, seeded.
 
 
-const IDS = ["a", "b", "c", "dev-env", "dev-env/themes", "x.y_z"];
+const IDS = ["a", "b", "c", "dev-env", "libs/themes", "x.y_z"];
 const URLS = ["https://h/1.git", "git@h:org/2.git", "/abs/local/3", "https://h/ünï.git"];
 const TYPES = ["meta", "declarative", "scripted"];
 const REFS = [null, "main", "v1.0", "0123456789abcdef0123456789abcdef01234567"];

@@ -163,6 +163,11 @@ async function bringUp(node: TreeNode, opts: FetchOptions): Promise<void> {
       node.message = `would clone ${node.url}${node.ref ? ` at ${node.ref}` : ""}`;
       return; // nothing on disk to read a pack.yaml from
     }
+    if (node.parent === null && node.path.includes("/")) {
+      // A nested top-level pack (`libs/core`): the directories above it must be plain ones (pack-parents.ts).
+      const problem = (await import("../fs/pack-parents.ts")).plainParentsProblem(opts.ws.root, node.path);
+      if (problem !== null) throw new GrexError("pack_op", `Cannot clone '${node.id}' into ${node.dir}: ${problem}.`);
+    }
     node.head = await withBackendLock(opts.ws, node.dir, opts.signal, () =>
       backend.clone(node.url, node.dir, { ref: node.ref, signal: opts.signal }),
     );

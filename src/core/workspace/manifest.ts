@@ -24,6 +24,7 @@ import { readSnapshot, type Snapshot, SNAPSHOT_MIN_CHARS, snapshotKey, writeSnap
 import { withManifestLock } from "../locks/locks.ts";
 import { appendJournalLocked, interruptedWithJournal, isRuntimeOp } from "./journal.ts";
 import { chainEvents } from "./manifest-conflicts.ts";
+import { assertNoNestedPacks } from "./manifest-paths.ts";
 import type { Workspace } from "../base/workspace.ts";
 
 import { checkEvent, type EventOf, isOp, type ManifestEvent, MAX_LINE_BYTES, type PackEntry, SCHEMA_VERSION } from "./manifest-events.ts";
@@ -148,12 +149,14 @@ function foldText(text: string, file: string, keepEvents: boolean): { result: Ma
       foldStep(state, e);
       open.see(e);
     });
+    assertNoNestedPacks(state.values(), text, file);
     return { result: { events, state, interrupted: open.packs() }, tornTail };
   }
   const tornTail = scanManifest(text, file, (e) => {
     foldStep(state, e);
     open.see(e);
   });
+  assertNoNestedPacks(state.values(), text, file);
   return { result: withLazyEvents(state, open.packs(), text, file), tornTail };
 }
 
@@ -242,7 +245,10 @@ export async function readManifest(ws: Workspace, opts: ReadOptions): Promise<Ma
   // A long manifest read only for its packs: the snapshot of this exact text, when there is one.
   const key = opts.keepEvents !== true && text.length >= SNAPSHOT_MIN_CHARS ? snapshotKey(text) : undefined;
   const cached = key === undefined ? undefined : readSnapshot(ws, key);
-  if (cached !== undefined) return withJournal(ws, fromSnapshot(cached, text, ws.manifestPath), opts);
+  if (cached !== undefined) {
+    assertNoNestedPacks(cached.packs, text, ws.manifestPath); // a snapshot an older grex wrote knew no such rule
+    return withJournal(ws, fromSnapshot(cached, text, ws.manifestPath), opts);
+  }
   const { result, tornTail } = foldText(text, ws.manifestPath, opts.keepEvents === true);
   if (!tornTail) {
     if (key !== undefined) writeSnapshot(ws, key, result);
