@@ -4,7 +4,7 @@
 // its place in the workspace (or its gita name, outside it) the pack path, and
 // the groups it belongs to its tags.
 import { dirname, join, resolve } from "node:path";
-import { expandHome, normalizePeerPath, workspacePathOf, type PeerContext, type PeerEntry, type PeerImport, type PeerProblem } from "./peer-manifests.ts";
+import { expandHome, normalizePeerPath, workspacePathOf, type PeerContext, type PeerEntry, type PeerImport, type PeerProblem } from "./peer-common.ts";
 
 /** Rows of a csv file as Python's csv module reads them (quotes, doubled quotes, quoted newlines). */
 export function parseCsv(text: string, delimiter: string): Array<{ fields: string[]; line: number }> {

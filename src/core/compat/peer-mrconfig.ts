@@ -4,7 +4,7 @@
 // its URL and `-b/--branch` are read from that command's words, as
 // `mr register` writes them (`git clone 'url' 'dir'`).
 import { dirname, resolve } from "node:path";
-import { expandHome, workspacePathOf, type PeerContext, type PeerEntry, type PeerImport, type PeerProblem } from "./peer-manifests.ts";
+import { expandHome, workspacePathOf, type PeerContext, type PeerEntry, type PeerImport, type PeerProblem } from "./peer-common.ts";
 
 interface Section {
   name: string;

@@ -13,7 +13,7 @@ import {
   type PeerEntry,
   type PeerImport,
   type PeerProblem,
-} from "./peer-manifests.ts";
+} from "./peer-common.ts";
 
 /** repo itself stops at this depth of includes. */
 const MAX_INCLUDE_DEPTH = 16;

@@ -9,7 +9,7 @@ import {
   type PeerEntry,
   type PeerImport,
   type PeerProblem,
-} from "./peer-manifests.ts";
+} from "./peer-common.ts";
 
 interface YamlFile {
   doc: Document;
