@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { GrexError } from "../../src/core/base/errors.ts";
 import { detectPeerFormat, readPeerManifest, type PeerContext, type PeerFormat } from "../../src/core/compat/peer-manifests.ts";
 import { parseCsv } from "../../src/core/compat/peer-gita.ts";
-import { readCloneCommand, shellWords } from "../../src/core/compat/peer-mrconfig.ts";
+import { readCloneCommand } from "../../src/core/compat/peer-mrconfig.ts";
+import { shellQuote, shellWords } from "../../src/core/base/shell-words.ts";
 import { TmpDirs } from "../helpers/tmp.ts";
 
 const tmp = new TmpDirs();
@@ -269,5 +270,6 @@ checkout = git clone https://x/h h
     expect(shellWords(`git clone 'a b' "c\\"d" e\\ f&&x;y`)).toEqual(["git", "clone", "a b", 'c"d', "e f", "&&", "x", ";", "y"]);
     expect(readCloneCommand("git clone --branch=v1 -- https://x/y dir")).toEqual({ url: "https://x/y", ref: "v1", more: false });
     expect(readCloneCommand("git clone -q")).toEqual({ error: "the git clone command names no URL" });
+    for (const w of ["plain/path-1.2", "not a url", "it's", "", "$HOME", "a\\b"]) expect(shellWords(shellQuote(w))).toEqual([w]);
   });
 });

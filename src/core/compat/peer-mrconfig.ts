@@ -4,6 +4,7 @@
 // its URL and `-b/--branch` are read from that command's words, as
 // `mr register` writes them (`git clone 'url' 'dir'`).
 import { dirname, resolve } from "node:path";
+import { shellWords } from "../base/shell-words.ts";
 import { expandHome, workspacePathOf, type PeerContext, type PeerEntry, type PeerImport, type PeerProblem } from "./peer-common.ts";
 
 interface Section {
@@ -43,51 +44,6 @@ export function parseMrconfig(text: string): Section[] {
     }
   });
   return sections;
-}
-
-/** Splits a shell command into words and the operators between commands (`&&`, `||`, `;`, `|`). */
-export function shellWords(cmd: string): string[] {
-  const words: string[] = [];
-  let word = "";
-  let inWord = false;
-  for (let i = 0; i < cmd.length; i++) {
-    const ch = cmd[i] ?? "";
-    if (ch === "'") {
-      const end = cmd.indexOf("'", i + 1);
-      word += cmd.slice(i + 1, end === -1 ? cmd.length : end);
-      i = end === -1 ? cmd.length : end;
-      inWord = true;
-    } else if (ch === '"') {
-      i++;
-      for (; i < cmd.length && cmd[i] !== '"'; i++) {
-        if (cmd[i] === "\\" && /["\\$`]/.test(cmd[i + 1] ?? "")) i++;
-        word += cmd[i];
-      }
-      inWord = true;
-    } else if (ch === "\\" && i + 1 < cmd.length) {
-      i++;
-      if (cmd[i] !== "\n") word += cmd[i];
-      inWord = true;
-    } else if (/\s/.test(ch)) {
-      if (inWord) words.push(word);
-      word = "";
-      inWord = false;
-    } else if (/[;&|]/.test(ch)) {
-      if (inWord) words.push(word);
-      word = "";
-      inWord = false;
-      const two = cmd.slice(i, i + 2);
-      if (two === "&&" || two === "||") {
-        words.push(two);
-        i++;
-      } else words.push(ch);
-    } else {
-      word += ch;
-      inWord = true;
-    }
-  }
-  if (inWord) words.push(word);
-  return words;
 }
 
 const OPERATORS = new Set(["&&", "||", ";", "|", "&"]);
