@@ -49,7 +49,7 @@ export const GLOBAL_FLAGS: CliFlag[] = [
   { flag: "--plain", description: "No colour, no Unicode" },
   { flag: "--dry-run", description: "Show what would change; touch nothing" },
   { flag: "--parallel <n>", description: "Packs processed at once (default: 8 or the CPU count if larger; 0 = unbounded)", number: true },
-  { flag: "--filter <expr>", description: "Only packs matching: glob, name=<glob>, type=<t>, depth=<n>, depth<=<n>" },
+  { flag: "--filter <expr>", description: "Which packs: glob, tag=, name=, dirty, behind… (',' = all; repeated = any)", repeatable: true },
   { flag: "--manifest <path>", description: "Use this grex.jsonl (workspace = its directory)" },
   { flag: "-v, --verbose", description: "Diagnostics on stderr (-vv, -vvv for more)" },
   ...TRANSFER_FLAGS,

@@ -25,6 +25,8 @@ export interface AddSpec {
   id: string;
   url: string;
   ref: string | null;
+  /** --tag: recorded on the add event (sorted, each once); empty for none. */
+  tags: string[];
   /** --type: used when the repository has no pack.yaml. */
   type: string | undefined;
   install: boolean;
@@ -94,7 +96,6 @@ function addRun(spec: AddSpec, entry: Awaited<ReturnType<typeof entryFor>>["entr
     mode: "sync",
     ids: [spec.id],
     only: [],
-    filter: undefined,
     ref: null,
     force: false,
     failFast: true,
@@ -145,7 +146,7 @@ export async function addAllOrNothing(
       const failure = firstFailure(report);
       if (failure) throw failure;
     } else await checkAlone(ctx, spec, found, dir);
-    await appendEvents(ws, [makeEvent("add", spec.id, { url: spec.url, path: spec.id, type: entry.type, ref: spec.ref })], signal);
+    await appendEvents(ws, [makeEvent("add", spec.id, { url: spec.url, path: spec.id, type: entry.type, ref: spec.ref, ...(spec.tags.length > 0 ? { tags: spec.tags } : {}) })], signal);
     if (report) await report.record?.();
     else updateIgnoreFile(join(ws.root, ".gitignore"), spec.id, packIgnoreLines(spec.id, found.manifest));
     return {

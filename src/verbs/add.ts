@@ -7,9 +7,10 @@ import { desc } from "./describe.ts";
 import { GrexError, usageError } from "../core/base/errors.ts";
 import { tryAcquireWorkspaceLock } from "../core/locks/locks.ts";
 import { readManifest } from "../core/workspace/manifest.ts";
+import { normaliseTags } from "../core/workspace/manifest-fold.ts";
 import { BUILTIN_PACK_TYPES, isKnownPackType, packTypeChoices } from "../core/base/registry.ts";
 import { defaultPathFromUrl, overlapReason, packPathOverlap, packPathProblem } from "../core/base/naming.ts";
-import { dryRunParam } from "./common.ts";
+import { dryRunParam, tagList } from "./common.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeEntry, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { StepSchema } from "./sync-shared.ts";
 import { stepLines, type StepLike } from "./render-steps.ts";
@@ -33,6 +34,8 @@ const Result = v.object({
   steps: v.array(StepSchema),
   /** An existing clone of the same URL (left by an interrupted add) was taken over instead of cloning. */
   adopted: v.boolean(),
+  /** The pack's tags (add --tag), sorted. */
+  tags: v.array(v.string()),
 });
 
 export const addVerb = defineVerb({
@@ -62,6 +65,7 @@ export const addVerb = defineVerb({
       v.optional(v.boolean(), false),
       "true: also clone the repository's git submodules at the commits it records, and keep them there on every later sync (recorded as submodule.recurse in the pack's git config). Default false: submodules stay empty directories, as after a plain git clone.",
     ),
+    tag: tagList("Tags for the pack, to select it later with filter 'tag=<t>', e.g. [\"frontend\"] (letters, digits, '.', '_', '-'). Default []: none. Change them with update's tag/untag."),
     dry_run: dryRunParam,
     ...allowOutsideHomeEntry,
   }),
@@ -73,7 +77,7 @@ export const addVerb = defineVerb({
   cliOnly: [ALLOW_OUTSIDE_HOME],
   examples: [
     "grex add https://github.com/you/dotfiles",
-    "grex add git@github.com:you/tools.git tools/mine --ref v1.2.0",
+    "grex add https://github.com/you/web.git apps/web --tag frontend --tag team-a",
     "grex add ../local-repo vendor/local --no-install",
   ],
   cli: {
@@ -83,6 +87,7 @@ export const addVerb = defineVerb({
       { flag: "--type <type>", description: "Pack type when the repo has no pack.yaml (meta, declarative, scripted)" },
       { flag: "--ref <ref>", description: "Pin a branch, tag or commit sha (default: the remote HEAD)" },
       { flag: "--no-install", description: "Clone and register only; do not run the pack's setup" },
+      { flag: "--tag <tag>", description: "Tag the pack, to select it with --filter tag=<tag> (repeatable)", repeatable: true },
       { flag: "--recurse-submodules", description: "Also clone the repository's git submodules (and keep them at the recorded commits on every sync)" },
       allowOutsideHomeFlag,
     ],
@@ -125,11 +130,12 @@ export const addVerb = defineVerb({
           { field: "path" },
         );
       }
-      const spec = { ws, id: path, url, ref: p.ref ?? null, type: p.type, install: p.install, allowOutsideHome: allowsOutsideHome(ctx, p), recurseSubmodules: p.recurse_submodules };
+      const tags = normaliseTags(p.tag);
+      const spec = { ws, id: path, url, ref: p.ref ?? null, tags, type: p.type, install: p.install, allowOutsideHome: allowsOutsideHome(ctx, p), recurseSubmodules: p.recurse_submodules };
       // Lazy: `ls` and `--help` never load the sync engine the add steps use.
       const { addAllOrNothing, planAdd } = await import("./add-steps.ts");
-      if (p.dry_run) return { ...(await planAdd(ctx, spec, signal, progress)), adopted };
-      return { ...(await addAllOrNothing(ctx, { ...spec, dir, adopted }, signal, progress)), adopted };
+      if (p.dry_run) return { ...(await planAdd(ctx, spec, signal, progress)), adopted, tags };
+      return { ...(await addAllOrNothing(ctx, { ...spec, dir, adopted }, signal, progress)), adopted, tags };
     } finally {
       lock?.release();
     }
@@ -144,6 +150,7 @@ export const addVerb = defineVerb({
         : `added ${r.id}${type} at ${r.sha?.slice(0, 12)}${r.installed ? ", installed" : ", not installed (run grex sync to install)"}${r.adopted ? " (took over the existing clone)" : ""}`,
     );
     if (r.children.length > 0) lines.push(`  children: ${r.children.join(", ")}`);
+    if (r.tags.length > 0) lines.push(`  tags: ${r.tags.join(", ")}`);
     return lines.join("\n");
   },
 });

@@ -1,16 +1,20 @@
 // Param schema pieces shared by several verbs (the universal flags).
 import * as v from "valibot";
 import { desc } from "./describe.ts";
-import { BARE_NAME_RE } from "../core/base/naming.ts";
+import { filterDescription } from "../core/base/filter.ts";
+import { BARE_NAME_RE, TAG_RE } from "../core/base/naming.ts";
 
 export const dryRunParam = desc(
   v.optional(v.boolean(), false),
   "true: only report what would change (steps say would_perform_change); the workspace, its packs and HOME are left as they are, no command is run and no lock is taken. Default false.",
 );
-export const filterParam = desc(
-  v.optional(v.string()),
-  "Which packs: comma-separated terms that must all match. A glob on the pack id or workspace path ('tools/*'; * and ? stay within one path segment, ** crosses '/'), name=<glob> (last path segment), type=<meta|declarative|scripted>, depth=<n> or depth<=<n> (top-level packs have depth 0). Example: 'type=declarative,depth<=1'. Default: every pack.",
-);
+export const filterParam = desc(v.optional(v.union([v.string(), v.array(v.string())])), filterDescription());
+/** A list of tags (`add --tag`, `update --tag/--untag`); each a short word. */
+export const tagList = (what: string) =>
+  desc(
+    v.optional(v.array(v.pipe(v.string(), v.regex(TAG_RE, "must be a tag: letters, digits, '.', '_' or '-', starting with a letter or digit, at most 64 characters"))), []),
+    what,
+  );
 /** Per-call cap on parallel packs (0 = unbounded); the process-wide scheduler still applies. */
 export const parallelParam = desc(
   v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),

@@ -4,7 +4,6 @@ import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { constants as osConstants } from "node:os";
 import { packOpError, usageError } from "../core/base/errors.ts";
-import { parseFilter } from "../core/base/filter.ts";
 import { loadWorkspaceView } from "../core/workspace/packs.ts";
 import { mapBounded } from "../core/locks/scheduler.ts";
 import { dryRunParam, filterParam, parallelParam } from "./common.ts";
@@ -55,8 +54,8 @@ export const execVerb = defineVerb({
       throw usageError("With --shell pass the whole command as one string: grex exec --shell 'cmd | other'.", { field: "args" });
     }
     const view = await loadWorkspaceView(ctx.workspace(), ctx.warn);
-    const keep = parseFilter(p.filter);
-    const packs = view.packs.filter((n) => keep(n) && existsSync(n.dir));
+    const { selectPacks } = await import("./select.ts");
+    const packs = (await selectPacks(ctx, view, view.packs, p.filter)).packs.filter((n) => existsSync(n.dir));
     const argv = p.shell ? ["/bin/sh", "-c", p.cmd] : [p.cmd, ...p.args];
     if (p.dry_run) return { results: [], planned: packs.map((pack) => ({ pack: pack.id, dir: pack.dir, argv })) };
     const { runProcess } = await import("../core/base/proc.ts");

@@ -3,7 +3,7 @@ import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { BUILTIN_PACK_TYPES } from "../core/base/registry.ts";
 import { GrexError, toGrexError } from "../core/base/errors.ts";
-import { parseFilter } from "../core/base/filter.ts";
+import { parseFilters } from "../core/base/filter.ts";
 import { loadWorkspaceView } from "../core/workspace/packs.ts";
 import { filterParam } from "./common.ts";
 import { paint } from "./render-style.ts";
@@ -24,6 +24,8 @@ function buildResult() {
     installed_at: v.nullable(v.string()),
     depth: v.number(),
     parent: v.nullable(v.string()),
+    /** Its tags (a child carries its top-level pack's), sorted. */
+    tags: v.array(v.string()),
     // With `long` only: why the pack's pack.yaml cannot be read (null when it can).
     error: v.optional(v.nullable(v.object({ kind: v.string(), file: v.nullable(v.string()), field: v.nullable(v.string()), reason: v.string() }))),
   });
@@ -81,13 +83,17 @@ export const lsVerb = defineVerb({
   },
   async run(ctx, params) {
     const view = await loadWorkspaceView(ctx.workspace(), ctx.warn);
-    const keep = params.filter === undefined ? undefined : parseFilter(params.filter);
+    // Static filters are decided here without loading anything; state terms read work trees (select.ts).
+    const sel = parseFilters(params.filter);
+    if (!sel.all) sel.check(view.packs);
+    const keep = sel.all ? undefined : sel.needsFacts ? new Set((await (await import("./select.ts")).selectPacks(ctx, view, view.packs, params.filter)).packs) : undefined;
+    const staticKeep = sel.all || sel.needsFacts ? undefined : sel;
     const type = params.type;
     // One plain loop: on a large workspace this runs once per pack in cold code.
     const packs = [];
     const invalid = params.long ? await unreadablePacks(view.packs) : undefined;
     for (const p of view.packs) {
-      if ((type !== undefined && p.type !== type) || (keep !== undefined && !keep(p))) continue;
+      if ((type !== undefined && p.type !== type) || (keep !== undefined && !keep.has(p)) || (staticKeep !== undefined && !staticKeep.matches(p))) continue;
       packs.push({
         ...(invalid ? { error: invalid.get(p.id) ?? null } : {}),
         id: p.id,
@@ -99,6 +105,7 @@ export const lsVerb = defineVerb({
         installed_at: p.lock?.installed_at ?? null,
         depth: p.depth,
         parent: p.parent,
+        tags: p.tags as string[],
       });
     }
     return { packs };
@@ -126,11 +133,12 @@ export const lsVerb = defineVerb({
       const indent = params.tree ? "  ".repeat(p.depth) : "";
       const branch = params.tree && p.depth > 0 ? (style.plain ? "- " : "└ ") : "";
       const id = `${indent}${branch}${c.bold(p.id)}`;
-      if (!params.long) return [id, type(p)];
+      const tags = p.tags.length > 0 ? c.dim(p.tags.map((t) => `#${t}`).join(" ")) : "";
+      if (!params.long) return tags ? [id, type(p), tags] : [id, type(p)];
       const sha = p.sha ? p.sha.slice(0, 12) : "-";
-      return [id, type(p), p.url, p.ref ?? "HEAD", sha, p.installed_at ?? "never", ...(p.error ? [c.red(`invalid: ${p.error.reason}`)] : [])];
+      return [id, type(p), p.url, p.ref ?? "HEAD", sha, p.installed_at ?? "never", p.tags.join(",") || "-", ...(p.error ? [c.red(`invalid: ${p.error.reason}`)] : [])];
     });
-    const header = params.long ? [["ID", "TYPE", "URL", "REF", "SHA", "INSTALLED"].map(c.dim)] : [];
+    const header = params.long ? [["ID", "TYPE", "URL", "REF", "SHA", "INSTALLED", "TAGS"].map(c.dim)] : [];
     return table([...header, ...rows]);
   },
 });

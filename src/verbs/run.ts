@@ -4,7 +4,6 @@ import { desc } from "./describe.ts";
 import { stepLines } from "./render-steps.ts";
 import { closest } from "../core/base/closest.ts";
 import { packOpError, pluginError } from "../core/base/errors.ts";
-import { parseFilter } from "../core/base/filter.ts";
 import { actionChoices, BUILTIN_ACTIONS, isKnownAction } from "../core/base/registry.ts";
 import { loadWorkspaceView } from "../core/workspace/packs.ts";
 import { workspaceConfinement } from "../core/fs/confine.ts";
@@ -44,8 +43,8 @@ export const runVerb = defineVerb({
     }
     const ws = ctx.workspace();
     const view = await loadWorkspaceView(ws, ctx.warn);
-    const keep = parseFilter(p.filter);
-    const packs = view.packs.filter((n) => keep(n) && existsSync(n.dir));
+    const { selectPacks } = await import("./select.ts");
+    const packs = (await selectPacks(ctx, view, view.packs, p.filter)).packs.filter((n) => existsSync(n.dir));
     const confine = workspaceConfinement(ws.root, view.packs.map((n) => n.id), ctx.env, allowsOutsideHome(ctx, p));
     const { loadPackYaml } = await import("../core/pack/load.ts");
     const { runNamedActions } = await import("../core/packtypes/run-actions.ts");

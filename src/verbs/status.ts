@@ -4,7 +4,7 @@
 import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { GrexError, toGrexError, usageError } from "../core/base/errors.ts";
-import { parseFilter } from "../core/base/filter.ts";
+import { parseFilters } from "../core/base/filter.ts";
 import { unknownPackId } from "../core/base/pack-ids.ts";
 import { withBackendLock } from "../core/locks/locks.ts";
 import type { PackStatus } from "../core/sync/pack-status.ts";
@@ -47,6 +47,8 @@ function buildResult() {
     missing_filters: v.array(v.string()),
     submodules_moved: v.array(v.object({ path: v.string(), recorded: v.string(), head: v.nullable(v.string()) })),
     error: v.nullable(v.object({ kind: v.string(), file: v.nullable(v.string()), field: v.nullable(v.string()), reason: v.string() })),
+    /** Its tags (a child carries its top-level pack's), sorted. */
+    tags: v.array(v.string()),
   });
   return v.object({ packs: v.array(Row) });
 }
@@ -81,6 +83,15 @@ function describe(x: PackStatus): string {
   for (const m of x.submodules_moved) parts.push(`submodule ${m.path} at ${m.head?.slice(0, 7) ?? "an unreadable HEAD"}, recorded ${m.recorded.slice(0, 7)}`);
   if (x.missing_filters.length > 0) parts.push(`needs git filter ${x.missing_filters.join(", ")} (not configured: files kept as stored)`);
   return parts.join("; ");
+}
+
+/** The static part of a filter, when it has state terms (they are decided after a fetch); the filter itself otherwise. */
+function staticOnly(filter: string | string[] | undefined): string | string[] | undefined {
+  const sel = parseFilters(filter);
+  if (!sel.needsFacts) return filter;
+  // Each expression without its state terms (an expression of state terms only selects everything statically).
+  const exprs = [filter ?? []].flat().map((e) => e.split(/,(?![^{]*\})/).filter((t) => !parseFilters(t).needsFacts).join(",") || "**");
+  return exprs;
 }
 
 /** Which packs the ids name: each id and everything under it; an unknown id is a usage error with a suggestion. */
@@ -138,27 +149,24 @@ export const statusVerb = defineVerb({
   async run(ctx, p, signal) {
     const staleMs = p.stale_after === undefined ? null : parseDuration(p.stale_after);
     const view = await loadWorkspaceView(ctx.workspace(), ctx.warn);
-    const keep = parseFilter(p.filter);
     const chosen = selectIds(view.packs, p.ids, view.ws.manifestPath);
-    const picked = view.packs.filter((n) => keep(n) && chosen(n.id));
+    const reads = new Map<string, string | null>(); // one report: a file every pack's setup checks (~/.bashrc) is read once
+    const extras = { staleMs, reads };
+    const { selectPacks, statusRow } = await import("./select.ts");
+    // A fetch first would change what behind/ahead terms see: with --fetch, select on static terms, fetch, then decide.
+    const selected = await selectPacks(ctx, view, view.packs.filter((n) => chosen(n.id)), p.fetch && !p.dry_run ? staticOnly(p.filter) : p.filter, extras);
+    let picked = selected.packs;
     // A fetch writes remote-tracking refs: a dry run only says it would.
     if (p.fetch && p.dry_run) ctx.warn(`dry run: would fetch ${picked.length} pack(s) first; ahead/behind are as of the last fetch`);
-    else if (p.fetch) await fetchAll(ctx, picked, p.parallel, signal);
-    const { childFacts, inspectPack } = await import("../core/sync/pack-status.ts");
-    const reads = new Map<string, string | null>(); // one report: a file every pack's setup checks (~/.bashrc) is read once
+    else if (p.fetch) {
+      await fetchAll(ctx, picked, p.parallel, signal);
+      if (staticOnly(p.filter) !== p.filter) picked = (await selectPacks(ctx, view, picked, p.filter, extras)).packs;
+    }
     const rows = await Promise.all(
       picked.map(async (n) => {
-        try {
-          const row = await inspectPack(view.ws, n, { ...childFacts(view.packs, n), staleMs, interrupted: view.interrupted.has(n.id), reads });
-          ctx.debug(1, `${n.id}: ${row.drift}; HEAD ${row.branch ?? "detached"}, at the recorded commit: ${row.sha_match}, setup unchanged: ${row.actions_hash_match}, dirty: ${row.dirty}, installed: ${n.lock?.installed_at || "never"}`);
-          return row;
-        } catch (err) {
-          // One pack's unreadable pack.yaml or state file is its own row; the others are reported normally.
-          const e = toGrexError(err);
-          if (e.kind === "cancelled") throw e;
-          const { invalidStatus } = await import("../core/sync/pack-status.ts");
-          return invalidStatus(n, e);
-        }
+        const row = (p.fetch ? undefined : selected.rows.get(n.id)) ?? (await statusRow(ctx, view, n, extras));
+        ctx.debug(1, `${n.id}: ${row.drift}; HEAD ${row.branch ?? "detached"}, at the recorded commit: ${row.sha_match}, setup unchanged: ${row.actions_hash_match}, dirty: ${row.dirty}, installed: ${n.lock?.installed_at || "never"}`);
+        return { ...row, tags: n.tags as string[] };
       }),
     );
     return { packs: rows };

@@ -62,13 +62,14 @@ export const syncVerb = defineVerb({
   },
   async run(ctx, p, signal, progress) {
     const { runSync } = await import("../core/sync/engine.ts"); // lazy: `ls` and `--help` never load the engine
+    const selected = await (await import("./select.ts")).selectedTopLevel(ctx, p.filter);
     const report = await runSync(
       ctx,
       {
         mode: "sync",
         ids: p.ids,
         only: p.only,
-        filter: p.filter,
+        selected,
         ref: p.ref ?? null,
         force: p.force,
         failFast: p.fail_fast,

@@ -2,10 +2,13 @@
 import * as v from "valibot";
 import { packOpError, usageError } from "../core/base/errors.ts";
 import { unknownPackId } from "../core/base/pack-ids.ts";
-import { appendEvents, makeEvent, readManifest } from "../core/workspace/manifest.ts";
-import { tryAcquireWorkspaceLock } from "../core/locks/locks.ts";
+import { appendEvents, appendEventsLocked, makeEvent, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/workspace/manifest.ts";
+import { normaliseTags } from "../core/workspace/manifest-fold.ts";
+import { tryAcquireWorkspaceLock, withManifestLock } from "../core/locks/locks.ts";
+import type { Workspace } from "../core/base/workspace.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { renderPackTable, streamPackRows, summaryLine, syncSelectionEntries } from "./sync-shared.ts";
+import { tagList } from "./common.ts";
 import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
 
 const Result = v.object({
@@ -21,26 +24,34 @@ const Result = v.object({
       message: v.string(),
     }),
   ),
+  /** The packs named with tag/untag, with their tags now (in a dry run: as they would be). */
+  tagged: v.array(v.object({ id: v.string(), tags: v.array(v.string()) })),
 });
 
 export const updateVerb = defineVerb({
   name: "update",
   description:
-    "Update packs: fetch and move each to its ref (re-pinning it first when ref is given, recorded in the manifest), then reinstall packs whose commit or setup changed (or all with force). Optional ids limit it to those packs.",
-  params: v.strictObject(syncSelectionEntries),
+    "Update packs: fetch and move each to its ref (re-pinning it first when ref is given, recorded in the manifest), then reinstall packs whose commit or setup changed (or all with force). Optional ids limit it to those packs. tag/untag change the named packs' tags (recorded in the manifest); given without ref, nothing is fetched or moved.",
+  params: v.strictObject({
+    ...syncSelectionEntries,
+    tag: tagList("Tags to give the packs named in ids, e.g. [\"frontend\"]. Default []. Without ref, only the tags change: nothing is fetched or moved."),
+    untag: tagList("Tags to take off the packs named in ids, e.g. [\"legacy\"]. Default []."),
+  }),
   result: Result,
   readOnly: false,
   effects: unlessDryRun(MUTATION_PASS),
   destructive: false,
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],
-  examples: ["grex update", "grex update tools/mine --ref v2.0.0", "grex update --force"],
+  examples: ["grex update", "grex update tools/mine --ref v2.0.0", "grex update apps/web --tag frontend --untag legacy"],
   cli: {
     args: "[...ids]",
     positionals: ["...ids"],
     flags: [
       { flag: "--ref <ref>", description: "Re-pin the given packs to this branch, tag or sha (recorded)" },
       { flag: "--force", description: "Reinstall every selected pack; also move dirty packs" },
+      { flag: "--tag <tag>", description: "Add this tag to the named packs (repeatable; alone, changes only tags)", repeatable: true },
+      { flag: "--untag <tag>", description: "Remove this tag from the named packs (repeatable)", repeatable: true },
       allowOutsideHomeFlag,
     ],
   },
@@ -49,8 +60,19 @@ export const updateVerb = defineVerb({
     if (p.ref !== undefined && p.ids.length === 0) {
       throw usageError("--ref re-pins packs, so name them: grex update <id...> --ref <ref>.", { field: "ref" });
     }
+    const retag = p.tag.length > 0 || p.untag.length > 0;
+    if (retag && p.ids.length === 0) {
+      throw usageError("--tag and --untag change the packs you name: grex update <id...> --tag <tag>.", { field: p.tag.length > 0 ? "tag" : "untag" });
+    }
+    const both = p.tag.find((t) => p.untag.includes(t));
+    if (both !== undefined) throw usageError(`Tag '${both}' is given to both --tag and --untag; keep one.`, { field: "untag" });
     const lock = p.dry_run ? null : tryAcquireWorkspaceLock(ws, "update");
     try {
+      const tagged = retag ? await retagPacks(ws, p, ctx.warn, signal) : [];
+      if (retag && p.ref === undefined) {
+        // Only the tags change: nothing to fetch, move or install.
+        return { verb: "update" as const, dry_run: p.dry_run, packs: [], tagged };
+      }
       if (p.ref !== undefined) {
         const { state } = await readManifest(ws, { warn: ctx.warn });
         for (const id of p.ids) {
@@ -58,6 +80,7 @@ export const updateVerb = defineVerb({
         }
       }
       const { runSync } = await import("../core/sync/engine.ts"); // lazy: `ls` and `--help` never load the engine
+      const selected = await (await import("./select.ts")).selectedTopLevel(ctx, p.filter);
       // Known as each pack completes (its result alone decides it), so streamed rows say it too.
       const unpinned = (r: { id: string; result: string }) =>
         p.ref !== undefined && !p.dry_run && p.ids.includes(r.id) && r.result !== "ok";
@@ -69,7 +92,7 @@ export const updateVerb = defineVerb({
           mode: "update",
           ids: p.ids,
           only: [],
-          filter: p.filter,
+          selected,
           ref: p.ref ?? null,
           force: p.force,
           failFast: false,
@@ -89,6 +112,7 @@ export const updateVerb = defineVerb({
       return {
         verb: "update" as const,
         dry_run: p.dry_run,
+        tagged,
         packs: report.packs.map((r) => ({
           id: r.id,
           synced: r.result === "ok",
@@ -107,11 +131,13 @@ export const updateVerb = defineVerb({
     if (failed.length === 0) return undefined;
     return packOpError(`${failed.length} pack(s) failed to update (first: ${failed[0]?.id}: ${failed[0]?.message}).`);
   },
-  render(r, _p, style) {
+  render(r, p, style) {
+    const tagLines = r.tagged.map((t) => `${r.dry_run ? "would tag" : "tagged"} ${t.id}: ${t.tags.length > 0 ? t.tags.join(", ") : "(no tags)"}`);
+    if (r.packs.length === 0 && tagLines.length > 0 && p.ref === undefined) return tagLines.join("\n");
     const count = (res: string) => r.packs.filter((p) => p.result === res).length;
     const summary = summaryLine(r.dry_run, { total: r.packs.length, ok: count("ok"), skipped: count("skipped"), dirty: count("dirty"), failed: count("failed") });
-    if (style.rowsStreamed) return summary;
-    return [renderPackTable(r.packs.map(updateRow), style), summary].filter((l) => l !== "").join("\n");
+    if (style.rowsStreamed) return [...tagLines, summary].join("\n");
+    return [...tagLines, renderPackTable(r.packs.map(updateRow), style), summary].filter((l) => l !== "").join("\n");
   },
 });
 
@@ -119,4 +145,32 @@ export const updateVerb = defineVerb({
 function updateRow<P extends { id: string; result: string; message: string; reinstalled: boolean; reason: string }>(p: P): P {
   const reason = p.reason === "never-installed" ? "hash-changed" : p.reason;
   return { ...p, message: [p.message, p.reinstalled ? `reinstalled (${reason})` : ""].filter((m) => m !== "").join("; ") };
+}
+
+/** Record the tag changes of `update --tag/--untag` for the named packs (decided under the manifest lock); a pack whose tags stay the same gets no line. */
+async function retagPacks(
+  ws: Workspace,
+  p: { ids: string[]; tag: string[]; untag: string[]; dry_run: boolean },
+  warn: (m: string) => void,
+  signal: AbortSignal,
+): Promise<Array<{ id: string; tags: string[] }>> {
+  const decide = (state: Map<string, PackEntry>) => {
+    const out: Array<{ id: string; tags: string[] }> = [];
+    const events: ManifestEvent[] = [];
+    for (const id of p.ids) {
+      const pack = state.get(id);
+      if (!pack) throw unknownPackId(id, state.keys(), ws.manifestPath);
+      const before = pack.tags ?? [];
+      const after = normaliseTags([...before.filter((t) => !p.untag.includes(t)), ...p.tag]);
+      out.push({ id, tags: after });
+      if (after.join("\0") !== before.join("\0")) events.push(makeEvent("update", id, { tags: after }));
+    }
+    return { out, events };
+  };
+  if (p.dry_run) return decide((await readManifest(ws, { warn })).state).out;
+  return withManifestLock(ws, signal, () => {
+    const d = decide(readManifestLocked(ws, { warn }).state);
+    if (d.events.length > 0) appendEventsLocked(ws, d.events, { warn });
+    return d.out;
+  });
 }

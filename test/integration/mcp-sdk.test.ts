@@ -124,6 +124,22 @@ describe("tools/call", () => {
     expect(`${rs.content[0]?.text}\n`).toBe(st.stdout);
   });
 
+  test("filter: an array is the union, the same bytes as repeated --filter; a static typo is an isError naming the closest; the description comes from the grammar", async () => {
+    const cli = await tw.grex("ls", "--filter", "name=child-a", "--filter", "depth=0", "--json");
+    const r = await call("ls", { filter: ["name=child-a", "depth=0"] });
+    expect(`${r.content[0]?.text}\n`).toBe(cli.stdout);
+    expect((r.structuredContent?.packs as Array<{ id: string }>).map((p) => p.id)).toEqual(["meta-basic", "meta-basic/child-a"]);
+    const typo = await call("status", { filter: "name=chld-a" });
+    expect(typo.isError).toBe(true);
+    expect(typo.content[0]?.text).toContain("Did you mean 'child-a'?");
+    const { tools } = await client.listTools();
+    const { filterDescription } = await import("../../src/core/base/filter.ts");
+    for (const name of ["ls", "status", "sync", "update", "exec", "run"]) {
+      const props = tools.find((t) => t.name === name)?.inputSchema.properties as Record<string, { description?: string }>;
+      expect(props.filter?.description).toContain(filterDescription().slice(0, 60));
+    }
+  });
+
   test("a failed operation is an isError result that the SDK accepts against the output schema", async () => {
     const r = await call("add", { url: join(tw.root, "no-such-repo") });
     expect(r.isError).toBe(true);

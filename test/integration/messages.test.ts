@@ -19,10 +19,13 @@ async function withDevEnv() {
   expect((await t.grex("add", t.repo("meta-basic"), "dev-env")).code).toBe(0);
 }
 
-test("ls/status with a filter that matches nothing say so, not 'No packs registered'", async () => {
+test("ls/status with a filter whose terms never match together say so, not 'No packs registered'; a term matching no pack is exit 2", async () => {
   await withDevEnv();
-  expect((await t.grex("ls", "--filter", "nomatch")).stdout).toBe("No registered pack matches the filter; run `grex ls` without it to see them all.\n");
-  expect((await t.grex("status", "--filter", "nomatch")).stdout).toBe(
+  expect((await t.grex("ls", "--filter", "dev-env,depth=1")).stdout).toBe("No registered pack matches the filter; run `grex ls` without it to see them all.\n");
+  const typo = await t.grex("ls", "--filter", "dev-evn");
+  expect(typo.code).toBe(2);
+  expect(typo.stderr).toBe("grex: No registered pack matches 'dev-evn' (--filter term 'dev-evn'). Did you mean 'dev-env'?\n");
+  expect((await t.grex("status", "--filter", "dev-env,depth=1")).stdout).toBe(
     "No registered pack matches the filter; run `grex status` without it to see them all.\n",
   );
   expect((await t.grex("ls")).stdout).toContain("dev-env/child-a");

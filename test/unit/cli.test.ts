@@ -71,9 +71,9 @@ describe("version and usage errors", () => {
 
   test("an invalid --filter exits 2", async () => {
     await t.grex("init", "--no-clone");
-    const r = await t.grex("ls", "--filter", "depth>=1");
+    const r = await t.grex("ls", "--filter", "depth>=x");
     expect(r.code).toBe(2);
-    expect(oneErrorLine(r.stderr)).toContain("Invalid --filter term 'depth>=1'");
+    expect(oneErrorLine(r.stderr)).toContain("Invalid --filter term 'depth>=x'");
   });
 });
 
@@ -324,7 +324,7 @@ describe("import --from-repos-json", () => {
 });
 
 describe("ls --json", () => {
-  test("document shape: {packs:[{id,type,path,url,ref,sha,installed_at,depth,parent}]}", async () => {
+  test("document shape: {packs:[{id,type,path,url,ref,sha,installed_at,depth,parent,tags}]}", async () => {
     await t.grex("init", "--no-clone");
     const empty = await t.grex("ls", "--json");
     expect(empty).toMatchObject({ code: 0, stderr: "" });
@@ -339,10 +339,10 @@ describe("ls --json", () => {
     expect(r.code).toBe(0);
     expect(Object.keys(r.json)).toEqual(["packs"]);
     const packs = r.json.packs as Array<Record<string, unknown>>;
-    for (const p of packs) expect(Object.keys(p).sort()).toEqual(["depth", "id", "installed_at", "parent", "path", "ref", "sha", "type", "url"]);
+    for (const p of packs) expect(Object.keys(p).sort()).toEqual(["depth", "id", "installed_at", "parent", "path", "ref", "sha", "tags", "type", "url"]);
     expect(packs).toEqual([
-      { id: "b", type: "declarative", path: "b", url: "https://example.invalid/b.git", ref: null, sha: null, installed_at: null, depth: 0, parent: null },
-      { id: "a", type: "declarative", path: "a", url: "https://example.invalid/a.git", ref: null, sha: null, installed_at: null, depth: 0, parent: null },
+      { id: "b", type: "declarative", path: "b", url: "https://example.invalid/b.git", ref: null, sha: null, installed_at: null, depth: 0, parent: null, tags: [] },
+      { id: "a", type: "declarative", path: "a", url: "https://example.invalid/a.git", ref: null, sha: null, installed_at: null, depth: 0, parent: null, tags: [] },
     ]);
     expect((await t.grex("ls", "--json", "--filter", "a")).json).toEqual({ packs: [packs[1]] });
     expect((await t.grex("ls", "--plain")).stdout).toBe("b  declarative\na  declarative\n");

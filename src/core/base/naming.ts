@@ -7,6 +7,9 @@ export const BARE_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 /** A pack id / workspace-relative pack path: bare-name segments joined by `/` (never `.`, `..`, absolute). */
 export const PACK_PATH_RE = /^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/;
 
+/** A tag (`add --tag`): a short word of letters, digits, '.', '_', '-', starting with a letter or digit. */
+export const TAG_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
 /** A bare directory name that is not `.` or `..`. */
 export const isBareName = (s: string): boolean => BARE_NAME_RE.test(s) && s !== "." && s !== "..";
 

@@ -6,7 +6,6 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { GrexError, toGrexError, usageError } from "../base/errors.ts";
 import { unknownPackId } from "../base/pack-ids.ts";
-import { parseFilter } from "../base/filter.ts";
 import { updateIgnoreBlocks } from "../workspace/gitignore.ts";
 import { GENERATED_BLOCK, generatedExcludeLines, packIgnoreLines } from "../pack/x-gitignore.ts";
 import { type HeldLock, tryAcquireWorkspaceLock, withPackLock } from "../locks/locks.ts";
@@ -30,7 +29,8 @@ export interface SyncOptions {
   mode: "sync" | "update";
   ids: string[];
   only: string[];
-  filter: string | undefined;
+  /** The top-level packs `--filter` selected (verbs/select.ts); undefined: no filter. */
+  selected?: ReadonlySet<string>;
   ref: string | null;
   force: boolean;
   failFast: boolean;
@@ -95,12 +95,11 @@ function selectRoots(ws: Workspace, state: Map<string, PackEntry>, opts: SyncOpt
   for (const id of opts.ids) {
     if (!state.has(id)) throw unknownPackId(id, state.keys(), ws.manifestPath);
   }
-  const keep = parseFilter(opts.filter);
   const roots: TreeNode[] = [];
   for (const p of state.values()) {
     if (opts.ids.length > 0 && !opts.ids.includes(p.id)) continue;
     if (opts.only.length > 0 && !opts.only.some((g) => globMatch(g, p.path))) continue;
-    if (!keep({ id: p.id, path: p.path, type: p.type, depth: 0 })) continue;
+    if (opts.selected !== undefined && !opts.selected.has(p.id)) continue;
     roots.push(
       newNode({
         id: p.id,
@@ -434,7 +433,7 @@ export async function cloneMissing(ctx: CallContext, ws: Workspace, signal: Abor
   if (state.size === 0) return [];
   const report = await runSync(
     ctx,
-    { mode: "sync", ids: [], only: [], filter: undefined, ref: null, force: false, failFast: false, recursive: true, dryRun: false, cloneOnly: true, locked },
+    { mode: "sync", ids: [], only: [], ref: null, force: false, failFast: false, recursive: true, dryRun: false, cloneOnly: true, locked },
     signal,
     progress,
   );

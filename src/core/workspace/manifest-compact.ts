@@ -29,7 +29,7 @@ export function compactText(events: readonly ManifestEvent[]): string {
   }
   let out = "";
   for (const p of state.values()) {
-    out += eventLine(makeEvent("add", p.id, { url: p.url, path: p.path, type: p.type, ref: p.ref }, lastTs.get(p.id)));
+    out += eventLine(makeEvent("add", p.id, { url: p.url, path: p.path, type: p.type, ref: p.ref, ...(p.tags ? { tags: p.tags } : {}) }, lastTs.get(p.id)));
   }
   return out;
 }

@@ -1,7 +1,7 @@
 // The events of grex.jsonl as data: their types, the envelope, and the
 // read-side check of one line. A leaf: the manifest's reader, fold, snapshot,
 // schema, merge rules and the journal all build on it without importing each other.
-import { PACK_PATH_RE } from "../base/naming.ts";
+import { PACK_PATH_RE, TAG_RE } from "../base/naming.ts";
 
 export const SCHEMA_VERSION = "1";
 /** One event line, including its trailing newline, is at most this many bytes. */
@@ -18,6 +18,8 @@ export interface PackEntry {
   path: string;
   type: string;
   ref: string | null;
+  /** Tags (`add --tag`), sorted, without duplicates; absent when none. */
+  tags?: string[];
 }
 
 /** The `ts` of the line(s) for the same id an intent event supersedes (manifest-conflicts.ts). */
@@ -32,8 +34,9 @@ interface Envelope {
 
 /** The extra fields of each known op (SPEC §2.1 table). */
 export interface EventFields {
-  add: { url: string; path: string; type: string; ref: string | null; prev?: Prev };
-  update: { url?: string; type?: string; ref?: string | null; prev?: Prev };
+  add: { url: string; path: string; type: string; ref: string | null; tags?: string[]; prev?: Prev };
+  /** `tags` replaces the whole set (an empty list clears it). */
+  update: { url?: string; type?: string; ref?: string | null; tags?: string[]; prev?: Prev };
   rm: { prev?: Prev };
   sync: Record<string, never>;
   action_started: { action: string; idx: number };
@@ -71,6 +74,7 @@ const isNonEmpty = (x: unknown): x is string => typeof x === "string" && x.lengt
 const isTs = (x: unknown) => typeof x === "string" && TS_RE.test(x);
 const isPrev = (x: unknown) => isTs(x) || (Array.isArray(x) && x.every(isTs));
 const isIdx = (x: unknown) => typeof x === "number" && Number.isInteger(x) && x >= 0;
+const isTags = (x: unknown) => Array.isArray(x) && x.length <= 64 && x.every((t) => typeof t === "string" && TAG_RE.test(t));
 
 /**
  * The read-side check of one parsed line (schema_version is checked by the
@@ -85,6 +89,7 @@ export function checkEvent(o: Record<string, unknown>): string | null {
   const id = o.id;
   if (!isStr(id) || !PACK_PATH_RE.test(id)) return "'id' is not a pack id";
   if (o.prev !== undefined && (op === "add" || op === "update" || op === "rm") && !isPrev(o.prev)) return "'prev' must be a timestamp or a list of them";
+  if (o.tags !== undefined && (op === "add" || op === "update") && !isTags(o.tags)) return "'tags' must be a list of at most 64 tags (letters, digits, '.', '_', '-')";
   switch (op) {
     case "add": {
       if (!isNonEmpty(o.url)) return "'url' must be a non-empty string";

@@ -7,7 +7,9 @@ export function foldStep(state: Map<string, PackEntry>, e: ManifestEvent): void 
   const op = e.op;
   if (op === "add") {
     const a = e as EventOf<"add">;
-    state.set(a.id, { id: a.id, url: a.url, path: a.path, type: a.type, ref: a.ref ?? null });
+    const entry: PackEntry = { id: a.id, url: a.url, path: a.path, type: a.type, ref: a.ref ?? null };
+    if (a.tags !== undefined && a.tags.length > 0) entry.tags = normaliseTags(a.tags);
+    state.set(a.id, entry);
   } else if (op === "update") {
     const cur = state.get(e.id);
     if (cur === undefined) return; // nothing to patch (never added, or removed)
@@ -15,9 +17,18 @@ export function foldStep(state: Map<string, PackEntry>, e: ManifestEvent): void 
     if (u.url !== undefined) cur.url = u.url;
     if (u.type !== undefined) cur.type = u.type;
     if (u.ref !== undefined) cur.ref = u.ref;
+    if (u.tags !== undefined) {
+      if (u.tags.length > 0) cur.tags = normaliseTags(u.tags);
+      else delete cur.tags;
+    }
   } else if (op === "rm") {
     state.delete(e.id);
   }
+}
+
+/** Tags as the fold keeps them: sorted, each once. */
+export function normaliseTags(tags: readonly string[]): string[] {
+  return [...new Set(tags)].sort();
 }
 
 /** The live packs: O(n), deterministic; ids keep first-add order, a re-add after rm goes last; unknown ops ignored. */

@@ -4,7 +4,7 @@
 // reading the manifest does not build them.
 import * as v from "valibot";
 import { KNOWN_OPS, type KnownOp, SCHEMA_VERSION, TS_RE } from "./manifest-events.ts";
-import { PACK_PATH_RE } from "../base/naming.ts";
+import { PACK_PATH_RE, TAG_RE } from "../base/naming.ts";
 
 const Str = v.pipe(v.string(), v.minLength(1, "must be a non-empty string"));
 const PackPath = v.pipe(v.string(), v.regex(PACK_PATH_RE, "must be a pack path (name segments joined by '/')"));
@@ -16,6 +16,8 @@ const envelope = {
 const Ts = v.pipe(v.string(), v.regex(TS_RE, "must be an RFC 3339 UTC timestamp"));
 /** The `ts` of the line(s) for the same id this one supersedes (manifest-conflicts.ts). */
 const prev = v.optional(v.union([Ts, v.array(Ts)]));
+/** Optional on add and update: readers that do not know it ignore it (docs/compat-rust.md). */
+const tags = v.optional(v.pipe(v.array(v.pipe(v.string(), v.regex(TAG_RE, "must be a tag (letters, digits, '.', '_', '-')"))), v.maxLength(64)));
 const Idx = v.pipe(v.number(), v.integer(), v.minValue(0));
 const NullableStr = v.nullable(v.string());
 
@@ -27,6 +29,7 @@ export const AddEventSchema = v.looseObject({
   type: Str,
   // Missing `ref` reads as null (hand-written lines); grex always writes it.
   ref: v.optional(NullableStr),
+  tags,
   prev,
 });
 export const UpdateEventSchema = v.looseObject({
@@ -35,6 +38,7 @@ export const UpdateEventSchema = v.looseObject({
   url: v.optional(Str),
   type: v.optional(Str),
   ref: v.optional(NullableStr),
+  tags,
   prev,
 });
 export const RmEventSchema = v.looseObject({ op: v.literal("rm"), ...envelope, prev });

@@ -19,6 +19,8 @@ export interface PackNode {
   depth: number;
   parent: string | null;
   lock: LockEntry | undefined;
+  /** The tags of its top-level pack (`add --tag`; children carry their top-level pack's), sorted; [] for none. */
+  tags: readonly string[];
 }
 
 export interface WorkspaceView {
@@ -31,6 +33,8 @@ export interface WorkspaceView {
   /** Packs whose last install was cut short (an action bracket never closed). */
   interrupted: ReadonlySet<string>;
 }
+
+const NO_TAGS: readonly string[] = Object.freeze([]);
 
 /**
  * What `join(root, rel)` puts before a validated pack path (name segments, no
@@ -54,7 +58,7 @@ function pushTopLevel(
   root: string,
   prefix: string | undefined,
   lock: Map<string, LockEntry>,
-  visit: ((parentId: string, depth: number) => void) | undefined,
+  visit: ((parentId: string, depth: number, tags: readonly string[]) => void) | undefined,
 ): void {
   const noLock = lock.size === 0;
   for (const pack of tops) {
@@ -68,8 +72,9 @@ function pushTopLevel(
       depth: 0,
       parent: null,
       lock: noLock ? undefined : lock.get(pack.id),
+      tags: pack.tags ?? NO_TAGS,
     });
-    if (visit !== undefined) visit(pack.id, 1);
+    if (visit !== undefined) visit(pack.id, 1, pack.tags ?? NO_TAGS);
   }
 }
 
@@ -87,7 +92,7 @@ export async function loadWorkspaceView(ws: Workspace, warn: (m: string) => void
   }
   const packs: PackNode[] = [];
   const prefix = dirPrefix(ws.root);
-  const visitChildren = (parentId: string, depth: number) => {
+  const visitChildren = (parentId: string, depth: number, tags: readonly string[]) => {
     for (const child of childrenOf.get(parentId) ?? []) {
       packs.push({
         id: child.id,
@@ -99,8 +104,9 @@ export async function loadWorkspaceView(ws: Workspace, warn: (m: string) => void
         depth,
         parent: parentId,
         lock: child,
+        tags,
       });
-      visitChildren(child.id, depth + 1);
+      visitChildren(child.id, depth + 1, tags);
     }
   };
   pushTopLevel(packs, folded.ordered ?? folded.state.values(), ws.root, prefix, lock, childrenOf.size > 0 ? visitChildren : undefined);
