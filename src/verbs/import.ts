@@ -6,9 +6,10 @@ import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { usageError } from "../core/base/errors.ts";
 import { firstIssue } from "../core/base/issues.ts";
-import { overlapReason, packPathOverlap, packPathProblem } from "../core/base/naming.ts";
+import { overlapReason, packPathOverlap, packPathProblem, TAG_RE } from "../core/base/naming.ts";
 import { plainParentsProblem } from "../core/fs/pack-parents.ts";
 import { withManifestLock } from "../core/locks/locks.ts";
+import { normaliseTags } from "../core/workspace/manifest-fold.ts";
 import { appendEventsLocked, makeEvent, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/workspace/manifest.ts";
 import type { editIgnoreFile } from "../core/workspace/gitignore.ts";
 import { BUILTIN_PACK_TYPES, isKnownPackType, packTypeChoices } from "../core/base/registry.ts";
@@ -160,11 +161,14 @@ export const importVerb = defineVerb({
       const peer = await readPeerFile(ws.root, params.from, params.format);
       for (const e of peer.entries) {
         candidates.push({ path: e.path, url: e.url, source: "peer", ref: e.ref });
-        if (e.tags.length > 0) tagsOf.set(e.path, e.tags);
+        const bad = e.tags.filter((t) => !TAG_RE.test(t));
+        if (bad.length > 0) notes.push(`${e.at}: the group${bad.length === 1 ? "" : "s"} ${bad.join(", ")} of ${e.path} cannot be a tag (letters, digits, '.', '_', '-') and ${bad.length === 1 ? "was" : "were"} left out.`);
+        const tags = normaliseTags(e.tags.filter((t) => TAG_RE.test(t)));
+        if (tags.length > 0) tagsOf.set(e.path, tags);
       }
       failed.push(...peer.problems);
-      notes.push(...peer.notes);
-      for (const n of peer.notes) ctx.warn(n);
+      notes.unshift(...peer.notes);
+      for (const n of notes) ctx.warn(n);
     }
     if (params.from_repos_json !== undefined) candidates.push(...(await readReposJson(resolve(ws.root, params.from_repos_json), skipped)));
     if (params.scan) {
@@ -242,7 +246,8 @@ export const importVerb = defineVerb({
         } else {
           imported.push({ path: c.path, url: c.url, type: c.type });
           taken.push(c.path);
-          toAppend.push(makeEvent("add", c.path, { url: c.url, path: c.path, type: c.type, ref: c.ref }));
+          const tags = tagsOf.get(c.path);
+          toAppend.push(makeEvent("add", c.path, { url: c.url, path: c.path, type: c.type, ref: c.ref, ...(tags ? { tags } : {}) }));
         }
       }
       return { imported, toAppend };
