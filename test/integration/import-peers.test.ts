@@ -166,6 +166,20 @@ describe("files written by the tools themselves (where installed)", () => {
       ["libs/core", "main", git(core, "rev-parse", "HEAD")],
     ]);
   });
+  test.skipIf(!has("gita"))("gita add and gita group add", async () => {
+    const src = join(t.root, "src");
+    mkdirSync(src);
+    git(src, "clone", "-q", core, "core");
+    git(src, "clone", "-q", web, "web");
+    const env = { ...t.env, XDG_CONFIG_HOME: join(t.home, ".config") };
+    expect(Bun.spawnSync(["gita", "add", join(src, "core"), join(src, "web")], { env, cwd: src }).exitCode).toBe(0);
+    expect(Bun.spawnSync(["gita", "group", "add", "web", "-n", "frontend"], { env, cwd: src }).exitCode).toBe(0);
+    const { packs } = await importAndSync(join(t.home, ".config", "gita", "repos.csv"));
+    expect(packs.map((p) => [p.id, p.url, p.tags])).toEqual([
+      ["core", core, []],
+      ["web", web, ["frontend"]],
+    ]);
+  });
   test.skipIf(!has("mr"))("mr register", async () => {
     const src = join(t.ws, "checkouts");
     mkdirSync(src);
