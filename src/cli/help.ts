@@ -27,15 +27,38 @@ export function summary(description: string): string {
 }
 
 function flagTable(flags: readonly CliFlag[]): string[] {
-  // Aligned on the usual flags; a rare long one (the transfer limits) just takes its own room.
+  // Aligned on the usual flags; a rare long one (the transfer limits)
+  // one too long for the column puts its description on the next line, in the column.
   const width = Math.max(...flags.map((f) => f.flag.length).filter((n) => n <= 24));
-  return flags.map((f) => `  ${f.flag.padEnd(width)}  ${f.description}`);
+  return flags.flatMap((f) =>
+    f.flag.length <= width ? [`  ${f.flag.padEnd(width)}  ${f.description}`] : [`  ${f.flag}`, `  ${"".padEnd(width)}  ${f.description}`],
+  );
+}
+
+/**
+ * The verb table's description names params as MCP does (`unless keep_files`);
+ * on the command line those are flags (`unless --keep-files`, `unless install
+ * is false` → `unless --no-install is given`).
+ */
+export function inFlagWords(text: string, verb: VerbDef): string {
+  const hasFlag = (flag: string) => verb.cli.flags.some((f) => f.flag === flag || f.flag.startsWith(`${flag} `) || f.flag.endsWith(` ${flag}`));
+  return text
+    .replace(/\bunless ([a-z][a-z_]*) is false\b/g, (whole, key: string) => {
+      const flag = `--no-${key.replaceAll("_", "-")}`;
+      return hasFlag(flag) ? `unless ${flag} is given` : whole;
+    })
+    .replace(/\bunless ([a-z][a-z_]*)\b/g, (whole, key: string) => {
+      const flag = `--${key.replaceAll("_", "-")}`;
+      return key in verb.params.entries && hasFlag(flag) ? `unless ${flag}` : whole;
+    });
 }
 
 export function verbHelp(verb: VerbDef, universal: readonly CliFlag[]): string {
-  const lines = [`grex ${verb.name}: ${verb.description}`, "", `Usage: grex ${`${verb.name} ${verb.cli.args}`.trim()} [flags]`];
+  const lines = [`grex ${verb.name}: ${inFlagWords(verb.description, verb)}`, "", `Usage: grex ${`${verb.name} ${verb.cli.args}`.trim()} [flags]`];
   if (verb.cli.flags.length > 0) lines.push("", "Flags:", ...flagTable(verb.cli.flags));
-  lines.push("", "Universal flags:", ...flagTable(universal));
+  // --dry-run is universal only for verbs that change something; a read-only verb has nothing to preview.
+  const applies = universal.filter((f) => f.flag !== "--dry-run" || "dry_run" in verb.params.entries);
+  lines.push("", "Universal flags:", ...flagTable(applies));
   const examples = verb.examples ?? [];
   if (examples.length > 0) lines.push("", "Examples:", ...examples.map((e) => `  ${e}`));
   return `${lines.join("\n")}\n`;

@@ -2,6 +2,7 @@
 // model calls tools, so a CLI command line in a message becomes the tool call
 // it stands for ("call the sync tool with force: true"). Commands that are
 // not tools, or use a CLI-only flag, stay command lines, marked as such.
+import { shellWords } from "../core/base/shell-words.ts";
 import type { VerbDef } from "../verbs/types.ts";
 
 const CLI_GLOBALS = new Set(["--json", "--plain", "--manifest", "--parallel", "-v", "--verbose"]);
@@ -13,6 +14,7 @@ function asToolCall(words: string[], tools: readonly VerbDef[]): string | undefi
   if (!verb) return undefined;
   const args: string[] = [];
   const positionals = verb.cli.positionals.map((p) => p.replace(/^\.\.\./, ""));
+  const variadic = verb.cli.positionals.at(-1)?.startsWith("...") ?? false;
   let pos = 0;
   for (let i = 0; i < rest.length; i++) {
     const w = rest[i] as string;
@@ -26,6 +28,8 @@ function asToolCall(words: string[], tools: readonly VerbDef[]): string | undefi
       else args.push(`${key}: ${!negated}`);
       continue;
     }
+    // More words than positionals: not a command line this verb takes, so it stays as written.
+    if (pos >= positionals.length && !variadic) return undefined;
     const key = positionals[Math.min(pos, positionals.length - 1)];
     if (key === undefined) return undefined;
     pos++;
@@ -37,7 +41,7 @@ function asToolCall(words: string[], tools: readonly VerbDef[]): string | undefi
 
 /** `text` with `grex <verb> …` command lines replaced by the tool calls they stand for. */
 export function inToolWords(text: string, tools: readonly VerbDef[]): string {
-  const swap = (cmd: string): string | undefined => asToolCall(cmd.trim().split(/\s+/), tools);
+  const swap = (cmd: string): string | undefined => asToolCall(shellWords(cmd.trim()), tools);
   let out = text.replace(/`grex ([^`]+)`/g, (whole, cmd: string) => swap(cmd) ?? `${whole} (on the command line)`);
   // Unquoted "see grex status" / "run grex sync": the verb alone.
   out = out.replace(/\b(see|run|use|try) grex ([a-z]+)\b/g, (whole, lead: string, name: string) => {

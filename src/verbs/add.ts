@@ -1,4 +1,5 @@
 // `grex add <url> [path]`: clone a repository, register it, and install it.
+import { shellQuote } from "../core/base/shell-words.ts";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
@@ -101,7 +102,7 @@ export const addVerb = defineVerb({
     if (problem !== null) {
       const way =
         p.path === undefined
-          ? `the URL does not end in a usable name, so give the path: \`grex add ${p.url} <path>\``
+          ? `the URL does not end in a usable name, so give the path: \`grex add ${shellQuote(p.url)} <path>\``
           : "use directory names of letters, digits, '.', '_' and '-' joined by '/', such as 'tools/mine'";
       throw usageError(`Pack path '${path}' is not a workspace-relative path (${problem}); ${way}.`, { field: "path" });
     }

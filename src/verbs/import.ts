@@ -6,12 +6,14 @@ import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { integrityError, usageError } from "../core/base/errors.ts";
 import { firstIssue } from "../core/base/issues.ts";
-import { controlCharProblem, GIT_REFUSES, overlapReason, packPathOverlap, packPathProblem } from "../core/base/naming.ts";
+import { controlCharProblem, GIT_REFUSES, overlapReason, packPathOverlap, packPathProblem, TAG_RE } from "../core/base/naming.ts";
 import { plainParentsProblem } from "../core/fs/pack-parents.ts";
 import { withManifestLock } from "../core/locks/locks.ts";
+import { normaliseTags } from "../core/workspace/manifest-fold.ts";
 import { appendEventsLocked, makeEvent, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/workspace/manifest.ts";
 import type { editIgnoreFile } from "../core/workspace/gitignore.ts";
 import { BUILTIN_PACK_TYPES, isKnownPackType, packTypeChoices } from "../core/base/registry.ts";
+import { PEER_FORMATS } from "../core/compat/peer-manifests.ts";
 import { dryRunParam } from "./common.ts";
 import { defineVerb, unlessDryRun } from "./types.ts";
 
@@ -21,7 +23,9 @@ const ReposJson = v.array(v.object({ url: v.string(), path: v.string() }));
 interface Candidate {
   path: string;
   url: string;
-  source: "repos-json" | "scan";
+  source: "repos-json" | "scan" | "peer";
+  /** A pin another tool recorded (west/repo revision, vcstool version, mr's clone -b); null: the remote's default. */
+  ref: string | null;
 }
 
 const Result = v.object({
@@ -29,6 +33,7 @@ const Result = v.object({
   imported: v.array(v.object({ path: v.string(), url: v.string(), type: v.string() })),
   skipped: v.array(v.object({ path: v.string(), reason: v.string() })),
   failed: v.array(v.object({ path: v.string(), error: v.string() })),
+  notes: v.array(v.string()),
 });
 
 /** REPOS.json is an index of URLs: 4 MiB holds tens of thousands of entries. */
@@ -66,7 +71,7 @@ async function readReposJson(file: string, skipped: { path: string; reason: stri
   for (const e of parsed.output) {
     const path = e.path.replace(/\/+$/, "");
     if (e.url.trim() === "") skipped.push({ path, reason: "no url (a pack here is a git repository; give it a url to import it)" });
-    else out.push({ path, url: e.url, source: "repos-json" });
+    else out.push({ path, url: e.url, source: "repos-json", ref: null });
   }
   return out;
 }
@@ -88,7 +93,7 @@ async function scanWorkspace(
     const bad = url === null ? null : controlCharProblem("its origin URL", url);
     if (url === null) skipped.push({ path: entry.name, reason: "no origin remote" });
     else if (bad !== null) failed.push({ path: entry.name, error: `${bad}; set a clean one with git remote set-url origin <url>` });
-    else found.push({ path: entry.name, url, source: "scan" });
+    else found.push({ path: entry.name, url, source: "scan", ref: null });
   }
   return found.sort((a, b) => (a.path < b.path ? -1 : 1));
 }
@@ -96,11 +101,20 @@ async function scanWorkspace(
 export const importVerb = defineVerb({
   name: "import",
   description:
-    "Register existing repositories as packs: from a REPOS.json index ([{url,path}]) and/or by scanning the workspace for untracked git directories. Registers only (run sync to clone); idempotent, deduplicated by path.",
+    "Register existing repositories as packs: from another tool's list (vcstool .repos, west.yml, a repo manifest, gita's repos.csv, myrepos' .mrconfig), a REPOS.json index ([{url,path}]) and/or by scanning the workspace for untracked git directories. Groups become tags and revisions pins. Registers only (run sync to clone); idempotent, deduplicated by path.",
   params: v.strictObject({
     from_repos_json: desc(
       v.optional(v.string()),
       "Path of a REPOS.json file (a JSON array of {\"url\", \"path\"} objects) inside the workspace, relative to its root, e.g. \"REPOS.json\". Give this, scan, or both.",
+    ),
+    from: desc(
+      v.optional(v.string()),
+      "Path of another tool's repository list: a vcstool .repos file, west.yml, a repo manifest (.xml, with local includes), gita's repos.csv (groups.csv beside it gives tags) or a myrepos .mrconfig. The format is told from the name or content; see format.",
+    ),
+    format: desc(
+      v.optional(v.picklist(PEER_FORMATS)),
+      "The format of from when its name and content do not tell: vcstool, west, repo, gita or mrconfig.",
+      PEER_FORMATS,
     ),
     scan: desc(
       v.optional(v.boolean(), false),
@@ -119,16 +133,18 @@ export const importVerb = defineVerb({
   effects: unlessDryRun({ workspace: "none", packs: "none", writes: true }),
   destructive: false,
   mcp: true,
-  fileParams: ["from_repos_json"],
+  fileParams: ["from_repos_json", "from"],
   examples: [
     "grex import --scan",
+    "grex import --from west.yml",
     "grex import --from-repos-json REPOS.json",
-    "grex import --scan --default-type declarative",
   ],
   cli: {
     args: "",
     positionals: [],
     flags: [
+      { flag: "--from <file>", description: "Import another tool's list: .repos, west.yml, repo .xml, gita repos.csv, .mrconfig" },
+      { flag: "--format <format>", description: "Format of --from when its name does not tell (vcstool|west|repo|gita|mrconfig)" },
       { flag: "--from-repos-json <file>", description: "Import the [{url,path}] entries of a REPOS.json file" },
       { flag: "--scan", description: "Register untracked git dirs one level deep (uses their origin URL)" },
       { flag: "--default-type <type>", description: "Type for packs without a pack.yaml (default: meta)" },
@@ -137,8 +153,9 @@ export const importVerb = defineVerb({
     ],
   },
   async run(ctx, params, signal, progress) {
-    if (params.from_repos_json === undefined && !params.scan) {
-      throw usageError("Nothing to import: pass --from-repos-json <file> and/or --scan.", { field: "from_repos_json" });
+    if (params.format !== undefined && params.from === undefined) throw usageError("--format describes --from; pass --from <file> with it.", { field: "format" });
+    if (params.from === undefined && params.from_repos_json === undefined && !params.scan) {
+      throw usageError("Nothing to import: pass --from <file>, --from-repos-json <file> and/or --scan.", { field: "from" });
     }
     if (!isKnownPackType(params.default_type)) {
       throw usageError(`Unknown --default-type '${params.default_type}'; use ${packTypeChoices()}.`, {
@@ -149,6 +166,25 @@ export const importVerb = defineVerb({
     const skipped: { path: string; reason: string }[] = [];
     const failed: { path: string; error: string }[] = [];
     const candidates: Candidate[] = [];
+    const notes: string[] = [];
+    const tagsOf = new Map<string, string[]>();
+    if (params.from !== undefined) {
+      const { readPeerFile } = await import("./import-peers.ts");
+      const peer = await readPeerFile(ws.root, params.from, params.format);
+      for (const e of peer.entries) {
+        // As with REPOS.json: a file that carries a control character is refused whole (exit 3).
+        const bad = controlCharProblem("its url", e.url) ?? controlCharProblem("its path", e.path) ?? (e.ref === null ? null : controlCharProblem("its revision", e.ref));
+        if (bad !== null) throw integrityError(`${e.at}: the entry for ${JSON.stringify(e.path)} is refused: ${bad}; fix ${params.from} and run grex import again.`);
+        candidates.push({ path: e.path, url: e.url, source: "peer", ref: e.ref });
+        const untaggable = e.tags.filter((t) => !TAG_RE.test(t));
+        if (untaggable.length > 0) notes.push(`${e.at}: the group${untaggable.length === 1 ? "" : "s"} ${untaggable.join(", ")} of ${e.path} cannot be a tag (letters, digits, '.', '_', '-') and ${untaggable.length === 1 ? "was" : "were"} left out.`);
+        const tags = normaliseTags(e.tags.filter((t) => TAG_RE.test(t)));
+        if (tags.length > 0) tagsOf.set(e.path, tags);
+      }
+      failed.push(...peer.problems);
+      notes.unshift(...peer.notes);
+      for (const n of notes) ctx.warn(n);
+    }
     if (params.from_repos_json !== undefined) candidates.push(...(await readReposJson(resolve(ws.root, params.from_repos_json), skipped)));
     if (params.scan) {
       // A first look only to narrow the scan; what gets registered is decided below, under the lock.
@@ -225,7 +261,8 @@ export const importVerb = defineVerb({
         } else {
           imported.push({ path: c.path, url: c.url, type: c.type });
           taken.push(c.path);
-          toAppend.push(makeEvent("add", c.path, { url: c.url, path: c.path, type: c.type, ref: null }));
+          const tags = tagsOf.get(c.path);
+          toAppend.push(makeEvent("add", c.path, { url: c.url, path: c.path, type: c.type, ref: c.ref, ...(tags ? { tags } : {}) }));
         }
       }
       return { imported, toAppend };
@@ -247,7 +284,7 @@ export const importVerb = defineVerb({
         updateIgnoreFile(gitignore, item.path, ignoreLinesFor(item.path));
       }
     }
-    return { dry_run: params.dry_run, imported, skipped, failed };
+    return { dry_run: params.dry_run, imported, skipped, failed, notes };
   },
   failure(r, params) {
     if (r.failed.length === 0) return undefined;
@@ -258,7 +295,7 @@ export const importVerb = defineVerb({
     }
     // --force re-points registered paths; it is no way out for a bad entry.
     const forceable = r.failed.every((f) => f.error.includes("--force"));
-    const source = params.from_repos_json ?? "the list";
+    const source = params.from ?? params.from_repos_json ?? "the list";
     const way = forceable ? "pass --force to re-point them" : `correct ${r.failed.length === 1 ? "that entry" : "those entries"} in ${source} and run grex import again`;
     return usageError(
       `${r.failed.length} of ${r.failed.length + r.imported.length + r.skipped.length} entries could not be imported (first: ${r.failed[0]?.path}: ${r.failed[0]?.error}); ${way}.`,

@@ -262,12 +262,25 @@ describe("parseActionItem", () => {
       [{ mkdir: {} }, "actions[1].mkdir.path is missing; add it."],
       [{ mkdir: null }, "actions[1].mkdir.path is missing; add it."],
       [{ mkdir: { path: "x", owner: "me" } }, "actions[1].mkdir.owner is not a known field; remove it (allowed: path, mode)."],
+      // A misspelt key is named as such, not as the key it leaves missing; every mistake of the action is named.
+      [{ mkdir: { pth: "x" } }, "actions[1].mkdir has the unknown key pth (did you mean path?); fix it in pack.yaml."],
+      [
+        { mkdir: { pth: "x", mode: "abc" } },
+        "actions[1].mkdir has 2 mistakes: unknown key pth (did you mean path?); mode must be an octal mode such as 755; fix them in pack.yaml.",
+      ],
+      [
+        { symlink: { src: "a", dst: "b", bogus: 1, owner: "me" } },
+        "actions[1].symlink has the unknown keys bogus and owner; remove them (allowed: src, dst, backup, normalize, kind).",
+      ],
       [{ symlink: { src: "a", dst: "b", kind: "hard" } }, 'actions[1].symlink.kind must be one of "auto" | "file" | "directory" (got string "hard"); fix it in pack.yaml.'],
       [{ symlink: { src: 5, dst: "b" } }, "actions[1].symlink.src must be a string (got number 5); fix it in pack.yaml."],
       [{ exec: { cmd: ["ok", 3] } }, "actions[1].exec.cmd[1] must be a string (got number 3); fix it in pack.yaml."],
       [{ exec: { cmd: ["x"], on_fail: "skip" } }, 'actions[1].exec.on_fail must be one of "error" | "warn" | "ignore" (got string "skip"); fix it in pack.yaml.'],
       [{ exec: { cmd_shell: "x" } }, "actions[1].exec has cmd_shell but not shell: true; add shell: true, or use cmd with an argv list."],
-      [{ when: { os: "linux", actions: [{ mkdir: { mode: 7 } }] } }, "actions[1].when.actions[0].mkdir.path is missing; add it."],
+      [
+        { when: { os: "linux", actions: [{ mkdir: { mode: 7 } }] } },
+        "actions[1].when.actions[0].mkdir has 2 mistakes: path is missing; mode must be an octal mode such as 755; fix them in pack.yaml.",
+      ],
       [{ env: { name: "A", value: "x", machine_file: "/tmp/e" } }, "actions[1].env.machine_file is not a known field; remove it (allowed: name, value, scope)."],
       ["mkdir", "actions[1] must be a mapping with one action key (got string \"mkdir\"); write it as '- mkdir: { path: ... }'."],
       [{ mkdir: { path: "x" }, rmdir: { path: "y" } }, "actions[1] has 2 keys (mkdir, rmdir) but an action item takes exactly one; write one list item per action."],

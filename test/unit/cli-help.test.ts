@@ -18,6 +18,28 @@ beforeEach(() => {
 afterEach(() => t.cleanup());
 
 describe("help", () => {
+  test("help speaks in flags, lists --dry-run only where it applies, and keeps long flags' descriptions in the column", async () => {
+    const rm = (await t.grex("help", "rm")).stdout;
+    expect(rm).toContain("unless --skip-teardown");
+    expect(rm).toContain("(unless --keep-files)");
+    expect(rm).not.toMatch(/\bskip_teardown\b|\bkeep_files\b/);
+    expect((await t.grex("help", "add")).stdout).toContain("unless --no-install is given");
+    expect((await t.grex("help", "ls")).stdout).not.toContain("--dry-run");
+    expect((await t.grex("help", "sync")).stdout).toContain("--dry-run");
+    const lines = (await t.grex("help", "sync")).stdout.split("\n");
+    const at = lines.indexOf("  --http-connect-timeout <s>");
+    expect(at).toBeGreaterThan(0);
+    const column = (lines.find((l) => l.startsWith("  --json")) ?? "").indexOf("Print");
+    expect(lines[at + 1]?.indexOf("Seconds")).toBe(column);
+  });
+
+  test("a URL with spaces is suggested quoted, so the command can be pasted", async () => {
+    await t.grex("init");
+    const r = await t.grex("add", "not a url at all");
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("give the path: `grex add 'not a url at all' <path>`");
+  });
+
   test("`grex help sync` = `grex sync --help`: description, own flags, then universal ones, then examples", async () => {
     const viaHelp = await t.grex("help", "sync");
     const viaFlag = await t.grex("sync", "--help");

@@ -189,6 +189,7 @@ describe("import --from-repos-json", () => {
       ],
       skipped: [],
       failed: [],
+      notes: [],
     });
     expect(events().map((e) => [e.op, e.id])).toEqual([
       ["add", "a"],

@@ -50,6 +50,9 @@ test("CLI command lines in messages become tool calls; others stay command lines
   expect(inToolWords("No pack 'x' is registered. See `grex ls`.", tools)).toBe("No pack 'x' is registered. See the ls tool.");
   expect(inToolWords("run `grex rm tools --keep-files` first", tools)).toBe('call the rm tool (id: "tools", keep_files: true) first');
   expect(inToolWords("use `grex add <url>`", tools)).toBe("use the add tool (url)");
+  // A quoted argument is one argument; more words than the verb takes leave the line as written.
+  expect(inToolWords("give the path: `grex add 'not a url at all' <path>`", tools)).toBe('give the path: the add tool (url: "not a url at all", path)');
+  expect(inToolWords("`grex add not a url <path>`", tools)).toBe("`grex add not a url <path>` (on the command line)");
   expect(inToolWords("run `grex init` first", tools)).toBe("call the init tool first");
   expect(inToolWords("run `grex doctor --fix`", tools)).toBe("run `grex doctor --fix` (on the command line)");
   expect(inToolWords("run `grex teardown x`", tools)).toBe("run `grex teardown x` (on the command line)");

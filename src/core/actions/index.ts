@@ -106,18 +106,53 @@ export function parseActionItem(item: unknown, where: string): ParsedAction {
     throw pluginError(`${where} uses unknown action '${name}'; use one of ${actionNames().join(", ")}, or install the plugin that provides it.`);
   }
   const parsed = v.safeParse(def.schema, item[name] ?? {});
-  if (!parsed.success) {
-    const issue = parsed.issues[0];
-    const reason = issueReason(issue, allowedKeys(def.schema));
-    throw integrityError(`${where}.${name}${issuePath(issue)} ${reason}${reason.includes(";") ? "" : "; fix it in pack.yaml"}.`, {
-      field: `${where}.${name}${issuePath(issue)}`,
-    });
-  }
+  if (!parsed.success) throw actionArgsError(`${where}.${name}`, item[name], parsed.issues, allowedKeys(def.schema));
   if (name === "when") {
     const nested = (parsed.output as { actions: unknown[] }).actions;
     nested.forEach((n, i) => parseActionItem(n, `${where}.when.actions[${i}]`));
   }
   return { name, def, args: parsed.output };
+}
+
+const isKeyIssue = (issue: v.BaseIssue<unknown>) => issue.path?.at(-1)?.type === "object" && issue.kind === "schema" && /object$/.test(issue.type);
+const keyOf = (issue: v.BaseIssue<unknown>) => String(issue.path?.at(-1)?.key ?? "");
+
+/**
+ * Every mistake of one action in one sentence. A misspelt key is named as
+ * such (`has the unknown key pth (did you mean path?)`) instead of as the key
+ * it leaves missing; every unknown key is named (valibot stops at the first);
+ * other issues follow, one clause each.
+ */
+function actionArgsError(at: string, args: unknown, issues: readonly v.BaseIssue<unknown>[], allowed: string[]): Error {
+  const unknownKeys = isMapping(args) && allowed.length > 0 ? Object.keys(args).filter((k) => !allowed.includes(k)) : [];
+  const topKey = (issue: v.BaseIssue<unknown>) => (isKeyIssue(issue) && (issue.path?.length ?? 0) === 1 ? keyOf(issue) : undefined);
+  const missing = new Set(issues.filter((i) => i.expected !== "never").flatMap((i) => topKey(i) ?? []));
+  /** `sub`: the field below `at` (".mode", or "" for the action itself); `text`: the reason. */
+  const clauses: Array<{ sub: string; text: string }> = [];
+  const explained = new Set<string>();
+  const stray: string[] = [];
+  for (const key of unknownKeys) {
+    const hint = closest(key, allowed, 2);
+    if (hint !== undefined && missing.has(hint)) {
+      explained.add(hint);
+      clauses.push({ sub: "", text: `has the unknown key ${key} (did you mean ${hint}?)` });
+    } else stray.push(key);
+  }
+  if (stray.length === 1) clauses.push({ sub: `.${stray[0]}`, text: `is not a known field; remove it (allowed: ${allowed.join(", ")})` });
+  else if (stray.length > 1) {
+    clauses.push({ sub: "", text: `has the unknown keys ${stray.slice(0, -1).join(", ")} and ${stray.at(-1)}; remove them (allowed: ${allowed.join(", ")})` });
+  }
+  for (const issue of issues) {
+    const key = topKey(issue);
+    if (key !== undefined && (issue.expected === "never" || explained.has(key))) continue;
+    clauses.push({ sub: issuePath(issue), text: issueReason(issue, allowed) });
+  }
+  const first = clauses[0] ?? { sub: "", text: "is not valid" };
+  if (clauses.length === 1) {
+    return integrityError(`${at}${first.sub} ${first.text}${first.text.includes(";") ? "" : "; fix it in pack.yaml"}.`, { field: `${at}${first.sub}` });
+  }
+  const parts = clauses.map((c) => `${c.sub ? `${c.sub.replace(/^\./, "")} ` : ""}${c.text.replace(/^has the /, "").replace(/; (?!remove).*$/, "")}`);
+  return integrityError(`${at} has ${clauses.length} mistakes: ${parts.join("; ")}; fix them in pack.yaml.`, { field: at });
 }
 
 /** Field names of a (possibly piped) strict object schema, for "allowed: ..." hints. */
