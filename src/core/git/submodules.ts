@@ -26,8 +26,7 @@ import * as fs from "node:fs";
 import { isAbsolute, join, resolve as resolvePath } from "node:path";
 import { packOpError, throwIfAborted } from "../base/errors.ts";
 import { backendFor } from "./backend.ts";
-import { configValue, readGitdirConfigValue } from "./refs/config.ts";
-import { parseConfig } from "./refs/config-levels.ts";
+import { configBool, parseConfig, readGitdirConfigValue, setRepoConfig } from "./refs/config.ts";
 import { ObjectStore } from "./objects/object-store.ts";
 import { gitdirOf, readHeadSync, resolveRefSync } from "./refs/refs.ts";
 import { flatTree } from "./objects/tree-read.ts";
@@ -96,7 +95,7 @@ export function submoduleUrl(parentUrl: string, raw: string): { url: string } | 
 function parseGitmodules(text: string): Declared[] {
   const byName = new Map<string, Partial<Declared>>();
   for (const e of parseConfig(text)) {
-    if (e.section !== "submodule" || e.sub === null) continue;
+    if (e.section !== "submodule" || e.sub === null || e.value === null) continue;
     const d = byName.get(e.sub) ?? { name: e.sub };
     if (e.key === "path") d.path = e.value;
     else if (e.key === "url") d.url = e.value;
@@ -125,10 +124,14 @@ function throughLink(dir: string, rel: string): string | null {
 /** Record the submodule in the pack's config as `git submodule init` does (once). */
 function recordInConfig(gitdir: string, name: string, url: string): void {
   if (readGitdirConfigValue(gitdir, "submodule", name, "url") !== null) return;
-  const path = join(gitdir, "config");
-  const text = fs.readFileSync(path, "utf8");
-  const header = `[submodule "${name.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"]`;
-  fs.appendFileSync(path, `${text.endsWith("\n") ? "" : "\n"}${header}\n\tactive = true\n\turl = ${configValue(url)}\n`);
+  setRepoConfig(
+    gitdir,
+    [
+      { section: "submodule", sub: name, key: "active", value: "true" },
+      { section: "submodule", sub: name, key: "url", value: url },
+    ],
+    "if-absent",
+  );
 }
 
 /**
@@ -217,15 +220,13 @@ export function wantsSubmodules(dir: string, packYamlSays: boolean | undefined):
   if (packYamlSays === true) return true;
   const gitdir = gitdirOf(dir);
   const v = gitdir ? readGitdirConfigValue(gitdir, "submodule", null, "recurse") : null;
-  return v !== null && ["true", "yes", "on", "1"].includes(v.toLowerCase());
+  return configBool(v) === true;
 }
 
 /** Ask future syncs to keep the submodules of the pack at `dir` (what `grex add --recurse-submodules` records). */
 export function recordRecurse(dir: string): void {
   const gitdir = gitdirOf(dir);
   if (!gitdir || wantsSubmodules(dir, false)) return;
-  const path = join(gitdir, "config");
-  const text = fs.readFileSync(path, "utf8");
-  fs.appendFileSync(path, `${text.endsWith("\n") ? "" : "\n"}[submodule]\n\trecurse = true\n`);
+  setRepoConfig(gitdir, [{ section: "submodule", sub: null, key: "recurse", value: "true" }]);
 }
 

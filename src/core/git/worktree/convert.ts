@@ -16,7 +16,7 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError } from "../../base/errors.ts";
 import { type AttrState, Attributes } from "./attributes.ts";
-import { LayeredConfig, configBool, defaultAttributesFile, expandHome } from "../refs/config-levels.ts";
+import { LayeredConfig, configBool, expandConfigPath, xdgConfigPath } from "../refs/config.ts";
 import { type EolSettings, crlfAction, eolSettings, hasCrlfText, toGit, toWorktree } from "./eol.ts";
 import { parseIndex } from "../objects/index-file.ts";
 import { ObjectStore } from "../objects/object-store.ts";
@@ -37,7 +37,8 @@ function outerSources(cfg: LayeredConfig, env: NodeJS.ProcessEnv): string[] {
     if (sys !== null) out.push(sys);
   }
   const configured = cfg.get("core", null, "attributesfile");
-  const global = readText(configured === null ? defaultAttributesFile(env) : expandHome(configured, env));
+  const file = configured === null ? xdgConfigPath("attributes", env) : expandConfigPath(configured, env);
+  const global = file === null ? null : readText(file);
   if (global !== null) out.push(global);
   return out;
 }

@@ -1,0 +1,207 @@
+// git's config file syntax, read as git's config.c reads it (git_parse_source,
+// get_base_var, get_extended_base_var, get_value, parse_value): sections and
+// keys case-insensitive, subsections exact with `\x` meaning `x`, values with
+// their quotes joined, `\n`, `\t`, `\b`, `\"`, `\\` and line continuations
+// applied, unquoted whitespace around them trimmed, comments cut. The text is
+// taken as bytes (latin1) so an edit can keep every byte it does not touch;
+// names and values come out as UTF-8. Used by the config manager (config.ts)
+// and for `.gitmodules`; nothing else parses git's config syntax.
+
+/** One `key = value` of a config file, with where it sits in the text. */
+export interface ConfigEntry {
+  /** Section and key lower-case; the subsection exactly as meant (`[branch "a\"b"]` → `a"b`), null when none. */
+  section: string;
+  sub: string | null;
+  key: string;
+  /** The value as git reads it; null for a bare `key` (git's implicit true). */
+  value: string | null;
+  /** 1-based line of the key. */
+  line: number;
+  /** Offsets in the byte (latin1) text: the key's first character, and just past the entry's last line. */
+  start: number;
+  end: number;
+}
+
+/** A section header and where the text of its section can take one more line. */
+export interface ConfigSection {
+  section: string;
+  sub: string | null;
+  /** Past the header's line, or past the section's last entry. */
+  end: number;
+}
+
+export interface ParsedConfig {
+  entries: ConfigEntry[];
+  sections: ConfigSection[];
+  /** The 1-based line git would call "bad config line", or null. Entries stop before it. */
+  badLine: number | null;
+}
+
+const isKeyChar = (c: string) => /^[A-Za-z0-9-]$/.test(c);
+const isAlpha = (c: string) => /^[A-Za-z]$/.test(c);
+// git's isspace: its own ctype table (space, \t, \n, \r), not the C library's.
+const isSpace = (c: string) => c === " " || c === "\t" || c === "\n" || c === "\r";
+
+/** Bytes held in a latin1 string, read back as UTF-8. */
+export const fromBytes = (s: string) => Buffer.from(s, "latin1").toString("utf8");
+/** A UTF-8 string as the latin1 string of its bytes. */
+export const toBytes = (s: string) => Buffer.from(s, "utf8").toString("latin1");
+
+class Source {
+  i = 0;
+  line = 1;
+  eof = false;
+  constructor(readonly s: string) {
+    if (s.startsWith("\xef\xbb\xbf")) this.i = 3; // a UTF-8 byte-order mark, skipped as git skips it
+  }
+
+  /** get_next_char: `\r\n` is `\n`; the end of the text is one last `\n`. */
+  next(): string {
+    if (this.i >= this.s.length) {
+      if (!this.eof) this.line++;
+      this.eof = true;
+      return "\n";
+    }
+    let c = this.s[this.i++] as string;
+    if (c === "\r" && this.s[this.i] === "\n") {
+      this.i++;
+      c = "\n";
+    }
+    if (c === "\n") this.line++;
+    return c;
+  }
+}
+
+/** parse_value: the value after `=`, up to the end of its (last continued) line; null on a bad escape or an open quote. */
+function parseValue(src: Source): string | null {
+  let out = "";
+  let quote = false;
+  let comment = false;
+  let trim = -1;
+  for (;;) {
+    const c = src.next();
+    if (c === "\n") {
+      if (quote) return null;
+      return trim >= 0 ? out.slice(0, trim) : out;
+    }
+    if (comment) continue;
+    if (isSpace(c) && !quote) {
+      if (trim < 0) trim = out.length;
+      if (out.length > 0) out += c;
+      continue;
+    }
+    if (!quote && (c === ";" || c === "#")) {
+      comment = true;
+      continue;
+    }
+    trim = -1;
+    if (c === "\\") {
+      const e = src.next();
+      if (e === "\n") continue; // a continued line (or a backslash at the very end, which git ignores)
+      if (e === "t") out += "\t";
+      else if (e === "b") out += "\b";
+      else if (e === "n") out += "\n";
+      else if (e === "\\" || e === '"') out += e;
+      else return null; // git refuses unknown escapes
+      continue;
+    }
+    if (c === '"') {
+      quote = !quote;
+      continue;
+    }
+    out += c;
+  }
+}
+
+/** get_base_var and get_extended_base_var: the header after `[`; null when malformed. */
+function parseHeader(src: Source): { section: string; sub: string | null } | null {
+  let name = "";
+  for (;;) {
+    const c = src.next();
+    if (src.eof) return null;
+    if (c === "]") break;
+    if (isSpace(c)) {
+      if (c === "\n") return null;
+      let d = src.next();
+      while (isSpace(d)) {
+        if (d === "\n") return null;
+        d = src.next();
+      }
+      if (d !== '"') return null;
+      let sub = "";
+      for (;;) {
+        let e = src.next();
+        if (e === "\n") return null;
+        if (e === '"') break;
+        if (e === "\\") {
+          e = src.next();
+          if (e === "\n") return null;
+        }
+        sub += e;
+      }
+      if (src.next() !== "]") return null;
+      return { section: name, sub: fromBytes(sub) }; // git takes `[ "x"]` too: an empty section name
+    }
+    if (!isKeyChar(c) && c !== ".") return null;
+    name += c.toLowerCase();
+  }
+  if (name === "") return null;
+  // The old `[section.sub]` spelling: git lower-cases the subsection too.
+  const dot = name.indexOf(".");
+  return dot < 0 ? { section: name, sub: null } : { section: name.slice(0, dot), sub: name.slice(dot + 1) };
+}
+
+/** Every entry and section header of a config file's text (latin1 bytes), in order. */
+export function parseConfigText(text: string): ParsedConfig {
+  const src = new Source(text);
+  const entries: ConfigEntry[] = [];
+  const sections: ConfigSection[] = [];
+  let current: ConfigSection | null = null;
+  let comment = false;
+  for (;;) {
+    const at = src.i;
+    const line = src.line;
+    const c = src.next();
+    if (c === "\n") {
+      if (src.eof) return { entries, sections, badLine: null };
+      if (current && !comment && current.end === -1) current.end = src.i;
+      comment = false;
+      continue;
+    }
+    if (comment || isSpace(c)) continue;
+    if (c === "#" || c === ";") {
+      comment = true;
+      continue;
+    }
+    if (c === "[") {
+      const h = parseHeader(src);
+      if (h === null) return { entries, sections, badLine: src.line };
+      current = { ...h, end: -1 };
+      sections.push(current);
+      continue;
+    }
+    if (!isAlpha(c) || current === null) return { entries, sections, badLine: line };
+    let key = c.toLowerCase();
+    let d = src.next();
+    while (!src.eof && isKeyChar(d)) {
+      key += d.toLowerCase();
+      d = src.next();
+    }
+    while (d === " " || d === "\t") d = src.next();
+    let value: string | null = null;
+    if (d !== "\n") {
+      if (d !== "=") return { entries, sections, badLine: src.line };
+      value = parseValue(src);
+      if (value === null) return { entries, sections, badLine: src.line - 1 };
+      value = fromBytes(value);
+    }
+    entries.push({ section: current.section, sub: current.sub, key, value, line, start: at, end: src.i });
+    current.end = src.i;
+    if (src.eof) return { entries, sections, badLine: null };
+  }
+}
+
+/** The sections' insertion points, settled: a header on the file's last line without a newline ends at the end. */
+export function sectionEnd(s: ConfigSection, text: string): number {
+  return s.end === -1 ? text.length : s.end;
+}
