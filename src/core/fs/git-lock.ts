@@ -5,7 +5,7 @@
 // overwriting it. Like git, a lock that exists is waited for a short, bounded
 // time (git's quadratic backoff with jitter), then reported in one sentence;
 // grex never removes a lock it did not create.
-import { chmodSync, closeSync, constants, fsyncSync, openSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { chmodSync, closeSync, constants, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import { lockError } from "../base/grex-error.ts";
 import { fsyncDir } from "./fsutil.ts";
@@ -39,20 +39,18 @@ export function lockHeldError(lockPath: string, where?: string) {
 }
 
 /**
- * Create `<path>.lock` exclusively, waiting up to `timeoutMs` as git's
- * lock_file_timeout does (backoff of about n² ms, ±25 %). Returns its fd.
+ * Try `attempt` until it gives a result, waiting between tries as git's
+ * lock_file_timeout does (backoff of about n² ms, ±25 %) for up to
+ * `timeoutMs`; then the lock error.
  */
-function acquire(lockPath: string, opts: GitLockOptions): number {
+function withBackoff<T>(lockPath: string, opts: GitLockOptions, attempt: () => T | undefined): T {
   let remaining = opts.timeoutMs;
   let n = 1;
   let multiplier = 1;
   for (;;) {
-    try {
-      return openSync(lockPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      if (remaining <= 0) throw lockHeldError(lockPath, opts.where);
-    }
+    const got = attempt();
+    if (got !== undefined) return got;
+    if (remaining <= 0) throw lockHeldError(lockPath, opts.where);
     const wait = Math.max(1, Math.floor(((750 + Math.floor(Math.random() * 500)) * multiplier) / 1000));
     sleepMs(Math.min(wait, remaining));
     remaining -= wait;
@@ -60,6 +58,29 @@ function acquire(lockPath: string, opts: GitLockOptions): number {
     if (multiplier > 1000) multiplier = 1000;
     else n++;
   }
+}
+
+/** Create `<path>.lock` exclusively (O_CREAT|O_EXCL), waiting as git waits; returns its fd. */
+function acquire(lockPath: string, opts: GitLockOptions): number {
+  return withBackoff(lockPath, opts, () => {
+    try {
+      return openSync(lockPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      return undefined;
+    }
+  });
+}
+
+/**
+ * Wait, as taking the lock would, until nobody holds `<path>.lock`; the lock
+ * error when someone still does. For work that must not start when its final
+ * write would find the file locked (a checkout before its branch moves); the
+ * write itself still takes the lock exclusively.
+ */
+export function awaitUnlocked(path: string, opts: GitLockOptions): void {
+  const lockPath = `${path}.lock`;
+  withBackoff(lockPath, opts, () => (existsSync(lockPath) ? undefined : true));
 }
 
 /**

@@ -2,7 +2,10 @@
 // get_base_var, get_extended_base_var, get_value, parse_value): sections and
 // keys case-insensitive, subsections exact with `\x` meaning `x`, values with
 // their quotes joined, `\n`, `\t`, `\b`, `\"`, `\\` and line continuations
-// applied, unquoted whitespace around them trimmed, comments cut. The text is
+// applied, unquoted whitespace around them trimmed, comments cut. Unquoted
+// whitespace inside a value is kept verbatim, as git 2.46 and later keep it
+// (older gits turned each such tab or CR into a space; values grex writes
+// never hold one unescaped, so both read them alike). The text is
 // taken as bytes (latin1) so an edit can keep every byte it does not touch;
 // names and values come out as UTF-8. Used by the config manager (config.ts)
 // and for `.gitmodules`; nothing else parses git's config syntax.
@@ -180,7 +183,12 @@ export function parseConfigText(text: string): ParsedConfig {
       sections.push(current);
       continue;
     }
-    if (!isAlpha(c) || current === null) return { entries, sections, badLine: line };
+    if (!isAlpha(c)) return { entries, sections, badLine: line };
+    // A key before any section is taken, as git takes it, with no section name (no lookup ever matches it).
+    if (current === null) {
+      current = { section: "", sub: null, end: -1 };
+      sections.push(current);
+    }
     let key = c.toLowerCase();
     let d = src.next();
     while (!src.eof && isKeyChar(d)) {

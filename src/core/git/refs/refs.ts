@@ -4,7 +4,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { packOpError } from "../../base/grex-error.ts";
-import { acquireGitLock, type GitLockOptions, PACKED_REFS_LOCK_TIMEOUT_MS, REF_LOCK_TIMEOUT_MS, updateThroughLock, writeThroughLock } from "../../fs/git-lock.ts";
+import { acquireGitLock, awaitUnlocked, type GitLockOptions, PACKED_REFS_LOCK_TIMEOUT_MS, REF_LOCK_TIMEOUT_MS, updateThroughLock, writeThroughLock } from "../../fs/git-lock.ts";
 import type { HeadInfo } from "./head.ts";
 
 const OID = /^[0-9a-f]{40}$/;
@@ -158,6 +158,16 @@ export function writeRefSync(gitdir: string, ref: string, value: string): void {
   const path = join(ref.startsWith("refs/") ? refStore(gitdir) : gitdir, ref);
   mkdirSync(dirname(path), { recursive: true });
   writeThroughLock(path, `${value}\n`, refLock(gitdir));
+}
+
+/**
+ * Wait briefly (as git does) until no other process holds the lock of any of
+ * `refs`, else the one-sentence lock error: called before work whose last
+ * step moves those refs, so a git command holding one stops grex before it
+ * changes anything.
+ */
+export function awaitRefsUnlocked(gitdir: string, refs: readonly string[]): void {
+  for (const ref of refs) awaitUnlocked(join(ref.startsWith("refs/") ? refStore(gitdir) : gitdir, ref), refLock(gitdir));
 }
 
 /** Throws on a ref name git would refuse (or one that could escape the ref store). */
