@@ -122,7 +122,7 @@ function throughLink(dir: string, rel: string): string | null {
 }
 
 /** Record the submodule in the pack's config as `git submodule init` does (once). */
-function recordInConfig(gitdir: string, name: string, url: string): void {
+export function recordSubmoduleInConfig(gitdir: string, name: string, url: string): void {
   if (readGitdirConfigValue(gitdir, "submodule", name, "url") !== null) return;
   setRepoConfig(
     gitdir,
@@ -197,7 +197,7 @@ export async function updateSubmodules(dir: string, url: string, signal: AbortSi
     const populated = fs.existsSync(join(subDir, ".git"));
     if (!populated) {
       await backend.clone(subUrl, subDir, { ref: sha, signal });
-      recordInConfig(gitdir, d.name, subUrl);
+      recordSubmoduleInConfig(gitdir, d.name, subUrl);
       out.push({ path: shown, name: d.name, sha, result: "cloned", message: `cloned at ${sha.slice(0, 7)}` });
     } else {
       const now = readHeadSync(subDir)?.sha ?? null;
