@@ -40,13 +40,19 @@ export interface ParsedConfig {
   badLine: number | null;
 }
 
-const isKeyChar = (c: string) => /^[A-Za-z0-9-]$/.test(c);
-const isAlpha = (c: string) => /^[A-Za-z]$/.test(c);
+const isAlpha = (c: string) => {
+  const k = c.charCodeAt(0) | 0x20;
+  return k >= 0x61 && k <= 0x7a;
+};
+const isKeyChar = (c: string) => {
+  const k = c.charCodeAt(0);
+  return isAlpha(c) || (k >= 0x30 && k <= 0x39) || k === 0x2d;
+};
 // git's isspace: its own ctype table (space, \t, \n, \r), not the C library's.
 const isSpace = (c: string) => c === " " || c === "\t" || c === "\n" || c === "\r";
 
-/** Bytes held in a latin1 string, read back as UTF-8. */
-export const fromBytes = (s: string) => Buffer.from(s, "latin1").toString("utf8");
+/** Bytes held in a latin1 string, read back as UTF-8 (ASCII is both already). */
+export const fromBytes = (s: string) => (/[\x80-\xff]/.test(s) ? Buffer.from(s, "latin1").toString("utf8") : s);
 /** A UTF-8 string as the latin1 string of its bytes. */
 export const toBytes = (s: string) => Buffer.from(s, "utf8").toString("latin1");
 
@@ -72,6 +78,33 @@ class Source {
     }
     if (c === "\n") this.line++;
     return c;
+  }
+
+  /** The characters from here that a value takes as they are (none of `\n \r " \\ ; #`, space, tab), consumed. */
+  plainRun(): string {
+    const s = this.s;
+    const from = this.i;
+    let j = from;
+    for (; j < s.length; j++) {
+      const k = s.charCodeAt(j);
+      if (k === 10 || k === 13 || k === 34 || k === 92 || k === 59 || k === 35 || k === 32 || k === 9) break;
+    }
+    this.i = j;
+    return s.slice(from, j);
+  }
+
+  /** The letters, digits and `-` from here (and `.` when `dots`), consumed. */
+  keyRun(dots: boolean): string {
+    const s = this.s;
+    const from = this.i;
+    let j = from;
+    for (; j < s.length; j++) {
+      const k = s.charCodeAt(j);
+      const l = k | 0x20;
+      if (!((l >= 0x61 && l <= 0x7a) || (k >= 0x30 && k <= 0x39) || k === 0x2d || (dots && k === 0x2e))) break;
+    }
+    this.i = j;
+    return s.slice(from, j);
   }
 }
 
@@ -112,13 +145,13 @@ function parseValue(src: Source): string | null {
       quote = !quote;
       continue;
     }
-    out += c;
+    out += c + src.plainRun();
   }
 }
 
 /** get_base_var and get_extended_base_var: the header after `[`; null when malformed. */
 function parseHeader(src: Source): { section: string; sub: string | null } | null {
-  let name = "";
+  let name = src.keyRun(true).toLowerCase();
   for (;;) {
     const c = src.next();
     if (src.eof) return null;
@@ -154,20 +187,75 @@ function parseHeader(src: Source): { section: string; sub: string | null } | nul
   return dot < 0 ? { section: name, sub: null } : { section: name.slice(0, dot), sub: name.slice(dot + 1) };
 }
 
-/** Every entry and section header of a config file's text (latin1 bytes), in order. */
-export function parseConfigText(text: string): ParsedConfig {
+// The usual lines, read whole by a regular expression (cold code stays fast:
+// `status` reads a config per pack); any other line goes through the
+// character-by-character reader above, which is git's.
+const HEADER_LINE = /^[ \t]*\[([A-Za-z0-9.-]+)(?:[ \t]+"([^"\\]*)")?\][ \t]*(?:[#;].*)?$/;
+const ENTRY_LINE = /^[ \t]*([A-Za-z][A-Za-z0-9-]*)[ \t]*(?:(=)[ \t]*((?:[^ \t"\\;#]+[ \t]+)*[^ \t"\\;#]+)?[ \t]*(?:[#;].*)?)?$/;
+
+/**
+ * Every entry and section header of a config file's text (latin1 bytes), in
+ * order. `careful` reads every line character by character (the tests
+ * compare both ways).
+ */
+export function parseConfigText(text: string, careful = false): ParsedConfig {
   const src = new Source(text);
   const entries: ConfigEntry[] = [];
   const sections: ConfigSection[] = [];
   let current: ConfigSection | null = null;
   let comment = false;
   for (;;) {
+    // A whole usual line at once.
+    if (!careful && !comment && src.i < text.length && (src.i === 0 || text.charCodeAt(src.i - 1) === 10)) {
+      const from = src.i;
+      const nl = text.indexOf("\n", from);
+      const line = text.slice(from, nl < 0 ? text.length : nl);
+      const next = nl < 0 ? text.length : nl + 1;
+      let ws = 0;
+      while (ws < line.length && (line.charCodeAt(ws) === 32 || line.charCodeAt(ws) === 9)) ws++;
+      const first = line.charCodeAt(ws);
+      let done = false;
+      if (line.includes("\r")) {
+        // CRs: the careful reader
+      } else if (ws === line.length || first === 35 || first === 59) {
+        if (current && current.end === -1 && nl >= 0) current.end = next;
+        done = true;
+      } else if (first === 91) {
+        const m = HEADER_LINE.exec(line);
+        if (m) {
+          const name = (m[1] as string).toLowerCase();
+          const dot = name.indexOf(".");
+          current =
+            m[2] !== undefined
+              ? { section: name, sub: fromBytes(m[2]), end: -1 }
+              : dot < 0
+                ? { section: name, sub: null, end: -1 }
+                : { section: name.slice(0, dot), sub: name.slice(dot + 1), end: -1 };
+          if (nl >= 0) current.end = next;
+          sections.push(current);
+          done = true;
+        }
+      } else if (current !== null) {
+        const m = ENTRY_LINE.exec(line);
+        if (m) {
+          const value = m[2] === undefined ? null : fromBytes(m[3] ?? "");
+          entries.push({ section: current.section, sub: current.sub, key: (m[1] as string).toLowerCase(), value, line: src.line, start: from + ws, end: next });
+          current.end = next;
+          done = true;
+        }
+      }
+      if (done) {
+        src.i = next;
+        if (nl >= 0) src.line++;
+        continue;
+      }
+    }
     const at = src.i;
     const line = src.line;
     const c = src.next();
     if (c === "\n") {
       if (src.eof) return { entries, sections, badLine: null };
-      if (current && !comment && current.end === -1) current.end = src.i;
+      if (current && current.end === -1) current.end = src.i; // the header's own line ends here
       comment = false;
       continue;
     }
@@ -179,7 +267,7 @@ export function parseConfigText(text: string): ParsedConfig {
     if (c === "[") {
       const h = parseHeader(src);
       if (h === null) return { entries, sections, badLine: src.line };
-      current = { ...h, end: -1 };
+      current = { section: h.section, sub: h.sub, end: -1 };
       sections.push(current);
       continue;
     }
@@ -189,12 +277,8 @@ export function parseConfigText(text: string): ParsedConfig {
       current = { section: "", sub: null, end: -1 };
       sections.push(current);
     }
-    let key = c.toLowerCase();
+    const key = (c + src.keyRun(false)).toLowerCase();
     let d = src.next();
-    while (!src.eof && isKeyChar(d)) {
-      key += d.toLowerCase();
-      d = src.next();
-    }
     while (d === " " || d === "\t") d = src.next();
     let value: string | null = null;
     if (d !== "\n") {
