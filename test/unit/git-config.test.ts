@@ -3,7 +3,7 @@
 // does; and the round trip grex → git → grex. Every value kind git's
 // write_pair treats specially is covered, and the subsections it quotes.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { type Dirent, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseConfigText } from "../../src/core/git/refs/config-parse.ts";
 import {
@@ -390,5 +390,31 @@ describe("which files git reads", () => {
     for (const t of ["true", "YES", "on", "1", "2", "-1", "1k"]) expect(configBool(t)).toBe(true);
     for (const f of ["false", "No", "off", "0", ""]) expect(configBool(f)).toBe(false);
     expect(configBool("maybe")).toBeNull();
+  });
+});
+
+describe("one owner", () => {
+  const SRC = join(import.meta.dir, "..", "..", "src");
+  const files = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e: Dirent) => (e.isDirectory() ? files(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : []));
+  const rel = (f: string) => f.slice(SRC.length + 1);
+
+  test("only the config manager names a git config file, and nothing in the git rooms appends to one", () => {
+    const offenders: string[] = [];
+    for (const f of files(SRC)) {
+      const text = readFileSync(f, "utf8");
+      const r = rel(f);
+      if (!r.startsWith("core/git/refs/config") && /join\([^)]*["'`]config(?:\.worktree)?["'`]\s*\)/.test(text)) offenders.push(`${r}: joins a config path`);
+      if (r.startsWith("core/git/") && /appendFileSync|appendDurable/.test(text)) offenders.push(`${r}: appends to a file`);
+    }
+    expect(offenders).toEqual([]);
+  });
+
+  test("only git-lock.ts makes a git `.lock` file (core/locks' own flock files aside)", () => {
+    const offenders = files(SRC)
+      .filter((f) => !rel(f).startsWith("core/locks/") && rel(f) !== "core/fs/git-lock.ts")
+      .filter((f) => /\}\.lock`|\+ "\.lock"/.test(readFileSync(f, "utf8")))
+      .map(rel);
+    expect(offenders).toEqual([]);
   });
 });
