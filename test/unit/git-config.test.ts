@@ -377,6 +377,27 @@ describe("which files git reads", () => {
     expect(p.stdout.toString().trim()).toBe("system");
   });
 
+  test("GIT_CONFIG_PARAMETERS as git -c hands it to a child, read as git reads it", () => {
+    const alias = "alias.env=!printf '%s' \"$GIT_CONFIG_PARAMETERS\"";
+    const cs = ["t.a=x y", "t.q=it's!", "t.flag", "T.Sub.Key=v=w", "t.e=", "t.a=second"];
+    const p = Bun.spawnSync(["git", "-c", alias, ...cs.flatMap((c) => ["-c", c]), "env"], { cwd: repo, env: gitEnv(), stdout: "pipe" });
+    const params = p.stdout.toString();
+    expect(params).toContain("'t.q'=");
+    const e = { ...gitEnv(), GIT_CONFIG_GLOBAL: "", GIT_CONFIG_PARAMETERS: params };
+    const cfg = LayeredConfig.load(gitdir, e);
+    for (const [sub, key] of [[null, "a"], [null, "q"], [null, "flag"], ["Sub", "key"], [null, "e"]] as const) {
+      const name = sub === null ? `t.${key}` : `t.${sub}.${key}`;
+      const g = Bun.spawnSync(["git", "config", "--get", name], { cwd: repo, env: e, stdout: "pipe" });
+      expect(g.exitCode).toBe(0);
+      const theirs = g.stdout.toString().replace(/\n$/, "");
+      // a bare `-c t.flag` is git's implicit true, which `git config --get` prints as an empty line
+      expect(key === "flag" ? "true" : theirs).toBe(cfg.get("t", sub, key) as string);
+    }
+    // the old spelling, and a list git refuses
+    expect(LayeredConfig.load(null, { GIT_CONFIG_PARAMETERS: "'t.x=1' 't.y=2'" }).get("t", null, "y")).toBe("2");
+    expect(LayeredConfig.load(null, { GIT_CONFIG_PARAMETERS: "'t.x'='1' bogus" }).get("t", null, "x")).toBeNull();
+  });
+
   test("paths in config values: ~ and ~/ from HOME, ~user from the password file", () => {
     expect(expandConfigPath("~", { HOME: "/h" })).toBe("/h");
     expect(expandConfigPath("~/x/y", { HOME: "/h" })).toBe("/h/x/y");

@@ -1,7 +1,7 @@
 // The config manager: the one reader and writer of git's config files in
 // grex. Which files git reads and in what order (system, the user's XDG file
 // and ~/.gitconfig or GIT_CONFIG_GLOBAL, the repository's, config.worktree,
-// GIT_CONFIG_COUNT pairs) is decided here, as git's config.c decides it;
+// GIT_CONFIG_PARAMETERS and GIT_CONFIG_COUNT) is decided here, as git's config.c decides it;
 // the syntax is read by config-parse.ts and written by config-write.ts. Every
 // write goes through git's own `config.lock` (created exclusively, fsync'd,
 // renamed over the file), deciding on what the file holds once the lock is
@@ -153,29 +153,91 @@ export function originUrlSync(dir: string): string | null {
   return readConfigValueSync(dir, "remote", "origin", "url");
 }
 
-/** GIT_CONFIG_COUNT with GIT_CONFIG_KEY_<n> / GIT_CONFIG_VALUE_<n> (what `git -c` hands to child processes also uses). */
-function envEntries(env: Env): ConfigEntry[] {
-  const count = env.GIT_CONFIG_COUNT;
-  if (count === undefined || !/^\d+$/.test(count)) return [];
+/** git_config_parse_key: `section[.sub].key` split and checked (section and key lower-cased), or null when git would refuse it. */
+function splitConfigKey(name: string, value: string | null): ConfigEntry | null {
+  const first = name.indexOf(".");
+  const last = name.lastIndexOf(".");
+  if (first <= 0 || last === name.length - 1) return null;
+  const section = name.slice(0, first);
+  const key = name.slice(last + 1);
+  const sub = first === last ? null : name.slice(first + 1, last);
+  if (!/^[A-Za-z0-9-]+$/.test(section) || !/^[A-Za-z][A-Za-z0-9-]*$/.test(key) || (sub !== null && sub.includes("\n"))) return null;
+  return { section: section.toLowerCase(), sub, key: key.toLowerCase(), value, line: 0, start: 0, end: 0 };
+}
+
+/** sq_dequote_step: one single-quoted word (`'\''` and `'\!'` inside) from `at`; null when malformed. */
+function sqWord(s: string, at: number): { word: string; next: number } | null {
+  if (s[at] !== "'") return null;
+  let word = "";
+  let i = at + 1;
+  for (;;) {
+    if (i >= s.length) return null;
+    const c = s[i++] as string;
+    if (c !== "'") {
+      word += c;
+      continue;
+    }
+    if (s[i] === "\\" && (s[i + 1] === "'" || s[i + 1] === "!") && s[i + 2] === "'") {
+      word += s[i + 1];
+      i += 3;
+      continue;
+    }
+    return { word, next: i };
+  }
+}
+
+const isSpaceChar = (c: string | undefined) => c === " " || c === "\t" || c === "\n" || c === "\r";
+
+/** GIT_CONFIG_PARAMETERS (what `git -c` hands its children): `'key'='value'` or the old `'key=value'` words; none when git would refuse the list. */
+function parameterEntries(text: string): ConfigEntry[] {
   const out: ConfigEntry[] = [];
+  let i = 0;
+  while (i < text.length) {
+    const k = sqWord(text, i);
+    if (k === null) return [];
+    i = k.next;
+    let e: ConfigEntry | null;
+    if (i >= text.length || isSpaceChar(text[i])) {
+      const eq = k.word.indexOf("=");
+      e = splitConfigKey((eq < 0 ? k.word : k.word.slice(0, eq)).trim(), eq < 0 ? null : k.word.slice(eq + 1));
+    } else if (text[i] === "=") {
+      i++;
+      if (text[i] === "'") {
+        const v = sqWord(text, i);
+        if (v === null || (v.next < text.length && !isSpaceChar(text[v.next]))) return [];
+        i = v.next;
+        e = splitConfigKey(k.word, v.word);
+      } else if (i >= text.length || isSpaceChar(text[i])) e = splitConfigKey(k.word, null);
+      else return [];
+    } else return [];
+    if (e === null) return [];
+    out.push(e);
+    while (isSpaceChar(text[i])) i++;
+  }
+  return out;
+}
+
+/** The command-line level: GIT_CONFIG_PARAMETERS, then GIT_CONFIG_COUNT with GIT_CONFIG_KEY_<n> / GIT_CONFIG_VALUE_<n>. */
+function envEntries(env: Env): ConfigEntry[] {
+  const out = env.GIT_CONFIG_PARAMETERS ? parameterEntries(env.GIT_CONFIG_PARAMETERS) : [];
+  const count = env.GIT_CONFIG_COUNT;
+  if (count === undefined || !/^\d+$/.test(count)) return out;
+  const counted: ConfigEntry[] = [];
   for (let i = 0; i < Number(count); i++) {
     const name = env[`GIT_CONFIG_KEY_${i}`];
     const value = env[`GIT_CONFIG_VALUE_${i}`];
-    if (name === undefined || value === undefined) return []; // git refuses the whole list
-    const first = name.indexOf(".");
-    const last = name.lastIndexOf(".");
-    if (first <= 0 || last === name.length - 1) return [];
-    const sub = first === last ? null : name.slice(first + 1, last);
-    out.push({ section: name.slice(0, first).toLowerCase(), sub, key: name.slice(last + 1).toLowerCase(), value, line: 0, start: 0, end: 0 });
+    const e = name === undefined || value === undefined ? null : splitConfigKey(name, value);
+    if (e === null) return out; // git refuses the whole list
+    counted.push(e);
   }
-  return out;
+  return [...out, ...counted];
 }
 
 /** git's configuration as git layers it: the user's files, the repository's, then the environment's pairs; later wins. */
 export class LayeredConfig {
   private constructor(readonly entries: ConfigEntry[]) {}
 
-  /** The user's files, then the repository's own (null: the user's files alone), then GIT_CONFIG_COUNT pairs. */
+  /** The user's files, then the repository's own (null: the user's files alone), then GIT_CONFIG_PARAMETERS and GIT_CONFIG_COUNT pairs. */
   static load(gitdir: string | null, env: Env = process.env): LayeredConfig {
     const entries: ConfigEntry[] = [];
     for (const f of userConfigFiles(env)) entries.push(...readConfigEntries(f.path));
