@@ -193,6 +193,46 @@ function parseHeader(src: Source): { section: string; sub: string | null } | nul
 const HEADER_LINE = /^[ \t]*\[([A-Za-z0-9.-]+)(?:[ \t]+"([^"\\]*)")?\][ \t]*(?:[#;].*)?$/;
 const ENTRY_LINE = /^[ \t]*([A-Za-z][A-Za-z0-9-]*)[ \t]*(?:(=)[ \t]*((?:[^ \t"\\;#]+[ \t]+)*[^ \t"\\;#]+)?[ \t]*(?:[#;].*)?)?$/;
 
+interface Reading {
+  src: Source;
+  entries: ConfigEntry[];
+  sections: ConfigSection[];
+  current: ConfigSection | null;
+}
+
+/** Read the line starting at `r.src.i` whole when it is a usual one (blank, comment, plain header, plain entry); false to read it carefully. */
+function usualLine(r: Reading): boolean {
+  const text = r.src.s;
+  const from = r.src.i;
+  const nl = text.indexOf("\n", from);
+  const line = text.slice(from, nl < 0 ? text.length : nl);
+  const next = nl < 0 ? text.length : nl + 1;
+  if (line.includes("\r")) return false; // CRs: the careful reader
+  let ws = 0;
+  while (ws < line.length && (line.charCodeAt(ws) === 32 || line.charCodeAt(ws) === 9)) ws++;
+  const first = line.charCodeAt(ws);
+  if (ws === line.length || first === 35 || first === 59) {
+    if (r.current && r.current.end === -1 && nl >= 0) r.current.end = next;
+  } else if (first === 91) {
+    const m = HEADER_LINE.exec(line);
+    if (!m) return false;
+    const name = (m[1] as string).toLowerCase();
+    const dot = name.indexOf(".");
+    const [section, sub] = m[2] !== undefined ? [name, fromBytes(m[2])] : dot < 0 ? [name, null] : [name.slice(0, dot), name.slice(dot + 1)];
+    r.current = { section, sub, end: nl >= 0 ? next : -1 };
+    r.sections.push(r.current);
+  } else {
+    const m = r.current === null ? null : ENTRY_LINE.exec(line);
+    if (!m || r.current === null) return false;
+    const value = m[2] === undefined ? null : fromBytes(m[3] ?? "");
+    r.entries.push({ section: r.current.section, sub: r.current.sub, key: (m[1] as string).toLowerCase(), value, line: r.src.line, start: from + ws, end: next });
+    r.current.end = next;
+  }
+  r.src.i = next;
+  if (nl >= 0) r.src.line++;
+  return true;
+}
+
 /**
  * Every entry and section header of a config file's text (latin1 bytes), in
  * order. `careful` reads every line character by character (the tests
@@ -200,56 +240,13 @@ const ENTRY_LINE = /^[ \t]*([A-Za-z][A-Za-z0-9-]*)[ \t]*(?:(=)[ \t]*((?:[^ \t"\\
  */
 export function parseConfigText(text: string, careful = false): ParsedConfig {
   const src = new Source(text);
-  const entries: ConfigEntry[] = [];
-  const sections: ConfigSection[] = [];
-  let current: ConfigSection | null = null;
+  const r: Reading = { src, entries: [], sections: [], current: null };
+  const { entries, sections } = r;
   let comment = false;
   for (;;) {
-    // A whole usual line at once.
-    if (!careful && !comment && src.i < text.length && (src.i === 0 || text.charCodeAt(src.i - 1) === 10)) {
-      const from = src.i;
-      const nl = text.indexOf("\n", from);
-      const line = text.slice(from, nl < 0 ? text.length : nl);
-      const next = nl < 0 ? text.length : nl + 1;
-      let ws = 0;
-      while (ws < line.length && (line.charCodeAt(ws) === 32 || line.charCodeAt(ws) === 9)) ws++;
-      const first = line.charCodeAt(ws);
-      let done = false;
-      if (line.includes("\r")) {
-        // CRs: the careful reader
-      } else if (ws === line.length || first === 35 || first === 59) {
-        if (current && current.end === -1 && nl >= 0) current.end = next;
-        done = true;
-      } else if (first === 91) {
-        const m = HEADER_LINE.exec(line);
-        if (m) {
-          const name = (m[1] as string).toLowerCase();
-          const dot = name.indexOf(".");
-          current =
-            m[2] !== undefined
-              ? { section: name, sub: fromBytes(m[2]), end: -1 }
-              : dot < 0
-                ? { section: name, sub: null, end: -1 }
-                : { section: name.slice(0, dot), sub: name.slice(dot + 1), end: -1 };
-          if (nl >= 0) current.end = next;
-          sections.push(current);
-          done = true;
-        }
-      } else if (current !== null) {
-        const m = ENTRY_LINE.exec(line);
-        if (m) {
-          const value = m[2] === undefined ? null : fromBytes(m[3] ?? "");
-          entries.push({ section: current.section, sub: current.sub, key: (m[1] as string).toLowerCase(), value, line: src.line, start: from + ws, end: next });
-          current.end = next;
-          done = true;
-        }
-      }
-      if (done) {
-        src.i = next;
-        if (nl >= 0) src.line++;
-        continue;
-      }
-    }
+    const atLineStart = src.i < text.length && (src.i === 0 || text.charCodeAt(src.i - 1) === 10);
+    if (!careful && !comment && atLineStart && usualLine(r)) continue;
+    let current = r.current;
     const at = src.i;
     const line = src.line;
     const c = src.next();
@@ -267,14 +264,14 @@ export function parseConfigText(text: string, careful = false): ParsedConfig {
     if (c === "[") {
       const h = parseHeader(src);
       if (h === null) return { entries, sections, badLine: src.line };
-      current = { section: h.section, sub: h.sub, end: -1 };
-      sections.push(current);
+      r.current = { section: h.section, sub: h.sub, end: -1 };
+      sections.push(r.current);
       continue;
     }
     if (!isAlpha(c)) return { entries, sections, badLine: line };
     // A key before any section is taken, as git takes it, with no section name (no lookup ever matches it).
     if (current === null) {
-      current = { section: "", sub: null, end: -1 };
+      current = r.current = { section: "", sub: null, end: -1 };
       sections.push(current);
     }
     const key = (c + src.keyRun(false)).toLowerCase();
