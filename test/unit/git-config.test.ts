@@ -9,6 +9,7 @@ import { parseConfigText } from "../../src/core/git/refs/config-parse.ts";
 import {
   LayeredConfig,
   configBool,
+  envBool,
   escapeConfigValue,
   expandConfigPath,
   readGitdirConfigValue,
@@ -405,6 +406,12 @@ describe("which files git reads", () => {
     expect(expandConfigPath("/abs/~x", { HOME: "/h" })).toBe("/abs/~x");
     expect(expandConfigPath("~root/x", {})).toBe("/root/x");
     expect(expandConfigPath("~no-such-user-here/x", {})).toBeNull();
+  });
+
+  test("git's environment booleans (GIT_CONFIG_NOSYSTEM, GIT_ATTR_NOSYSTEM)", () => {
+    expect(envBool(undefined, false)).toBe(false);
+    for (const t of ["1", "true", "yes", "2"]) expect(envBool(t, false)).toBe(true);
+    for (const f of ["0", "false", "", "off"]) expect(envBool(f, true)).toBe(false);
   });
 
   test("git's booleans", () => {

@@ -41,8 +41,8 @@ export function configCommonDir(gitdir: string): string {
 /** `<common dir>/config`: the repository's own config file. */
 export const repoConfigPath = (gitdir: string) => join(configCommonDir(gitdir), "config");
 
-/** git_env_bool: unset is `dflt`; a value git could not read as a boolean counts as true (git would stop). */
-function envBool(v: string | undefined, dflt: boolean): boolean {
+/** git_env_bool (GIT_CONFIG_NOSYSTEM, GIT_ATTR_NOSYSTEM): unset is `dflt`; a value git could not read as a boolean counts as true (git would stop). */
+export function envBool(v: string | undefined, dflt: boolean): boolean {
   if (v === undefined) return dflt;
   return configBool(v) ?? true;
 }

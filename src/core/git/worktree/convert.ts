@@ -16,7 +16,7 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError } from "../../base/errors.ts";
 import { type AttrState, Attributes } from "./attributes.ts";
-import { LayeredConfig, configBool, expandConfigPath, xdgConfigPath } from "../refs/config.ts";
+import { LayeredConfig, configBool, envBool, expandConfigPath, xdgConfigPath } from "../refs/config.ts";
 import { type EolSettings, crlfAction, eolSettings, hasCrlfText, toGit, toWorktree } from "./eol.ts";
 import { parseIndex } from "../objects/index-file.ts";
 import { ObjectStore } from "../objects/object-store.ts";
@@ -32,7 +32,7 @@ const readText = (path: string): string | null => {
 /** The attribute files outside the tree: system, then core.attributesFile (default under XDG). */
 function outerSources(cfg: LayeredConfig, env: NodeJS.ProcessEnv): string[] {
   const out: string[] = [];
-  if (!env.GIT_ATTR_NOSYSTEM) {
+  if (!envBool(env.GIT_ATTR_NOSYSTEM, false)) {
     const sys = readText("/etc/gitattributes");
     if (sys !== null) out.push(sys);
   }
