@@ -149,6 +149,16 @@ describe("grex writes, git reads, grex reads", () => {
   });
 });
 
+test("a file read again is parsed again when its text changed (the parse is reused only for the same text)", () => {
+  const path = repoConfigPath(gitdir);
+  writeFileSync(path, "[t]\n\tv = one\n");
+  expect(readGitdirConfigValue(gitdir, "t", null, "v")).toBe("one");
+  writeFileSync(path, "[t]\n\tv = two\n"); // same size, same second
+  expect(readGitdirConfigValue(gitdir, "t", null, "v")).toBe("two");
+  run(repo, "config", "t.v", "three");
+  expect(readGitdirConfigValue(gitdir, "t", null, "v")).toBe("three");
+});
+
 describe("git writes, grex reads", () => {
   test.each(VALUES)("value: %s", (_, value) => {
     expect(run(repo, "config", "test.value", value).code).toBe(0);

@@ -198,6 +198,12 @@ interface Reading {
   entries: ConfigEntry[];
   sections: ConfigSection[];
   current: ConfigSection | null;
+  /** Where the next CR is (a line holding one is read carefully). */
+  cr: number;
+  /** The text split at newlines, and which of those lines starts at `lineStart`. */
+  lines: string[];
+  k: number;
+  lineStart: number;
 }
 
 /** Read the line starting at `r.src.i` whole when it is a usual one (blank, comment, plain header, plain entry); false to read it carefully. */
@@ -205,13 +211,18 @@ function usualLine(r: Reading): boolean {
   const text = r.src.s;
   const from = r.src.i;
   const nl = text.indexOf("\n", from);
-  const line = text.slice(from, nl < 0 ? text.length : nl);
+  const end = nl < 0 ? text.length : nl;
   const next = nl < 0 ? text.length : nl + 1;
-  if (line.includes("\r")) return false; // CRs: the careful reader
-  let ws = 0;
-  while (ws < line.length && (line.charCodeAt(ws) === 32 || line.charCodeAt(ws) === 9)) ws++;
-  const first = line.charCodeAt(ws);
-  if (ws === line.length || first === 35 || first === 59) {
+  if (r.cr < from) r.cr = text.indexOf("\r", from) >>> 0; // the next CR (none: 2^32 - 1)
+  if (r.cr < end) return false; // CRs: the careful reader
+  // The line as its own string from one split of the text: JavaScriptCore matches a
+  // regular expression against a slice of a string several times slower.
+  while (r.lineStart < from) r.lineStart += (r.lines[r.k++] as string).length + 1;
+  const line = r.lines[r.k] as string;
+  let ws = from;
+  while (ws < end && (text.charCodeAt(ws) === 32 || text.charCodeAt(ws) === 9)) ws++;
+  const first = ws < end ? text.charCodeAt(ws) : -1;
+  if (first === -1 || first === 35 || first === 59) {
     if (r.current && r.current.end === -1 && nl >= 0) r.current.end = next;
   } else if (first === 91) {
     const m = HEADER_LINE.exec(line);
@@ -225,7 +236,7 @@ function usualLine(r: Reading): boolean {
     const m = r.current === null ? null : ENTRY_LINE.exec(line);
     if (!m || r.current === null) return false;
     const value = m[2] === undefined ? null : fromBytes(m[3] ?? "");
-    r.entries.push({ section: r.current.section, sub: r.current.sub, key: (m[1] as string).toLowerCase(), value, line: r.src.line, start: from + ws, end: next });
+    r.entries.push({ section: r.current.section, sub: r.current.sub, key: (m[1] as string).toLowerCase(), value, line: r.src.line, start: ws, end: next });
     r.current.end = next;
   }
   r.src.i = next;
@@ -240,7 +251,7 @@ function usualLine(r: Reading): boolean {
  */
 export function parseConfigText(text: string, careful = false): ParsedConfig {
   const src = new Source(text);
-  const r: Reading = { src, entries: [], sections: [], current: null };
+  const r: Reading = { src, entries: [], sections: [], current: null, cr: -1, lines: careful ? [] : text.split("\n"), k: 0, lineStart: 0 };
   const { entries, sections } = r;
   let comment = false;
   for (;;) {

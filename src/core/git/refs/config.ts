@@ -101,15 +101,25 @@ export function userConfigFiles(env: Env = process.env): ConfigFile[] {
 
 // ---- reading ---------------------------------------------------------------
 
+// The last parse of each file, reused while the file's text is the same: one
+// `status` reads a pack's config for several settings and the user's files
+// for every pack.
+const parsed = new Map<string, { text: string; entries: readonly ConfigEntry[] }>();
+
 /** The entries of one config file; none when it is missing or unreadable, and those before a line git would refuse. */
-export function readConfigEntries(path: string): ConfigEntry[] {
+export function readConfigEntries(path: string): readonly ConfigEntry[] {
   let text: string;
   try {
     text = readFileSync(path, "latin1");
   } catch {
     return [];
   }
-  return parseConfigText(text).entries;
+  const last = parsed.get(path);
+  if (last !== undefined && last.text === text) return last.entries;
+  const entries = parseConfigText(text).entries;
+  if (parsed.size >= 4096) parsed.clear();
+  parsed.set(path, { text, entries });
+  return entries;
 }
 
 /** Every entry of a config file's text (`.gitmodules` read from a tree, say), parsed as git parses it. */
@@ -131,10 +141,10 @@ export function readConfigFileValue(path: string, section: string, sub: string |
 }
 
 /** The repository's own entries: its config, then config.worktree when `extensions.worktreeConfig` is on. */
-function repoEntries(gitdir: string): ConfigEntry[] {
+function repoEntries(gitdir: string): readonly ConfigEntry[] {
   const entries = readConfigEntries(repoConfigPath(gitdir));
-  if (configBool(lastValue(entries, "extensions", null, "worktreeconfig")) === true) entries.push(...readConfigEntries(join(gitdir, "config.worktree")));
-  return entries;
+  if (configBool(lastValue(entries, "extensions", null, "worktreeconfig")) !== true) return entries;
+  return [...entries, ...readConfigEntries(join(gitdir, "config.worktree"))];
 }
 
 /** `key` in the repository's own config (its config file and config.worktree), or null. */
