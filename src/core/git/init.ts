@@ -2,7 +2,7 @@
 // the few files a clone needs, laid out as git lays them out.
 import * as fs from "node:fs";
 import { join } from "node:path";
-import { configValue } from "./refs/config.ts";
+import { writeNewRepoConfig } from "./refs/config.ts";
 import { REMOTE } from "./transport/remote-refs.ts";
 
 export function initWithOrigin(dir: string, url: string): string {
@@ -11,19 +11,15 @@ export function initWithOrigin(dir: string, url: string): string {
   fs.mkdirSync(join(gitdir, "objects"), { recursive: true });
   fs.mkdirSync(join(gitdir, "refs"));
   fs.writeFileSync(join(gitdir, "HEAD"), "ref: refs/heads/main\n");
-  fs.writeFileSync(
-    join(gitdir, "config"),
-    [
-      "[core]",
-      "\trepositoryformatversion = 0",
-      "\tfilemode = true",
-      "\tbare = false",
-      "\tlogallrefupdates = true",
-      `[remote "${REMOTE}"]`,
-      `\turl = ${configValue(url)}`,
-      `\tfetch = +refs/heads/*:refs/remotes/${REMOTE}/*`,
-      "",
-    ].join("\n"),
-  );
+  const core = (key: string, value: string) => ({ section: "core", sub: null, key, value });
+  const remote = (key: string, value: string) => ({ section: "remote", sub: REMOTE, key, value });
+  writeNewRepoConfig(gitdir, [
+    core("repositoryformatversion", "0"),
+    core("filemode", "true"),
+    core("bare", "false"),
+    core("logallrefupdates", "true"),
+    remote("url", url),
+    remote("fetch", `+refs/heads/*:refs/remotes/${REMOTE}/*`),
+  ]);
   return gitdir;
 }

@@ -15,7 +15,7 @@
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError } from "../base/errors.ts";
-import { LayeredConfig } from "./refs/config-levels.ts";
+import { LayeredConfig } from "./refs/config.ts";
 import { type LimitSpec, limitFromEnv, showBytes } from "./objects/limits.ts";
 
 const GiB = 1024 * 1024 * 1024;

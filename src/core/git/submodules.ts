@@ -29,8 +29,7 @@ import { controlCharIn, controlCharProblem } from "../base/naming.ts";
 import { backendFor } from "./backend.ts";
 import { budgetFor, fileProtocolAllowed } from "./submodule-budget.ts";
 import { displayUrl, transportOf } from "./transport/url.ts";
-import { configValue, readGitdirConfigValue } from "./refs/config.ts";
-import { parseConfig } from "./refs/config-levels.ts";
+import { configBool, parseConfig, readGitdirConfigValue, setRepoConfig } from "./refs/config.ts";
 import { ObjectStore } from "./objects/object-store.ts";
 import { gitdirOf, readHeadSync, resolveRefSync } from "./refs/refs.ts";
 import { flatTree } from "./objects/tree-read.ts";
@@ -101,7 +100,7 @@ export function submoduleUrl(parentUrl: string, raw: string): { url: string } | 
 function parseGitmodules(text: string): Declared[] {
   const byName = new Map<string, Partial<Declared>>();
   for (const e of parseConfig(text)) {
-    if (e.section !== "submodule" || e.sub === null) continue;
+    if (e.section !== "submodule" || e.sub === null || e.value === null) continue;
     const d = byName.get(e.sub) ?? { name: e.sub };
     if (e.key === "path") d.path = e.value;
     else if (e.key === "url") d.url = e.value;
@@ -128,12 +127,16 @@ function throughLink(dir: string, rel: string): string | null {
 }
 
 /** Record the submodule in the pack's config as `git submodule init` does (once). */
-function recordInConfig(gitdir: string, name: string, url: string): void {
+export function recordSubmoduleInConfig(gitdir: string, name: string, url: string): void {
   if (readGitdirConfigValue(gitdir, "submodule", name, "url") !== null) return;
-  const path = join(gitdir, "config");
-  const text = fs.readFileSync(path, "utf8");
-  const header = `[submodule "${name.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"]`;
-  fs.appendFileSync(path, `${text.endsWith("\n") ? "" : "\n"}${header}\n\tactive = true\n\turl = ${configValue(url)}\n`);
+  setRepoConfig(
+    gitdir,
+    [
+      { section: "submodule", sub: name, key: "active", value: "true" },
+      { section: "submodule", sub: name, key: "url", value: url },
+    ],
+    "if-absent",
+  );
 }
 
 /**
@@ -226,7 +229,7 @@ export async function updateSubmodules(
         throw missing(err);
       }
       budget.spent(where, subDir);
-      recordInConfig(gitdir, d.name, subUrl);
+      recordSubmoduleInConfig(gitdir, d.name, subUrl);
       out.push({ path: shown, name: d.name, sha, result: "cloned", message: `cloned at ${sha.slice(0, 7)}` });
     } else {
       const now = readHeadSync(subDir)?.sha ?? null;
@@ -278,15 +281,13 @@ export function wantsSubmodules(dir: string, packYamlSays: boolean | undefined):
   if (packYamlSays === true) return true;
   const gitdir = gitdirOf(dir);
   const v = gitdir ? readGitdirConfigValue(gitdir, "submodule", null, "recurse") : null;
-  return v !== null && ["true", "yes", "on", "1"].includes(v.toLowerCase());
+  return configBool(v) === true;
 }
 
 /** Ask future syncs to keep the submodules of the pack at `dir` (what `grex add --recurse-submodules` records). */
 export function recordRecurse(dir: string): void {
   const gitdir = gitdirOf(dir);
   if (!gitdir || wantsSubmodules(dir, false)) return;
-  const path = join(gitdir, "config");
-  const text = fs.readFileSync(path, "utf8");
-  fs.appendFileSync(path, `${text.endsWith("\n") ? "" : "\n"}[submodule]\n\trecurse = true\n`);
+  setRepoConfig(gitdir, [{ section: "submodule", sub: null, key: "recurse", value: "true" }]);
 }
 

@@ -1,8 +1,10 @@
 // Synchronous reads and writes of a repository's refs straight from the files
 // (loose refs override packed-refs, as in git). Cheap enough for `grex ls` and
 // for the no-op check before any fetch, and never loads isomorphic-git.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
+import { packOpError } from "../../base/grex-error.ts";
+import { acquireGitLock, awaitUnlocked, type GitLockOptions, PACKED_REFS_LOCK_TIMEOUT_MS, REF_LOCK_TIMEOUT_MS, updateThroughLock, writeThroughLock } from "../../fs/git-lock.ts";
 import type { HeadInfo } from "./head.ts";
 
 const OID = /^[0-9a-f]{40}$/;
@@ -141,23 +143,37 @@ export function listRefsSync(gitdir: string, prefix: string): Map<string, string
   return out;
 }
 
+/** git's lock waits: a loose ref or HEAD (core.filesRefLockTimeout), packed-refs (core.packedRefsTimeout). */
+const refLock = (gitdir: string): GitLockOptions => ({ timeoutMs: REF_LOCK_TIMEOUT_MS, where: refStore(gitdir) });
+const packedLock = (gitdir: string): GitLockOptions => ({ timeoutMs: PACKED_REFS_LOCK_TIMEOUT_MS, where: refStore(gitdir) });
+
 /**
- * Write a loose ref atomically (temp file + rename), as git does with its
- * .lock files. Like git by default, without fsync: refs are cheap to re-fetch.
+ * Write a loose ref as git does: `<ref>.lock` created exclusively (a lock a
+ * git command holds is waited for briefly, then reported, never overwritten),
+ * written, renamed over the ref. Like git by default, without fsync: refs are
+ * cheap to re-fetch.
  */
 export function writeRefSync(gitdir: string, ref: string, value: string): void {
-  checkRefName(ref);
+  checkRefName(ref, gitdir);
   const path = join(ref.startsWith("refs/") ? refStore(gitdir) : gitdir, ref);
   mkdirSync(dirname(path), { recursive: true });
-  const tmp = `${path}.lock`;
-  writeFileSync(tmp, `${value}\n`);
-  renameSync(tmp, path);
+  writeThroughLock(path, `${value}\n`, refLock(gitdir));
+}
+
+/**
+ * Wait briefly (as git does) until no other process holds the lock of any of
+ * `refs`, else the one-sentence lock error: called before work whose last
+ * step moves those refs, so a git command holding one stops grex before it
+ * changes anything.
+ */
+export function awaitRefsUnlocked(gitdir: string, refs: readonly string[]): void {
+  for (const ref of refs) awaitUnlocked(join(ref.startsWith("refs/") ? refStore(gitdir) : gitdir, ref), refLock(gitdir));
 }
 
 /** Throws on a ref name git would refuse (or one that could escape the ref store). */
-function checkRefName(ref: string): void {
-  if (!/^(HEAD|refs\/[^\0\s~^:?*[\\]+)$/.test(ref) || ref.includes("..") || ref.includes("/.")) {
-    throw new Error(`refusing to write the invalid ref name ${JSON.stringify(ref)}`);
+function checkRefName(ref: string, gitdir: string): void {
+  if (!/^(HEAD|refs\/[^\0-\x20\x7f~^:?*[\\]+)$/.test(ref) || ref.includes("..") || ref.includes("/.") || ref.endsWith(".lock")) {
+    throw packOpError(`refusing to write the ref ${JSON.stringify(ref)} in '${refStore(gitdir)}': git would refuse that name (rename it upstream).`, { ref });
   }
 }
 
@@ -170,31 +186,46 @@ export function deleteRefSync(gitdir: string, ref: string): void {
 export function deleteRefsSync(gitdir: string, refs: readonly string[]): void {
   if (refs.length === 0) return;
   const store = refStore(gitdir);
-  for (const ref of refs) rmSync(join(store, ref), { force: true });
   const gone = new Set(refs);
   const packedPath = join(store, "packed-refs");
-  let text: string;
+  const dropPacked = () => {
+    if (!existsSync(packedPath)) return;
+    // Decided under packed-refs.lock, on what the file holds then.
+    updateThroughLock(packedPath, () => {
+      let text: string;
+      try {
+        text = readFileSync(packedPath, "utf8");
+      } catch {
+        return null;
+      }
+      const lines = text.split("\n");
+      const kept: string[] = [];
+      let dropping = false;
+      for (const line of lines) {
+        // A "^<peeled>" line belongs to the ref line above it.
+        if (line.startsWith("^")) {
+          if (!dropping) kept.push(line);
+          continue;
+        }
+        dropping = line.length > 41 && !line.startsWith("#") && gone.has(line.slice(41).trim());
+        if (!dropping) kept.push(line);
+      }
+      return kept.length === lines.length ? null : kept.join("\n");
+    }, packedLock(gitdir));
+  };
+  // As git's delete: each loose ref that exists under its own lock, packed-refs rewritten while they are held.
+  const locks: Array<{ release(): void }> = [];
   try {
-    text = readFileSync(packedPath, "utf8");
-  } catch {
-    return;
-  }
-  const lines = text.split("\n");
-  const kept: string[] = [];
-  let dropping = false;
-  for (const line of lines) {
-    // A "^<peeled>" line belongs to the ref line above it.
-    if (line.startsWith("^")) {
-      if (!dropping) kept.push(line);
-      continue;
+    for (const ref of refs) {
+      checkRefName(ref, gitdir);
+      const loose = join(store, ref);
+      if (existsSync(loose)) locks.push(acquireGitLock(loose, refLock(gitdir)));
     }
-    dropping = line.length > 41 && !line.startsWith("#") && gone.has(line.slice(41).trim());
-    if (!dropping) kept.push(line);
+    dropPacked();
+    for (const ref of refs) rmSync(join(store, ref), { force: true });
+  } finally {
+    for (const l of locks) l.release();
   }
-  if (kept.length === lines.length) return;
-  const tmp = `${packedPath}.lock`;
-  writeFileSync(tmp, kept.join("\n"));
-  renameSync(tmp, packedPath);
 }
 
 /** Above this many refs at once, a fetch writes them into packed-refs (one file) instead of one loose file each. */
@@ -212,11 +243,30 @@ export function writeRefsSync(gitdir: string, writes: ReadonlyArray<readonly [st
     return;
   }
   for (const [ref, oid] of writes) {
-    if (!ref.startsWith("refs/") || !OID.test(oid)) throw new Error(`refusing to pack the ref ${JSON.stringify(ref)}`);
-    checkRefName(ref);
+    if (!ref.startsWith("refs/") || !OID.test(oid)) {
+      throw packOpError(`refusing to write the ref ${JSON.stringify(ref)} in '${refStore(gitdir)}': it is not a branch or tag name with an object id (rename it upstream).`, { ref });
+    }
+    checkRefName(ref, gitdir);
   }
   const store = refStore(gitdir);
   const packedPath = join(store, "packed-refs");
+  // Decided under packed-refs.lock, on what the file holds then.
+  updateThroughLock(packedPath, () => packedWith(packedPath, writes), packedLock(gitdir));
+  // A loose file of the same name would override the packed value: removed under its own lock, as git would.
+  for (const [ref] of writes) {
+    const loose = join(store, ref);
+    if (!existsSync(loose)) continue;
+    const lock = acquireGitLock(loose, refLock(gitdir));
+    try {
+      rmSync(loose, { force: true });
+    } finally {
+      lock.release();
+    }
+  }
+}
+
+/** packed-refs' text with `writes` merged in, sorted as git sorts it. */
+function packedWith(packedPath: string, writes: ReadonlyArray<readonly [string, string]>): string {
   // Existing entries with their peeled lines; rewritten refs lose theirs (git peels them again on demand).
   const entries = new Map<string, string>();
   let text = "";
@@ -241,13 +291,7 @@ export function writeRefsSync(gitdir: string, writes: ReadonlyArray<readonly [st
     const nl = v.indexOf("\n");
     out += nl < 0 ? `${v} ${name}\n` : `${v.slice(0, nl)} ${name}${v.slice(nl)}\n`;
   }
-  const tmp = `${packedPath}.lock`;
-  writeFileSync(tmp, out);
-  renameSync(tmp, packedPath);
-  for (const [ref] of writes) {
-    const loose = join(store, ref);
-    if (existsSync(loose)) rmSync(loose, { force: true });
-  }
+  return out;
 }
 
 /** HEAD's commit and branch (null when detached), read from the files; null when unreadable or unborn. */

@@ -10,7 +10,7 @@ import { diverged, noBranches, refNotFound, transportError } from "../transport/
 import { type Git, loadGit } from "../objects/iso.ts";
 import { ObjectPresence } from "../objects/objects.ts";
 import { countLeftRight } from "../refs/ahead-behind.ts";
-import { readSymref, resolveRefSync, writeRefSync } from "../refs/refs.ts";
+import { awaitRefsUnlocked, readSymref, resolveRefSync, writeRefSync } from "../refs/refs.ts";
 import { REMOTE } from "../transport/remote-refs.ts";
 import { setTrackingSync } from "../refs/config.ts";
 import { checkoutDiff } from "./checkout-diff.ts";
@@ -101,6 +101,7 @@ async function move(o: MoveOptions): Promise<HeadInfo> {
 
   if (target.kind === "detached") {
     if (!o.fresh && headRef === null && headOid === target.oid) return { sha: target.oid, branch: null };
+    awaitRefsUnlocked(o.gitdir, ["HEAD"]);
     if (o.fresh || headOid !== target.oid) await checkoutTree(o, headOid, target.oid, null);
     writeRefSync(o.gitdir, "HEAD", target.oid);
     clearJournal(o.gitdir); // the move is complete: refs are where the journal said
@@ -117,6 +118,8 @@ async function move(o: MoveOptions): Promise<HeadInfo> {
     else throw diverged(target.name, o.dir, o.url, local, target.oid);
   }
   if (!o.fresh && headRef === branchRef && headOid === next) return { sha: next, branch: target.name };
+  // A git command holding the branch's or HEAD's lock stops the move before the work tree changes.
+  awaitRefsUnlocked(o.gitdir, [branchRef, "HEAD"]);
   if (o.fresh || headOid !== next) await checkoutTree(o, headOid, next, target.name);
   if (local !== next) writeRefSync(o.gitdir, branchRef, next);
   if (local === null) setTrackingSync(o.gitdir, target.name, REMOTE);

@@ -25,7 +25,7 @@ import { join } from "node:path";
 import { packOpError } from "../../base/errors.ts";
 import { configuredCommandsAllowed } from "../../base/no-commands.ts";
 import { type AttrState, Attributes } from "./attributes.ts";
-import { LayeredConfig, configBool, defaultAttributesFile, expandHome } from "../refs/config-levels.ts";
+import { LayeredConfig, configBool, envBool, expandConfigPath, xdgConfigPath } from "../refs/config.ts";
 import { type EolSettings, crlfAction, eolSettings, hasCrlfText, toGit, toWorktree } from "./eol.ts";
 import { parseIndex } from "../objects/index-file.ts";
 import { ObjectStore } from "../objects/object-store.ts";
@@ -41,12 +41,13 @@ const readText = (path: string): string | null => {
 /** The attribute files outside the tree: system, then core.attributesFile (default under XDG). */
 function outerSources(cfg: LayeredConfig, env: NodeJS.ProcessEnv): string[] {
   const out: string[] = [];
-  if (!env.GIT_ATTR_NOSYSTEM) {
+  if (!envBool(env.GIT_ATTR_NOSYSTEM, false)) {
     const sys = readText("/etc/gitattributes");
     if (sys !== null) out.push(sys);
   }
   const configured = cfg.get("core", null, "attributesfile");
-  const global = readText(configured === null ? defaultAttributesFile(env) : expandHome(configured, env));
+  const file = configured === null ? xdgConfigPath("attributes", env) : expandConfigPath(configured, env);
+  const global = file === null ? null : readText(file);
   if (global !== null) out.push(global);
   return out;
 }

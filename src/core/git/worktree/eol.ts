@@ -12,7 +12,7 @@
 // core.safecrlf warnings about conversions that would not round-trip are
 // not given: grex never writes blobs, so nothing it does can lose a CR.
 import type { AttrState } from "./attributes.ts";
-import { type LayeredConfig, configBool } from "../refs/config-levels.ts";
+import { type LayeredConfig, configBool } from "../refs/config.ts";
 
 export type CrlfAction = "binary" | "text" | "text-input" | "text-crlf" | "auto" | "auto-input" | "auto-crlf";
 

@@ -9,7 +9,7 @@
 // core/workspace/gitignore.ts edits them.)
 import { readFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
-import { readConfigFileValue } from "../refs/config.ts";
+import { expandConfigPath, LayeredConfig, xdgConfigPath } from "../refs/config.ts";
 
 export interface Rule {
   pattern: string;
@@ -167,19 +167,17 @@ export function readRules(path: string): Rule[] {
   return out;
 }
 
-/** The user's global excludes file: `core.excludesFile` (repository, then global, then system config), else the XDG default. */
-export function excludesFilePath(gitdir: string, workTree: string): string {
-  const home = process.env.HOME ?? "";
-  const xdg = process.env.XDG_CONFIG_HOME ? process.env.XDG_CONFIG_HOME : join(home, ".config");
-  const globals = process.env.GIT_CONFIG_GLOBAL ? [process.env.GIT_CONFIG_GLOBAL] : [join(home, ".gitconfig"), join(xdg, "git", "config")];
-  const system = process.env.GIT_CONFIG_NOSYSTEM ? [] : [process.env.GIT_CONFIG_SYSTEM || "/etc/gitconfig"];
-  for (const file of [join(gitdir, "config"), ...globals, ...system]) {
-    const v = readConfigFileValue(file, "core", null, "excludesfile");
-    if (v === null) continue;
-    const expanded = v.startsWith("~/") ? join(home, v.slice(2)) : v;
-    return isAbsolute(expanded) ? expanded : join(workTree, expanded);
-  }
-  return join(xdg, "git", "ignore");
+/**
+ * The user's global excludes file: `core.excludesFile` as git's layered
+ * config gives it (the config manager's one list of files), else the XDG
+ * default; null when there is none (no HOME to find it in).
+ */
+export function excludesFilePath(gitdir: string, workTree: string, env: NodeJS.ProcessEnv = process.env): string | null {
+  const v = LayeredConfig.load(gitdir, env).get("core", null, "excludesfile");
+  if (v === null) return xdgConfigPath("ignore", env);
+  const expanded = expandConfigPath(v, env);
+  if (expanded === null) return null;
+  return isAbsolute(expanded) ? expanded : join(workTree, expanded);
 }
 
 export class IgnoreRules {
@@ -193,7 +191,8 @@ export class IgnoreRules {
     gitdir: string,
   ) {
     this.info = readRules(join(gitdir, "info", "exclude"));
-    this.global = readRules(excludesFilePath(gitdir, workTree));
+    const excludes = excludesFilePath(gitdir, workTree);
+    this.global = excludes === null ? [] : readRules(excludes);
   }
 
   private rulesIn(dir: string): Rule[] {

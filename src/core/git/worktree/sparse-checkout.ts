@@ -6,7 +6,7 @@
 // leaves paths outside the patterns out of the work tree and marks their
 // index entries skip-worktree, as `git pull` does.
 import { join } from "node:path";
-import { readConfigFileValue, readGitdirConfigValue } from "../refs/config.ts";
+import { configBool, readGitdirConfigValue } from "../refs/config.ts";
 import { readRules, type Rule, verdict } from "./ignore-rules.ts";
 
 export class SparseCheckout {
@@ -14,9 +14,8 @@ export class SparseCheckout {
 
   /** The repository's sparse patterns, or null when it is not a sparse checkout. */
   static of(gitdir: string): SparseCheckout | null {
-    // `git sparse-checkout` writes the switch to config.worktree (with extensions.worktreeConfig), else config.
-    const on = readConfigFileValue(join(gitdir, "config.worktree"), "core", null, "sparsecheckout") ?? readGitdirConfigValue(gitdir, "core", null, "sparsecheckout");
-    if (on !== "true") return null;
+    // `git sparse-checkout` writes the switch to config.worktree (with extensions.worktreeConfig), else config: the manager reads both.
+    if (configBool(readGitdirConfigValue(gitdir, "core", null, "sparsecheckout")) !== true) return null;
     return new SparseCheckout(readRules(join(gitdir, "info", "sparse-checkout")));
   }
 
