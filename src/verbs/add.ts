@@ -4,7 +4,6 @@ import { join, resolve } from "node:path";
 import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { GrexError, usageError } from "../core/base/errors.ts";
-import { tryAcquireWorkspaceLock } from "../core/locks/locks.ts";
 import { readManifest } from "../core/workspace/manifest.ts";
 import { BUILTIN_PACK_TYPES, isKnownPackType, packTypeChoices } from "../core/base/registry.ts";
 import { defaultPathFromUrl, isBareName } from "../core/base/naming.ts";
@@ -104,30 +103,25 @@ export const addVerb = defineVerb({
     if (p.type !== undefined && !isKnownPackType(p.type)) {
       throw new GrexError("plugin", `Unknown pack type '${p.type}'; use ${packTypeChoices()}.`, { field: "type" });
     }
-    const lock = p.dry_run ? null : tryAcquireWorkspaceLock(ws, "add");
-    try {
-      const { state } = await readManifest(ws, { warn: ctx.warn });
-      if (state.has(path)) {
-        throw usageError(`A pack '${path}' is already registered (${state.get(path)?.url}); choose another path or grex rm it first.`, {
-          field: "path",
-        });
-      }
-      const dir = join(ws.root, path);
-      const adopted = existsSync(dir) && (await adoptable(dir, url));
-      if (existsSync(dir) && !adopted) {
-        throw usageError(
-          `${dir} already exists and is not a clean clone of ${url}; register an existing clone with \`grex import --scan\` or pick another path.`,
-          { field: "path" },
-        );
-      }
-      const spec = { ws, id: path, url, ref: p.ref ?? null, type: p.type, install: p.install, allowOutsideHome: allowsOutsideHome(ctx, p), recurseSubmodules: p.recurse_submodules };
-      // Lazy: `ls` and `--help` never load the sync engine the add steps use.
-      const { addAllOrNothing, planAdd } = await import("./add-steps.ts");
-      if (p.dry_run) return { ...(await planAdd(ctx, spec, signal, progress)), adopted };
-      return { ...(await addAllOrNothing(ctx, { ...spec, dir, adopted }, signal, progress)), adopted };
-    } finally {
-      lock?.release();
+    const { state } = await readManifest(ws, { warn: ctx.warn });
+    if (state.has(path)) {
+      throw usageError(`A pack '${path}' is already registered (${state.get(path)?.url}); choose another path or grex rm it first.`, {
+        field: "path",
+      });
     }
+    const dir = join(ws.root, path);
+    const adopted = existsSync(dir) && (await adoptable(dir, url));
+    if (existsSync(dir) && !adopted) {
+      throw usageError(
+        `${dir} already exists and is not a clean clone of ${url}; register an existing clone with \`grex import --scan\` or pick another path.`,
+        { field: "path" },
+      );
+    }
+    const spec = { ws, id: path, url, ref: p.ref ?? null, type: p.type, install: p.install, allowOutsideHome: allowsOutsideHome(ctx, p), recurseSubmodules: p.recurse_submodules };
+    // Lazy: `ls` and `--help` never load the sync engine the add steps use.
+    const { addAllOrNothing, planAdd } = await import("./add-steps.ts");
+    if (p.dry_run) return { ...(await planAdd(ctx, spec, signal, progress)), adopted };
+    return { ...(await addAllOrNothing(ctx, { ...spec, dir, adopted }, signal, progress)), adopted };
   },
   render(r, _p, style) {
     // A plain repository (type meta, no pack.yaml needed) gets no type label: it would explain nothing.

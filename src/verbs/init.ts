@@ -29,6 +29,7 @@ export const initVerb = defineVerb({
   }),
   result: Result,
   readOnly: false,
+  // "none": invoke cannot lock a workspace that may not exist yet; run() takes it for the clone pass.
   effects: unlessDryRun({ workspace: "none", packs: "each", writes: true }),
   destructive: false,
   mcp: true,
@@ -70,8 +71,12 @@ export const initVerb = defineVerb({
       cloned = [...state.values()].filter((p) => !existsSync(join(root, p.path))).map((p) => p.id);
     } else if (params.clone && existing) {
       // Pre-existing manifest: bring missing packs onto disk like `grex sync` would.
-      const { cloneMissing } = await import("../core/sync/engine.ts");
-      cloned = await cloneMissing(ctx, ws, signal, progress, isLocked(ctx, params));
+      // The one verb that takes the workspace lock itself instead of declaring it:
+      // the lock lives in the workspace's state directory, and before init there may
+      // be no workspace for invoke to lock. Only this clone pass needs it (the files
+      // above are created with O_EXCL / under their own file locks).
+      const [{ cloneMissing }, { withWorkspaceLock }] = await Promise.all([import("../core/sync/engine.ts"), import("../core/locks/locks.ts")]);
+      cloned = await withWorkspaceLock(ws, "init", "exclusive", () => cloneMissing(ctx, ws, signal, progress, isLocked(ctx, params)));
     }
     return { workspace: root, created, cloned, dry_run: params.dry_run };
   },

@@ -5,7 +5,7 @@ import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { stepLines, type StepLike } from "./render-steps.ts";
 import { packOpError, toGrexError, usageError } from "../core/base/errors.ts";
-import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks/locks.ts";
+import { withPackLock } from "../core/locks/locks.ts";
 import { statusCacheFile } from "../core/git/worktree/status-cache.ts";
 import { readLockfile, writeLockfile } from "../core/workspace/lockfile.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/workspace/manifest.ts";
@@ -68,83 +68,78 @@ export const rmVerb = defineVerb({
       import("../core/workspace/gitignore.ts"),
       import("../core/workspace/trash.ts"),
     ]);
-    const lock = p.dry_run ? null : tryAcquireWorkspaceLock(ws, "rm");
-    try {
-      // What an interrupted rm left behind goes first: it was already unregistered or checked.
-      const swept = p.dry_run ? [] : sweepTrash(ws);
-      for (const left of swept) ctx.debug(1, `swept ${left} from an interrupted rm`);
-      const { state } = await readManifest(ws, { warn: ctx.warn });
-      const pack = state.get(p.id);
-      const finished = swept.filter((name) => trashedId(name) === p.id);
-      if (!pack && finished.length > 0) {
-        // The same rm, interrupted after its record: only the deletion was left, and is now done.
-        const deleted = finished.map((name) => join(trashDir(ws), name));
-        return { id: p.id, removed: true, files_deleted: true, teardown: "skipped" as const, dry_run: false, steps: [], children: [], deleted, discarded: [] };
-      }
-      if (!pack) {
-        const { loadWorkspaceView } = await import("../core/workspace/packs.ts");
-        const children = (await loadWorkspaceView(ws, () => {})).packs.filter((n) => n.parent !== null).map((n) => n.id);
-        throw notRegistered(p.id, [...state.keys()], children, ws.manifestPath);
-      }
-      const dir = join(ws.root, pack.path);
-      const lockEntries = readLockfile(ws, { warn: ctx.warn });
-      const onDisk = existsSync(dir);
-      const children = await childrenOf(p.id, dir, lockEntries.keys());
-      let discarded: string[] = [];
-      if (onDisk && !p.keep_files) {
-        // Deleting files is what loses work: check the pack and every child repository in it.
-        const found = await findLocalWork([{ id: p.id, dir }, ...children.filter((c) => existsSync(c.dir))]);
-        if (found.length > 0 && !p.force) {
-          throw packOpError(
-            `Refusing to delete work that exists only here: ${describeLocalWork(found)}; push or stash-and-push it, pass --keep-files to unregister only, or --force to delete it anyway.`,
-          );
-        }
-        discarded = found.map((f) => `${f.id}: ${f.lost.join("; ")}`);
-        if (found.length > 0) ctx.warn(`--force: deleting work that exists only here: ${describeLocalWork(found)}`);
-      }
-      const deleted = onDisk && !p.keep_files ? [dir] : [];
-      const base = { id: p.id, children: children.map((c) => c.id), deleted, discarded };
-      let teardown: "ok" | "skipped" | "failed" = "skipped";
-      let steps: Record<string, unknown>[] = [];
-      let cause = "";
-      if (!p.skip_teardown && onDisk) {
-        const { teardownPack } = await import("../core/packtypes/index.ts");
-        try {
-          const r = await withPackLock(ws, dir, signal, () =>
-            teardownPack({ ws, id: p.id, dir, type: pack.type, env: ctx.env, signal, dryRun: p.dry_run, allowOutsideHome: allowsOutsideHome(ctx, p) }),
-          );
-          steps = r.steps.map((s) => ({ ...s }));
-          teardown = r.failed ? "failed" : "ok";
-          if (r.failed) cause = `action ${r.failed.idx} (${r.failed.action}) failed: ${r.failed.reason.replace(/\.$/, "")}`;
-        } catch (err) {
-          const e = toGrexError(err);
-          if (e.kind === "cancelled" || e.kind === "integrity") throw e;
-          cause = e.message.replace(/\.$/, "");
-          teardown = "failed";
-        }
-        if (teardown === "failed" && !p.force && !p.dry_run) {
-          throw packOpError(
-            `Teardown of '${p.id}' failed (${cause}), so it stays registered; fix that and run \`grex rm ${p.id}\` again, or pass --force to remove it anyway (--skip-teardown leaves its setup in place).`,
-          );
-        }
-        if (teardown === "failed") ctx.warn(`teardown of '${p.id}' failed (${cause}); removed anyway (--force).`);
-      }
-      if (p.dry_run) return { ...base, removed: false, files_deleted: false, teardown, dry_run: true, steps };
-      // Crash-safe order: the directory leaves in one rename, then the records,
-      // and the rm event last (the commit point); a re-run finishes any of it.
-      const trashed = deleted.length > 0 ? moveToTrash(ws, dir, p.id) : null;
-      for (const c of children) lockEntries.delete(c.id);
-      lockEntries.delete(p.id);
-      await writeLockfile(ws, lockEntries.values());
-      updateIgnoreFile(join(ws.root, ".gitignore"), p.id, null);
-      await appendEvents(ws, [makeEvent("rm", p.id, {})], signal);
-      if (deleted.length > 0) rmSync(trashed ?? dir, { recursive: true, force: true });
-      // The status caches go with their packs (an accelerator only: a leftover would be harmless, just clutter).
-      for (const id of [p.id, ...children.map((c) => c.id)]) rmSync(statusCacheFile(ws.stateDir, id), { force: true });
-      return { ...base, removed: true, files_deleted: deleted.length > 0, teardown, dry_run: false, steps };
-    } finally {
-      lock?.release();
+    // What an interrupted rm left behind goes first: it was already unregistered or checked.
+    const swept = p.dry_run ? [] : sweepTrash(ws);
+    for (const left of swept) ctx.debug(1, `swept ${left} from an interrupted rm`);
+    const { state } = await readManifest(ws, { warn: ctx.warn });
+    const pack = state.get(p.id);
+    const finished = swept.filter((name) => trashedId(name) === p.id);
+    if (!pack && finished.length > 0) {
+      // The same rm, interrupted after its record: only the deletion was left, and is now done.
+      const deleted = finished.map((name) => join(trashDir(ws), name));
+      return { id: p.id, removed: true, files_deleted: true, teardown: "skipped" as const, dry_run: false, steps: [], children: [], deleted, discarded: [] };
     }
+    if (!pack) {
+      const { loadWorkspaceView } = await import("../core/workspace/packs.ts");
+      const children = (await loadWorkspaceView(ws, () => {})).packs.filter((n) => n.parent !== null).map((n) => n.id);
+      throw notRegistered(p.id, [...state.keys()], children, ws.manifestPath);
+    }
+    const dir = join(ws.root, pack.path);
+    const lockEntries = readLockfile(ws, { warn: ctx.warn });
+    const onDisk = existsSync(dir);
+    const children = await childrenOf(p.id, dir, lockEntries.keys());
+    let discarded: string[] = [];
+    if (onDisk && !p.keep_files) {
+      // Deleting files is what loses work: check the pack and every child repository in it.
+      const found = await findLocalWork([{ id: p.id, dir }, ...children.filter((c) => existsSync(c.dir))]);
+      if (found.length > 0 && !p.force) {
+        throw packOpError(
+          `Refusing to delete work that exists only here: ${describeLocalWork(found)}; push or stash-and-push it, pass --keep-files to unregister only, or --force to delete it anyway.`,
+        );
+      }
+      discarded = found.map((f) => `${f.id}: ${f.lost.join("; ")}`);
+      if (found.length > 0) ctx.warn(`--force: deleting work that exists only here: ${describeLocalWork(found)}`);
+    }
+    const deleted = onDisk && !p.keep_files ? [dir] : [];
+    const base = { id: p.id, children: children.map((c) => c.id), deleted, discarded };
+    let teardown: "ok" | "skipped" | "failed" = "skipped";
+    let steps: Record<string, unknown>[] = [];
+    let cause = "";
+    if (!p.skip_teardown && onDisk) {
+      const { teardownPack } = await import("../core/packtypes/index.ts");
+      try {
+        const r = await withPackLock(ws, dir, signal, () =>
+          teardownPack({ ws, id: p.id, dir, type: pack.type, env: ctx.env, signal, dryRun: p.dry_run, allowOutsideHome: allowsOutsideHome(ctx, p) }),
+        );
+        steps = r.steps.map((s) => ({ ...s }));
+        teardown = r.failed ? "failed" : "ok";
+        if (r.failed) cause = `action ${r.failed.idx} (${r.failed.action}) failed: ${r.failed.reason.replace(/\.$/, "")}`;
+      } catch (err) {
+        const e = toGrexError(err);
+        if (e.kind === "cancelled" || e.kind === "integrity") throw e;
+        cause = e.message.replace(/\.$/, "");
+        teardown = "failed";
+      }
+      if (teardown === "failed" && !p.force && !p.dry_run) {
+        throw packOpError(
+          `Teardown of '${p.id}' failed (${cause}), so it stays registered; fix that and run \`grex rm ${p.id}\` again, or pass --force to remove it anyway (--skip-teardown leaves its setup in place).`,
+        );
+      }
+      if (teardown === "failed") ctx.warn(`teardown of '${p.id}' failed (${cause}); removed anyway (--force).`);
+    }
+    if (p.dry_run) return { ...base, removed: false, files_deleted: false, teardown, dry_run: true, steps };
+    // Crash-safe order: the directory leaves in one rename, then the records,
+    // and the rm event last (the commit point); a re-run finishes any of it.
+    const trashed = deleted.length > 0 ? moveToTrash(ws, dir, p.id) : null;
+    for (const c of children) lockEntries.delete(c.id);
+    lockEntries.delete(p.id);
+    await writeLockfile(ws, lockEntries.values());
+    updateIgnoreFile(join(ws.root, ".gitignore"), p.id, null);
+    await appendEvents(ws, [makeEvent("rm", p.id, {})], signal);
+    if (deleted.length > 0) rmSync(trashed ?? dir, { recursive: true, force: true });
+    // The status caches go with their packs (an accelerator only: a leftover would be harmless, just clutter).
+    for (const id of [p.id, ...children.map((c) => c.id)]) rmSync(statusCacheFile(ws.stateDir, id), { force: true });
+    return { ...base, removed: true, files_deleted: deleted.length > 0, teardown, dry_run: false, steps };
   },
   render(r, _p, style) {
     const lines = stepLines(r.steps as unknown as StepLike[], style);

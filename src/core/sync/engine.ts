@@ -9,7 +9,7 @@ import { unknownPackId } from "../base/pack-ids.ts";
 import { parseFilter } from "../base/filter.ts";
 import { updateIgnoreBlocks } from "../workspace/gitignore.ts";
 import { GENERATED_BLOCK, generatedExcludeLines, packIgnoreLines } from "../pack/x-gitignore.ts";
-import { type HeldLock, tryAcquireWorkspaceLock, withPackLock } from "../locks/locks.ts";
+import { assertWorkspaceLockHeld, withPackLock } from "../locks/locks.ts";
 import { type LockEntry, readLockfile, writeLockfile } from "../workspace/lockfile.ts";
 import { appendEvents, makeEvent, type ManifestEvent, type PackEntry, readManifest } from "../workspace/manifest.ts";
 import { runtimeEvents } from "../workspace/journal.ts";
@@ -40,8 +40,6 @@ export interface SyncOptions {
   cloneOnly?: boolean;
   /** Per-call cap on packs fetched at once (0/undefined: only the shared scheduler limits). */
   parallel?: number | undefined;
-  /** Caller already holds the workspace lock (`add`). */
-  lockHeld?: boolean;
   /** The user's --allow-outside-home (CLI only): actions may touch paths outside HOME this run. */
   allowOutsideHome?: boolean;
   /** A pack being added: part of this run as if registered, its clone at `dir` (`add`). */
@@ -124,12 +122,8 @@ export async function runSync(
   progress: Progress,
 ): Promise<SyncReport> {
   const ws = ctx.workspace();
-  const lock: HeldLock | null = opts.dryRun || opts.lockHeld ? null : tryAcquireWorkspaceLock(ws, opts.mode);
-  try {
-    return await syncLocked(ctx, ws, opts, signal, progress);
-  } finally {
-    lock?.release();
-  }
+  if (!opts.dryRun) assertWorkspaceLockHeld(ws, `grex ${opts.mode}`); // taken by the verb's invoke (init: by init itself)
+  return await syncLocked(ctx, ws, opts, signal, progress);
 }
 
 async function syncLocked(
