@@ -178,33 +178,7 @@ export const importVerb = defineVerb({
 
     // What the manifest holds decides the rest: read it under the manifest lock
     // and append in the same hold, so concurrent imports cannot both register a path.
-    const decide = (events: readonly ManifestEvent[], state: Map<string, PackEntry>) => {
-      const removed = new Set<string>();
-      for (const e of events) {
-        if (e.op === "rm") removed.add(e.id);
-        else if (e.op === "add") removed.delete(e.id);
-      }
-      const imported: { path: string; url: string; type: string }[] = [];
-      const toAppend: ManifestEvent[] = [];
-      for (const c of valid) {
-        const current = state.get(c.path);
-        if (current) {
-          if (current.url === c.url) skipped.push({ path: c.path, reason: "already registered" });
-          else if (params.force) {
-            imported.push({ path: c.path, url: c.url, type: current.type });
-            toAppend.push(makeEvent("update", c.path, { url: c.url }));
-          } else {
-            failed.push({ path: c.path, error: `already registered with url ${current.url}; pass --force to re-point it to ${c.url}` });
-          }
-        } else if (removed.has(c.path) && !params.force) {
-          skipped.push({ path: c.path, reason: "removed earlier (grex rm); pass --force to register it again" });
-        } else {
-          imported.push({ path: c.path, url: c.url, type: c.type });
-          toAppend.push(makeEvent("add", c.path, { url: c.url, path: c.path, type: c.type, ref: null }));
-        }
-      }
-      return { imported, toAppend };
-    };
+    const decide = (events: readonly ManifestEvent[], state: Map<string, PackEntry>) => decideImports(valid, events, state, params.force, skipped, failed);
     const read = { warn: ctx.warn, keepEvents: true };
     const { imported } = params.dry_run
       ? await readManifest(ws, read).then((m) => decide(m.events, m.state))
@@ -260,4 +234,40 @@ function removeHandKeptLine(gitignore: string, path: string, edit: typeof editIg
       })
       .join("");
   });
+}
+
+/** What to register, given what the manifest holds (read under its lock): new paths, re-pointed ones (--force), and why the rest are not. */
+function decideImports(
+  valid: ReadonlyArray<Candidate & { type: string }>,
+  events: readonly ManifestEvent[],
+  state: Map<string, PackEntry>,
+  force: boolean,
+  skipped: { path: string; reason: string }[],
+  failed: { path: string; error: string }[],
+): { imported: { path: string; url: string; type: string }[]; toAppend: ManifestEvent[] } {
+  const removed = new Set<string>();
+  for (const e of events) {
+    if (e.op === "rm") removed.add(e.id);
+    else if (e.op === "add") removed.delete(e.id);
+  }
+  const imported: { path: string; url: string; type: string }[] = [];
+  const toAppend: ManifestEvent[] = [];
+  for (const c of valid) {
+    const current = state.get(c.path);
+    if (current) {
+      if (current.url === c.url) skipped.push({ path: c.path, reason: "already registered" });
+      else if (force) {
+        imported.push({ path: c.path, url: c.url, type: current.type });
+        toAppend.push(makeEvent("update", c.path, { url: c.url }));
+      } else {
+        failed.push({ path: c.path, error: `already registered with url ${current.url}; pass --force to re-point it to ${c.url}` });
+      }
+    } else if (removed.has(c.path) && !force) {
+      skipped.push({ path: c.path, reason: "removed earlier (grex rm); pass --force to register it again" });
+    } else {
+      imported.push({ path: c.path, url: c.url, type: c.type });
+      toAppend.push(makeEvent("add", c.path, { url: c.url, path: c.path, type: c.type, ref: null }));
+    }
+  }
+  return { imported, toAppend };
 }
