@@ -3,7 +3,7 @@
 // path it names exists. Paths are written relative to src/ (`core/base/naming.ts`)
 // or from the repository root (`test/unit/layering.test.ts`).
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 const ROOT = resolve(import.meta.dir, "..", "..");
@@ -54,5 +54,26 @@ describe("docs/architecture.md: where each rule lives", () => {
     expect(existsSync(located("core/base/no-such-file.ts"))).toBe(false);
     expect(existsSync(located("mcp/http.ts"))).toBe(true);
     expect(existsSync(located("test/unit/layering.test.ts"))).toBe(true);
+  });
+});
+
+describe("docs/benchmarks.md: current numbers first, then the history in date order", () => {
+  const bench = readFileSync(join(ROOT, "docs", "benchmarks.md"), "utf8");
+
+  test("the first section is the current numbers: one row, with date and machine, per benchmark script in bench/", () => {
+    expect(bench.split("\n").find((l) => l.startsWith("## "))).toBe("## Current numbers");
+    const rows = section(bench, "Current numbers").filter((l) => l.startsWith("| `bench/"));
+    const named = rows.map((l) => /^\| `(bench\/[\w-]+\.ts)`/.exec(l)?.[1]);
+    const scripts = readdirSync(join(ROOT, "bench")).filter((n) => n.endsWith(".ts")).map((n) => `bench/${n}`);
+    expect([...named].sort()).toEqual(scripts.sort());
+    for (const l of rows) expect({ l, dated: /\| \d{4}-\d{2}-\d{2} \| [^|]+ \|$/.test(l.trimEnd()) }).toEqual({ l, dated: true });
+  });
+
+  test("the history's sections follow each other in date order", () => {
+    const dates = section(bench, "History")
+      .filter((l) => l.startsWith("### "))
+      .map((l) => /(\d{4}-\d{2}-\d{2})/.exec(l)?.[1] ?? "no date");
+    expect(dates.length).toBeGreaterThan(5);
+    expect(dates).toEqual([...dates].sort());
   });
 });
