@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { MAX_BODY_BYTES } from "../../src/mcp/http-limits.ts";
+import { DEFAULT_BODY_BUDGET, DEFAULT_SESSIONS_PER_CLIENT, httpLimitsFromEnv, isJsonContentType, MAX_BODY_BYTES } from "../../src/mcp/http-limits.ts";
 import { HttpServeProcess, INIT_BODY, rawPost } from "../helpers/http-serve.ts";
 import { TestWorkspace } from "../helpers/workspace.ts";
 
@@ -135,5 +135,24 @@ describe("sessions per client", () => {
       expect(closed.status).toBe(200);
       expect((await open()).status).toBe(200);
     });
+  });
+});
+
+describe("the limits' settings", () => {
+  test("GREX_MCP_HTTP_BODY_BUDGET and GREX_MCP_HTTP_SESSIONS_PER_CLIENT: whole numbers in range, else the default with a warning", () => {
+    const warnings: string[] = [];
+    const warn = (m: string) => warnings.push(m);
+    expect(httpLimitsFromEnv({}, warn)).toEqual({ bodyBudget: DEFAULT_BODY_BUDGET, sessionsPerClient: DEFAULT_SESSIONS_PER_CLIENT });
+    expect(httpLimitsFromEnv({ GREX_MCP_HTTP_BODY_BUDGET: "67108864", GREX_MCP_HTTP_SESSIONS_PER_CLIENT: "2" }, warn)).toEqual({ bodyBudget: 67108864, sessionsPerClient: 2 });
+    expect(warnings).toEqual([]);
+    expect(httpLimitsFromEnv({ GREX_MCP_HTTP_BODY_BUDGET: "1024", GREX_MCP_HTTP_SESSIONS_PER_CLIENT: "0" }, warn)).toEqual({ bodyBudget: DEFAULT_BODY_BUDGET, sessionsPerClient: DEFAULT_SESSIONS_PER_CLIENT });
+    expect(httpLimitsFromEnv({ GREX_MCP_HTTP_BODY_BUDGET: "32m" }, warn).bodyBudget).toBe(DEFAULT_BODY_BUDGET);
+    expect(warnings).toHaveLength(3);
+    expect(warnings[0]).toContain(`GREX_MCP_HTTP_BODY_BUDGET='1024' is not a whole number of at least ${MAX_BODY_BYTES}`);
+  });
+
+  test("application/json with or without parameters, any case; nothing else", () => {
+    for (const ok of ["application/json", "Application/JSON", "application/json; charset=utf-8", " application/json ;charset=UTF-8"]) expect(isJsonContentType(ok)).toBe(true);
+    for (const no of [null, "", "text/plain", "application/jsonp", "application/json-seq", "text/json", "multipart/form-data; boundary=application/json"]) expect(isJsonContentType(no)).toBe(false);
   });
 });
