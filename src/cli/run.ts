@@ -200,147 +200,196 @@ export function normaliseSwitches(argv: string[]): string[] {
   });
 }
 
+/** What one CLI call knows about itself as it goes: argv (after any move), the verb word for errors, the progress line. */
+interface CliCall {
+  argv: string[];
+  io: CliIO;
+  /** Only grex's own flags count: what follows `--` belongs to a child command. */
+  beforeDashes: string[];
+  json: boolean;
+  plain: boolean;
+  pretty: boolean;
+  verbose: number;
+  verbName: string;
+  progress: CliProgress | undefined;
+  /** Whether the verb wrote rows as it went: its final rendering leaves them out. */
+  rowsStreamed?: boolean;
+}
+
+interface ReadVerb {
+  verb: VerbDef;
+  args: readonly string[];
+  options: Record<string, unknown>;
+}
+
 export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promise<number> {
   // Copy descriptors, not values, so the default getters stay lazy.
   const io = Object.defineProperties(defaultIO(), Object.getOwnPropertyDescriptors(ioOverride ?? {}));
-  // Only grex's own flags count: what follows `--` belongs to a child command.
   const beforeDashes = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
   const json = beforeDashes.includes("--json");
   const plain = beforeDashes.includes("--plain") || json || !io.stdoutTTY;
-  const pretty = !json && !plain;
-  const verbose = verbosity(argv);
-  let verbName = "grex";
-  let progress: CliProgress | undefined;
+  const call: CliCall = { argv, io, beforeDashes, json, plain, pretty: !json && !plain, verbose: verbosity(argv), verbName: "grex", progress: undefined };
   if (beforeDashes.includes("--version") || beforeDashes.includes("-V")) {
     io.stdout(`grex ${pkg.version}\n`);
     return 0;
   }
-  /** argv read by cac (with its checks and wording); undefined when cac printed help. */
-  const parseWithCac = async (named: VerbDef | undefined): Promise<{ verb: VerbDef; args: readonly string[]; options: Record<string, unknown> } | undefined> => {
-    // Only a `--` can need the move below: its module loads only then.
-    const suggest = argv.includes("--") ? await import("./suggest.ts") : undefined;
-    const parse = (cli: CAC): ReturnType<CAC["parse"]> => {
-      // cac prints help and version with console.info; route them through our stdout.
-      const info = console.info;
-      console.info = (...parts: unknown[]) => io.stdout(`${parts.join(" ")}\n`);
-      try {
-        let parsed = cli.parse(["grex", "grex", ...normaliseSwitches(argv)], { run: false });
-        // `grex exec -- git log -1` means `grex exec git -- log -1`.
-        const moved = suggest?.moveCommandAfterDashes(argv, parsed.args, cli.matchedCommand?.name, cliVerbs());
-        if (moved) parsed = cli.parse(["grex", "grex", ...normaliseSwitches((argv = moved))], { run: false });
-        return parsed;
-      } finally {
-        console.info = info;
-      }
-    };
-    // The verb word picks the one command to build; anything else gets them all (and cac's own verdict).
-    let cli = buildCli(named);
-    let parsed = parse(cli);
-    if (named && !cli.matchedCommand) parsed = parse((cli = buildCli()));
-    const options = parsed.options as Record<string, unknown>;
-    if (options.help) return undefined;
-    const command = cli.matchedCommand;
-    if (!command) {
-      const first = parsed.args[0];
-      if (first === undefined) throw usageError("No verb given; run `grex help` to see the verbs.");
-      throw (await import("./help.ts")).unknownVerb(String(first));
-    }
-    verbName = command.name;
-    const verb = cliVerbs().find((v) => v.name === command.name);
-    if (!verb) throw usageError(`Unknown verb '${command.name}'; run \`grex --help\` to see the verbs.`);
-    try {
-      command.checkUnknownOptions();
-      command.checkRequiredArgs();
-      command.checkUnusedArgs();
-    } catch (err) {
-      // cac's wording, made into one sentence that names the verb and the way out.
-      const msg = (err instanceof Error ? err.message : String(err)).replace(/\.$/, "");
-      const unknown = (await import("./suggest.ts")).explainUnknownOption(msg, argv, verb, GLOBAL_FLAGS);
-      if (unknown) throw unknown;
-      const what = msg.startsWith("missing required args")
-        ? `Missing a required argument: the usage is \`grex ${command.rawName}\``
-        : msg.startsWith("Unused args: ")
-          ? `Unexpected argument${msg.includes(",") ? "s" : ""} ${msg.slice("Unused args: ".length)} for \`grex ${verb.name}\``
-          : `${msg} for \`grex ${verb.name}\``;
-      throw usageError(`${what}; see \`grex ${verb.name} --help\`.`);
-    }
-    return { verb, args: parsed.args, options };
-  };
   try {
     const builtin = await runBuiltin(argv, io, GLOBAL_FLAGS);
     if (builtin !== undefined) return builtin;
-    const word = verbWord(argv, GLOBAL_FLAGS);
-    const named = word === undefined ? undefined : await loadVerb(word);
-    // A plain argv is read without cac; anything else goes through cac, errors and all.
-    const fast = named === undefined ? undefined : fastArgv(argv, named, GLOBAL_FLAGS);
-    const read = named !== undefined && fast !== undefined ? { verb: named, ...fast } : await parseWithCac(named);
+    const read = await readVerb(call);
     if (read === undefined) return 0; // cac printed help
-    const { verb, args, options } = read;
-    verbName = verb.name;
+    call.verbName = read.verb.name;
     // The git transport reads its limits from the process environment.
-    applyTransferFlags(argv, process.env);
-    let rowsStreamed = false; // whether the verb wrote rows as it went: its final rendering leaves them out
-    const style = (): RenderStyle => ({ plain, streamed: pretty, rowsStreamed, color: colorWanted(pretty, io.env), home: io.env.HOME, cwd: io.cwd });
-    const rawParallel = typeof options.parallel === "undefined" ? undefined : lastOf(rawValues(argv, "--parallel"));
-    if (rawParallel !== undefined && !/^\d+$/.test(rawParallel)) {
-      throw usageError(`Flag --parallel takes a whole number of packs at once (0 = no limit), got '${rawParallel}'; see \`grex ${verb.name} --help\`.`, { field: "parallel" });
-    }
-    const parallelFlag = rawParallel === undefined ? undefined : Number(rawParallel);
-    const ctx = makeContext({
-      cwd: io.cwd,
-      manifest: lastOf(rawValues(argv, "--manifest")),
-      scheduler: new PermitScheduler(resolveParallel(parallelFlag, io.env)),
-      env: io.env,
-      surface: "cli",
-      warn: (m) => io.stderr(`grex: warning: ${m}\n`),
-      debug: (level, m) => {
-        if (level <= verbose) io.stderr(`grex: ${m}\n`);
-      },
-      live: pretty ? io.stdout : undefined,
-      rows: json
-        ? undefined
-        : (render) => {
-            const text = render(style());
-            if (text === "") return;
-            rowsStreamed = true;
-            const clear = progress?.clear() ?? "";
-            io.stdout(`${io.stdoutTTY ? clear : ""}${text}\n`);
-          },
-    });
-    const abort = new AbortController();
-    const onSigint = () => abort.abort();
-    process.once("SIGINT", onSigint);
-    let outcome: Outcome;
-    const showProgress = !json && !beforeDashes.includes("--plain") && io.stderrTTY;
-    const line = makeProgress(showProgress, io.stderr, verb.name, showProgress ? process.stderr.columns || 80 : 80);
-    progress = line;
-    try {
-      const call = () => invoke(verb, collectParams(verb, args, options, argv), { surface: "cli", ctx, signal: abort.signal, progress: line });
-      // Objects, bytes and files of long git work join the line only where someone sees it.
-      outcome = showProgress ? await (await import("../core/base/activity.ts")).withActivitySink(line.activity, call) : await call();
-    } finally {
-      line.done();
-      process.off("SIGINT", onSigint);
-    }
-    if (verb.ownsStdout && outcome.ok) return 0;
-    if (json) io.stdout(`${toJsonDocument(outcome.document)}\n`);
-    else if (outcome.render) {
-      const text = outcome.render(style());
-      if (text !== "") io.stdout(`${text}\n`);
-    }
-    if (!outcome.ok) {
-      io.stderr(`grex: ${outcome.error.message}\n`);
-      return outcome.error.exitCode;
-    }
-    return 0;
+    applyTransferFlags(call.argv, process.env);
+    return printOutcome(call, read.verb, await invokeVerb(call, read));
   } catch (raw) {
-    const thrown = toGrexError(raw);
-    // A cancel that says what it cut short keeps its own sentence.
-    const own = thrown.kind === "cancelled" && thrown.message !== new CancelledError().message;
-    const err = thrown.kind === "cancelled" && progress !== undefined && !own ? new CancelledError(cancelledMessage(verbName, progress)) : thrown;
-    if (verbose >= 1 && !(raw instanceof GrexError) && raw instanceof Error && raw.stack) io.stderr(`${raw.stack}\n`);
-    io.stderr(`grex: ${err.message}\n`);
-    if (json) io.stdout(`${toJsonDocument(failureDocument(verbName, err, "cli"))}\n`);
-    return err instanceof CancelledError ? 130 : err.exitCode;
+    return reportThrown(call, raw);
   }
+}
+
+/** Phase 1: which verb and its raw arguments. A plain argv is read without cac; anything else goes through cac, errors and all. */
+async function readVerb(call: CliCall): Promise<ReadVerb | undefined> {
+  const word = verbWord(call.argv, GLOBAL_FLAGS);
+  const named = word === undefined ? undefined : await loadVerb(word);
+  const fast = named === undefined ? undefined : fastArgv(call.argv, named, GLOBAL_FLAGS);
+  return named !== undefined && fast !== undefined ? { verb: named, ...fast } : await parseWithCac(call, named);
+}
+
+/** argv read by cac (with its checks and wording); undefined when cac printed help. */
+async function parseWithCac(call: CliCall, named: VerbDef | undefined): Promise<ReadVerb | undefined> {
+  // Only a `--` can need the move below: its module loads only then.
+  const suggest = call.argv.includes("--") ? await import("./suggest.ts") : undefined;
+  const parse = (cli: CAC): ReturnType<CAC["parse"]> => {
+    // cac prints help and version with console.info; route them through our stdout.
+    const info = console.info;
+    console.info = (...parts: unknown[]) => call.io.stdout(`${parts.join(" ")}\n`);
+    try {
+      let parsed = cli.parse(["grex", "grex", ...normaliseSwitches(call.argv)], { run: false });
+      // `grex exec -- git log -1` means `grex exec git -- log -1`.
+      const moved = suggest?.moveCommandAfterDashes(call.argv, parsed.args, cli.matchedCommand?.name, cliVerbs());
+      if (moved) parsed = cli.parse(["grex", "grex", ...normaliseSwitches((call.argv = moved))], { run: false });
+      return parsed;
+    } finally {
+      console.info = info;
+    }
+  };
+  // The verb word picks the one command to build; anything else gets them all (and cac's own verdict).
+  let cli = buildCli(named);
+  let parsed = parse(cli);
+  if (named && !cli.matchedCommand) parsed = parse((cli = buildCli()));
+  const options = parsed.options as Record<string, unknown>;
+  if (options.help) return undefined;
+  const command = cli.matchedCommand;
+  if (!command) {
+    const first = parsed.args[0];
+    if (first === undefined) throw usageError("No verb given; run `grex help` to see the verbs.");
+    throw (await import("./help.ts")).unknownVerb(String(first));
+  }
+  call.verbName = command.name;
+  const verb = cliVerbs().find((v) => v.name === command.name);
+  if (!verb) throw usageError(`Unknown verb '${command.name}'; run \`grex --help\` to see the verbs.`);
+  try {
+    command.checkUnknownOptions();
+    command.checkRequiredArgs();
+    command.checkUnusedArgs();
+  } catch (err) {
+    throw await cacUsageError(err, call.argv, verb, command);
+  }
+  return { verb, args: parsed.args, options };
+}
+
+/** cac's wording, made into one sentence that names the verb and the way out. */
+async function cacUsageError(err: unknown, argv: string[], verb: VerbDef, command: Command): Promise<GrexError> {
+  const msg = (err instanceof Error ? err.message : String(err)).replace(/\.$/, "");
+  const unknown = (await import("./suggest.ts")).explainUnknownOption(msg, argv, verb, GLOBAL_FLAGS);
+  if (unknown) return unknown;
+  const what = msg.startsWith("missing required args")
+    ? `Missing a required argument: the usage is \`grex ${command.rawName}\``
+    : msg.startsWith("Unused args: ")
+      ? `Unexpected argument${msg.includes(",") ? "s" : ""} ${msg.slice("Unused args: ".length)} for \`grex ${verb.name}\``
+      : `${msg} for \`grex ${verb.name}\``;
+  return usageError(`${what}; see \`grex ${verb.name} --help\`.`);
+}
+
+/** Phase 2: the call's context (workspace, scheduler, warnings, streamed rows) and the one invoke path, under Ctrl-C. */
+async function invokeVerb(call: CliCall, { verb, args, options }: ReadVerb): Promise<Outcome> {
+  const { argv, io, json, pretty, verbose } = call;
+  const rawParallel = typeof options.parallel === "undefined" ? undefined : lastOf(rawValues(argv, "--parallel"));
+  if (rawParallel !== undefined && !/^\d+$/.test(rawParallel)) {
+    throw usageError(`Flag --parallel takes a whole number of packs at once (0 = no limit), got '${rawParallel}'; see \`grex ${verb.name} --help\`.`, { field: "parallel" });
+  }
+  const parallelFlag = rawParallel === undefined ? undefined : Number(rawParallel);
+  const ctx = makeContext({
+    cwd: io.cwd,
+    manifest: lastOf(rawValues(argv, "--manifest")),
+    scheduler: new PermitScheduler(resolveParallel(parallelFlag, io.env)),
+    env: io.env,
+    surface: "cli",
+    warn: (m) => io.stderr(`grex: warning: ${m}\n`),
+    debug: (level, m) => {
+      if (level <= verbose) io.stderr(`grex: ${m}\n`);
+    },
+    live: pretty ? io.stdout : undefined,
+    rows: json
+      ? undefined
+      : (render) => {
+          const text = render(renderStyle(call));
+          if (text === "") return;
+          call.rowsStreamed = true;
+          const clear = call.progress?.clear() ?? "";
+          io.stdout(`${io.stdoutTTY ? clear : ""}${text}\n`);
+        },
+  });
+  const abort = new AbortController();
+  const onSigint = () => abort.abort();
+  process.once("SIGINT", onSigint);
+  const showProgress = !json && !call.beforeDashes.includes("--plain") && io.stderrTTY;
+  const progress = makeProgress(showProgress, io.stderr, verb.name, showProgress ? process.stderr.columns || 80 : 80);
+  call.progress = progress;
+  try {
+    const run = () => invoke(verb, collectParams(verb, args, options, argv), { surface: "cli", ctx, signal: abort.signal, progress });
+    // Objects, bytes and files of long git work join the line only where someone sees it.
+    return showProgress ? await (await import("../core/base/activity.ts")).withActivitySink(progress.activity, run) : await run();
+  } finally {
+    progress.done();
+    process.off("SIGINT", onSigint);
+  }
+}
+
+const renderStyle = (call: CliCall): RenderStyle => ({
+  plain: call.plain,
+  streamed: call.pretty,
+  rowsStreamed: call.rowsStreamed === true,
+  color: colorWanted(call.pretty, call.io.env),
+  home: call.io.env.HOME,
+  cwd: call.io.cwd,
+});
+
+/** Phase 3: the document or the text, and the exit code. */
+function printOutcome(call: CliCall, verb: VerbDef, outcome: Outcome): number {
+  const { io } = call;
+  if (verb.ownsStdout && outcome.ok) return 0;
+  if (call.json) io.stdout(`${toJsonDocument(outcome.document)}\n`);
+  else if (outcome.render) {
+    const text = outcome.render(renderStyle(call));
+    if (text !== "") io.stdout(`${text}\n`);
+  }
+  if (!outcome.ok) {
+    io.stderr(`grex: ${outcome.error.message}\n`);
+    return outcome.error.exitCode;
+  }
+  return 0;
+}
+
+/** A usage error, a cancel or an internal error thrown on the way: one sentence (the stack only with -v), and its exit code. */
+function reportThrown(call: CliCall, raw: unknown): number {
+  const { io, progress, verbName } = call;
+  const thrown = toGrexError(raw);
+  // A cancel that says what it cut short keeps its own sentence.
+  const own = thrown.kind === "cancelled" && thrown.message !== new CancelledError().message;
+  const err = thrown.kind === "cancelled" && progress !== undefined && !own ? new CancelledError(cancelledMessage(verbName, progress)) : thrown;
+  if (call.verbose >= 1 && !(raw instanceof GrexError) && raw instanceof Error && raw.stack) io.stderr(`${raw.stack}\n`);
+  io.stderr(`grex: ${err.message}\n`);
+  if (call.json) io.stdout(`${toJsonDocument(failureDocument(verbName, err, "cli"))}\n`);
+  return err instanceof CancelledError ? 130 : err.exitCode;
 }

@@ -3,6 +3,7 @@
 // bearer check, and the JSON-RPC error responses they answer with.
 import { createHash, timingSafeEqual } from "node:crypto";
 import { usageError } from "../core/base/errors.ts";
+import { RPC } from "./wire/jsonrpc.ts";
 
 const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "::1", "[::1]"]);
 
@@ -42,7 +43,7 @@ export const json = (status: number, body: object, headers: Record<string, strin
 export const rpcError = (status: number, code: number, message: string, headers?: Record<string, string>) =>
   json(status, { jsonrpc: "2.0", id: null, error: { code, message } }, headers);
 
-export const unauthorized = () => rpcError(401, -32001, "Unauthorized", { "WWW-Authenticate": 'Bearer realm="grex"' });
+export const unauthorized = () => rpcError(401, RPC.unauthorized, "Unauthorized", { "WWW-Authenticate": 'Bearer realm="grex"' });
 
 /** Split a Host header ("name:port", "[v6]:port", "name") into hostname and port (80 when absent). */
 function splitHost(host: string): { hostname: string; port: number } | undefined {
@@ -59,7 +60,7 @@ function splitHost(host: string): { hostname: string; port: number } | undefined
  */
 export function makeHostGuard(boundHost: string, port: () => number, loopback: boolean) {
   const bound = boundHost.includes(":") ? `[${boundHost.toLowerCase()}]` : boundHost.toLowerCase();
-  const forbidden = (what: string, value: string | null) => rpcError(403, -32000, `Forbidden: invalid ${what} header${value === null ? "" : ` '${value}'`}.`);
+  const forbidden = (what: string, value: string | null) => rpcError(403, RPC.httpRefused, `Forbidden: invalid ${what} header${value === null ? "" : ` '${value}'`}.`);
   return (req: Request): Response | undefined => {
     const host = req.headers.get("host");
     const origin = req.headers.get("origin");

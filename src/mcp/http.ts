@@ -1,22 +1,20 @@
-// `grex serve --http`: MCP Streamable HTTP at /mcp on Bun.serve. Each client
-// session (Mcp-Session-Id) gets one SDK web-standard transport and one of our
-// McpSessions; all sessions share the server's scheduler. In front of the
-// transport: Host/Origin checks (DNS rebinding), the bearer token, a body cap.
-import type { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+// `grex serve --http`: MCP Streamable HTTP at /mcp on Bun.serve, one route
+// per method. In front of the sessions (http-sessions.ts): Host/Origin checks
+// (DNS rebinding), the bearer token, the media type and the body bounds
+// (http-limits.ts).
 import { GrexError, usageError } from "../core/base/errors.ts";
-import { isLoopbackHost, json, makeAuth, makeHostGuard, parseAddr, rpcError, unauthorized } from "./http-guard.ts";
+import { isLoopbackHost, makeAuth, makeHostGuard, parseAddr, rpcError, unauthorized } from "./http-guard.ts";
+import { BodyBudget, type HttpLimits, isJsonContentType, MAX_BODY_BYTES, MAX_SESSIONS, readBody, DEFAULT_BODY_BUDGET, DEFAULT_SESSIONS_PER_CLIENT } from "./http-limits.ts";
+import { type Entry, HttpSessions, isObject, shuttingDown, withFullAccept, withInitializeDefaults } from "./http-sessions.ts";
 import { normalJitPolicy } from "./jit.ts";
-import { McpSession, PREFERRED_PROTOCOL_VERSION, type Id, type ServerOptions } from "./server.ts";
+import type { ServerOptions } from "./server.ts";
+import { RPC } from "./wire/jsonrpc.ts";
 
 export { isLoopbackHost, parseAddr } from "./http-guard.ts";
+export { MAX_BODY_BYTES } from "./http-limits.ts";
 
-/** Request bodies larger than this are answered 413 without being read further. */
-export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 export const MCP_PATH = "/mcp";
 export const DEFAULT_PORT = 8080;
-/** Sessions kept at once; a new initialize beyond this is answered 503. */
-const MAX_SESSIONS = 256;
 /** A session with no request in flight and no traffic for this long is closed (clients that never DELETE). */
 const IDLE_SESSION_MS = 30 * 60_000;
 const SWEEP_MS = 60_000;
@@ -30,6 +28,8 @@ export interface HttpServeOptions {
   token: string | undefined;
   /** No sessions: every POST gets a fresh, already-initialized session and a JSON answer (no Mcp-Session-Id). */
   stateless?: boolean;
+  /** The body budget and per-client session cap (defaults in http-limits.ts; `grex serve` reads them from its environment). */
+  limits?: Partial<HttpLimits>;
   server: ServerOptions;
   log(message: string): void;
 }
@@ -43,86 +43,18 @@ export interface HttpServer {
   abort(): void;
   /** Open sessions (for tests and diagnostics). */
   sessionCount(): number;
+  /** Bytes of request bodies held right now, and how many requests the budget refused so far. */
+  bodies(): { inUse: number; refused: number };
 }
 
-/** The body as text, or "too large" once it passes `max` bytes (declared or streamed). */
-async function readBody(req: Request, max: number): Promise<{ text: string } | { tooLarge: true }> {
-  const declared = req.headers.get("content-length");
-  if (declared !== null && Number(declared) > max) return { tooLarge: true };
-  if (req.body === null) return { text: "" };
-  const reader = req.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > max) {
-        void reader.cancel().catch(() => {});
-        return { tooLarge: true };
-      }
-      chunks.push(value);
-    }
-  } finally {
-    reader.releaseLock();
-  }
-  return { text: Buffer.concat(chunks, size).toString("utf8") };
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
-
-interface Entry {
-  transport: WebStandardStreamableHTTPServerTransport;
-  session: McpSession;
-  lastSeen: number;
-  /** Request ids received and not yet answered: a session with any is never idle. */
-  pending: Set<Id>;
-  /** Requests answered as plain JSON (the client's Accept lacks text/event-stream): id → where the answer goes. */
-  direct: Map<Id, (answer: object) => void>;
-}
-
-const isResponse = (m: object): m is { id: Id | null } => "id" in m && ("result" in m || "error" in m);
-
-/** Accept with both media types, for the SDK transport (which insists on them) once we chose to answer with JSON. */
-const withFullAccept = (req: Request): Request => {
-  const headers = new Headers(req.headers);
-  headers.set("accept", "application/json, text/event-stream");
-  return new Request(req.url, { method: req.method, headers });
-};
-
-/**
- * Feed one message to a session and answer it as application/json: the
- * response to a request (progress notifications cannot travel in a JSON
- * answer and are dropped), 202 for a notification or a client response.
- */
-function answerAsJson(session: McpSession, direct: Map<Id, (answer: object) => void>, msg: unknown): Promise<Response> {
-  const id = isObject(msg) && typeof msg.method === "string" && (typeof msg.id === "string" || typeof msg.id === "number") ? msg.id : undefined;
-  if (id === undefined) {
-    session.handleMessage(msg);
-    return Promise.resolve(new Response(null, { status: 202 }));
-  }
-  return new Promise((resolve) => {
-    direct.set(id, (answer) => resolve(json(200, answer)));
-    session.handleMessage(msg);
-  });
-}
-
-/**
- * An initialize without params (or without some of them) gets the defaults, so the
- * SDK transport, which insists on the full shape, opens a session for it.
- */
-function withInitializeDefaults(msg: Record<string, unknown>): Record<string, unknown> {
-  const params = isObject(msg.params) ? msg.params : {};
-  return {
-    ...msg,
-    params: {
-      ...params,
-      protocolVersion: params.protocolVersion ?? PREFERRED_PROTOCOL_VERSION,
-      capabilities: isObject(params.capabilities) ? params.capabilities : {},
-      clientInfo: isObject(params.clientInfo) ? params.clientInfo : { name: "unknown", version: "0" },
-    },
-  };
+/** What the routes share. */
+interface Routes {
+  opts: HttpServeOptions;
+  sessions: HttpSessions;
+  budget: BodyBudget;
+  sessionsPerClient: number;
+  /** The remote address of a request: who the per-client cap counts. */
+  clientOf(req: Request): string;
 }
 
 /** Start serving; resolves once listening. Refuses a non-loopback bind without a token. */
@@ -137,198 +69,158 @@ export async function serveHttp(opts: HttpServeOptions): Promise<HttpServer> {
     );
   }
   const { WebStandardStreamableHTTPServerTransport: Transport } = await import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js");
-  const debug = (m: string) => opts.server.debug?.(1, `http: ${m}`);
-  const sessions = new Map<string, Entry>();
-  const stateless = new Set<McpSession>();
-  let accepting = true;
+  const sessions = new HttpSessions(opts.server, Transport, (m) => opts.server.debug?.(1, `http: ${m}`));
   let boundPort = wantedPort;
   const hostGuard = makeHostGuard(hostname, () => boundPort, loopback);
   const authorized = makeAuth(token);
+  let server: ReturnType<typeof Bun.serve> | undefined;
+  const routes: Routes = {
+    opts,
+    sessions,
+    budget: new BodyBudget(Math.max(MAX_BODY_BYTES, opts.limits?.bodyBudget ?? DEFAULT_BODY_BUDGET)),
+    sessionsPerClient: Math.max(1, opts.limits?.sessionsPerClient ?? DEFAULT_SESSIONS_PER_CLIENT),
+    clientOf: (req) => server?.requestIP(req)?.address ?? "unknown",
+  };
 
-  async function newSession(jsonResponses = false): Promise<Entry> {
-    const transport = new Transport({
-      enableJsonResponse: jsonResponses,
-      sessionIdGenerator: () => crypto.randomUUID(),
-      onsessioninitialized: (sid) => {
-        sessions.set(sid, entry);
-        debug(`session ${sid} opened (${sessions.size} open)`);
-      },
-    });
-    const pending = new Set<Id>();
-    const direct = new Map<Id, (answer: object) => void>();
-    const session = new McpSession(opts.server, (msg, related) => {
-      if (isObject(msg) && (typeof msg.id === "string" || typeof msg.id === "number") && ("result" in msg || "error" in msg)) pending.delete(msg.id);
-      if (related && direct.has(related.requestId)) {
-        if (isResponse(msg) && msg.id === related.requestId) {
-          direct.get(related.requestId)?.(msg);
-          direct.delete(related.requestId);
-        } else if (isObject(msg) && typeof msg.method === "string" && (typeof msg.id === "string" || typeof msg.id === "number")) {
-          // A request to the client (elicitation) cannot travel in a plain JSON answer: refuse it at once.
-          const refusal = { jsonrpc: "2.0", id: msg.id, error: { code: -32000, message: "the client asked for a plain JSON answer (no text/event-stream), which cannot carry a request to it" } };
-          queueMicrotask(() => session.handleMessage(refusal));
-        }
-        return;
-      }
-      const options = related ? { relatedRequestId: related.requestId } : undefined;
-      // A client that dropped its stream cannot get the answer: nothing to do but note it.
-      transport.send(msg as JSONRPCMessage, options).catch((err: unknown) => debug(`undeliverable message: ${err instanceof Error ? err.message : String(err)}`));
-    });
-    const entry: Entry = { transport, session, lastSeen: Date.now(), pending, direct };
-    transport.onmessage = (msg: unknown) => {
-      entry.lastSeen = Date.now();
-      if (isObject(msg) && typeof msg.method === "string" && (typeof msg.id === "string" || typeof msg.id === "number")) pending.add(msg.id);
-      session.handleMessage(msg);
-    };
-    transport.onclose = () => {
-      const sid = transport.sessionId;
-      if (sid !== undefined && sessions.get(sid) === entry) sessions.delete(sid);
-      debug(`session ${sid ?? "(uninitialized)"} closed`);
-      // Nobody is left to read answers: cancel what is still running.
-      session.abortAll();
-      void session.end();
-    };
-    // A `shutdown` request ends this client's session, never the whole server.
-    void session.shutdownRequested.then(() => transport.close());
-    await transport.start();
-    return entry;
-  }
-
-  /** --stateless: one POST = one session, initialized unless it is the initialize itself, ended after its answer. */
-  async function answerStateless(msg: unknown): Promise<Response> {
-    if (!accepting) return rpcError(503, -32000, "Service Unavailable: the server is shutting down.");
-    let answered: ((m: object) => void) | undefined;
-    const answer = new Promise<object>((r) => {
-      answered = r;
-    });
-    const session = new McpSession(opts.server, (m) => {
-      if (isResponse(m)) answered?.(m);
-    });
-    stateless.add(session);
-    try {
-      if (!(isObject(msg) && msg.method === "initialize")) session.assumeInitialized();
-      const isRequest = isObject(msg) && typeof msg.method === "string" && "id" in msg;
-      session.handleMessage(msg);
-      if (!isRequest) {
-        // A notification or a client response: nothing comes back unless the message itself was invalid (answered at once).
-        const quick = await Promise.race([answer, Promise.resolve(undefined)]);
-        return quick === undefined ? new Response(null, { status: 202 }) : json(400, quick);
-      }
-      return json(200, await answer);
-    } finally {
-      await session.end();
-      stateless.delete(session);
-    }
-  }
-
+  /** Checks every request passes, then the route for its method. */
   async function handle(req: Request): Promise<Response> {
     const blocked = hostGuard(req);
     if (blocked) return blocked;
     const path = new URL(req.url).pathname;
     // /mcp is the documented endpoint; plain JSON-RPC clients often POST to the root.
-    if (path !== MCP_PATH && path !== "/") return rpcError(404, -32000, `Not Found: the MCP endpoint is ${MCP_PATH}.`);
+    if (path !== MCP_PATH && path !== "/") return rpcError(404, RPC.httpRefused, `Not Found: the MCP endpoint is ${MCP_PATH}.`);
     if (!authorized(req)) return unauthorized();
-    const sid = req.headers.get("mcp-session-id");
-    const existing = () => {
-      if (sid === null) return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required; send initialize first.");
-      const entry = sessions.get(sid);
-      if (!entry) return rpcError(404, -32001, "Session not found");
-      entry.lastSeen = Date.now();
-      return entry;
-    };
     if (opts.stateless && req.method !== "POST") {
-      return rpcError(405, -32000, "Method Not Allowed: this server is stateless (--stateless); send each message as a POST.", { Allow: "POST" });
+      return rpcError(405, RPC.httpRefused, "Method Not Allowed: this server is stateless (--stateless); send each message as a POST.", { Allow: "POST" });
     }
-    if (req.method === "GET" || req.method === "DELETE") {
-      const entry = existing();
-      return entry instanceof Response ? entry : entry.transport.handleRequest(req);
-    }
-    if (req.method !== "POST") {
-      return rpcError(405, -32000, "Method Not Allowed: use POST, GET or DELETE.", { Allow: "GET, POST, DELETE" });
-    }
-    const body = await readBody(req, MAX_BODY_BYTES);
-    if ("tooLarge" in body) return rpcError(413, -32000, `Payload Too Large: request bodies are limited to ${MAX_BODY_BYTES} bytes.`);
-    let msg: unknown;
-    try {
-      msg = JSON.parse(body.text);
-    } catch {
-      return rpcError(400, -32700, "Parse error: the body is not valid JSON.");
-    }
-    if (Array.isArray(msg)) return rpcError(400, -32600, "Invalid Request: JSON-RPC batches are not supported; send one message per request.");
-    const jsonOnly = !(req.headers.get("accept") ?? "").includes("text/event-stream");
-    if (opts.stateless) return answerStateless(msg);
-    if (sid !== null) {
-      const entry = existing();
-      if (entry instanceof Response) return entry;
-      if (!jsonOnly) return entry.transport.handleRequest(req, { parsedBody: msg });
-      if (isObject(msg) && (typeof msg.id === "string" || typeof msg.id === "number") && typeof msg.method === "string") entry.pending.add(msg.id);
-      return answerAsJson(entry.session, entry.direct, msg);
-    }
-    // No session and not an initialize: answered on its own, like --stateless (plain JSON-RPC clients).
-    if (!isObject(msg) || msg.method !== "initialize") return answerStateless(msg);
-    if (!accepting) return rpcError(503, -32000, "Service Unavailable: the server is shutting down.");
-    if (sessions.size >= MAX_SESSIONS) return rpcError(503, -32000, `Service Unavailable: ${MAX_SESSIONS} sessions are open; close one (HTTP DELETE) and retry.`);
-    const entry = await newSession(jsonOnly);
-    const res = await entry.transport.handleRequest(jsonOnly ? withFullAccept(req) : req, { parsedBody: withInitializeDefaults(msg) });
-    // The transport refused the initialize (bad headers or params): no session came of it.
-    if (entry.transport.sessionId === undefined) await entry.transport.close();
-    return res;
+    if (req.method === "GET" || req.method === "DELETE") return routeStream(routes, req);
+    if (req.method === "POST") return routePost(routes, req);
+    return rpcError(405, RPC.httpRefused, "Method Not Allowed: use POST, GET or DELETE.", { Allow: "GET, POST, DELETE" });
   }
 
-  let server: ReturnType<typeof Bun.serve>;
   try {
     server = Bun.serve({
       hostname,
       port: wantedPort,
       // SSE streams are kept alive by the transport's 15 s comments.
       idleTimeout: 60,
-      // Backstop only: handle() answers 413 itself with a JSON-RPC body.
+      // Backstop only: routePost answers 413 itself with a JSON-RPC body.
       maxRequestBodySize: MAX_BODY_BYTES * 2,
       fetch: (req) =>
         handle(req).catch((err: unknown) => {
           opts.log(`internal error handling ${req.method} ${new URL(req.url).pathname}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-          return rpcError(500, -32603, "Internal error.");
+          return rpcError(500, RPC.internalError, "Internal error.");
         }),
     });
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
     throw new GrexError("generic", `Cannot listen on ${opts.addr} (${why.replace(/\.$/, "")}); pick another address with --http host:port.`);
   }
-  boundPort = server.port ?? wantedPort;
+  const listening = server;
+  boundPort = listening.port ?? wantedPort;
   normalJitPolicy(); // listening: from here on this process serves
   const urlHost = hostname.includes(":") ? `[${hostname}]` : hostname;
-
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const e of sessions.values()) {
-      if (e.pending.size === 0 && now - e.lastSeen > IDLE_SESSION_MS) void e.transport.close();
-    }
-  }, SWEEP_MS);
+  const sweep = setInterval(() => sessions.sweep(IDLE_SESSION_MS), SWEEP_MS);
   sweep.unref();
 
   let stopping: Promise<void> | undefined;
   return {
     url: `http://${urlHost}:${boundPort}${MCP_PATH}`,
-    sessionCount: () => sessions.size,
-    abort() {
-      for (const e of sessions.values()) e.session.abortAll();
-      for (const s of stateless) s.abortAll();
-    },
+    sessionCount: () => sessions.open.size,
+    bodies: () => ({ inUse: routes.budget.inUse(), refused: routes.budget.refusals }),
+    abort: () => sessions.abortAll(),
     stop() {
       stopping ??= (async () => {
-        accepting = false;
+        sessions.accepting = false;
         clearInterval(sweep);
         // Stop listening; open connections stay so in-flight answers reach their clients.
-        const closed = server.stop(false);
-        const open = [...sessions.values()];
-        // end(): new requests are refused, in-flight ones finish (drain).
-        await Promise.all([...open.map((e) => e.session.end()), ...[...stateless].map((s) => s.drain())]);
-        await Promise.all(open.map((e) => e.transport.close()));
+        const closed = listening.stop(false);
+        // New requests are refused, in-flight ones finish (drain), then the transports close.
+        await sessions.stopAll();
         await Promise.race([closed, new Promise<void>((r) => setTimeout(r, FLUSH_MS).unref())]);
-        await server.stop(true);
+        await listening.stop(true);
       })();
       return stopping;
     },
   };
+}
+
+/** The session a request names, or the answer when it names none that is open. */
+function namedSession(routes: Routes, req: Request): Entry | Response {
+  const sid = req.headers.get("mcp-session-id");
+  if (sid === null) return rpcError(400, RPC.sessionRequired, "Bad Request: Mcp-Session-Id header is required; send initialize first.");
+  const entry = routes.sessions.open.get(sid);
+  if (!entry) return rpcError(404, RPC.sessionNotFound, "Session not found: it was closed or expired; send initialize to open a new one.");
+  entry.lastSeen = Date.now();
+  return entry;
+}
+
+/** GET opens a session's server-to-client event stream; DELETE ends the session. */
+function routeStream(routes: Routes, req: Request): Promise<Response> | Response {
+  const entry = namedSession(routes, req);
+  return entry instanceof Response ? entry : entry.transport.handleRequest(req);
+}
+
+/**
+ * A POST: only `application/json` (a page in a browser cannot send that
+ * without a CORS preflight, which is never granted), its body read within the
+ * size cap and the shared budget, which it holds until it is answered.
+ */
+async function routePost(routes: Routes, req: Request): Promise<Response> {
+  if (!isJsonContentType(req.headers.get("content-type"))) {
+    return rpcError(415, RPC.unsupportedMediaType, "Unsupported Media Type: send the JSON-RPC message with Content-Type: application/json.");
+  }
+  const held = { bytes: 0 };
+  try {
+    const body = await readBody(req, MAX_BODY_BYTES, routes.budget, held);
+    if ("refused" in body) {
+      if (body.refused === "too_large") return rpcError(413, RPC.payloadTooLarge, `Payload Too Large: request bodies are limited to ${MAX_BODY_BYTES} bytes.`);
+      return rpcError(503, RPC.bodyBudget, `Service Unavailable: ${routes.budget.limit} bytes of request bodies are already in flight; retry shortly.`, { "Retry-After": "1" });
+    }
+    let msg: unknown;
+    try {
+      msg = JSON.parse(body.text);
+    } catch {
+      return rpcError(400, RPC.parseError, "Parse error: the body is not valid JSON.");
+    }
+    if (Array.isArray(msg)) return rpcError(400, RPC.invalidRequest, "Invalid Request: JSON-RPC batches are not supported; send one message per request.");
+    return await postMessage(routes, req, msg);
+  } finally {
+    routes.budget.give(held.bytes);
+  }
+}
+
+/** Route a parsed POST: to its session, on its own (stateless, or no session and not initialize), or to a new session. */
+async function postMessage(routes: Routes, req: Request, msg: unknown): Promise<Response> {
+  const { sessions } = routes;
+  const jsonOnly = !(req.headers.get("accept") ?? "").includes("text/event-stream");
+  if (routes.opts.stateless) return sessions.answerOnItsOwn(msg);
+  if (req.headers.get("mcp-session-id") !== null) {
+    const entry = namedSession(routes, req);
+    if (entry instanceof Response) return entry;
+    return jsonOnly ? sessions.answerAsJson(entry, msg) : entry.transport.handleRequest(req, { parsedBody: msg });
+  }
+  // No session and not an initialize: answered on its own, like --stateless (plain JSON-RPC clients).
+  if (!isObject(msg) || msg.method !== "initialize") return sessions.answerOnItsOwn(msg);
+  return openSession(routes, req, msg, jsonOnly);
+}
+
+/** An initialize without a session id: a new session, within the server's and this client's caps. */
+async function openSession(routes: Routes, req: Request, msg: Record<string, unknown>, jsonOnly: boolean): Promise<Response> {
+  const { sessions } = routes;
+  if (!sessions.accepting) return shuttingDown();
+  if (sessions.open.size >= MAX_SESSIONS) {
+    return rpcError(503, RPC.sessionLimit, `Service Unavailable: ${MAX_SESSIONS} sessions are open; close one (HTTP DELETE) and retry.`);
+  }
+  const client = routes.clientOf(req);
+  if (sessions.countFor(client) >= routes.sessionsPerClient) {
+    return rpcError(429, RPC.sessionLimit, `Too Many Requests: ${client} already has ${routes.sessionsPerClient} sessions open; close one (HTTP DELETE) and retry.`);
+  }
+  const entry = await sessions.create(client, jsonOnly);
+  const res = await entry.transport.handleRequest(jsonOnly ? withFullAccept(req) : req, { parsedBody: withInitializeDefaults(msg) });
+  // The transport refused the initialize (bad headers or params): no session came of it.
+  if (entry.transport.sessionId === undefined) await entry.transport.close();
+  return res;
 }
 
 /**

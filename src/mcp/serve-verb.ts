@@ -65,8 +65,9 @@ export const serveVerb = defineVerb({
     };
     try {
       if (p.http !== undefined && p.http !== false) {
-        const { serveHttpUntilSignal } = await import("./http.ts");
+        const [{ serveHttpUntilSignal }, { httpLimitsFromEnv }] = await Promise.all([import("./http.ts"), import("./http-limits.ts")]);
         await serveHttpUntilSignal({
+          limits: httpLimitsFromEnv(ctx.env, (m) => opts.log(`warning: ${m}`)),
           addr: typeof p.http === "string" && p.http !== "" ? p.http : DEFAULT_HTTP_ADDR,
           token: p.token ?? envToken(ctx.env),
           stateless: p.stateless === true,

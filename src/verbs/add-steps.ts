@@ -102,7 +102,6 @@ function addRun(spec: AddSpec, entry: Awaited<ReturnType<typeof entryFor>>["entr
     failFast: true,
     recursive: true,
     dryRun,
-    lockHeld: true,
     cloneOnly: true,
     pending: { entry, dir },
     deferRecord: true,

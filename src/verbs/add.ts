@@ -5,7 +5,6 @@ import { join, resolve } from "node:path";
 import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { GrexError, usageError } from "../core/base/errors.ts";
-import { tryAcquireWorkspaceLock } from "../core/locks/locks.ts";
 import { readManifest } from "../core/workspace/manifest.ts";
 import { normaliseTags } from "../core/workspace/manifest-fold.ts";
 import { BUILTIN_PACK_TYPES, isKnownPackType, packTypeChoices } from "../core/base/registry.ts";
@@ -109,8 +108,6 @@ export const addVerb = defineVerb({
     if (p.type !== undefined && !isKnownPackType(p.type)) {
       throw new GrexError("plugin", `Unknown pack type '${p.type}'; use ${packTypeChoices()}.`, { field: "type" });
     }
-    const lock = p.dry_run ? null : tryAcquireWorkspaceLock(ws, "add");
-    try {
       const { state } = await readManifest(ws, { warn: ctx.warn });
       if (state.has(path)) {
         throw usageError(`A pack '${path}' is already registered (${state.get(path)?.url}); choose another path or grex rm it first.`, {
@@ -136,9 +133,6 @@ export const addVerb = defineVerb({
       const { addAllOrNothing, planAdd } = await import("./add-steps.ts");
       if (p.dry_run) return { ...(await planAdd(ctx, spec, signal, progress)), adopted, tags };
       return { ...(await addAllOrNothing(ctx, { ...spec, dir, adopted }, signal, progress)), adopted, tags };
-    } finally {
-      lock?.release();
-    }
   },
   render(r, _p, style) {
     // A plain repository (type meta, no pack.yaml needed) gets no type label: it would explain nothing.

@@ -13,7 +13,7 @@ import { normaliseTags } from "../core/workspace/manifest-fold.ts";
 import { appendEventsLocked, makeEvent, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/workspace/manifest.ts";
 import type { editIgnoreFile } from "../core/workspace/gitignore.ts";
 import { BUILTIN_PACK_TYPES, isKnownPackType, packTypeChoices } from "../core/base/registry.ts";
-import { PEER_FORMATS } from "../core/compat/peer-manifests.ts";
+import { PEER_FORMATS, type PeerFormat } from "../core/compat/peer-manifests.ts";
 import { dryRunParam } from "./common.ts";
 import { defineVerb, unlessDryRun } from "./types.ts";
 
@@ -169,20 +169,11 @@ export const importVerb = defineVerb({
     const notes: string[] = [];
     const tagsOf = new Map<string, string[]>();
     if (params.from !== undefined) {
-      const { readPeerFile } = await import("./import-peers.ts");
-      const peer = await readPeerFile(ws.root, params.from, params.format);
-      for (const e of peer.entries) {
-        // As with REPOS.json: a file that carries a control character is refused whole (exit 3).
-        const bad = controlCharProblem("its url", e.url) ?? controlCharProblem("its path", e.path) ?? (e.ref === null ? null : controlCharProblem("its revision", e.ref));
-        if (bad !== null) throw integrityError(`${e.at}: the entry for ${JSON.stringify(e.path)} is refused: ${bad}; fix ${params.from} and run grex import again.`);
-        candidates.push({ path: e.path, url: e.url, source: "peer", ref: e.ref });
-        const untaggable = e.tags.filter((t) => !TAG_RE.test(t));
-        if (untaggable.length > 0) notes.push(`${e.at}: the group${untaggable.length === 1 ? "" : "s"} ${untaggable.join(", ")} of ${e.path} cannot be a tag (letters, digits, '.', '_', '-') and ${untaggable.length === 1 ? "was" : "were"} left out.`);
-        const tags = normaliseTags(e.tags.filter((t) => TAG_RE.test(t)));
-        if (tags.length > 0) tagsOf.set(e.path, tags);
-      }
-      failed.push(...peer.problems);
-      notes.unshift(...peer.notes);
+      const peer = await readPeerCandidates(ws.root, params.from, params.format);
+      candidates.push(...peer.candidates);
+      for (const [path, tags] of peer.tagsOf) tagsOf.set(path, tags);
+      failed.push(...peer.failed);
+      notes.push(...peer.notes);
       for (const n of notes) ctx.warn(n);
     }
     if (params.from_repos_json !== undefined) candidates.push(...(await readReposJson(resolve(ws.root, params.from_repos_json), skipped)));
@@ -233,40 +224,7 @@ export const importVerb = defineVerb({
 
     // What the manifest holds decides the rest: read it under the manifest lock
     // and append in the same hold, so concurrent imports cannot both register a path.
-    const decide = (events: readonly ManifestEvent[], state: Map<string, PackEntry>) => {
-      const removed = new Set<string>();
-      for (const e of events) {
-        if (e.op === "rm") removed.add(e.id);
-        else if (e.op === "add") removed.delete(e.id);
-      }
-      const imported: { path: string; url: string; type: string }[] = [];
-      const toAppend: ManifestEvent[] = [];
-      // The path rule (naming.ts) against what is registered and what this run registers before it.
-      const taken = [...state.values()].map((e) => e.path);
-      for (const c of valid) {
-        const current = state.get(c.path);
-        const overlap = current ? null : packPathOverlap(c.path, taken);
-        if (overlap !== null) {
-          failed.push({ path: c.path, error: `${overlapReason(c.path, overlap)}; choose a path outside it` });
-        } else if (current) {
-          if (current.url === c.url) skipped.push({ path: c.path, reason: "already registered" });
-          else if (params.force) {
-            imported.push({ path: c.path, url: c.url, type: current.type });
-            toAppend.push(makeEvent("update", c.path, { url: c.url }));
-          } else {
-            failed.push({ path: c.path, error: `already registered with url ${current.url}; pass --force to re-point it to ${c.url}` });
-          }
-        } else if (removed.has(c.path) && !params.force) {
-          skipped.push({ path: c.path, reason: "removed earlier (grex rm); pass --force to register it again" });
-        } else {
-          imported.push({ path: c.path, url: c.url, type: c.type });
-          taken.push(c.path);
-          const tags = tagsOf.get(c.path);
-          toAppend.push(makeEvent("add", c.path, { url: c.url, path: c.path, type: c.type, ref: c.ref, ...(tags ? { tags } : {}) }));
-        }
-      }
-      return { imported, toAppend };
-    };
+    const decide = (events: readonly ManifestEvent[], state: Map<string, PackEntry>) => decideImports(valid, events, state, params.force, tagsOf, skipped, failed);
     const read = { warn: ctx.warn, keepEvents: true };
     const { imported } = params.dry_run
       ? await readManifest(ws, read).then((m) => decide(m.events, m.state))
@@ -327,4 +285,68 @@ function removeHandKeptLine(gitignore: string, path: string, edit: typeof editIg
       })
       .join("");
   });
+}
+
+/** `--from`: another tool's list as candidates, with the tags its groups give and what it says that grex does not carry over. */
+async function readPeerCandidates(root: string, file: string, format: PeerFormat | undefined) {
+  const { readPeerFile } = await import("./import-peers.ts");
+  const peer = await readPeerFile(root, file, format);
+  const candidates: Candidate[] = [];
+  const tagsOf = new Map<string, string[]>();
+  const notes = [...peer.notes];
+  for (const e of peer.entries) {
+    // As with REPOS.json: a file that carries a control character is refused whole (exit 3).
+    const bad = controlCharProblem("its url", e.url) ?? controlCharProblem("its path", e.path) ?? (e.ref === null ? null : controlCharProblem("its revision", e.ref));
+    if (bad !== null) throw integrityError(`${e.at}: the entry for ${JSON.stringify(e.path)} is refused: ${bad}; fix ${file} and run grex import again.`);
+    candidates.push({ path: e.path, url: e.url, source: "peer", ref: e.ref });
+    const untaggable = e.tags.filter((t) => !TAG_RE.test(t));
+    if (untaggable.length > 0) notes.push(`${e.at}: the group${untaggable.length === 1 ? "" : "s"} ${untaggable.join(", ")} of ${e.path} cannot be a tag (letters, digits, '.', '_', '-') and ${untaggable.length === 1 ? "was" : "were"} left out.`);
+    const tags = normaliseTags(e.tags.filter((t) => TAG_RE.test(t)));
+    if (tags.length > 0) tagsOf.set(e.path, tags);
+  }
+  return { candidates, tagsOf, failed: peer.problems, notes };
+}
+
+/** What to register, given what the manifest holds (read under its lock): new paths, re-pointed ones (--force), and why the rest are not. */
+function decideImports(
+  valid: ReadonlyArray<Candidate & { type: string }>,
+  events: readonly ManifestEvent[],
+  state: Map<string, PackEntry>,
+  force: boolean,
+  tagsOf: ReadonlyMap<string, string[]>,
+  skipped: { path: string; reason: string }[],
+  failed: { path: string; error: string }[],
+): { imported: { path: string; url: string; type: string }[]; toAppend: ManifestEvent[] } {
+  const removed = new Set<string>();
+  for (const e of events) {
+    if (e.op === "rm") removed.add(e.id);
+    else if (e.op === "add") removed.delete(e.id);
+  }
+  const imported: { path: string; url: string; type: string }[] = [];
+  const toAppend: ManifestEvent[] = [];
+  // The path rule (naming.ts) against what is registered and what this run registers before it.
+  const taken = [...state.values()].map((e) => e.path);
+  for (const c of valid) {
+    const current = state.get(c.path);
+    const overlap = current ? null : packPathOverlap(c.path, taken);
+    if (overlap !== null) {
+      failed.push({ path: c.path, error: `${overlapReason(c.path, overlap)}; choose a path outside it` });
+    } else if (current) {
+      if (current.url === c.url) skipped.push({ path: c.path, reason: "already registered" });
+      else if (force) {
+        imported.push({ path: c.path, url: c.url, type: current.type });
+        toAppend.push(makeEvent("update", c.path, { url: c.url }));
+      } else {
+        failed.push({ path: c.path, error: `already registered with url ${current.url}; pass --force to re-point it to ${c.url}` });
+      }
+    } else if (removed.has(c.path) && !force) {
+      skipped.push({ path: c.path, reason: "removed earlier (grex rm); pass --force to register it again" });
+    } else {
+      imported.push({ path: c.path, url: c.url, type: c.type });
+      taken.push(c.path);
+      const tags = tagsOf.get(c.path);
+      toAppend.push(makeEvent("add", c.path, { url: c.url, path: c.path, type: c.type, ref: c.ref, ...(tags ? { tags } : {}) }));
+    }
+  }
+  return { imported, toAppend };
 }

@@ -29,6 +29,7 @@ export const initVerb = defineVerb({
   }),
   result: Result,
   readOnly: false,
+  // "none": invoke cannot lock a workspace that may not exist yet; run() takes it for the clone pass.
   effects: unlessDryRun({ workspace: "none", packs: "each", writes: true }),
   destructive: false,
   mcp: true,
@@ -63,15 +64,22 @@ export const initVerb = defineVerb({
     const { ensureMergeLines, GITATTRIBUTES, missingMergeLines } = await import("../core/workspace/gitattributes.ts");
     if ((params.dry_run ? missingMergeLines(root) : ensureMergeLines(root)).length > 0) created.push(GITATTRIBUTES);
     let cloned: string[] = [];
-    if (params.clone && params.dry_run && existing) {
-      // What a real run would clone: registered top-level packs missing on disk.
+    if (params.clone && existing) {
+      // What is registered (read again under the lock by the clone pass; here only to leave a workspace with none untouched).
       const { readManifest } = await import("../core/workspace/manifest.ts");
       const { state } = await readManifest(ws, { warn: ctx.warn });
-      cloned = [...state.values()].filter((p) => !existsSync(join(root, p.path))).map((p) => p.id);
-    } else if (params.clone && existing) {
-      // Pre-existing manifest: bring missing packs onto disk like `grex sync` would.
-      const { cloneMissing } = await import("../core/sync/engine.ts");
-      cloned = await cloneMissing(ctx, ws, signal, progress, isLocked(ctx, params));
+      if (params.dry_run) {
+        // What a real run would clone: registered top-level packs missing on disk.
+        cloned = [...state.values()].filter((p) => !existsSync(join(root, p.path))).map((p) => p.id);
+      } else if (state.size > 0) {
+        // Pre-existing manifest: bring missing packs onto disk like `grex sync` would.
+        // The one verb that takes the workspace lock itself instead of declaring it:
+        // the lock lives in the workspace's state directory, and before init there may
+        // be no workspace for invoke to lock. Only this clone pass needs it (the files
+        // above are created with O_EXCL / under their own file locks).
+        const [{ cloneMissing }, { withWorkspaceLock }] = await Promise.all([import("../core/sync/engine.ts"), import("../core/locks/locks.ts")]);
+        cloned = await withWorkspaceLock(ws, "init", "exclusive", () => cloneMissing(ctx, ws, signal, progress, isLocked(ctx, params)));
+      }
     }
     return { workspace: root, created, cloned, dry_run: params.dry_run };
   },

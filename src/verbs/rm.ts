@@ -5,7 +5,7 @@ import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { stepLines, type StepLike } from "./render-steps.ts";
 import { CancelledError, GrexError, packOpError, toGrexError, usageError } from "../core/base/errors.ts";
-import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks/locks.ts";
+import { withPackLock } from "../core/locks/locks.ts";
 import { statusCacheFile } from "../core/git/worktree/status-cache.ts";
 import { readLockfile, writeLockfile } from "../core/workspace/lockfile.ts";
 import { appendEvents, makeEvent, readManifest } from "../core/workspace/manifest.ts";
@@ -68,8 +68,6 @@ export const rmVerb = defineVerb({
       import("../core/workspace/gitignore.ts"),
       import("../core/workspace/trash.ts"),
     ]);
-    const lock = p.dry_run ? null : tryAcquireWorkspaceLock(ws, "rm");
-    try {
       // What an interrupted rm left behind goes first: it was already unregistered or checked.
       const swept = p.dry_run ? [] : sweepTrash(ws);
       for (const left of swept) ctx.debug(1, `swept ${left} from an interrupted rm`);
@@ -154,9 +152,6 @@ export const rmVerb = defineVerb({
       // The status caches go with their packs (an accelerator only: a leftover would be harmless, just clutter).
       for (const id of [p.id, ...children.map((c) => c.id)]) rmSync(statusCacheFile(ws.stateDir, id), { force: true });
       return { ...base, removed: true, files_deleted: deleted.length > 0, teardown, dry_run: false, steps };
-    } finally {
-      lock?.release();
-    }
   },
   render(r, _p, style) {
     const lines = stepLines(r.steps as unknown as StepLike[], style);

@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { packOpError, usageError } from "../core/base/errors.ts";
-import { tryAcquireWorkspaceLock, withPackLock } from "../core/locks/locks.ts";
+import { withPackLock } from "../core/locks/locks.ts";
 import { readLockfile, writeLockfile } from "../core/workspace/lockfile.ts";
 import { readManifest } from "../core/workspace/manifest.ts";
 import { stepLines, type StepLike } from "./render-steps.ts";
@@ -45,45 +45,40 @@ export const teardownVerb = defineVerb({
   cli: { args: "<id>", positionals: ["id"], flags: [allowOutsideHomeFlag] },
   async run(ctx, p, signal) {
     const ws = ctx.workspace();
-    const lock = p.dry_run ? null : tryAcquireWorkspaceLock(ws, "teardown");
-    try {
-      const { state } = await readManifest(ws, { warn: ctx.warn });
-      const lockEntries = readLockfile(ws, { warn: ctx.warn });
-      // A top-level pack from the manifest, or a child recorded in the lockfile.
-      const top = state.get(p.id);
-      const child = top ? undefined : lockEntries.get(p.id);
-      if (!top && (!child || !p.id.includes("/"))) {
-        throw unknownPackId(p.id, [...state.keys(), ...lockEntries.keys()], ws.manifestPath, "id");
-      }
-      const dir = join(ws.root, top ? top.path : p.id);
-      if (!existsSync(dir)) {
-        throw usageError(`Pack '${p.id}' is not on disk (${dir}), so there is no setup to undo; run grex sync to clone it.`, { field: "id" });
-      }
-      const { teardownPack } = await import("../core/packtypes/index.ts");
-      const type = top?.type ?? child?.type ?? "meta";
-      const undo = () => teardownPack({ ws, id: p.id, dir, type, env: ctx.env, signal, dryRun: p.dry_run, allowOutsideHome: allowsOutsideHome(ctx, p) });
-      // A dry run touches nothing, locks included.
-      const r = p.dry_run ? await undo() : await withPackLock(ws, dir, signal, undo);
-      const subtree = [...lockEntries.keys()].filter((id) => id === p.id || id.startsWith(`${p.id}/`));
-      if (!p.dry_run) {
-        // Even a partial teardown has undone some setup: mark all of it for reinstall.
-        for (const id of subtree) {
-          const e = lockEntries.get(id);
-          if (e) lockEntries.set(id, { ...e, installed_at: "" });
-        }
-        await writeLockfile(ws, lockEntries.values(), signal);
-      }
-      return {
-        id: p.id,
-        teardown: r.failed ? ("failed" as const) : ("ok" as const),
-        reset: p.dry_run ? [] : subtree,
-        dry_run: p.dry_run,
-        steps: r.steps.map((s) => ({ ...s })),
-        failed: r.failed,
-      };
-    } finally {
-      lock?.release();
+    const { state } = await readManifest(ws, { warn: ctx.warn });
+    const lockEntries = readLockfile(ws, { warn: ctx.warn });
+    // A top-level pack from the manifest, or a child recorded in the lockfile.
+    const top = state.get(p.id);
+    const child = top ? undefined : lockEntries.get(p.id);
+    if (!top && (!child || !p.id.includes("/"))) {
+      throw unknownPackId(p.id, [...state.keys(), ...lockEntries.keys()], ws.manifestPath, "id");
     }
+    const dir = join(ws.root, top ? top.path : p.id);
+    if (!existsSync(dir)) {
+      throw usageError(`Pack '${p.id}' is not on disk (${dir}), so there is no setup to undo; run grex sync to clone it.`, { field: "id" });
+    }
+    const { teardownPack } = await import("../core/packtypes/index.ts");
+    const type = top?.type ?? child?.type ?? "meta";
+    const undo = () => teardownPack({ ws, id: p.id, dir, type, env: ctx.env, signal, dryRun: p.dry_run, allowOutsideHome: allowsOutsideHome(ctx, p) });
+    // A dry run touches nothing, locks included.
+    const r = p.dry_run ? await undo() : await withPackLock(ws, dir, signal, undo);
+    const subtree = [...lockEntries.keys()].filter((id) => id === p.id || id.startsWith(`${p.id}/`));
+    if (!p.dry_run) {
+      // Even a partial teardown has undone some setup: mark all of it for reinstall.
+      for (const id of subtree) {
+        const e = lockEntries.get(id);
+        if (e) lockEntries.set(id, { ...e, installed_at: "" });
+      }
+      await writeLockfile(ws, lockEntries.values(), signal);
+    }
+    return {
+      id: p.id,
+      teardown: r.failed ? ("failed" as const) : ("ok" as const),
+      reset: p.dry_run ? [] : subtree,
+      dry_run: p.dry_run,
+      steps: r.steps.map((s) => ({ ...s })),
+      failed: r.failed,
+    };
   },
   failure(r) {
     if (!r.failed) return undefined;

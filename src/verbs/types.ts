@@ -68,7 +68,9 @@ export interface CliSpec {
  *   after. `exclusive` for a mutation pass (sync, update, add, rm), `shared`
  *   for verbs that change setup or the manifest and may run beside each other
  *   but not beside a mutation pass, `none` for readers. Both modes fail fast
- *   (exit 5, MCP -32003) when they cannot be had.
+ *   (exit 5, MCP -32003) when they cannot be had. Verb code never takes it
+ *   again; the one verb that takes it itself is `init` (there may be no
+ *   workspace to lock before it runs; see init.ts).
  * - `packs`: `each` — the verb runs its work on each pack under that pack's
  *   lock (core/locks withPackLock), after the workspace lock.
  * - `writes`: whether the verb may change files (workspace, packs, HOME).

@@ -4,7 +4,7 @@ import { packOpError, usageError } from "../core/base/errors.ts";
 import { unknownPackId } from "../core/base/pack-ids.ts";
 import { appendEvents, appendEventsLocked, makeEvent, readManifest, readManifestLocked, type ManifestEvent, type PackEntry } from "../core/workspace/manifest.ts";
 import { normaliseTags } from "../core/workspace/manifest-fold.ts";
-import { tryAcquireWorkspaceLock, withManifestLock } from "../core/locks/locks.ts";
+import { withManifestLock } from "../core/locks/locks.ts";
 import type { Workspace } from "../core/base/workspace.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { renderPackTable, streamPackRows, summaryLine, syncSelectionEntries } from "./sync-shared.ts";
@@ -66,65 +66,59 @@ export const updateVerb = defineVerb({
     }
     const both = p.tag.find((t) => p.untag.includes(t));
     if (both !== undefined) throw usageError(`Tag '${both}' is given to both --tag and --untag; keep one.`, { field: "untag" });
-    const lock = p.dry_run ? null : tryAcquireWorkspaceLock(ws, "update");
-    try {
-      const tagged = retag ? await retagPacks(ws, p, ctx.warn, signal) : [];
-      if (retag && p.ref === undefined) {
-        // Only the tags change: nothing to fetch, move or install.
-        return { verb: "update" as const, dry_run: p.dry_run, packs: [], tagged };
-      }
-      if (p.ref !== undefined) {
-        const { state } = await readManifest(ws, { warn: ctx.warn });
-        for (const id of p.ids) {
-          if (!state.has(id)) throw unknownPackId(id, state.keys(), ws.manifestPath);
-        }
-      }
-      const { runSync } = await import("../core/sync/engine.ts"); // lazy: `ls` and `--help` never load the engine
-      const selected = await (await import("./select.ts")).selectedTopLevel(ctx, p.filter);
-      // Known as each pack completes (its result alone decides it), so streamed rows say it too.
-      const unpinned = (r: { id: string; result: string }) =>
-        p.ref !== undefined && !p.dry_run && p.ids.includes(r.id) && r.result !== "ok";
-      const note = <R extends { id: string; result: string; message: string }>(r: R): R =>
-        unpinned(r) ? { ...r, message: `${r.message.replace(/\.$/, "")}; the pin to '${p.ref}' was not recorded` } : r;
-      const report = await runSync(
-        ctx,
-        {
-          mode: "update",
-          ids: p.ids,
-          only: [],
-          selected,
-          ref: p.ref ?? null,
-          force: p.force,
-          failFast: false,
-          recursive: true,
-          dryRun: p.dry_run,
-          parallel: p.parallel,
-          lockHeld: true,
-          allowOutsideHome: allowsOutsideHome(ctx, p),
-          onPackDone: streamPackRows(ctx.rows, (r) => updateRow(note(r))),
-        },
-        signal,
-        progress,
-      );
-      // The new pin is recorded only for packs that reached it; the others keep their old pin.
-      const pinned = p.ref === undefined || p.dry_run ? [] : report.packs.filter((r) => p.ids.includes(r.id) && r.result === "ok");
-      if (pinned.length > 0) await appendEvents(ws, pinned.map((r) => makeEvent("update", r.id, { ref: p.ref ?? null })), signal);
-      return {
-        verb: "update" as const,
-        dry_run: p.dry_run,
-        tagged,
-        packs: report.packs.map((r) => ({
-          id: r.id,
-          synced: r.result === "ok",
-          reinstalled: r.reinstalled,
-          reason: r.reason === "never-installed" ? ("hash-changed" as const) : r.reason,
-          result: r.result,
-          message: note(r).message,
-        })),
-      };
-    } finally {
-      lock?.release();
+    const tagged = retag ? await retagPacks(ws, p, ctx.warn, signal) : [];
+    if (retag && p.ref === undefined) {
+      // Only the tags change: nothing to fetch, move or install.
+      return { verb: "update" as const, dry_run: p.dry_run, packs: [], tagged };
     }
+    if (p.ref !== undefined) {
+      const { state } = await readManifest(ws, { warn: ctx.warn });
+      for (const id of p.ids) {
+        if (!state.has(id)) throw unknownPackId(id, state.keys(), ws.manifestPath);
+      }
+    }
+    const { runSync } = await import("../core/sync/engine.ts"); // lazy: `ls` and `--help` never load the engine
+    const selected = await (await import("./select.ts")).selectedTopLevel(ctx, p.filter);
+    // Known as each pack completes (its result alone decides it), so streamed rows say it too.
+    const unpinned = (r: { id: string; result: string }) =>
+      p.ref !== undefined && !p.dry_run && p.ids.includes(r.id) && r.result !== "ok";
+    const note = <R extends { id: string; result: string; message: string }>(r: R): R =>
+      unpinned(r) ? { ...r, message: `${r.message.replace(/\.$/, "")}; the pin to '${p.ref}' was not recorded` } : r;
+    const report = await runSync(
+      ctx,
+      {
+        mode: "update",
+        ids: p.ids,
+        only: [],
+        selected,
+        ref: p.ref ?? null,
+        force: p.force,
+        failFast: false,
+        recursive: true,
+        dryRun: p.dry_run,
+        parallel: p.parallel,
+        allowOutsideHome: allowsOutsideHome(ctx, p),
+        onPackDone: streamPackRows(ctx.rows, (r) => updateRow(note(r))),
+      },
+      signal,
+      progress,
+    );
+    // The new pin is recorded only for packs that reached it; the others keep their old pin.
+    const pinned = p.ref === undefined || p.dry_run ? [] : report.packs.filter((r) => p.ids.includes(r.id) && r.result === "ok");
+    if (pinned.length > 0) await appendEvents(ws, pinned.map((r) => makeEvent("update", r.id, { ref: p.ref ?? null })), signal);
+    return {
+      verb: "update" as const,
+      dry_run: p.dry_run,
+      tagged,
+      packs: report.packs.map((r) => ({
+        id: r.id,
+        synced: r.result === "ok",
+        reinstalled: r.reinstalled,
+        reason: r.reason === "never-installed" ? ("hash-changed" as const) : r.reason,
+        result: r.result,
+        message: note(r).message,
+      })),
+    };
   },
   failure(r) {
     const failed = r.packs.filter((p) => p.result === "failed");

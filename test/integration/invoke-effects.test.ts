@@ -2,7 +2,7 @@
 // real grex CLI and another process holding the lock (exclusive, as a sync
 // does, or shared, as a run does).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TestWorkspace } from "../helpers/workspace.ts";
 
@@ -54,5 +54,30 @@ describe("declared effects are enforced for every call", () => {
       expect(sync.code).toBe(5);
       expect(sync.stderr).toContain("grex run (pid");
     });
+  });
+
+  test("add, update, rm and teardown hold the lock their verb declares (taken once, by invoke): each fails fast while a sync holds it", async () => {
+    await whileHeld("workspace", async () => {
+      const url = w.repo("blocked", { "x.txt": "x\n" });
+      for (const args of [["add", url, "blocked"], ["update"], ["rm", "setup", "--keep-files"], ["teardown", "setup"]]) {
+        const r = await w.grex(...args);
+        expect({ args, code: r.code }).toEqual({ args, code: 5 });
+        expect(r.stderr).toContain("grex sync (pid");
+      }
+    });
+    expect((await w.grex("ls", "--json")).json.packs).toContainEqual(expect.objectContaining({ id: "setup" }));
+  });
+
+  test("init takes the lock itself for its clone pass (the one verb that cannot declare it): fails fast while held, clones after", async () => {
+    writeFileSync(join(w.ws, "three.json"), JSON.stringify([{ url: w.repo("missing", { "m.txt": "m\n" }), path: "missing" }]));
+    expect((await w.grex("import", "--from-repos-json", "three.json")).code).toBe(0);
+    await whileHeld("workspace", async () => {
+      const init = await w.grex("init");
+      expect(init.code).toBe(5);
+      expect(init.stderr).toContain("grex sync (pid");
+      expect(existsSync(join(w.ws, "missing", ".git"))).toBe(false);
+    });
+    expect((await w.grex("init")).code).toBe(0);
+    expect(existsSync(join(w.ws, "missing", ".git"))).toBe(true);
   });
 });

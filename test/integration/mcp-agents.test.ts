@@ -165,7 +165,7 @@ describe("plain JSON-RPC clients (curl)", () => {
     expect(await ls.json()).toMatchObject({ id: 4, result: { isError: false, structuredContent: { packs: [{ id: "agents-pack" }] } } });
     const denied = await post(root, { jsonrpc: "2.0", method: "tools/list", id: 5 }, { Authorization: "Bearer wrong" });
     expect(denied.status).toBe(401);
-    expect(await denied.json()).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32001, message: "Unauthorized" } });
+    expect(await denied.json()).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32010, message: "Unauthorized" } });
   });
 });
 

@@ -88,7 +88,7 @@ describe("sessions", () => {
     expect(s.sessionCount()).toBe(0);
     const res = await rawPost(s.url, JSON.stringify({ jsonrpc: "2.0", id: 2, method: "ping" }), { "Mcp-Session-Id": sid });
     expect(res.status).toBe(404);
-    expect(await res.json()).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32001, message: "Session not found" } });
+    expect(await res.json()).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32011, message: "Session not found: it was closed or expired; send initialize to open a new one." } });
   });
 
   test("stop() lets an in-flight call finish before closing", async () => {
@@ -108,7 +108,8 @@ describe("sessions", () => {
 });
 
 describe("bearer token", () => {
-  const UNAUTHORIZED = { jsonrpc: "2.0", id: null, error: { code: -32001, message: "Unauthorized" } };
+  // Its own code: -32001 is the integrity kind of a tool result.
+  const UNAUTHORIZED = { jsonrpc: "2.0", id: null, error: { code: -32010, message: "Unauthorized" } };
 
   test("missing or wrong token → 401 with a JSON-RPC error body", async () => {
     const s = await start("s3cret-token");
@@ -151,7 +152,7 @@ describe("request checks", () => {
     const big = `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"${"x".repeat(MAX_BODY_BYTES)}"}}`;
     const declared = await rawPost(s.url, big);
     expect(declared.status).toBe(413);
-    expect(((await declared.json()) as { error: { code: number } }).error.code).toBe(-32000);
+    expect(((await declared.json()) as { error: { code: number } }).error.code).toBe(-32014);
     const bytes = new TextEncoder().encode(big);
     const stream = new ReadableStream<Uint8Array>({
       start(c) {

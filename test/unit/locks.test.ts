@@ -4,11 +4,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CancelledError, GrexError } from "../../src/core/base/errors.ts";
 import {
+  assertWorkspaceLockHeld,
   backendLockPath,
   tryAcquireWorkspaceLock,
   withBackendLock,
   withManifestLock,
   withPackLock,
+  withWorkspaceLock,
   workspaceLockPath,
 } from "../../src/core/locks/locks.ts";
 import { PermitScheduler } from "../../src/core/locks/scheduler.ts";
@@ -310,5 +312,35 @@ describe("acquisition order", () => {
     ]);
     await withManifestLock(ws, never, () => undefined);
     await withPackLock(ws, join(root, "c"), never, async () => undefined); // after the manifest lock was released
+  });
+});
+
+describe("the workspace lock has one holder per call: the invoke path", () => {
+  test("code that runs only in a mutation pass refuses to run outside the lock, and runs inside it", async () => {
+    expect(() => assertWorkspaceLockHeld(ws, "grex sync")).toThrow(/runs only under the exclusive workspace lock/);
+    await withWorkspaceLock(ws, "sync", "exclusive", async () => {
+      assertWorkspaceLockHeld(ws, "grex sync");
+      assertWorkspaceLockHeld(ws, "grex run", "shared");
+    });
+    await withWorkspaceLock(ws, "run", "shared", async () => {
+      assertWorkspaceLockHeld(ws, "grex run", "shared");
+      expect(() => assertWorkspaceLockHeld(ws, "grex sync")).toThrow(/exclusive workspace lock/);
+    });
+    // Another workspace's lock does not count.
+    const other = mkdtempSync(join(tmpdir(), "grex-locks-other-"));
+    try {
+      await withWorkspaceLock(workspaceAt(other), "sync", "exclusive", async () => {
+        expect(() => assertWorkspaceLockHeld(ws, "grex sync")).toThrow();
+      });
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  test("the sync engine run outside a held lock is refused before it reads anything", async () => {
+    const { runSync } = await import("../../src/core/sync/engine.ts");
+    const ctx = { workspace: () => ws, scheduler: new PermitScheduler(1), env: { ...process.env }, warn() {}, debug() {} };
+    const opts = { mode: "sync" as const, ids: [], only: [], filter: undefined, ref: null, force: false, failFast: false, recursive: true, dryRun: false };
+    await expect(runSync(ctx, opts, never, () => {})).rejects.toThrow(/workspace lock/);
   });
 });

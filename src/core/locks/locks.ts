@@ -265,6 +265,18 @@ export async function withWorkspaceLock<T>(ws: Workspace, purpose: string, mode:
   }
 }
 
+/**
+ * Code that may run only inside a mutation pass (the sync engine) checks that
+ * its call chain holds the workspace lock: `invoke` takes it as the verb
+ * declares (`effects`), and `init` takes it itself (see init.ts). Not held is
+ * a bug in the caller, never a user error.
+ */
+export function assertWorkspaceLockHeld(ws: Workspace, purpose: string, mode: WorkspaceLockMode = "exclusive"): void {
+  const held = heldWorkspaceMode(ws.root);
+  if (held === "exclusive" || (held === "shared" && mode === "shared")) return;
+  throw new Error(`${purpose} runs only under the ${mode} workspace lock of ${ws.root}, which its call does not hold; declare it in the verb's effects.`);
+}
+
 /** One operation per pack directory, across tasks and processes. */
 export function withPackLock<T>(ws: Workspace, packPath: string, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
   // Already held by this call chain (e.g. `rm` holds it around teardown, which saves the pack's state): covered.

@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { GrexError, usageError } from "../base/errors.ts";
 import { unknownPackId } from "../base/pack-ids.ts";
-import { type HeldLock, tryAcquireWorkspaceLock } from "../locks/locks.ts";
+import { assertWorkspaceLockHeld } from "../locks/locks.ts";
 import { type LockEntry, readLockfile } from "../workspace/lockfile.ts";
 import { type ManifestEvent, type PackEntry, readManifest } from "../workspace/manifest.ts";
 import { runtimeEvents } from "../workspace/journal.ts";
@@ -41,8 +41,6 @@ export interface SyncOptions {
   cloneOnly?: boolean;
   /** Per-call cap on packs fetched at once (0/undefined: only the shared scheduler limits). */
   parallel?: number | undefined;
-  /** Caller already holds the workspace lock (`add`). */
-  lockHeld?: boolean;
   /** The user's --allow-outside-home (CLI only): actions may touch paths outside HOME this run. */
   allowOutsideHome?: boolean;
   /** A pack being added: part of this run as if registered, its clone at `dir` (`add`). */
@@ -115,12 +113,8 @@ export async function runSync(
   progress: Progress,
 ): Promise<SyncReport> {
   const ws = ctx.workspace();
-  const lock: HeldLock | null = opts.dryRun || opts.lockHeld ? null : tryAcquireWorkspaceLock(ws, opts.mode);
-  try {
-    return await syncLocked(ctx, ws, opts, signal, progress);
-  } finally {
-    lock?.release();
-  }
+  if (!opts.dryRun) assertWorkspaceLockHeld(ws, `grex ${opts.mode}`); // taken by the verb's invoke (init: by init itself)
+  return await syncLocked(ctx, ws, opts, signal, progress);
 }
 
 /** What a run reads before any pack moves. */

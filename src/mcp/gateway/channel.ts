@@ -111,23 +111,9 @@ export function spawnStdioChannel(spec: StdioSpec): Channel {
       // the pipe broke: the exit below reports it
     }
   })();
-  const stderrReading = (async () => {
-    let partial = "";
-    try {
-      for (;;) {
-        const { value, done } = await stderrReader.read();
-        if (done) break;
-        const text = decoder.decode(value, { stream: true });
-        tail = (tail + text).slice(-STDERR_TAIL_BYTES);
-        const lines = (partial + text).split("\n");
-        partial = lines.pop() ?? "";
-        for (const l of lines) if (l.trim() !== "") spec.stderrLine(l);
-      }
-    } catch {
-      // ignore
-    }
-    if (partial.trim() !== "") spec.stderrLine(partial);
-  })();
+  const stderrReading = readStderr(stderrReader, spec.stderrLine, (text) => {
+    tail = (tail + text).slice(-STDERR_TAIL_BYTES);
+  });
   const closed = (async () => {
     await proc.exited;
     // What stayed in its group goes with it; a grandchild that keeps the pipes open must not keep us waiting.
@@ -142,6 +128,26 @@ export function spawnStdioChannel(spec: StdioSpec): Channel {
     channel.onclose?.({ code: proc.exitCode, signal: proc.signalCode === null ? null : String(proc.signalCode) }, reason);
   })();
   return channel;
+}
+
+/** A child's stderr, line by line to `line` (a last partial line too), every piece of text also to `text` (the tail kept for errors). */
+async function readStderr(reader: { read(): Promise<{ value?: Uint8Array; done: boolean }> }, line: (l: string) => void, text: (t: string) => void): Promise<void> {
+  const decoder = new TextDecoder();
+  let partial = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      const chunk = decoder.decode(value, { stream: true });
+      text(chunk);
+      const lines = (partial + chunk).split("\n");
+      partial = lines.pop() ?? "";
+      for (const l of lines) if (l.trim() !== "") line(l);
+    }
+  } catch {
+    // ignore
+  }
+  if (partial.trim() !== "") line(partial);
 }
 
 /** An SDK client transport's events onto a channel: messages through, one close (with no exit status), errors left to the calls. */

@@ -27,150 +27,190 @@ export interface Transfer {
   body: BodyReader;
 }
 
-/**
- * Send `init` to `href` and return the response with a reader for its body,
- * capped at `cap` bytes (`capKey` names the limit; `what` the body in messages).
- */
-export async function openTransfer(
-  href: string,
-  init: RequestInit,
-  opts: { url: string; limits: TransferLimits; signal: AbortSignal; cap: number; capKey: "maxRefsBytes" | "maxPackBytes"; what: string },
-): Promise<Transfer> {
-  const { limits, signal } = opts;
-  const shown = displayUrl(opts.url);
-  const ctrl = new AbortController();
-  let fired: GrexError | null = null;
-  let failWaiter: ((err: GrexError) => void) | null = null;
-  const fire = (err: GrexError) => {
-    if (fired) return;
-    fired = err;
-    failWaiter?.(err);
-    ctrl.abort(err);
-  };
-  const onAbort = () => fire(new CancelledError());
-  if (signal.aborted) throw new CancelledError();
-  signal.addEventListener("abort", onAbort, { once: true });
+type TransferOpts = { url: string; limits: TransferLimits; signal: AbortSignal; cap: number; capKey: "maxRefsBytes" | "maxPackBytes"; what: string };
 
-  const started = Date.now();
-  let phase: "connect" | "body" = "connect";
-  let bytes = 0;
-  let windowStart = started;
-  let windowBytes = 0;
-  let prepared = 0;
+/**
+ * The limits' clock of one transfer: the connect timeout until the response
+ * starts, then the low-speed window while its body arrives. Whichever fires
+ * (or the caller's cancel) aborts the request and fails what `guard` waits on.
+ */
+class TransferClock {
+  readonly ctrl = new AbortController();
+  fired: GrexError | null = null;
+  /** Decoded body bytes so far. */
+  bytes = 0;
+  private failWaiter: ((err: GrexError) => void) | null = null;
+  private readonly started = Date.now();
+  private phase: "connect" | "body" = "connect";
+  private windowStart = this.started;
+  private windowBytes = 0;
+  private prepared = 0;
+  private readonly timer: ReturnType<typeof setInterval>;
+  private readonly onAbort = () => this.fire(new CancelledError());
+
+  constructor(
+    private readonly opts: TransferOpts,
+    private readonly shown: string,
+  ) {
+    const { limits } = opts;
   const lowSpeedMs = limits.lowSpeedTime * 1000;
   const tickMs = Math.max(50, Math.min(1000, lowSpeedMs > 0 ? lowSpeedMs / 4 : 1000, (limits.connectTimeout * 1000) / 4));
-  const timer = setInterval(() => {
+    opts.signal.addEventListener("abort", this.onAbort, { once: true });
+    this.timer = setInterval(() => this.tick(), tickMs);
+  }
+
+  fire(err: GrexError): void {
+    if (this.fired) return;
+    this.fired = err;
+    this.failWaiter?.(err);
+    this.ctrl.abort(err);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.opts.signal.removeEventListener("abort", this.onAbort);
+  }
+
+  /** The response has started: from now on the low-speed limit applies. */
+  bodyStarts(): void {
+    this.phase = "body";
+    this.windowStart = Date.now();
+  }
+
+  /** The server showed it is alive while preparing: the low-speed window restarts (within the allowance). */
+  keepalive(): void {
     const now = Date.now();
-    if (phase === "connect") {
-      if (limits.connectTimeout > 0 && now - started >= limits.connectTimeout * 1000) {
-        fire(limitError("connectTimeout", `${shown} did not answer within ${limits.connectTimeout} s`, limits.connectTimeout));
+    if (this.prepared === 0) this.prepared = now;
+    if (now - this.prepared > PREPARE_ALLOWANCE_MS) return;
+    this.windowStart = now;
+    this.windowBytes = this.bytes;
+  }
+
+  /** Wait for `p`, or fail at once when a limit fires. */
+  guard<T>(p: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.fired) return reject(this.fired);
+      this.failWaiter = reject;
+      p.then(resolve, (err) => reject(this.fired ?? err)).finally(() => {
+        this.failWaiter = null;
+      });
+    });
+  }
+
+  private tick(): void {
+    const { limits, what } = this.opts;
+    const now = Date.now();
+    if (this.phase === "connect") {
+      if (limits.connectTimeout > 0 && now - this.started >= limits.connectTimeout * 1000) {
+        this.fire(limitError("connectTimeout", `${this.shown} did not answer within ${limits.connectTimeout} s`, limits.connectTimeout));
       }
       return;
     }
-    if (lowSpeedMs <= 0 || now - windowStart < lowSpeedMs) return;
-    const rate = ((bytes - windowBytes) * 1000) / (now - windowStart);
+    const lowSpeedMs = limits.lowSpeedTime * 1000;
+    if (lowSpeedMs <= 0 || now - this.windowStart < lowSpeedMs) return;
+    const rate = ((this.bytes - this.windowBytes) * 1000) / (now - this.windowStart);
     if (rate < limits.lowSpeedLimit) {
-      fire(
+      const speed = rate < 10 ? `${rate.toFixed(1)} bytes` : showBytes(Math.floor(rate));
+      this.fire(
         limitError(
           "lowSpeedLimit",
-          `the ${opts.what} from ${shown} arrived at ${rate < 10 ? `${rate.toFixed(1)} bytes` : showBytes(Math.floor(rate))}/s for ${limits.lowSpeedTime} s, under the low-speed limit of ${showBytes(limits.lowSpeedLimit)}/s`,
+          `the ${what} from ${this.shown} arrived at ${speed}/s for ${limits.lowSpeedTime} s, under the low-speed limit of ${showBytes(limits.lowSpeedLimit)}/s`,
           limits.lowSpeedLimit,
         ),
       );
       return;
     }
-    windowStart = now;
-    windowBytes = bytes;
-  }, tickMs);
-  const stop = () => {
-    clearInterval(timer);
-    signal.removeEventListener("abort", onAbort);
-  };
-  /** Wait for `p`, or fail at once when a limit fires. */
-  const guard = <T>(p: Promise<T>): Promise<T> =>
-    new Promise<T>((resolve, reject) => {
-      if (fired) return reject(fired);
-      failWaiter = reject;
-      p.then(resolve, (err) => reject(fired ?? err)).finally(() => {
-        failWaiter = null;
-      });
-    });
+    this.windowStart = now;
+    this.windowBytes = this.bytes;
+  }
+}
 
+/**
+ * Send `init` to `href` and return the response with a reader for its body,
+ * capped at `cap` bytes (`capKey` names the limit; `what` the body in messages).
+ */
+export async function openTransfer(href: string, init: RequestInit, opts: TransferOpts): Promise<Transfer> {
+  const shown = displayUrl(opts.url);
+  if (opts.signal.aborted) throw new CancelledError();
+  const clock = new TransferClock(opts, shown);
   let res: Response;
   try {
     // decompress: false: an encoded body reaches us as sent, and is decoded below under the cap.
-    res = await guard(fetch(href, { ...init, signal: ctrl.signal, decompress: false } as RequestInit));
+    res = await clock.guard(fetch(href, { ...init, signal: clock.ctrl.signal, decompress: false } as RequestInit));
   } catch (err) {
-    stop();
+    clock.stop();
     throw err;
   }
-  phase = "body";
-  windowStart = Date.now();
+  clock.bodyStarts();
   let stream = res.body;
   const encoding = (res.headers.get("content-encoding") ?? "identity").trim().toLowerCase();
   if (stream && encoding !== "identity" && encoding !== "") {
     const format = encoding === "gzip" || encoding === "x-gzip" ? "gzip" : encoding === "deflate" ? "deflate" : null;
     if (!format) {
-      stop();
+      clock.stop();
       await res.body?.cancel().catch(() => undefined);
       throw packOpError(`${shown} sent its ${opts.what} with Content-Encoding ${encoding}, which grex does not decode; ask for it without compression or use an ssh URL.`, { url: shown });
     }
     stream = stream.pipeThrough(new DecompressionStream(format));
   }
-  const reader = stream?.getReader() ?? null;
+  return { res, body: bodyReader(stream?.getReader() ?? null, clock, opts, shown) };
+}
+
+/** What the body reader needs of a stream's reader. */
+interface ChunkReader {
+  read(): Promise<{ done: boolean; value?: Uint8Array }>;
+  cancel(): Promise<void>;
+}
+
+/** The body, chunk by chunk, under the byte cap and the clock; a read error or a limit becomes one sentence. */
+function bodyReader(reader: ChunkReader | null, clock: TransferClock, opts: TransferOpts, shown: string): BodyReader {
   let done = false;
   const finish = async () => {
-    stop();
+    clock.stop();
     if (!done) {
       done = true;
       await reader?.cancel().catch(() => undefined);
-      ctrl.abort();
+      clock.ctrl.abort();
     }
   };
-  const body: BodyReader = {
+  return {
     get bytes() {
-      return bytes;
+      return clock.bytes;
     },
     async read() {
       if (!reader || done) return null;
       let r: { done: true; value?: undefined } | { done: false; value: Uint8Array };
       try {
-        r = (await guard(reader.read())) as typeof r;
+        r = (await clock.guard(reader.read())) as typeof r;
       } catch (err) {
         await finish();
-        if (fired) throw fired;
+        if (clock.fired) throw clock.fired;
         if (isConnectionDrop(err)) {
-          throw packOpError(`the server at ${shown} closed the connection after ${showBytes(bytes)} of the ${opts.what}; retry, and if it keeps happening check the server or use an ssh URL.`, { url: shown, bytes });
+          throw packOpError(`the server at ${shown} closed the connection after ${showBytes(clock.bytes)} of the ${opts.what}; retry, and if it keeps happening check the server or use an ssh URL.`, { url: shown, bytes: clock.bytes });
         }
         const msg = runtimeWords(err instanceof Error ? err.message : String(err));
         throw packOpError(`the ${opts.what} from ${shown} could not be read (${msg}); check the server, or retry.`, { url: shown });
       }
       if (r.done) {
         done = true;
-        stop();
+        clock.stop();
         return null;
       }
-      bytes += r.value.length;
-      if (opts.what === "pack") reportActivity({ phase: "receiving", bytes });
-      if (bytes > opts.cap) {
+      clock.bytes += r.value.length;
+      if (opts.what === "pack") reportActivity({ phase: "receiving", bytes: clock.bytes });
+      if (clock.bytes > opts.cap) {
         const err = limitError(opts.capKey, `the ${opts.what} from ${shown} is larger than ${showBytes(opts.cap)}`, opts.cap);
         await finish();
         throw err;
       }
       return r.value;
     },
-    keepalive() {
-      const now = Date.now();
-      if (prepared === 0) prepared = now;
-      if (now - prepared > PREPARE_ALLOWANCE_MS) return;
-      windowStart = now;
-      windowBytes = bytes;
-    },
+    keepalive: () => clock.keepalive(),
     async close() {
       // A body read to its last packet usually has only its end left: reading it keeps the connection for the next request.
-      for (let drained = 0; !done && !fired && drained < 64 * 1024; ) {
+      for (let drained = 0; !done && !clock.fired && drained < 64 * 1024; ) {
         if (!reader) break;
-        const r: { done: boolean; value?: Uint8Array } = await guard<{ done: boolean; value?: Uint8Array }>(reader.read()).catch(() => ({ done: true }));
+        const r: { done: boolean; value?: Uint8Array } = await clock.guard<{ done: boolean; value?: Uint8Array }>(reader.read()).catch(() => ({ done: true }));
         if (r.done) {
           done = true;
           break;
@@ -180,5 +220,4 @@ export async function openTransfer(
       await finish();
     },
   };
-  return { res, body };
 }

@@ -21,7 +21,7 @@ import { hashWorktreeFile } from "./convert.ts";
 import { submoduleState } from "./submodule-status.ts";
 import { journaledPathsFor, onDisk, readJournal, sameVersion, tempNameOf } from "./checkout-journal.ts";
 import { gitdirOf, resolveRefSync } from "../refs/refs.ts";
-import { type DirStamp, type FileStamp, fileStampOf, indexKey, readStatusCache, sameFileStamp, sameStamp, settled, stampOf, writeStatusCache } from "./status-cache.ts";
+import { type DirStamp, type FileStamp, fileStampOf, indexKey, readStatusCache, sameFileStamp, sameStamp, settled, stampOf, type StatusCache, writeStatusCache } from "./status-cache.ts";
 
 const GITLINK = 0o160000;
 const SYMLINK = 0o120000;
@@ -340,32 +340,20 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
     if (tree.size !== entries.length) return true;
     for (const e of entries) if (tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
   }
-  if (cacheFile && key) {
-    // Rewritten only when it would say something new.
-    const commit = headTree === null ? null : head;
-    const complete = listed ? listed.stamps.size === listed.dirCount : true;
-    const proven = (proofs as HashProofs).proven;
-    const same =
-      cache?.index === key &&
-      cache.commit === commit &&
-      cache.tree === headTree &&
-      cache.complete === complete &&
-      (!listed || sameStamps(cache.dirs, listed.stamps, sameStamp)) &&
-      sameStamps(cache.hashed, proven, sameFileStamp);
-    if (!same) {
-      const dirs = listed ? Object.fromEntries(listed.stamps) : known;
-      writeStatusCache(cacheFile, { index: key, commit, tree: headTree, dirs, complete, hashed: Object.fromEntries(proven) });
-    }
-  }
+  if (cacheFile && key) rememberStatus(cacheFile, { key, cache, commit: headTree === null ? null : head, tree: headTree, listed, known, proven: (proofs as HashProofs).proven });
 
-  // 4. Untracked files count unless ignored; a directory is looked into only if it is not ignored itself.
-  if (untracked.length === 0) return false;
+  // 4. Untracked files count unless ignored.
+  return untracked.length > 0 && untrackedCounts(dir, gitdir, untracked, journal ? moveOwns : null);
+}
+
+/** Whether any untracked path is not ignored; a directory is looked into only if it is not ignored itself. */
+function untrackedCounts(dir: string, gitdir: string, untracked: Listing["untracked"], moveOwns: ((rel: string) => boolean) | null): boolean {
   const rules = new IgnoreRules(dir, gitdir);
   const pending = [...untracked];
   while (pending.length > 0) {
     const c = pending.pop() as { rel: string; isDir: boolean };
     if (!c.isDir) {
-      if (!(journal && moveOwns(c.rel)) && !rules.isIgnored(c.rel, false)) return true;
+      if (!moveOwns?.(c.rel) && !rules.isIgnored(c.rel, false)) return true;
       continue;
     }
     if (rules.isIgnored(c.rel, true)) continue;
@@ -376,4 +364,31 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
     }
   }
   return false;
+}
+
+/** The status cache after a dirty check, rewritten only when it would say something new. */
+function rememberStatus(
+  cacheFile: string,
+  now: {
+    key: string;
+    cache: StatusCache | null;
+    commit: string | null;
+    tree: string | null;
+    listed: Listing | null;
+    known: Record<string, DirStamp>;
+    proven: Map<string, FileStamp>;
+  },
+): void {
+  const { key, cache, commit, tree, listed, known, proven } = now;
+  const complete = listed ? listed.stamps.size === listed.dirCount : true;
+  const same =
+    cache?.index === key &&
+    cache.commit === commit &&
+    cache.tree === tree &&
+    cache.complete === complete &&
+    (!listed || sameStamps(cache.dirs, listed.stamps, sameStamp)) &&
+    sameStamps(cache.hashed, proven, sameFileStamp);
+  if (same) return;
+  const dirs = listed ? Object.fromEntries(listed.stamps) : known;
+  writeStatusCache(cacheFile, { index: key, commit, tree, dirs, complete, hashed: Object.fromEntries(proven) });
 }
