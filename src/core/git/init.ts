@@ -4,15 +4,16 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { configValue } from "./refs/config.ts";
 import { REMOTE } from "./transport/remote-refs.ts";
+import { configPath, gitPath, newLayout, objectsDir, refPath } from "./layout/layout.ts";
 
 export function initWithOrigin(dir: string, url: string): string {
-  const gitdir = join(dir, ".git");
+  const repo = newLayout(dir);
   // Only what git needs to recognise a repository; other directories appear when first written to.
-  fs.mkdirSync(join(gitdir, "objects"), { recursive: true });
-  fs.mkdirSync(join(gitdir, "refs"));
-  fs.writeFileSync(join(gitdir, "HEAD"), "ref: refs/heads/main\n");
+  fs.mkdirSync(objectsDir(repo), { recursive: true });
+  fs.mkdirSync(gitPath(repo, "refs"));
+  fs.writeFileSync(refPath(repo, "HEAD"), "ref: refs/heads/main\n");
   fs.writeFileSync(
-    join(gitdir, "config"),
+    configPath(repo),
     [
       "[core]",
       "\trepositoryformatversion = 0",
@@ -25,5 +26,5 @@ export function initWithOrigin(dir: string, url: string): string {
       "",
     ].join("\n"),
   );
-  return gitdir;
+  return repo.gitdir;
 }

@@ -31,6 +31,7 @@ import { parseConfig } from "./refs/config-levels.ts";
 import { ObjectStore } from "./objects/object-store.ts";
 import { gitdirOf, readHeadSync, resolveRefSync } from "./refs/refs.ts";
 import { flatTree } from "./objects/tree-read.ts";
+import { configPath } from "./layout/layout.ts";
 
 const GITLINK = 0o160000;
 const SYMLINK = 0o120000;
@@ -125,7 +126,7 @@ function throughLink(dir: string, rel: string): string | null {
 /** Record the submodule in the pack's config as `git submodule init` does (once). */
 function recordInConfig(gitdir: string, name: string, url: string): void {
   if (readGitdirConfigValue(gitdir, "submodule", name, "url") !== null) return;
-  const path = join(gitdir, "config");
+  const path = configPath(gitdir);
   const text = fs.readFileSync(path, "utf8");
   const header = `[submodule "${name.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"]`;
   fs.appendFileSync(path, `${text.endsWith("\n") ? "" : "\n"}${header}\n\tactive = true\n\turl = ${configValue(url)}\n`);
@@ -224,7 +225,7 @@ export function wantsSubmodules(dir: string, packYamlSays: boolean | undefined):
 export function recordRecurse(dir: string): void {
   const gitdir = gitdirOf(dir);
   if (!gitdir || wantsSubmodules(dir, false)) return;
-  const path = join(gitdir, "config");
+  const path = configPath(gitdir);
   const text = fs.readFileSync(path, "utf8");
   fs.appendFileSync(path, `${text.endsWith("\n") ? "" : "\n"}[submodule]\n\trecurse = true\n`);
 }

@@ -25,6 +25,7 @@ import { globMatch } from "../base/filter.ts";
 import { interruptedPacks, notInstalled, openBrackets } from "./install-state.ts";
 import { offBranch } from "./off-branch.ts";
 import { type Pruned, pruneChild, removedChildren } from "./prune.ts";
+import { excludeFileOf } from "../git/layout/layout.ts";
 
 export interface SyncOptions {
   mode: "sync" | "update";
@@ -409,12 +410,12 @@ async function recordResults(
   for (const n of nodes) {
     if (n.outcome === "failed" && !n.head) continue;
     // x-generated: what the pack's own setup writes into it, excluded in its own repository so it stays clean.
-    if (n.manifest !== null || existsSync(join(n.dir, ".git", "info", "exclude"))) {
-      const own = join(n.dir, ".git", "info", "exclude");
+    const own = excludeFileOf(n.dir);
+    if (own !== null && (n.manifest !== null || existsSync(own))) {
       ignoreUpdates.set(own, [...(ignoreUpdates.get(own) ?? []), [GENERATED_BLOCK, generatedExcludeLines(n.manifest)]]);
     }
-    const [file, rel] =
-      n.parent === null ? [join(ws.root, ".gitignore"), n.path] : [join(n.parent.dir, ".git", "info", "exclude"), n.path.slice(n.parent.path.length + 1)];
+    const [file, rel] = n.parent === null ? [join(ws.root, ".gitignore"), n.path] : [excludeFileOf(n.parent.dir), n.path.slice(n.parent.path.length + 1)];
+    if (file === null) continue; // a parent without a repository has nothing to exclude a child from
     const list = ignoreUpdates.get(file) ?? [];
     list.push([n.id, packIgnoreLines(rel, n.manifest)]);
     ignoreUpdates.set(file, list);

@@ -5,6 +5,7 @@
 // winning. `include`/`includeIf` are not followed (grex's documented limit).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { configPath } from "../layout/layout.ts";
 
 export interface ConfigEntry {
   /** Section and key lower-case; the subsection exactly as written (`[filter "lfs"]`). */
@@ -91,7 +92,7 @@ export class LayeredConfig {
   static load(gitdir: string | null, env: NodeJS.ProcessEnv = process.env): LayeredConfig {
     const entries: ConfigEntry[] = [];
     const files = userConfigFiles(env);
-    if (gitdir !== null) files.push(join(gitdir, "config"));
+    if (gitdir !== null) files.push(configPath(gitdir));
     for (const f of files) {
       let text: string;
       try {

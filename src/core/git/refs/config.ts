@@ -2,9 +2,9 @@
 // (origin's URL for `ls`, `doctor`, `import`). Handles sections in any case,
 // quoted values and trailing comments; includes are not followed.
 import { appendFileSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { gitdirOf } from "./refs.ts";
 import { unquote } from "./config-levels.ts";
+import { configPath } from "../layout/layout.ts";
 
 
 /** `key` (lower-case) in section `[section "sub"]` of the repository's config, or null. */
@@ -14,7 +14,7 @@ export function readConfigValueSync(dir: string, section: string, sub: string | 
 }
 
 export function readGitdirConfigValue(gitdir: string, section: string, sub: string | null, key: string): string | null {
-  return readConfigFileValue(join(gitdir, "config"), section, sub, key);
+  return readConfigFileValue(configPath(gitdir), section, sub, key);
 }
 
 /** `key` in one config file (any of git's: the repository's, the global, the system one), or null. */
@@ -54,7 +54,7 @@ export function configValue(v: string): string {
 /** Record that local `branch` tracks origin's branch of the same name, unless something is recorded already. */
 export function setTrackingSync(gitdir: string, branch: string, remote: string): void {
   if (readGitdirConfigValue(gitdir, "branch", branch, "remote") !== null) return;
-  const path = join(gitdir, "config");
+  const path = configPath(gitdir);
   let sep = "";
   try {
     sep = readFileSync(path, "utf8").endsWith("\n") ? "" : "\n";

@@ -1,45 +1,23 @@
 // Synchronous reads and writes of a repository's refs straight from the files
 // (loose refs override packed-refs, as in git). Cheap enough for `grex ls` and
 // for the no-op check before any fetch, and never loads isomorphic-git.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { dirname, isAbsolute, join, resolve } from "node:path";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { HeadInfo } from "./head.ts";
+import { commonDirOf, gitdirOf, layoutOfGitdir, packedRefsPath, refPath, type RepoLayout } from "../layout/layout.ts";
 
 const OID = /^[0-9a-f]{40}$/;
 
-/** The git directory of a work tree (`.git` dir, or the `gitdir:` a `.git` file points to), or of a bare repo; null if none. */
-export function gitdirOf(dir: string): string | null {
-  const dotgit = join(dir, ".git");
-  try {
-    const st = statSync(dotgit);
-    if (st.isDirectory()) return dotgit;
-    if (st.isFile()) {
-      const m = /^gitdir:\s*(.+?)\s*$/m.exec(readFileSync(dotgit, "utf8"));
-      if (m?.[1]) return isAbsolute(m[1]) ? m[1] : resolve(dir, m[1]);
-    }
-  } catch {
-    // fall through: maybe a bare repository
-  }
-  if (existsSync(join(dir, "HEAD")) && existsSync(join(dir, "objects")) && existsSync(join(dir, "refs"))) return dir;
-  return null;
-}
+// Where a repository lives and which of its files are shared by linked worktrees: layout.ts.
+export { gitdirOf } from "../layout/layout.ts";
 
 /** Refs are shared by linked worktrees: they live in `commondir` when there is one. */
-function refStore(gitdir: string): string {
-  // Checked first: a thrown ENOENT costs more than the look (this runs for every ref read).
-  if (!existsSync(join(gitdir, "commondir"))) return gitdir;
-  try {
-    const common = readFileSync(join(gitdir, "commondir"), "utf8").trim();
-    return isAbsolute(common) ? common : resolve(gitdir, common);
-  } catch {
-    return gitdir;
-  }
-}
+const refStore = commonDirOf;
 
 export function readPackedRefs(gitdir: string): Map<string, string> {
   const out = new Map<string, string>();
   let text: string;
-  const path = join(refStore(gitdir), "packed-refs");
+  const path = packedRefsPath(gitdir);
   if (!existsSync(path)) return out; // common after a fresh clone; cheaper than a thrown ENOENT
   try {
     text = readFileSync(path, "utf8");
@@ -60,19 +38,18 @@ export function readPackedRefs(gitdir: string): Map<string, string> {
  * ref of every pack through one reader.
  */
 export class RefFiles {
-  private common: string | undefined;
+  private repo: RepoLayout | undefined;
   constructor(readonly gitdir: string) {}
 
-  private get store(): string {
-    return (this.common ??= refStore(this.gitdir));
+  private get layout(): RepoLayout {
+    return (this.repo ??= layoutOfGitdir(this.gitdir));
   }
 
   /** A loose ref's text, trimmed, or null. */
   loose(ref: string): string | null {
-    // HEAD and other pseudo-refs live in the worktree's own gitdir; refs/* in the common store.
-    const base = ref.startsWith("refs/") ? this.store : this.gitdir;
+    // HEAD and other pseudo-refs live in the worktree's own gitdir; refs/* in the common store (layout.ts says which).
     try {
-      return readFileSync(join(base, ref), "utf8").trim();
+      return readFileSync(refPath(this.layout, ref), "utf8").trim();
     } catch {
       return null;
     }
@@ -147,7 +124,7 @@ export function listRefsSync(gitdir: string, prefix: string): Map<string, string
  */
 export function writeRefSync(gitdir: string, ref: string, value: string): void {
   checkRefName(ref);
-  const path = join(ref.startsWith("refs/") ? refStore(gitdir) : gitdir, ref);
+  const path = refPath(gitdir, ref);
   mkdirSync(dirname(path), { recursive: true });
   const tmp = `${path}.lock`;
   writeFileSync(tmp, `${value}\n`);

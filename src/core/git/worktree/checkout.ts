@@ -19,6 +19,7 @@ import { checkoutFresh } from "./checkout-fresh.ts";
 import { MissingObjectError, UnsafeTreeError, verifiedFlatTree } from "../objects/tree-read.ts";
 import { displayUrl } from "../transport/url.ts";
 import { beyondLink, linkedParent } from "./worktree-guard.ts";
+import { isShallow } from "../layout/layout.ts";
 
 type Target = { kind: "branch"; name: string; oid: string } | { kind: "detached"; oid: string };
 
@@ -173,7 +174,7 @@ async function peelToCommit(git: Git, o: MoveOptions, oid: string): Promise<stri
  * shallow boundary or names the missing object as before.
  */
 async function relate(gitdir: string, local: string, remote: string): Promise<"behind" | "ahead" | "diverged"> {
-  if (!fs.existsSync(`${gitdir}/shallow`)) {
+  if (!isShallow(gitdir)) {
     let counts: { ahead: number; behind: number } | null = null;
     try {
       counts = countLeftRight(gitdir, local, remote);

@@ -10,6 +10,7 @@
 import { readFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { readConfigFileValue } from "../refs/config.ts";
+import { configPath, infoExcludePath } from "../layout/layout.ts";
 
 export interface Rule {
   pattern: string;
@@ -173,7 +174,7 @@ export function excludesFilePath(gitdir: string, workTree: string): string {
   const xdg = process.env.XDG_CONFIG_HOME ? process.env.XDG_CONFIG_HOME : join(home, ".config");
   const globals = process.env.GIT_CONFIG_GLOBAL ? [process.env.GIT_CONFIG_GLOBAL] : [join(home, ".gitconfig"), join(xdg, "git", "config")];
   const system = process.env.GIT_CONFIG_NOSYSTEM ? [] : [process.env.GIT_CONFIG_SYSTEM || "/etc/gitconfig"];
-  for (const file of [join(gitdir, "config"), ...globals, ...system]) {
+  for (const file of [configPath(gitdir), ...globals, ...system]) {
     const v = readConfigFileValue(file, "core", null, "excludesfile");
     if (v === null) continue;
     const expanded = v.startsWith("~/") ? join(home, v.slice(2)) : v;
@@ -192,7 +193,7 @@ export class IgnoreRules {
     private readonly workTree: string,
     gitdir: string,
   ) {
-    this.info = readRules(join(gitdir, "info", "exclude"));
+    this.info = readRules(infoExcludePath(gitdir));
     this.global = readRules(excludesFilePath(gitdir, workTree));
   }
 
