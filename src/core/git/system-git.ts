@@ -9,7 +9,6 @@ import { cloneAtomically } from "./clone.ts";
 import { head, isDirty, remoteUrl, requireGitdir } from "./inspect.ts";
 import { deleteRefSync, readSymref } from "./refs/refs.ts";
 import { pickDefaultBranch, planRefs, REMOTE, type RemoteRefs, writeOriginHead } from "./transport/remote-refs.ts";
-import { join } from "node:path";
 
 /** ls-remote of a repository with very many refs stays far below this. */
 const MAX_GIT_OUTPUT = 64 << 20;

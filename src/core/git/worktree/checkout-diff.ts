@@ -10,7 +10,8 @@
 //   2. journal <gitdir>/grex-checkout.json {from, to, branch} (temp + rename);
 //   3. files: removals, then writes, each to a temp name renamed into place,
 //      so a file is always wholly the old or wholly the new version;
-//   4. the index (temp + rename);
+//   4. the index (index-manager.ts: index.lock, taken before step 1 and held
+//      throughout, fsync'd and renamed over the index);
 //   5. refs (the caller, moveTo), then the journal is removed.
 // While a journal exists, a changed path showing either its old or its new
 // version is the move's own work, never a local change; the next update
@@ -19,14 +20,15 @@ import * as fs from "node:fs";
 import { dirname, join } from "node:path";
 import { packOpError } from "../../base/errors.ts";
 import { readConfigValueSync } from "../refs/config.ts";
-import { entryFor, type IndexEntry, indexVersionOf, parseIndex, SKIP_WORKTREE, serializeIndex, sharedIndexIn } from "../objects/index-file.ts";
+import { entryFor, type IndexEntry, parseIndex, SKIP_WORKTREE, sharedIndexIn } from "../objects/index-file.ts";
+import { type IndexLock, readIndexBytes, withIndexLock } from "../objects/index-manager.ts";
+import { indexPath } from "../layout/layout.ts";
 import { SparseCheckout } from "./sparse-checkout.ts";
 import { isNotFound, missingObject } from "../transport/git-errors.ts";
-import { loadGit } from "../objects/iso.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import { writeRefSync } from "../refs/refs.ts";
 import { type CheckoutJournal, clearJournal, onDisk, parseModeOid as parse, sameVersion, tempNameOf, writeJournal } from "./checkout-journal.ts";
-import { cacheTreeOf, flatTree, UnsafeTreeError, verifiedFlatTree } from "../objects/tree-read.ts";
+import { cacheTreeOf, flatTree, readBlobBytes, UnsafeTreeError, verifiedFlatTree } from "../objects/tree-read.ts";
 import { fileChanged } from "./worktree.ts";
 import { beyondLink, makeParents, parentsOf, RealDirs, removeEmptyParents, removeEntry, writeEntry } from "./worktree-guard.ts";
 import { Conversion, attributePaths } from "./convert.ts";
@@ -55,12 +57,8 @@ interface Plan {
 }
 
 async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: string, verified?: Map<string, string>): Promise<Plan | null> {
-  let buf: Buffer;
-  try {
-    buf = fs.readFileSync(join(gitdir, "index"));
-  } catch {
-    return null;
-  }
+  const buf = readIndexBytes(gitdir);
+  if (buf === null) return null;
   const entries = parseIndex(buf, sharedIndexIn(gitdir));
   // A conflict, or a sparse index's directory entries: the full checkout handles those.
   if (!entries || entries.some((e) => e.stage !== 0 || e.mode === 0o040000)) return null;
@@ -101,7 +99,7 @@ function conflicts(plan: Plan, resuming: boolean): string[] {
   const filemode = readConfigValueSync(plan.dir, "core", null, "filemode") !== "false";
   let indexMtime = Number.POSITIVE_INFINITY;
   try {
-    indexMtime = fs.statSync(join(plan.gitdir, "index")).mtimeMs;
+    indexMtime = fs.statSync(indexPath(plan.gitdir)).mtimeMs;
   } catch {
     // no index: every entry counts as racy
   }
@@ -152,11 +150,7 @@ function conflicts(plan: Plan, resuming: boolean): string[] {
 }
 
 async function readBlob(store: ObjectStore, gitdir: string, oid: string): Promise<Buffer> {
-  const o = store.read(oid);
-  if (o?.type === "blob") return o.data;
-  const git = await loadGit();
-  const { blob } = await git.readBlob({ fs, gitdir, oid });
-  return Buffer.from(blob);
+  return Buffer.from(await readBlobBytes(store, gitdir, oid));
 }
 
 /**
@@ -176,7 +170,7 @@ function linkOnTheWay(plan: Plan): { path: string; link: string } | null {
   return null;
 }
 
-async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<void> {
+async function apply(plan: Plan, filemode: boolean, resuming: boolean, index: IndexLock): Promise<void> {
   const { dir, gitdir, dirs } = plan;
   const removals = plan.changed.filter((p) => !plan.to.has(p));
   const writes = plan.changed.filter((p) => plan.to.has(p));
@@ -244,10 +238,7 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
   // When the index is now exactly the target commit, say so (cache-tree): later dirty checks skip reading its trees.
   const exact = plan.index.size === plan.to.size && [...plan.index.values()].every((e) => plan.to.get(e.path) === `${e.mode} ${e.oid}`);
   const cacheTree = exact ? withStore(gitdir, (s) => cacheTreeOf(s, plan.toOid)) : null;
-  const indexPath = join(gitdir, "index");
-  const tmp = `${indexPath}.grex-tmp`;
-  fs.writeFileSync(tmp, serializeIndex([...plan.index.values()], cacheTree ?? undefined, indexVersionOf(indexPath)));
-  fs.renameSync(tmp, indexPath);
+  index.commit([...plan.index.values()], cacheTree ?? undefined);
 }
 
 /**
@@ -256,7 +247,12 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
  * touched nothing, when the index is one we do not handle (the caller falls
  * back to a full checkout).
  */
-export async function checkoutDiff(dir: string, gitdir: string, from: string, to: string, branch: string | null, verified?: Map<string, string>): Promise<boolean> {
+export function checkoutDiff(dir: string, gitdir: string, from: string, to: string, branch: string | null, verified?: Map<string, string>): Promise<boolean> {
+  // The index is locked before it is read, and until the new one is in place: a git command in the repository waits, or grex does.
+  return withIndexLock(gitdir, dir, (index) => moveLocked(dir, gitdir, from, to, branch, index, verified));
+}
+
+async function moveLocked(dir: string, gitdir: string, from: string, to: string, branch: string | null, index: IndexLock, verified?: Map<string, string>): Promise<boolean> {
   const plan = await makePlan(dir, gitdir, from, to, verified);
   if (!plan) return false;
   const link = linkOnTheWay(plan);
@@ -269,7 +265,7 @@ export async function checkoutDiff(dir: string, gitdir: string, from: string, to
     );
   }
   writeJournal(gitdir, { from, to, branch });
-  await apply(plan, readConfigValueSync(dir, "core", null, "filemode") !== "false", false);
+  await apply(plan, readConfigValueSync(dir, "core", null, "filemode") !== "false", false, index);
   return true;
 }
 
@@ -278,14 +274,18 @@ export async function checkoutDiff(dir: string, gitdir: string, from: string, to
  * then the journal goes. A path that shows neither version was edited by
  * someone since: nothing is overwritten, and the error says which.
  */
-export async function resumeCheckout(dir: string, gitdir: string, j: CheckoutJournal): Promise<void> {
+export function resumeCheckout(dir: string, gitdir: string, j: CheckoutJournal): Promise<void> {
+  return withIndexLock(gitdir, dir, (index) => resumeLocked(dir, gitdir, j, index));
+}
+
+async function resumeLocked(dir: string, gitdir: string, j: CheckoutJournal, index: IndexLock): Promise<void> {
   let plan: Plan | null;
   try {
     plan = await makePlan(dir, gitdir, j.from, j.to);
   } catch (err) {
     if (!(err instanceof UnsafeTreeError)) throw err;
     // A move toward a tree grex now refuses (journaled by an older version): back to HEAD's tree, then the refusal.
-    await rollBack(dir, gitdir, j);
+    await rollBack(dir, gitdir, j, index);
     throw err;
   }
   if (!plan) throw packOpError(`${dir} has an interrupted update whose index cannot be read; check it with git status.`, { dir });
@@ -299,7 +299,7 @@ export async function resumeCheckout(dir: string, gitdir: string, j: CheckoutJou
       { dir },
     );
   }
-  await apply(plan, readConfigValueSync(dir, "core", null, "filemode") !== "false", true);
+  await apply(plan, readConfigValueSync(dir, "core", null, "filemode") !== "false", true, index);
   if (j.branch !== null) {
     writeRefSync(gitdir, `refs/heads/${j.branch}`, j.to);
     writeRefSync(gitdir, "HEAD", `ref: refs/heads/${j.branch}`);
@@ -308,7 +308,7 @@ export async function resumeCheckout(dir: string, gitdir: string, j: CheckoutJou
 }
 
 /** Undo a journaled move: every path it changed shows HEAD's (`from`) version again; refs never moved. */
-async function rollBack(dir: string, gitdir: string, j: CheckoutJournal): Promise<void> {
+async function rollBack(dir: string, gitdir: string, j: CheckoutJournal, index: IndexLock): Promise<void> {
   const plan = await makePlan(dir, gitdir, j.to, j.from);
   if (!plan) throw packOpError(`${dir} has an interrupted update whose index cannot be read; check it with git status.`, { dir });
   for (const p of plan.changed) if (parentsOf(dir, p, plan.dirs).ok) fs.rmSync(join(dir, tempNameOf(p)), { recursive: true, force: true });
@@ -316,6 +316,6 @@ async function rollBack(dir: string, gitdir: string, j: CheckoutJournal): Promis
   if (bad.length > 0) {
     throw packOpError(`${dir} has an interrupted update, and ${bad.slice(0, 3).join(", ")} changed since; commit or stash those changes, then sync again.`, { dir });
   }
-  await apply(plan, readConfigValueSync(dir, "core", null, "filemode") !== "false", true);
+  await apply(plan, readConfigValueSync(dir, "core", null, "filemode") !== "false", true, index);
   clearJournal(gitdir);
 }
