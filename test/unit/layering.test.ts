@@ -25,7 +25,7 @@ const ROOM_MAY_IMPORT: Record<string, readonly string[]> = {
   "core/fs": ["core/base"],
   "core/locks": ["core/base", "core/fs"],
   "core/workspace": ["core/base", "core/fs", "core/locks"],
-  "core/git/layout": ["core/base", "core/fs"],
+  "core/git/layout": ["core/base", "core/fs", "core/locks"],
   "core/git/objects": ["core/base", "core/fs", "core/git/layout"],
   "core/git/refs": ["core/base", "core/fs", "core/git/layout", "core/git/objects"],
   "core/git/transport": ["core/base", "core/fs", "core/git/layout", "core/git/objects", "core/git/refs"],

@@ -5,12 +5,18 @@
 // overwrites the first one's work; a lock someone else holds is never removed.
 //
 // A lock grex holds is removed when the process exits (normally, or on an
-// uncaught error); only a kill leaves one behind, and then, as with git's,
-// the sentence that reports it says how to remove it.
-import { closeSync, constants, fsyncSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+// uncaught error). So that a kill cannot leave one stuck either, grex notes
+// beside it, in `<file>.lock.grex`, its pid and start time and the lock
+// file's inode: a later grex finding a lock whose note names a process that
+// is gone, and that very file, removes it (a lock git holds has no such note
+// and is only ever waited for). Two grex processes never lock the same
+// repository's file at once (the pack lock, core/locks), so the note is not
+// contended.
+import { closeSync, constants, fstatSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import { GrexError } from "../../base/errors.ts";
 import { fsyncDir } from "../../fs/fsutil.ts";
+import { holderAlive, selfStartTime } from "../../locks/flock.ts";
 
 /** Locks this process holds, removed at exit so none outlives it. */
 const held = new Set<string>();
@@ -44,15 +50,27 @@ export class LockFile {
     try {
       fd = openSync(lockPath, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o666);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "EEXIST") return null;
-      throw err;
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST" || !removeIfStale(lockPath)) {
+        if ((err as NodeJS.ErrnoException).code === "EEXIST") return null;
+        throw err;
+      }
+      return LockFile.tryAcquire(path);
     }
     held.add(lockPath);
     if (!exitHook) {
       exitHook = true;
       process.on("exit", () => {
-        for (const p of held) rmSync(p, { force: true });
+        for (const p of held) {
+          rmSync(p, { force: true });
+          rmSync(`${p}.grex`, { force: true });
+        }
       });
+    }
+    try {
+      const st = fstatSync(fd);
+      writeFileSync(`${lockPath}.grex`, JSON.stringify({ pid: process.pid, start: selfStartTime(), ino: st.ino, dev: st.dev }));
+    } catch {
+      // without the note a kill would leave the lock to be removed by hand, as git's own
     }
     return new LockFile(path, lockPath, fd);
   }
@@ -97,6 +115,7 @@ export class LockFile {
       throw err;
     }
     held.delete(this.lockPath);
+    rmSync(`${this.lockPath}.grex`, { force: true });
     fsyncDir(dirname(this.path));
   }
 
@@ -106,8 +125,26 @@ export class LockFile {
     closeSync(this.fd);
     this.fd = null;
     rmSync(this.lockPath, { force: true });
+    rmSync(`${this.lockPath}.grex`, { force: true });
     held.delete(this.lockPath);
   }
+}
+
+/** Remove `lockPath` if a grex that is gone left it (its note names a dead process and this very file); true when removed. */
+function removeIfStale(lockPath: string): boolean {
+  let note: { pid?: unknown; start?: unknown; ino?: unknown; dev?: unknown };
+  try {
+    note = JSON.parse(readFileSync(`${lockPath}.grex`, "utf8"));
+    const st = statSync(lockPath);
+    if (note.ino !== st.ino || note.dev !== st.dev) return false; // the note is of another lock: this one is not grex's
+  } catch {
+    return false; // no note (a git command's lock) or no lock any more (tryAcquire again decides)
+  }
+  const pid = typeof note.pid === "number" && Number.isInteger(note.pid) && note.pid > 0 ? note.pid : null;
+  if (pid === null || pid === process.pid || holderAlive({ pid, startTime: typeof note.start === "string" ? note.start : null, purpose: null })) return false;
+  rmSync(lockPath, { force: true });
+  rmSync(`${lockPath}.grex`, { force: true });
+  return true;
 }
 
 /** One sentence for a lock file another process holds. */

@@ -10,8 +10,10 @@
 //   2. journal <gitdir>/grex-checkout.json {from, to, branch} (temp + rename);
 //   3. files: removals, then writes, each to a temp name renamed into place,
 //      so a file is always wholly the old or wholly the new version;
-//   4. the index (index-manager.ts: index.lock, taken before step 1 and held
-//      throughout, fsync'd and renamed over the index);
+//   4. the index (index-manager.ts): through index.lock, fsync'd and renamed
+//      over the index, and only if it is still the index step 1 read (under
+//      the same lock: a git command at work there stops the move before it
+//      starts);
 //   5. refs (the caller, moveTo), then the journal is removed.
 // While a journal exists, a changed path showing either its old or its new
 // version is the move's own work, never a local change; the next update
@@ -21,7 +23,7 @@ import { dirname, join } from "node:path";
 import { packOpError } from "../../base/errors.ts";
 import { readConfigValueSync } from "../refs/config.ts";
 import { entryFor, type IndexEntry, parseIndex, SKIP_WORKTREE, sharedIndexIn } from "../objects/index-file.ts";
-import { type IndexLock, readIndexBytes, withIndexLock } from "../objects/index-manager.ts";
+import { commitIndex, indexChecksum, readIndexLocked } from "../objects/index-manager.ts";
 import { indexPath } from "../layout/layout.ts";
 import { SparseCheckout } from "./sparse-checkout.ts";
 import { isNotFound, missingObject } from "../transport/git-errors.ts";
@@ -51,13 +53,15 @@ interface Plan {
   to: Map<string, string>;
   changed: string[];
   index: Map<string, IndexEntry>;
+  /** The checksum of the index the plan was made from: the new one replaces only that one. */
+  indexSum: string | null;
   toOid: string;
   /** The directories this move found real, from its first check to its last write (worktree-guard.ts). */
   dirs: RealDirs;
 }
 
 async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: string, verified?: Map<string, string>): Promise<Plan | null> {
-  const buf = readIndexBytes(gitdir);
+  const buf = await readIndexLocked(gitdir, dir);
   if (buf === null) return null;
   const entries = parseIndex(buf, sharedIndexIn(gitdir));
   // A conflict, or a sparse index's directory entries: the full checkout handles those.
@@ -74,7 +78,7 @@ async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: str
   const changed: string[] = [];
   for (const [p, v] of to) if (from.get(p) !== v) changed.push(p);
   for (const p of from.keys()) if (!to.has(p)) changed.push(p);
-  return { dir, gitdir, from, to, changed, index: new Map(entries.map((e) => [e.path, e])), toOid, dirs: new RealDirs() };
+  return { dir, gitdir, from, to, changed, index: new Map(entries.map((e) => [e.path, e])), indexSum: indexChecksum(buf), toOid, dirs: new RealDirs() };
 }
 
 /** A directory where the move puts a file: fine if everything in it is a file the move removes. */
@@ -170,7 +174,7 @@ function linkOnTheWay(plan: Plan): { path: string; link: string } | null {
   return null;
 }
 
-async function apply(plan: Plan, filemode: boolean, resuming: boolean, index: IndexLock): Promise<void> {
+async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<void> {
   const { dir, gitdir, dirs } = plan;
   const removals = plan.changed.filter((p) => !plan.to.has(p));
   const writes = plan.changed.filter((p) => plan.to.has(p));
@@ -238,7 +242,7 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean, index: In
   // When the index is now exactly the target commit, say so (cache-tree): later dirty checks skip reading its trees.
   const exact = plan.index.size === plan.to.size && [...plan.index.values()].every((e) => plan.to.get(e.path) === `${e.mode} ${e.oid}`);
   const cacheTree = exact ? withStore(gitdir, (s) => cacheTreeOf(s, plan.toOid)) : null;
-  index.commit([...plan.index.values()], cacheTree ?? undefined);
+  await commitIndex(gitdir, dir, plan.indexSum, [...plan.index.values()], cacheTree ?? undefined);
 }
 
 /**
@@ -247,12 +251,7 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean, index: In
  * touched nothing, when the index is one we do not handle (the caller falls
  * back to a full checkout).
  */
-export function checkoutDiff(dir: string, gitdir: string, from: string, to: string, branch: string | null, verified?: Map<string, string>): Promise<boolean> {
-  // The index is locked before it is read, and until the new one is in place: a git command in the repository waits, or grex does.
-  return withIndexLock(gitdir, dir, (index) => moveLocked(dir, gitdir, from, to, branch, index, verified));
-}
-
-async function moveLocked(dir: string, gitdir: string, from: string, to: string, branch: string | null, index: IndexLock, verified?: Map<string, string>): Promise<boolean> {
+export async function checkoutDiff(dir: string, gitdir: string, from: string, to: string, branch: string | null, verified?: Map<string, string>): Promise<boolean> {
   const plan = await makePlan(dir, gitdir, from, to, verified);
   if (!plan) return false;
   const link = linkOnTheWay(plan);
@@ -265,7 +264,7 @@ async function moveLocked(dir: string, gitdir: string, from: string, to: string,
     );
   }
   writeJournal(gitdir, { from, to, branch });
-  await apply(plan, readConfigValueSync(dir, "core", null, "filemode") !== "false", false, index);
+  await apply(plan, readConfigValueSync(dir, "core", null, "filemode") !== "false", false);
   return true;
 }
 
@@ -274,18 +273,14 @@ async function moveLocked(dir: string, gitdir: string, from: string, to: string,
  * then the journal goes. A path that shows neither version was edited by
  * someone since: nothing is overwritten, and the error says which.
  */
-export function resumeCheckout(dir: string, gitdir: string, j: CheckoutJournal): Promise<void> {
-  return withIndexLock(gitdir, dir, (index) => resumeLocked(dir, gitdir, j, index));
-}
-
-async function resumeLocked(dir: string, gitdir: string, j: CheckoutJournal, index: IndexLock): Promise<void> {
+export async function resumeCheckout(dir: string, gitdir: string, j: CheckoutJournal): Promise<void> {
   let plan: Plan | null;
   try {
     plan = await makePlan(dir, gitdir, j.from, j.to);
   } catch (err) {
     if (!(err instanceof UnsafeTreeError)) throw err;
     // A move toward a tree grex now refuses (journaled by an older version): back to HEAD's tree, then the refusal.
-    await rollBack(dir, gitdir, j, index);
+    await rollBack(dir, gitdir, j);
     throw err;
   }
   if (!plan) throw packOpError(`${dir} has an interrupted update whose index cannot be read; check it with git status.`, { dir });
@@ -299,7 +294,7 @@ async function resumeLocked(dir: string, gitdir: string, j: CheckoutJournal, ind
       { dir },
     );
   }
-  await apply(plan, readConfigValueSync(dir, "core", null, "filemode") !== "false", true, index);
+  await apply(plan, readConfigValueSync(dir, "core", null, "filemode") !== "false", true);
   if (j.branch !== null) {
     writeRefSync(gitdir, `refs/heads/${j.branch}`, j.to);
     writeRefSync(gitdir, "HEAD", `ref: refs/heads/${j.branch}`);
@@ -308,7 +303,7 @@ async function resumeLocked(dir: string, gitdir: string, j: CheckoutJournal, ind
 }
 
 /** Undo a journaled move: every path it changed shows HEAD's (`from`) version again; refs never moved. */
-async function rollBack(dir: string, gitdir: string, j: CheckoutJournal, index: IndexLock): Promise<void> {
+async function rollBack(dir: string, gitdir: string, j: CheckoutJournal): Promise<void> {
   const plan = await makePlan(dir, gitdir, j.to, j.from);
   if (!plan) throw packOpError(`${dir} has an interrupted update whose index cannot be read; check it with git status.`, { dir });
   for (const p of plan.changed) if (parentsOf(dir, p, plan.dirs).ok) fs.rmSync(join(dir, tempNameOf(p)), { recursive: true, force: true });
@@ -316,6 +311,6 @@ async function rollBack(dir: string, gitdir: string, j: CheckoutJournal, index: 
   if (bad.length > 0) {
     throw packOpError(`${dir} has an interrupted update, and ${bad.slice(0, 3).join(", ")} changed since; commit or stash those changes, then sync again.`, { dir });
   }
-  await apply(plan, readConfigValueSync(dir, "core", null, "filemode") !== "false", true, index);
+  await apply(plan, readConfigValueSync(dir, "core", null, "filemode") !== "false", true);
   clearJournal(gitdir);
 }

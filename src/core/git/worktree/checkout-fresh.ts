@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { isNotFound, missingObject } from "../transport/git-errors.ts";
 import { readGitdirConfigValue } from "../refs/config.ts";
 import { entryFor, type IndexEntry } from "../objects/index-file.ts";
-import { withIndexLock } from "../objects/index-manager.ts";
+import { commitIndex } from "../objects/index-manager.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import { cacheTreeOf, readBlobBytes } from "../objects/tree-read.ts";
 import { Conversion, attributePaths } from "./convert.ts";
@@ -25,14 +25,13 @@ const NO_FOLLOW_WRITE = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.consta
  * index yet. `shown` names the pack in a message (a clone is built under a temp name).
  */
 export async function checkoutFresh(dir: string, gitdir: string, oid: string, tree: ReadonlyMap<string, string>, shown = dir): Promise<void> {
-  await withIndexLock(gitdir, shown, async (index) => {
-    const store = new ObjectStore(gitdir);
-    try {
-      index.commit(await writeFiles(dir, gitdir, oid, tree, store), cacheTreeOf(store, oid) ?? undefined);
-    } finally {
-      store.close();
-    }
-  });
+  const store = new ObjectStore(gitdir);
+  try {
+    const entries = await writeFiles(dir, gitdir, oid, tree, store);
+    await commitIndex(gitdir, shown, null, entries, cacheTreeOf(store, oid) ?? undefined);
+  } finally {
+    store.close();
+  }
 }
 
 /** The tree's directories and files written into `dir`; returns their index entries. */
