@@ -118,6 +118,8 @@ const GIT_PATH_BY_HAND: readonly RegExp[] = [
   /["'`]\.git["'`]\s*,\s*["'`]/,
   /\$\{\s*(?:[\w$]+\.)*\w*[gG]it[dD]ir\w*\s*\}\//,
   /\.git\/(?:objects|config|info|shallow|index|HEAD|refs|packed-refs|logs|modules|hooks|commondir)\b/,
+  // a name only a git directory holds, joined off anything (the directory it was joined off came from somewhere else)
+  /\bjoin\([^)]*["'`](?:packed-refs|shallow|commondir|config\.worktree|ORIG_HEAD|FETCH_HEAD|index\.lock)["'`]/,
   // a git directory taken to be `<dir>/.git` (a resolver or its fallback): wrong when `.git` is a file
   /(?:[gG]it[dD]ir\w*\s*=|\?\?)\s*(?:join\([^)]*["'`]\.git["'`]\s*\)|`[^`]*\/\.git`)/,
 ];
@@ -263,6 +265,7 @@ describe("the checker itself", () => {
       'const p = `${dir}/.git/info/exclude`;',
       'const gitdir = join(dir, ".git");',
       'hash(dir, gitdirOf(dir) ?? `${dir}/.git`, rel)',
+      'const packedPath = join(store, "packed-refs");',
     ];
     for (const line of bad) expect(gitPathsByHand(line)).toEqual([`1: ${line}`]);
     const fine = [

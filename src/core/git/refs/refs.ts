@@ -146,10 +146,9 @@ export function deleteRefSync(gitdir: string, ref: string): void {
 /** Delete refs, loose and packed: packed-refs is rewritten once for all of them. */
 export function deleteRefsSync(gitdir: string, refs: readonly string[]): void {
   if (refs.length === 0) return;
-  const store = refStore(gitdir);
-  for (const ref of refs) rmSync(join(store, ref), { force: true });
+  for (const ref of refs) rmSync(refPath(gitdir, ref), { force: true });
   const gone = new Set(refs);
-  const packedPath = join(store, "packed-refs");
+  const packedPath = packedRefsPath(gitdir);
   let text: string;
   try {
     text = readFileSync(packedPath, "utf8");
@@ -193,7 +192,7 @@ export function writeRefsSync(gitdir: string, writes: ReadonlyArray<readonly [st
     checkRefName(ref);
   }
   const store = refStore(gitdir);
-  const packedPath = join(store, "packed-refs");
+  const packedPath = packedRefsPath(gitdir);
   // Existing entries with their peeled lines; rewritten refs lose theirs (git peels them again on demand).
   const entries = new Map<string, string>();
   let text = "";
