@@ -132,7 +132,7 @@ async function packStates(r: DoctorRun): Promise<void> {
     if (node.lock?.install_error !== undefined || interrupted.has(node.id)) r.add("install-state", "warning", node.id, `setup not installed: ${st.install_error}; grex sync retries it`);
     for (const d of st.setup_drift) r.add("setup-drift", "warning", node.id, `${d.where} ${d.action} ${d.path}: ${d.differs}; grex sync re-applies it`);
     // A note, not a failure: git too keeps such files as stored.
-    for (const f of st.missing_filters) r.add("git-filters", "ok", node.id, `its .gitattributes name the filter '${f}', which your own git config does not define (a pack's .git/config does not count): those files stay as stored (configure filter.${f} in your git config, e.g. with the tool's install command, then re-check them out)`);
+    for (const f of st.missing_filters) r.add("git-filters", "ok", node.id, `its .gitattributes name the filter '${f}', which your own git config does not define (a pack's own repository config does not count): those files stay as stored (configure filter.${f} in your git config, e.g. with the tool's install command, then re-check them out)`);
     if (st.off_branch) r.add("off-branch", "warning", node.id, `${st.off_branch}; sync leaves it alone (switch back, or grex update ${node.id} --ref <branch>)`);
   }
 }

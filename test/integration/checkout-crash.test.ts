@@ -90,6 +90,7 @@ describe("checkout crash journal", () => {
       expect(git(dir, "rev-parse", "HEAD")).toBe(target);
       expect(git(dir, "status", "--porcelain", "--untracked-files=all")).toBe("");
       expect(readJournal(gitdir)).toBeNull();
+      expect(existsSync(join(gitdir, "index.lock"))).toBe(false); // a kill while grex wrote the index: its lock gone with the next sync
       expect(readFileSync(join(dir, "notes.local"), "utf8")).toBe("the user's own notes\n");
       expect(readFileSync(join(dir, `new/round${k}.txt`), "utf8")).toBe(`added in round ${k}\n`);
       expect(existsSync(join(dir, `part${k % 9}/file${k}.txt`))).toBe(false);

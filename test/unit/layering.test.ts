@@ -25,17 +25,18 @@ const ROOM_MAY_IMPORT: Record<string, readonly string[]> = {
   "core/fs": ["core/base"],
   "core/locks": ["core/base", "core/fs"],
   "core/workspace": ["core/base", "core/fs", "core/locks"],
-  "core/git/objects": ["core/base", "core/fs"],
-  "core/git/refs": ["core/base", "core/fs", "core/git/objects"],
-  "core/git/transport": ["core/base", "core/fs", "core/git/objects", "core/git/refs"],
-  "core/git/worktree": ["core/base", "core/fs", "core/git/objects", "core/git/refs", "core/git/transport"],
-  "core/git": ["core/base", "core/fs", "core/git/objects", "core/git/refs", "core/git/transport", "core/git/worktree"],
+  "core/git/layout": ["core/base", "core/fs", "core/locks"],
+  "core/git/objects": ["core/base", "core/fs", "core/git/layout"],
+  "core/git/refs": ["core/base", "core/fs", "core/git/layout", "core/git/objects"],
+  "core/git/transport": ["core/base", "core/fs", "core/git/layout", "core/git/objects", "core/git/refs"],
+  "core/git/worktree": ["core/base", "core/fs", "core/git/layout", "core/git/objects", "core/git/refs", "core/git/transport"],
+  "core/git": ["core/base", "core/fs", "core/git/layout", "core/git/objects", "core/git/refs", "core/git/transport", "core/git/worktree"],
   "core/actions": ["core/base", "core/fs"],
   "core/pack": ["core/base", "core/fs", "core/actions", "core/workspace"],
   "core/packtypes": ["core/base", "core/fs", "core/locks", "core/actions", "core/pack", "core/workspace"],
   "core/compat": ["core/base", "core/fs", "core/locks", "core/workspace"],
   "core/sync": [
-    "core/base", "core/fs", "core/locks", "core/workspace", "core/git", "core/git/objects", "core/git/refs",
+    "core/base", "core/fs", "core/locks", "core/workspace", "core/git", "core/git/layout", "core/git/objects", "core/git/refs",
     "core/git/transport", "core/git/worktree", "core/actions", "core/pack", "core/packtypes",
   ],
 };
@@ -101,6 +102,36 @@ export function wrongRoom(edges: readonly Edge[]): string[] {
     else if (to !== null && to !== from && !allowed.includes(to)) out.add(`${e.from} imports ${e.to} (${from} may import only: ${allowed.join(", ") || "nothing"})`);
   }
   return [...out];
+}
+
+/** Where git's files live is decided in one room (docs/architecture.md, "Where each rule lives"). */
+const LAYOUT_ROOM = "core/git/layout/";
+
+/**
+ * A path built off a git directory by hand: `join(gitdir, …)` (any name
+ * holding "gitdir", or `gd`), `join(dir, ".git", "info", …)`, a
+ * `${gitdir}/…` template, or a literal `.git/objects` and the like. Each is
+ * wrong somewhere: a `.git` file, a linked worktree's common directory.
+ */
+const GIT_PATH_BY_HAND: readonly RegExp[] = [
+  /\b(?:join|resolve)\(\s*(?:[\w$]+\.)*(?:\w*[gG]it[dD]ir\w*|gd|commonDir)\s*,/,
+  /["'`]\.git["'`]\s*,\s*["'`]/,
+  /\$\{\s*(?:[\w$]+\.)*\w*[gG]it[dD]ir\w*\s*\}\//,
+  /\.git\/(?:objects|config|info|shallow|index|HEAD|refs|packed-refs|logs|modules|hooks|commondir)\b/,
+  // a name only a git directory holds, joined off anything (the directory it was joined off came from somewhere else)
+  /\bjoin\([^)]*["'`](?:packed-refs|shallow|commondir|config\.worktree|ORIG_HEAD|FETCH_HEAD|index\.lock)["'`]/,
+  // a git directory taken to be `<dir>/.git` (a resolver or its fallback): wrong when `.git` is a file
+  /(?:[gG]it[dD]ir\w*\s*=|\?\?)\s*(?:join\([^)]*["'`]\.git["'`]\s*\)|`[^`]*\/\.git`)/,
+];
+
+/** Lines of `text` (comments blanked) that build a git path by hand, as "line: code". */
+export function gitPathsByHand(text: string): string[] {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, (c) => c.replace(/[^\n]/g, " ")).replace(/(^|[^:"'`])\/\/.*$/gm, "$1");
+  const out: string[] = [];
+  code.split("\n").forEach((line, i) => {
+    if (GIT_PATH_BY_HAND.some((re) => re.test(line))) out.push(`${i + 1}: ${line.trim()}`);
+  });
+  return out;
 }
 
 /** Strongly connected components with more than one node, each sorted. */
@@ -222,6 +253,31 @@ describe("the checker itself", () => {
     expect(fileCycles(edges.slice(0, 2))).toEqual([]);
   });
 
+  test("flags a git path built off a git directory by hand, and nothing else", () => {
+    const bad = [
+      'const o = join(gitdir, "objects");',
+      'readFileSync(join(srcGitdir, "shallow"))',
+      'existsSync(join(o.gitdir, "info", "exclude"))',
+      'join(gd, "index")',
+      'resolve(plan.gitdir, "config")',
+      'updateIgnoreFile(join(parent.dir, ".git", "info", "exclude"), id, null);',
+      'fs.existsSync(`${gitdir}/shallow`)',
+      'const p = `${dir}/.git/info/exclude`;',
+      'const gitdir = join(dir, ".git");',
+      'hash(dir, gitdirOf(dir) ?? `${dir}/.git`, rel)',
+      'const packedPath = join(store, "packed-refs");',
+    ];
+    for (const line of bad) expect(gitPathsByHand(line)).toEqual([`1: ${line}`]);
+    const fine = [
+      'const dotgit = join(dir, ".git");',
+      'join(objects, "info", "alternates")',
+      'join(dir, rel)',
+      '// join(gitdir, "objects") in a comment',
+      'const p = gitPath(repo, "info/exclude");',
+    ];
+    for (const line of fine) expect(gitPathsByHand(line)).toEqual([]);
+  });
+
   test("flags an import against the room order, and a file in no room", () => {
     const edges = [
       { from: "core/base/errors.ts", to: "core/fs/fsutil.ts" },
@@ -232,7 +288,7 @@ describe("the checker itself", () => {
     ];
     expect(wrongRoom(edges)).toEqual([
       "core/base/errors.ts imports core/fs/fsutil.ts (core/base may import only: nothing)",
-      "core/git/objects/pack-index.ts imports core/git/transport/url.ts (core/git/objects may import only: core/base, core/fs)",
+      "core/git/objects/pack-index.ts imports core/git/transport/url.ts (core/git/objects may import only: core/base, core/fs, core/git/layout)",
       "core/loose.ts is in no known room of core/ (put it in one, see docs/architecture.md)",
     ]);
   });
@@ -260,6 +316,13 @@ describe("src/", () => {
 
   test("core's rooms import only the rooms below them", () => {
     expect(wrongRoom(edges)).toEqual([]);
+  });
+
+  test("no git path is built off a git directory outside the layout room (core/git/layout/)", () => {
+    const found = sourceFiles(SRC)
+      .filter((f) => !relative(SRC, f).startsWith(LAYOUT_ROOM))
+      .flatMap((f) => gitPathsByHand(readFileSync(f, "utf8")).map((l) => `${relative(SRC, f)}:${l}`));
+    expect(found).toEqual([]);
   });
 
   test("no source file is over 450 lines (split it by what each part owns)", () => {

@@ -7,11 +7,9 @@
 //   ssh://, user@host:p  the system git program              (system-git.ts)
 //
 // No locks are taken here: callers wrap clone/update in withBackendLock.
-import { statSync } from "node:fs";
-import { join } from "node:path";
-import { gitdirOf } from "./refs/refs.ts";
 import { assertGitUrl, transportOf } from "./transport/url.ts";
 import type { GitBackend } from "./backend-api.ts";
+import { dotGitOf } from "./layout/layout.ts";
 
 export type { HeadInfo } from "./refs/head.ts";
 export type { GitBackend } from "./backend-api.ts";
@@ -49,15 +47,7 @@ export function backendFor(url: string): GitBackend {
 }
 
 /** The git dir of a work tree (a `.git` directory, or the one a `.git` file names); null when `dir` is none. Cheap and synchronous. */
-export function workTreeGitdir(dir: string): string | null {
-  const dotgit = join(dir, ".git");
-  try {
-    const st = statSync(dotgit);
-    return st.isDirectory() ? dotgit : st.isFile() ? gitdirOf(dir) : null;
-  } catch {
-    return null;
-  }
-}
+export const workTreeGitdir: (dir: string) => string | null = dotGitOf;
 
 /** Whether `dir` is a git work tree (a `.git` directory, or a `.git` file naming one). */
 export const isGitRepo = (dir: string): boolean => workTreeGitdir(dir) !== null;

@@ -1,6 +1,7 @@
 // All-or-nothing clones: build the repository next to its target under a
 // hidden name and rename it into place only once it is complete. A failed or
 // cancelled clone leaves nothing behind, not even parent directories it made.
+import { indexPath } from "./layout/layout.ts";
 import * as fs from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { packOpError, throwIfAborted } from "../base/errors.ts";
@@ -80,7 +81,7 @@ export function deadClonesInside(dir: string): string[] {
     if (!gitdir) return;
     let entries: ReturnType<typeof parseIndex> = null;
     try {
-      entries = parseIndex(fs.readFileSync(join(gitdir, "index")));
+      entries = parseIndex(fs.readFileSync(indexPath(gitdir)));
     } catch {
       return; // no index, or one we cannot read: nothing more to look at
     }

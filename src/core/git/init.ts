@@ -1,19 +1,19 @@
 // `git init` + `git remote add origin <url>` without loading isomorphic-git:
 // the few files a clone needs, laid out as git lays them out.
 import * as fs from "node:fs";
-import { join } from "node:path";
 import { writeNewRepoConfig } from "./refs/config.ts";
 import { REMOTE } from "./transport/remote-refs.ts";
+import { gitPath, newLayout, objectsDir, refPath } from "./layout/layout.ts";
 
 export function initWithOrigin(dir: string, url: string): string {
-  const gitdir = join(dir, ".git");
+  const repo = newLayout(dir);
   // Only what git needs to recognise a repository; other directories appear when first written to.
-  fs.mkdirSync(join(gitdir, "objects"), { recursive: true });
-  fs.mkdirSync(join(gitdir, "refs"));
-  fs.writeFileSync(join(gitdir, "HEAD"), "ref: refs/heads/main\n");
+  fs.mkdirSync(objectsDir(repo), { recursive: true });
+  fs.mkdirSync(gitPath(repo, "refs"));
+  fs.writeFileSync(refPath(repo, "HEAD"), "ref: refs/heads/main\n");
   const core = (key: string, value: string) => ({ section: "core", sub: null, key, value });
   const remote = (key: string, value: string) => ({ section: "remote", sub: REMOTE, key, value });
-  writeNewRepoConfig(gitdir, [
+  writeNewRepoConfig(repo.gitdir, [
     core("repositoryformatversion", "0"),
     core("filemode", "true"),
     core("bare", "false"),
@@ -21,5 +21,5 @@ export function initWithOrigin(dir: string, url: string): string {
     remote("url", url),
     remote("fetch", `+refs/heads/*:refs/remotes/${REMOTE}/*`),
   ]);
-  return gitdir;
+  return repo.gitdir;
 }

@@ -9,6 +9,7 @@ import { type Git, loadGit } from "./objects/iso.ts";
 import { gitdirOf, listRefsSync, readHeadSync, resolveRefSync } from "./refs/refs.ts";
 import { populatedSubmodules } from "./worktree/submodule-status.ts";
 import { isDirtyFast } from "./worktree/worktree.ts";
+import { reflogPath } from "./layout/layout.ts";
 
 const SHOWN = 5;
 
@@ -74,7 +75,7 @@ async function changedFiles(dir: string, gitdir: string): Promise<string[]> {
 function stashCount(gitdir: string): number {
   if (resolveRefSync(gitdir, "refs/stash") === null) return 0;
   try {
-    return Math.max(1, fs.readFileSync(join(gitdir, "logs", "refs", "stash"), "utf8").split("\n").filter(Boolean).length);
+    return Math.max(1, fs.readFileSync(reflogPath(gitdir, "refs/stash"), "utf8").split("\n").filter(Boolean).length);
   } catch {
     return 1;
   }

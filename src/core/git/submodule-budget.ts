@@ -12,6 +12,7 @@
 // URL resolved against a pack added from a path) unless the user's own git
 // config says `protocol.file.allow = always` (or `protocol.allow = always`),
 // as `git submodule update` decides.
+import { gitdirOf, objectsDir } from "./layout/layout.ts";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { packOpError } from "../base/errors.ts";
@@ -64,7 +65,8 @@ export class SubmoduleBudget {
 
   /** After a clone: its object store counts against the byte limit. */
   spent(where: string, subDir: string): void {
-    this.bytes += bytesUnder(join(subDir, ".git", "objects"));
+    const gitdir = gitdirOf(subDir);
+    if (gitdir !== null) this.bytes += bytesUnder(objectsDir(gitdir));
     const { env: bytesVar } = SUBMODULE_LIMITS.bytes;
     if (this.bytes > this.max.bytes) {
       throw packOpError(

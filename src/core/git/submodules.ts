@@ -33,6 +33,7 @@ import { configBool, parseConfig, readGitdirConfigValue, setRepoConfig } from ".
 import { ObjectStore } from "./objects/object-store.ts";
 import { gitdirOf, readHeadSync, resolveRefSync } from "./refs/refs.ts";
 import { flatTree } from "./objects/tree-read.ts";
+import { configPath } from "./layout/layout.ts";
 
 const GITLINK = 0o160000;
 const SYMLINK = 0o120000;

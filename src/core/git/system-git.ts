@@ -9,7 +9,6 @@ import { cloneAtomically } from "./clone.ts";
 import { head, isDirty, remoteUrl, requireGitdir } from "./inspect.ts";
 import { deleteRefSync, readSymref } from "./refs/refs.ts";
 import { pickDefaultBranch, planRefs, REMOTE, type RemoteRefs, writeOriginHead } from "./transport/remote-refs.ts";
-import { join } from "node:path";
 
 /** ls-remote of a repository with very many refs stays far below this. */
 const MAX_GIT_OUTPUT = 64 << 20;
@@ -64,7 +63,7 @@ export const systemGit: GitBackend = {
     return cloneAtomically(dir, signal, async (tmp) => {
       // git transfers; grex checks the tree out, refusing what it refuses for every other transport.
       await runGit(["clone", "--quiet", "--no-checkout", "--origin", REMOTE, "--", url, tmp], url, signal);
-      const gitdir = join(tmp, ".git");
+      const gitdir = requireGitdir(tmp);
       const target = readSymref(gitdir, `refs/remotes/${REMOTE}/HEAD`);
       const defaultBranch = target?.replace(`refs/remotes/${REMOTE}/`, "") ?? null;
       return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir });

@@ -14,6 +14,7 @@ import { withPackLock } from "../locks/locks.ts";
 import type { LockEntry } from "../workspace/lockfile.ts";
 import type { Workspace } from "../base/workspace.ts";
 import type { TreeNode } from "./tree.ts";
+import { excludeFileOf } from "../git/layout/layout.ts";
 
 /**
  * Whether `dir` holds work that deleting it would lose (the same guard as
@@ -103,7 +104,8 @@ export async function pruneChild(id: string, parent: TreeNode, o: PruneOptions):
   // A kept directory stays excluded, so the parent neither turns dirty nor offers to commit it.
   if (!kept) {
     try {
-      updateIgnoreFile(join(parent.dir, ".git", "info", "exclude"), id, null);
+      const exclude = excludeFileOf(parent.dir);
+      if (exclude !== null) updateIgnoreFile(exclude, id, null);
     } catch (err) {
       o.warn(toGrexError(err).message);
     }

@@ -1,6 +1,7 @@
 // The record step of a sync: journal markers, type corrections, the lock
 // entries (shared lines, this machine's install facts beside them) and the
 // ignore blocks, for what the run did.
+import { excludeFileOf } from "../git/layout/layout.ts";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { toGrexError } from "../base/errors.ts";
@@ -97,12 +98,13 @@ function updateIgnoreFiles(ws: Workspace, nodes: readonly TreeNode[], warn: (m: 
   for (const n of nodes) {
     if (n.outcome === "failed" && !n.head) continue;
     // x-generated: what the pack's own setup writes into it, excluded in its own repository so it stays clean.
-    if (n.manifest !== null || existsSync(join(n.dir, ".git", "info", "exclude"))) {
-      const own = join(n.dir, ".git", "info", "exclude");
+    const own = excludeFileOf(n.dir);
+    if (own !== null && (n.manifest !== null || existsSync(own))) {
       ignoreUpdates.set(own, [...(ignoreUpdates.get(own) ?? []), [GENERATED_BLOCK, generatedExcludeLines(n.manifest)]]);
     }
     const [file, rel] =
-      n.parent === null ? [join(ws.root, ".gitignore"), n.path] : [join(n.parent.dir, ".git", "info", "exclude"), n.path.slice(n.parent.path.length + 1)];
+      n.parent === null ? [join(ws.root, ".gitignore"), n.path] : [excludeFileOf(n.parent.dir), n.path.slice(n.parent.path.length + 1)];
+    if (file === null) continue; // a parent without a repository has nothing to exclude a child from
     const list = ignoreUpdates.get(file) ?? [];
     list.push([n.id, packIgnoreLines(rel, n.manifest)]);
     ignoreUpdates.set(file, list);

@@ -5,6 +5,7 @@
 // the caller reads commits from the object store instead.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { gitPath, isShallow, objectsDir } from "../layout/layout.ts";
 
 /** A commit as the ahead/behind walk needs it. */
 export interface CommitInfo {
@@ -62,15 +63,15 @@ export class CommitGraph {
   private constructor(private readonly layers: Layer[]) {}
 
   /** The repository's commit-graph, or null when it has none (or one we cannot trust). */
-  static open(gitdir: string, objectsDir = join(gitdir, "objects")): CommitGraph | null {
+  static open(gitdir: string, objects = objectsDir(gitdir)): CommitGraph | null {
     // git ignores the graph where history is rewritten on the fly: grafts, replace refs, a shallow clone.
-    if (existsSync(join(gitdir, "shallow")) || existsSync(join(gitdir, "info", "grafts")) || existsSync(join(gitdir, "refs", "replace"))) return null;
-    const single = join(objectsDir, "info", "commit-graph");
+    if (isShallow(gitdir) || existsSync(gitPath(gitdir, "info/grafts")) || existsSync(gitPath(gitdir, "refs/replace"))) return null;
+    const single = join(objects, "info", "commit-graph");
     if (existsSync(single)) {
       const l = openLayer(single, 0);
       return l ? new CommitGraph([l]) : null;
     }
-    const dir = join(objectsDir, "info", "commit-graphs");
+    const dir = join(objects, "info", "commit-graphs");
     let chain: string[];
     try {
       chain = readFileSync(join(dir, "commit-graph-chain"), "latin1").split("\n").filter((l) => /^[0-9a-f]{40}$/.test(l));

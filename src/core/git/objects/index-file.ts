@@ -10,7 +10,7 @@
 // are dropped (git rebuilds the first and re-splits when configured).
 import type { Stats } from "node:fs";
 import { closeSync, openSync, readFileSync, readSync } from "node:fs";
-import { join } from "node:path";
+import { gitPath, type Repo } from "../layout/layout.ts";
 
 export interface IndexEntry {
   path: string;
@@ -135,10 +135,10 @@ export function indexVersionOf(path: string): number | undefined {
 export type SharedIndexReader = (hex: string) => Buffer | null;
 
 /** A split index's shared file, read from the git dir it lives in. */
-export function sharedIndexIn(gitdir: string): SharedIndexReader {
+export function sharedIndexIn(repo: Repo): SharedIndexReader {
   return (hex) => {
     try {
-      return readFileSync(join(gitdir, `sharedindex.${hex}`));
+      return readFileSync(gitPath(repo, `sharedindex.${hex}`));
     } catch {
       return null;
     }

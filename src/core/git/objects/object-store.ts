@@ -6,6 +6,7 @@
 // fall back to isomorphic-git, which reports it properly.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
+import { objectsDir } from "../layout/layout.ts";
 
 export type ObjectType = "commit" | "tree" | "blob" | "tag";
 export interface GitObject {
@@ -100,9 +101,9 @@ export function deflate(buf: Uint8Array, level: 1 | 6 = 6): Buffer {
  * build or index.
  */
 export function writeLooseObjects(gitdir: string, objects: Array<{ oid: string } & GitObject>): void {
-  const objectsDir = join(gitdir, "objects");
+  const into = objectsDir(gitdir);
   for (const o of objects) {
-    const dir = join(objectsDir, o.oid.slice(0, 2));
+    const dir = join(into, o.oid.slice(0, 2));
     const path = join(dir, o.oid.slice(2));
     if (existsSync(path)) continue;
     mkdirSync(dir, { recursive: true });
@@ -247,7 +248,7 @@ export class ObjectStore {
   private baseBytes = 0;
 
   constructor(gitdir: string) {
-    const objects = join(gitdir, "objects");
+    const objects = objectsDir(gitdir);
     this.dirs = [objects, ...alternates(objects)];
   }
 

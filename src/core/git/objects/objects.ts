@@ -3,6 +3,7 @@
 // (.idx v1 and v2). isomorphic-git has no public call for this.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { objectsDir } from "../layout/layout.ts";
 
 interface PackIndex {
   /** Sorted 20-byte object names, `stride` bytes apart starting at `base`. */
@@ -47,7 +48,7 @@ export class ObjectPresence {
   private readonly packs: PackIndex[] = [];
 
   constructor(gitdir: string) {
-    this.objects = join(gitdir, "objects");
+    this.objects = objectsDir(gitdir);
     const packDir = join(this.objects, "pack");
     let names: string[] = [];
     try {

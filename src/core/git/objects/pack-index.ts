@@ -18,6 +18,7 @@ import { buildIndex, completeThinPack, nameOrder } from "./pack-idx.ts";
 import type { PackLinks } from "./pack-links.ts";
 import { Collector, PER_OBJECT_GARBAGE } from "./garbage.ts";
 import { applyDelta, type GitObject, OFS_DELTA, type ObjectStore, type ObjectType, TYPES, writeLooseObjects } from "./object-store.ts";
+import { objectsDir } from "../layout/layout.ts";
 
 /** Below this many objects a fetched pack is exploded into loose objects (git's transfer.unpackLimit). */
 export const UNPACK_LIMIT = 100;
@@ -225,7 +226,7 @@ function removeDeadTemps(packDir: string): void {
 export async function storePackStream(gitdir: string, source: ByteSource, opts: StoreOptions): Promise<{ objects: number }> {
   const { store, signal } = opts;
   const limits = opts.limits ?? transferLimits();
-  const packDir = join(gitdir, "objects", "pack");
+  const packDir = join(objectsDir(gitdir), "pack");
   mkdirSync(packDir, { recursive: true });
   removeDeadTemps(packDir);
   const tmp = join(packDir, `tmp_pack_${process.pid}_${Math.random().toString(36).slice(2, 10)}`);

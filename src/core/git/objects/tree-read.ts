@@ -7,6 +7,20 @@ import type { CacheTreeNode } from "./index-file.ts";
 import { ObjectStore, type TreeEntry } from "./object-store.ts";
 import { foldedName, pathProblem } from "./path-verify.ts";
 
+/**
+ * A blob's bytes for a checkout. The native reader (object-store.ts) reads
+ * loose objects and packs; what it cannot decode — a delta chain deeper than
+ * 64, a ref-delta whose base is a loose object, an entry it finds damaged —
+ * and an object that is not there at all are asked of isomorphic-git, which
+ * reads the first kinds and throws its NotFoundError for the last. This is
+ * the checkout's one use of isomorphic-git for blobs.
+ */
+export async function readBlobBytes(store: ObjectStore, gitdir: string, oid: string, cache: object = {}): Promise<Uint8Array> {
+  const o = store.read(oid);
+  if (o?.type === "blob") return o.data;
+  return (await (await loadGit()).readBlob({ fs, gitdir, oid, cache })).blob;
+}
+
 /** A commit's tree flattened to path → "mode oid" (blobs, symlinks and gitlinks, as the index holds them). */
 export async function flatTree(gitdir: string, oid: string, store?: ObjectStore): Promise<Map<string, string>> {
   const own = store ?? new ObjectStore(gitdir);

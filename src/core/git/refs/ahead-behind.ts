@@ -10,11 +10,10 @@
 // cost is the commits that differ plus the few around the merge base, however
 // long the history. Commits come from the commit-graph or, natively, from the
 // object store (only the header is parsed).
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { type CommitInfo, CommitGraph } from "../objects/commit-graph.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import type { RefFiles } from "./refs.ts";
+import { readShallow } from "../layout/layout.ts";
 
 export interface Tracking {
   ahead: number;
@@ -49,13 +48,6 @@ export function parseCommitHeader(data: Buffer): CommitInfo | null {
   return { parents, generation: NONE, date };
 }
 
-function shallowCommits(gitdir: string): Set<string> {
-  try {
-    return new Set(readFileSync(join(gitdir, "shallow"), "latin1").split("\n").filter((l) => l.length === 40));
-  } catch {
-    return new Set();
-  }
-}
 
 /** A max-heap of commits by (generation, date). */
 class Queue {
@@ -113,7 +105,7 @@ export function countLeftRight(gitdir: string, left: string, right: string, stat
   const store = new ObjectStore(gitdir);
   try {
     const infos = new Map<string, CommitInfo>();
-    const shallow = shallowCommits(gitdir);
+    const shallow = readShallow(gitdir);
     const info = (oid: string): CommitInfo | null => {
       const known = infos.get(oid);
       if (known) return known;

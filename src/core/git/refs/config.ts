@@ -7,12 +7,12 @@
 // renamed over the file), deciding on what the file holds once the lock is
 // taken, so a `git config` running beside grex is never overwritten.
 // `include`/`includeIf` are not followed (grex's documented limit).
-import { existsSync, readFileSync } from "node:fs";
-import { isAbsolute, join, resolve } from "node:path";
+import { readFileSync } from "node:fs";
 import { updateThroughLock, writeThroughLock } from "../../fs/git-lock.ts";
 import { type ConfigEntry, parseConfigText, toBytes } from "./config-parse.ts";
 import { applySet, type ConfigSet, renderConfig } from "./config-write.ts";
 import { gitdirOf } from "./refs.ts";
+import { commonDirOf, configPath, gitPath } from "../layout/layout.ts";
 
 export type { ConfigEntry } from "./config-parse.ts";
 export type { ConfigSet } from "./config-write.ts";
@@ -22,24 +22,11 @@ type Env = NodeJS.ProcessEnv;
 
 // ---- where git's config files are ----------------------------------------
 
-/**
- * The repository's common directory (`commondir` of a linked worktree, else
- * the gitdir itself): where its `config` lives. One small function so the
- * repository-layout module can take it over.
- */
-export function configCommonDir(gitdir: string): string {
-  const file = join(gitdir, "commondir");
-  if (!existsSync(file)) return gitdir;
-  try {
-    const common = readFileSync(file, "utf8").trim();
-    return isAbsolute(common) ? common : resolve(gitdir, common);
-  } catch {
-    return gitdir;
-  }
-}
+/** The repository's common directory (where `config` lives): the layout manager decides (`commondir`). */
+export const configCommonDir = (gitdir: string): string => commonDirOf(gitdir);
 
 /** `<common dir>/config`: the repository's own config file. */
-export const repoConfigPath = (gitdir: string) => join(configCommonDir(gitdir), "config");
+export const repoConfigPath = (gitdir: string): string => configPath(gitdir);
 
 /** git_env_bool (GIT_CONFIG_NOSYSTEM, GIT_ATTR_NOSYSTEM): unset is `dflt`; a value git could not read as a boolean counts as true (git would stop). */
 export function envBool(v: string | undefined, dflt: boolean): boolean {
@@ -144,7 +131,7 @@ export function readConfigFileValue(path: string, section: string, sub: string |
 function repoEntries(gitdir: string): readonly ConfigEntry[] {
   const entries = readConfigEntries(repoConfigPath(gitdir));
   if (configBool(lastValue(entries, "extensions", null, "worktreeconfig")) !== true) return entries;
-  return [...entries, ...readConfigEntries(join(gitdir, "config.worktree"))];
+  return [...entries, ...readConfigEntries(gitPath(gitdir, "config.worktree"))];
 }
 
 /** `key` in the repository's own config (its config file and config.worktree), or null. */

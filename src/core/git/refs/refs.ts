@@ -2,46 +2,25 @@
 // (loose refs override packed-refs, as in git). Cheap enough for `grex ls` and
 // for the no-op check before any fetch, and never loads isomorphic-git.
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { dirname, isAbsolute, join, resolve } from "node:path";
+import { dirname, join } from "node:path";
 import { packOpError } from "../../base/grex-error.ts";
 import { acquireGitLock, awaitUnlocked, type GitLockOptions, PACKED_REFS_LOCK_TIMEOUT_MS, REF_LOCK_TIMEOUT_MS, updateThroughLock, writeThroughLock } from "../../fs/git-lock.ts";
 import type { HeadInfo } from "./head.ts";
+import { commonDirOf, layoutOfGitdir, packedRefsPath, refPath, type RepoLayout } from "../layout/layout.ts";
 
 const OID = /^[0-9a-f]{40}$/;
 
-/** The git directory of a work tree (`.git` dir, or the `gitdir:` a `.git` file points to), or of a bare repo; null if none. */
-export function gitdirOf(dir: string): string | null {
-  const dotgit = join(dir, ".git");
-  try {
-    const st = statSync(dotgit);
-    if (st.isDirectory()) return dotgit;
-    if (st.isFile()) {
-      const m = /^gitdir:\s*(.+?)\s*$/m.exec(readFileSync(dotgit, "utf8"));
-      if (m?.[1]) return isAbsolute(m[1]) ? m[1] : resolve(dir, m[1]);
-    }
-  } catch {
-    // fall through: maybe a bare repository
-  }
-  if (existsSync(join(dir, "HEAD")) && existsSync(join(dir, "objects")) && existsSync(join(dir, "refs"))) return dir;
-  return null;
-}
+// Where a repository lives and which of its files are shared by linked worktrees: layout.ts.
+import { gitdirOf } from "../layout/layout.ts";
+export { gitdirOf };
 
-/** Refs are shared by linked worktrees: they live in `commondir` when there is one. */
-function refStore(gitdir: string): string {
-  // Checked first: a thrown ENOENT costs more than the look (this runs for every ref read).
-  if (!existsSync(join(gitdir, "commondir"))) return gitdir;
-  try {
-    const common = readFileSync(join(gitdir, "commondir"), "utf8").trim();
-    return isAbsolute(common) ? common : resolve(gitdir, common);
-  } catch {
-    return gitdir;
-  }
-}
+/** Refs are shared by linked worktrees: they live in `commondir` when there is one (layout.ts decides). */
+const refStore = (gitdir: string): string => commonDirOf(gitdir);
 
 export function readPackedRefs(gitdir: string): Map<string, string> {
   const out = new Map<string, string>();
   let text: string;
-  const path = join(refStore(gitdir), "packed-refs");
+  const path = packedRefsPath(gitdir);
   if (!existsSync(path)) return out; // common after a fresh clone; cheaper than a thrown ENOENT
   try {
     text = readFileSync(path, "utf8");
@@ -62,19 +41,18 @@ export function readPackedRefs(gitdir: string): Map<string, string> {
  * ref of every pack through one reader.
  */
 export class RefFiles {
-  private common: string | undefined;
+  private repo: RepoLayout | undefined;
   constructor(readonly gitdir: string) {}
 
-  private get store(): string {
-    return (this.common ??= refStore(this.gitdir));
+  private get layout(): RepoLayout {
+    return (this.repo ??= layoutOfGitdir(this.gitdir));
   }
 
   /** A loose ref's text, trimmed, or null. */
   loose(ref: string): string | null {
-    // HEAD and other pseudo-refs live in the worktree's own gitdir; refs/* in the common store.
-    const base = ref.startsWith("refs/") ? this.store : this.gitdir;
+    // HEAD and other pseudo-refs live in the worktree's own gitdir; refs/* in the common store (layout.ts says which).
     try {
-      return readFileSync(join(base, ref), "utf8").trim();
+      return readFileSync(refPath(this.layout, ref), "utf8").trim();
     } catch {
       return null;
     }
@@ -155,7 +133,7 @@ const packedLock = (gitdir: string): GitLockOptions => ({ timeoutMs: PACKED_REFS
  */
 export function writeRefSync(gitdir: string, ref: string, value: string): void {
   checkRefName(ref, gitdir);
-  const path = join(ref.startsWith("refs/") ? refStore(gitdir) : gitdir, ref);
+  const path = refPath(gitdir, ref);
   mkdirSync(dirname(path), { recursive: true });
   writeThroughLock(path, `${value}\n`, refLock(gitdir));
 }
@@ -167,7 +145,7 @@ export function writeRefSync(gitdir: string, ref: string, value: string): void {
  * changes anything.
  */
 export function awaitRefsUnlocked(gitdir: string, refs: readonly string[]): void {
-  for (const ref of refs) awaitUnlocked(join(ref.startsWith("refs/") ? refStore(gitdir) : gitdir, ref), refLock(gitdir));
+  for (const ref of refs) awaitUnlocked(refPath(gitdir, ref), refLock(gitdir));
 }
 
 /** Throws on a ref name git would refuse (or one that could escape the ref store). */
@@ -185,9 +163,8 @@ export function deleteRefSync(gitdir: string, ref: string): void {
 /** Delete refs, loose and packed: packed-refs is rewritten once for all of them. */
 export function deleteRefsSync(gitdir: string, refs: readonly string[]): void {
   if (refs.length === 0) return;
-  const store = refStore(gitdir);
   const gone = new Set(refs);
-  const packedPath = join(store, "packed-refs");
+  const packedPath = packedRefsPath(gitdir);
   const dropPacked = () => {
     if (!existsSync(packedPath)) return;
     // Decided under packed-refs.lock, on what the file holds then.
@@ -218,11 +195,11 @@ export function deleteRefsSync(gitdir: string, refs: readonly string[]): void {
   try {
     for (const ref of refs) {
       checkRefName(ref, gitdir);
-      const loose = join(store, ref);
+      const loose = refPath(gitdir, ref);
       if (existsSync(loose)) locks.push(acquireGitLock(loose, refLock(gitdir)));
     }
     dropPacked();
-    for (const ref of refs) rmSync(join(store, ref), { force: true });
+    for (const ref of refs) rmSync(refPath(gitdir, ref), { force: true });
   } finally {
     for (const l of locks) l.release();
   }
@@ -248,13 +225,12 @@ export function writeRefsSync(gitdir: string, writes: ReadonlyArray<readonly [st
     }
     checkRefName(ref, gitdir);
   }
-  const store = refStore(gitdir);
-  const packedPath = join(store, "packed-refs");
+  const packedPath = packedRefsPath(gitdir);
   // Decided under packed-refs.lock, on what the file holds then.
   updateThroughLock(packedPath, () => packedWith(packedPath, writes), packedLock(gitdir));
   // A loose file of the same name would override the packed value: removed under its own lock, as git would.
   for (const [ref] of writes) {
-    const loose = join(store, ref);
+    const loose = refPath(gitdir, ref);
     if (!existsSync(loose)) continue;
     const lock = acquireGitLock(loose, refLock(gitdir));
     try {

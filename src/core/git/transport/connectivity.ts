@@ -4,8 +4,6 @@
 // at such a commit — the next checkout would fail for good. The walk starts
 // at the new tips and stops at commits our refs already name (they were
 // checked when they moved) and at a shallow boundary.
-import * as fs from "node:fs";
-import { join } from "node:path";
 import { packOpError } from "../../base/errors.ts";
 import { displayUrl } from "./url.ts";
 import { Collector, PER_OBJECT_GARBAGE } from "../objects/garbage.ts";
@@ -15,6 +13,7 @@ import { ObjectPresence } from "../objects/objects.ts";
 import type { PackLinks } from "../objects/pack-links.ts";
 import { CANONICAL_MODES } from "../objects/path-verify.ts";
 import { listRefsSync, resolveRefSync } from "../refs/refs.ts";
+import { readShallow } from "../layout/layout.ts";
 
 /** The commits our refs name now: complete by the rule above. */
 export function knownTips(gitdir: string): Set<string> {
@@ -23,14 +22,6 @@ export function knownTips(gitdir: string): Set<string> {
   if (head) out.add(head);
   for (const prefix of ["refs/heads/", "refs/remotes/", "refs/tags/"]) for (const oid of listRefsSync(gitdir, prefix).values()) out.add(oid);
   return out;
-}
-
-function shallowSet(gitdir: string): Set<string> {
-  try {
-    return new Set(fs.readFileSync(join(gitdir, "shallow"), "utf8").split("\n").filter((l) => l.length === 40));
-  } catch {
-    return new Set();
-  }
 }
 
 
@@ -58,7 +49,7 @@ export interface Gap {
 export function firstGap(gitdir: string, tips: Iterable<string>, stop: Set<string> = knownTips(gitdir), opts: { firstFetch?: boolean } = {}): Gap | null {
   const store = new ObjectStore(gitdir);
   const presence = new ObjectPresence(gitdir);
-  const shallow = shallowSet(gitdir);
+  const shallow = readShallow(gitdir);
   const seen = new Set<string>();
   const stack: string[] = [];
   // Where each queued object sits: its commit and, for a tree, its directory ("" for the root).
@@ -184,7 +175,7 @@ export function firstMissing(gitdir: string, tips: Iterable<string>, stop?: Set<
  * (objects we had before, e.g. through alternates) is checked by firstGap.
  */
 export function firstGapInPack(gitdir: string, links: PackLinks, tips: Iterable<string>): Gap | null {
-  const shallow = shallowSet(gitdir);
+  const shallow = readShallow(gitdir);
   const visited = new Uint8Array(links.size);
   const stack: number[] = [];
   const outside = new Set<string>();

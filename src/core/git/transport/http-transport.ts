@@ -2,8 +2,6 @@
 // ours (a no-op sync) that is all the work done. Otherwise one POST asks for
 // the missing tips, telling the server our own tips so it sends only the new
 // objects, and the pack is stored natively (pack-index.ts).
-import { existsSync } from "node:fs";
-import { join } from "node:path";
 import { throwIfAborted } from "../../base/errors.ts";
 import { transportError } from "./git-errors.ts";
 import { assertConnected } from "./connectivity.ts";
@@ -14,6 +12,7 @@ import { PackLinks } from "../objects/pack-links.ts";
 import { deleteRefsSync, listRefsSync, resolveRefSync, writeRefsSync } from "../refs/refs.ts";
 import { type FetchResult, planRefs, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
 import { advertise, uploadPack } from "./smart-http.ts";
+import { isShallow } from "../layout/layout.ts";
 
 /** The refs an http(s) remote advertises: one GET, no objects. */
 export async function listHttpRefs(url: string, signal: AbortSignal): Promise<RemoteRefs> {
@@ -30,7 +29,7 @@ const MAX_HAVES = 256;
 /** Our tips the server may know: HEAD, local branches, remote-tracking branches, tags. */
 function ourTips(gitdir: string): string[] {
   // A shallow repository would have to describe its boundary; offering nothing is always correct.
-  if (existsSync(join(gitdir, "shallow"))) return [];
+  if (isShallow(gitdir)) return [];
   const tips = new Set<string>();
   const head = resolveRefSync(gitdir, "HEAD");
   if (head) tips.add(head);

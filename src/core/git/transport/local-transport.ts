@@ -21,6 +21,8 @@ import { storePack } from "../objects/pack-index.ts";
 import { deleteRefSync, gitdirOf, listRefsSync, readSymref, resolveRefSync, writeRefSync } from "../refs/refs.ts";
 import { type FetchResult, planRefs, pickDefaultBranch, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
 import { localPath } from "./url.ts";
+import { objectsDir, readShallow, shallowPath } from "../layout/layout.ts";
+import { LockFile, lockHeld } from "../layout/lockfile.ts";
 
 /** The refs of a local repository, read from its files. */
 export function readLocalRefs(srcGitdir: string): RemoteRefs {
@@ -76,7 +78,7 @@ function ensureConnected(srcGitdir: string, destGitdir: string, url: string, tip
       seen.add(oid);
       stack.push(oid);
     };
-    const shallow = shallowSet(srcGitdir);
+    const shallow = readShallow(srcGitdir);
     while (stack.length > 0) {
       throwIfAborted(signal);
       const oid = stack.pop() as string;
@@ -116,13 +118,13 @@ function commitsLast<T extends { type: string }>(objects: T[]): T[] {
 /** Bring the objects `tips` need; true when the source's store was linked whole (a first fetch). */
 async function copyObjects(srcGitdir: string, destGitdir: string, tips: string[], signal: AbortSignal): Promise<boolean> {
   const presence = new ObjectPresence(destGitdir);
-  const alternates = fs.existsSync(join(srcGitdir, "objects", "info", "alternates"));
+  const alternates = fs.existsSync(join(objectsDir(srcGitdir), "info", "alternates"));
   mergeShallow(srcGitdir, destGitdir);
   if (presence.isEmpty() && !alternates) {
-    linkObjectStore(join(srcGitdir, "objects"), join(destGitdir, "objects"), signal);
+    linkObjectStore(objectsDir(srcGitdir), objectsDir(destGitdir), signal);
     return true;
   }
-  const missing = missingObjectsNative(srcGitdir, presence, tips, shallowSet(srcGitdir), signal);
+  const missing = missingObjectsNative(srcGitdir, presence, tips, readShallow(srcGitdir), signal);
   if (missing && missing.length <= LOOSE_LIMIT) {
     writeLooseObjects(destGitdir, commitsLast(missing));
     return false;
@@ -139,7 +141,7 @@ async function copyObjects(srcGitdir: string, destGitdir: string, tips: string[]
   }
   const git = await loadGit();
   const cache = {};
-  const oids = await missingObjects(git, srcGitdir, presence, tips, shallowSet(srcGitdir), cache, signal);
+  const oids = await missingObjects(git, srcGitdir, presence, tips, readShallow(srcGitdir), cache, signal);
   if (oids.length === 0) return false;
   throwIfAborted(signal);
   await writePack(git, srcGitdir, destGitdir, oids, cache, signal);
@@ -285,18 +287,18 @@ function linkObjectStore(src: string, dest: string, signal: AbortSignal): void {
   }
 }
 
-function shallowSet(gitdir: string): Set<string> {
-  try {
-    return new Set(fs.readFileSync(join(gitdir, "shallow"), "utf8").split("\n").filter((l) => l.length === 40));
-  } catch {
-    return new Set();
-  }
-}
-
 /** A shallow source makes a shallow copy: its history ends where the source's does. */
 function mergeShallow(srcGitdir: string, destGitdir: string): void {
-  const src = shallowSet(srcGitdir);
+  const src = readShallow(srcGitdir);
   if (src.size === 0) return;
-  const all = new Set([...shallowSet(destGitdir), ...src]);
-  fs.writeFileSync(join(destGitdir, "shallow"), `${[...all].sort().join("\n")}\n`);
+  const all = new Set([...readShallow(destGitdir), ...src]);
+  // As git does: through `shallow.lock`, never over another writer's.
+  const lock = LockFile.tryAcquire(shallowPath(destGitdir));
+  if (lock === null) throw lockHeld(`${shallowPath(destGitdir)}.lock`, "the shallow boundary of the repository being fetched into", 0);
+  try {
+    lock.write(Buffer.from(`${[...all].sort().join("\n")}\n`));
+    lock.commit();
+  } finally {
+    lock.rollback();
+  }
 }

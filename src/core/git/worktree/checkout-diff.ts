@@ -10,7 +10,10 @@
 //   2. journal <gitdir>/grex-checkout.json {from, to, branch} (temp + rename);
 //   3. files: removals, then writes, each to a temp name renamed into place,
 //      so a file is always wholly the old or wholly the new version;
-//   4. the index (temp + rename);
+//   4. the index (index-manager.ts): through index.lock, fsync'd and renamed
+//      over the index, and only if it is still the index step 1 read (under
+//      the same lock: a git command at work there stops the move before it
+//      starts);
 //   5. refs (the caller, moveTo), then the journal is removed.
 // While a journal exists, a changed path showing either its old or its new
 // version is the move's own work, never a local change; the next update
@@ -19,14 +22,15 @@ import * as fs from "node:fs";
 import { dirname, join } from "node:path";
 import { packOpError } from "../../base/errors.ts";
 import { readConfigValueSync } from "../refs/config.ts";
-import { entryFor, type IndexEntry, indexVersionOf, parseIndex, SKIP_WORKTREE, serializeIndex, sharedIndexIn } from "../objects/index-file.ts";
+import { entryFor, type IndexEntry, parseIndex, SKIP_WORKTREE, sharedIndexIn } from "../objects/index-file.ts";
+import { commitIndex, indexChecksum, readIndexLocked } from "../objects/index-manager.ts";
+import { indexPath } from "../layout/layout.ts";
 import { SparseCheckout } from "./sparse-checkout.ts";
 import { isNotFound, missingObject } from "../transport/git-errors.ts";
-import { loadGit } from "../objects/iso.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import { writeRefSync } from "../refs/refs.ts";
 import { type CheckoutJournal, clearJournal, onDisk, parseModeOid as parse, sameVersion, tempNameOf, writeJournal } from "./checkout-journal.ts";
-import { cacheTreeOf, flatTree, UnsafeTreeError, verifiedFlatTree } from "../objects/tree-read.ts";
+import { cacheTreeOf, flatTree, readBlobBytes, UnsafeTreeError, verifiedFlatTree } from "../objects/tree-read.ts";
 import { fileChanged } from "./worktree.ts";
 import { beyondLink, makeParents, parentsOf, RealDirs, removeEmptyParents, removeEntry, writeEntry } from "./worktree-guard.ts";
 import { Conversion, attributePaths } from "./convert.ts";
@@ -49,18 +53,16 @@ interface Plan {
   to: Map<string, string>;
   changed: string[];
   index: Map<string, IndexEntry>;
+  /** The checksum of the index the plan was made from: the new one replaces only that one. */
+  indexSum: string | null;
   toOid: string;
   /** The directories this move found real, from its first check to its last write (worktree-guard.ts). */
   dirs: RealDirs;
 }
 
 async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: string, verified?: Map<string, string>): Promise<Plan | null> {
-  let buf: Buffer;
-  try {
-    buf = fs.readFileSync(join(gitdir, "index"));
-  } catch {
-    return null;
-  }
+  const buf = await readIndexLocked(gitdir, dir);
+  if (buf === null) return null;
   const entries = parseIndex(buf, sharedIndexIn(gitdir));
   // A conflict, or a sparse index's directory entries: the full checkout handles those.
   if (!entries || entries.some((e) => e.stage !== 0 || e.mode === 0o040000)) return null;
@@ -76,7 +78,7 @@ async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: str
   const changed: string[] = [];
   for (const [p, v] of to) if (from.get(p) !== v) changed.push(p);
   for (const p of from.keys()) if (!to.has(p)) changed.push(p);
-  return { dir, gitdir, from, to, changed, index: new Map(entries.map((e) => [e.path, e])), toOid, dirs: new RealDirs() };
+  return { dir, gitdir, from, to, changed, index: new Map(entries.map((e) => [e.path, e])), indexSum: indexChecksum(buf), toOid, dirs: new RealDirs() };
 }
 
 /** A directory where the move puts a file: fine if everything in it is a file the move removes. */
@@ -101,7 +103,7 @@ function conflicts(plan: Plan, resuming: boolean): string[] {
   const filemode = readConfigValueSync(plan.dir, "core", null, "filemode") !== "false";
   let indexMtime = Number.POSITIVE_INFINITY;
   try {
-    indexMtime = fs.statSync(join(plan.gitdir, "index")).mtimeMs;
+    indexMtime = fs.statSync(indexPath(plan.gitdir)).mtimeMs;
   } catch {
     // no index: every entry counts as racy
   }
@@ -152,11 +154,7 @@ function conflicts(plan: Plan, resuming: boolean): string[] {
 }
 
 async function readBlob(store: ObjectStore, gitdir: string, oid: string): Promise<Buffer> {
-  const o = store.read(oid);
-  if (o?.type === "blob") return o.data;
-  const git = await loadGit();
-  const { blob } = await git.readBlob({ fs, gitdir, oid });
-  return Buffer.from(blob);
+  return Buffer.from(await readBlobBytes(store, gitdir, oid));
 }
 
 /**
@@ -244,15 +242,7 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
   // When the index is now exactly the target commit, say so (cache-tree): later dirty checks skip reading its trees.
   const exact = plan.index.size === plan.to.size && [...plan.index.values()].every((e) => plan.to.get(e.path) === `${e.mode} ${e.oid}`);
   const cacheTree = exact ? withStore(gitdir, (s) => cacheTreeOf(s, plan.toOid)) : null;
-  const indexPath = join(gitdir, "index");
-  const tmp = `${indexPath}.grex-tmp`;
-  try {
-    fs.writeFileSync(tmp, serializeIndex([...plan.index.values()], cacheTree ?? undefined, indexVersionOf(indexPath)));
-    fs.renameSync(tmp, indexPath);
-  } catch (err) {
-    fs.rmSync(tmp, { force: true }); // a full disk: no half-written index beside the real one (the journal finishes the move later)
-    throw err;
-  }
+  await commitIndex(gitdir, dir, plan.indexSum, [...plan.index.values()], cacheTree ?? undefined);
 }
 
 /**

@@ -7,6 +7,7 @@ import { hashWorktreeFile } from "./convert.ts";
 import { gitdirOf } from "../refs/refs.ts";
 import { flatTree } from "../objects/tree-read.ts";
 import { parentsOf } from "./worktree-guard.ts";
+import { gitPath } from "../layout/layout.ts";
 
 const TMP_SUFFIX = ".grex-checkout-tmp";
 
@@ -20,7 +21,7 @@ export interface CheckoutJournal {
 const JOURNAL = "grex-checkout.json";
 export function readJournal(gitdir: string): CheckoutJournal | null {
   let text: string;
-  const path = join(gitdir, JOURNAL);
+  const path = gitPath(gitdir, JOURNAL);
   if (!fs.existsSync(path)) return null; // the usual case, asked by every dirty check: no thrown ENOENT
   try {
     text = fs.readFileSync(path, "utf8");
@@ -40,7 +41,7 @@ export function readJournal(gitdir: string): CheckoutJournal | null {
 }
 
 export function writeJournal(gitdir: string, j: CheckoutJournal): void {
-  const path = join(gitdir, JOURNAL);
+  const path = gitPath(gitdir, JOURNAL);
   const tmp = `${path}.tmp`;
   const bytes = Buffer.from(JSON.stringify(j));
   const fd = fs.openSync(tmp, "w");
@@ -58,7 +59,7 @@ export function writeJournal(gitdir: string, j: CheckoutJournal): void {
 }
 
 export function clearJournal(gitdir: string): void {
-  fs.rmSync(join(gitdir, JOURNAL), { force: true });
+  fs.rmSync(gitPath(gitdir, JOURNAL), { force: true });
 }
 
 /** The temp name a file is written under before it is renamed into place. */
@@ -89,7 +90,7 @@ export function onDisk(dir: string, rel: string): string | null {
   if (!st.isFile() && !st.isSymbolicLink()) return st.isDirectory() ? "dir" : "other";
   const mode = st.isSymbolicLink() ? 0o120000 : st.mode & 0o111 ? 0o100755 : 0o100644;
   // Hashed as git would after the clean conversion (convert.ts): a file written converted still shows its version.
-  return `${mode} ${hashWorktreeFile(dir, gitdirOf(dir) ?? join(dir, ".git"), rel, abs, st, "")}`;
+  return `${mode} ${hashWorktreeFile(dir, gitdirOf(dir), rel, abs, st, "")}`;
 }
 
 /** Same content, and the same mode where the file system keeps modes. */

@@ -19,6 +19,8 @@ import { checkoutFresh } from "./checkout-fresh.ts";
 import { MissingObjectError, UnsafeTreeError, verifiedFlatTree } from "../objects/tree-read.ts";
 import { displayUrl } from "../transport/url.ts";
 import { beyondLink, linkedParent } from "./worktree-guard.ts";
+import { isShallow } from "../layout/layout.ts";
+import { withIndexLock } from "../objects/index-manager.ts";
 
 type Target = { kind: "branch"; name: string; oid: string } | { kind: "detached"; oid: string };
 
@@ -180,7 +182,7 @@ async function peelToCommit(git: Git, o: MoveOptions, oid: string): Promise<stri
  * shallow boundary or names the missing object as before.
  */
 async function relate(gitdir: string, local: string, remote: string): Promise<"behind" | "ahead" | "diverged"> {
-  if (!fs.existsSync(`${gitdir}/shallow`)) {
+  if (!isShallow(gitdir)) {
     let counts: { ahead: number; behind: number } | null = null;
     try {
       counts = countLeftRight(gitdir, local, remote);
@@ -222,13 +224,15 @@ async function checkoutTree(o: MoveOptions, headOid: string | null, oid: string,
 }
 
 async function writeTree(o: MoveOptions, headOid: string | null, oid: string, branch: string | null, target: Map<string, string>): Promise<void> {
-  if (o.fresh) return checkoutFresh(o.dir, o.gitdir, oid);
+  if (o.fresh) return checkoutFresh(o.dir, o.gitdir, oid, target, o.shown ?? o.dir);
   if (headOid !== null && (await checkoutDiff(o.dir, o.gitdir, headOid, oid, branch, target))) return;
   assertNoLinkedParents(o, target);
   const git = await loadGit();
   try {
-    await git.checkout({ fs, dir: o.dir, gitdir: o.gitdir, ref: oid, noUpdateHead: true, force: false, track: false });
+    // isomorphic-git writes `index` itself, knowing nothing of index.lock: held around it, a git command is kept out (index-manager.ts).
+    await withIndexLock(o.gitdir, o.shown ?? o.dir, () => git.checkout({ fs, dir: o.dir, gitdir: o.gitdir, ref: oid, noUpdateHead: true, force: false, track: false }));
   } catch (err) {
+    if (err instanceof GrexError) throw err;
     if (err instanceof Error && err.name === "CheckoutConflictError") {
       const data = (err as { data?: { filepaths?: unknown } }).data;
       const files = Array.isArray(data?.filepaths) ? data.filepaths.slice(0, 3).join(", ") : "some files";

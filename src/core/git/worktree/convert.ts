@@ -29,6 +29,8 @@ import { LayeredConfig, configBool, envBool, expandConfigPath, xdgConfigPath } f
 import { type EolSettings, crlfAction, eolSettings, hasCrlfText, toGit, toWorktree } from "./eol.ts";
 import { parseIndex } from "../objects/index-file.ts";
 import { ObjectStore } from "../objects/object-store.ts";
+import { gitPath } from "../layout/layout.ts";
+import { readIndexBytes } from "../objects/index-manager.ts";
 
 const readText = (path: string): string | null => {
   try {
@@ -81,21 +83,22 @@ export class Conversion {
     const cfg = LayeredConfig.load(gitdir, env);
     const attrs = new Attributes({
       outer: outerSources(cfg, env),
-      info: readText(join(gitdir, "info", "attributes")),
+      info: readText(gitPath(gitdir, "info/attributes")),
       treeFile: (d) => attributeFiles.get(d === "" ? ".gitattributes" : `${d}/.gitattributes`) ?? null,
     });
     const eol = eolSettings(cfg);
     return new Conversion(dir, cfg, attrs, eol, attributeFiles.size === 0 && attrs.outerEmpty && eol.autocrlf === "false");
   }
 
-  /** For comparing the work tree with the index: the work tree's attribute files, else the index's. */
-  static forWorktree(dir: string, gitdir: string, env: NodeJS.ProcessEnv = process.env): Conversion {
+  /** For comparing the work tree with the index: the work tree's attribute files, else the index's (null `gitdir`: no repository, only the user's files). */
+  static forWorktree(dir: string, gitdir: string | null, env: NodeJS.ProcessEnv = process.env): Conversion {
     const cfg = LayeredConfig.load(gitdir, env);
     let indexed: Map<string, string> | null = null;
     const fromIndex = (rel: string): string | null => {
+      if (gitdir === null) return null;
       if (indexed === null) {
         indexed = new Map();
-        const buf = readBytes(join(gitdir, "index"));
+        const buf = readIndexBytes(gitdir);
         for (const e of (buf && parseIndex(buf)) || []) if (e.path === ".gitattributes" || e.path.endsWith("/.gitattributes")) indexed.set(e.path, e.oid);
       }
       const oid = indexed.get(rel);
@@ -110,7 +113,7 @@ export class Conversion {
     };
     const attrs = new Attributes({
       outer: outerSources(cfg, env),
-      info: readText(join(gitdir, "info", "attributes")),
+      info: gitdir === null ? null : readText(gitPath(gitdir, "info/attributes")),
       treeFile: (d) => {
         const rel = d === "" ? ".gitattributes" : `${d}/.gitattributes`;
         try {
@@ -193,9 +196,9 @@ function readBytes(path: string): Buffer | null {
 // The dirty check hashes files in one synchronous loop: one Conversion per
 // work tree serves that loop and is dropped when it yields (a microtask), so
 // an edited .gitattributes or config is read afresh by the next check.
-const live = new Map<string, { conv: Conversion; store: ObjectStore | null; gitdir: string }>();
+const live = new Map<string, { conv: Conversion; store: ObjectStore | null; gitdir: string | null }>();
 
-function liveFor(dir: string, gitdir: string) {
+function liveFor(dir: string, gitdir: string | null) {
   let l = live.get(dir);
   if (!l) {
     const made = { conv: Conversion.forWorktree(dir, gitdir), store: null as ObjectStore | null, gitdir };
@@ -214,13 +217,13 @@ function liveFor(dir: string, gitdir: string) {
  * conversion its attributes ask for); `indexOid` is the index entry's blob
  * ("" when there is none to consult).
  */
-export function hashWorktreeFile(dir: string, gitdir: string, rel: string, abs: string, st: fs.Stats, indexOid: string): string {
+export function hashWorktreeFile(dir: string, gitdir: string | null, rel: string, abs: string, st: fs.Stats, indexOid: string): string {
   const raw = st.isSymbolicLink() ? Buffer.from(fs.readlinkSync(abs), "utf8") : fs.readFileSync(abs);
   let content: Uint8Array = raw;
   if (!st.isSymbolicLink()) {
     const l = liveFor(dir, gitdir);
     content = l.conv.clean(rel, raw, () => {
-      if (indexOid === "") return null; // no index entry to ask (an interrupted move's paths)
+      if (indexOid === "" || l.gitdir === null) return null; // no index entry to ask (an interrupted move's paths)
       const o = (l.store ??= new ObjectStore(l.gitdir)).read(indexOid);
       return o?.type === "blob" ? o.data : null;
     });
@@ -243,9 +246,9 @@ export function attributePaths(files: Iterable<[path: string, mode: number, oid:
  */
 export function unconfiguredFilters(dir: string, gitdir: string, env: NodeJS.ProcessEnv = process.env): string[] {
   // Two reads, usually of missing files; the config files only when a filter is named.
-  const texts = [readText(join(dir, ".gitattributes")), readText(join(gitdir, "info", "attributes"))];
+  const texts = [readText(join(dir, ".gitattributes")), readText(gitPath(gitdir, "info/attributes"))];
   if (!texts.some((t) => t !== null && t.includes("filter"))) return [];
-  const buf = readBytes(join(gitdir, "index"));
+  const buf = readIndexBytes(gitdir);
   const entries = (buf && parseIndex(buf)) || [];
   return Conversion.forWorktree(dir, gitdir, env).unconfigured(entries.filter((e) => e.mode !== 0o160000).map((e) => e.path));
 }

@@ -10,6 +10,7 @@
 import { readFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { expandConfigPath, LayeredConfig, xdgConfigPath } from "../refs/config.ts";
+import { infoExcludePath } from "../layout/layout.ts";
 
 export interface Rule {
   pattern: string;
@@ -190,7 +191,7 @@ export class IgnoreRules {
     private readonly workTree: string,
     gitdir: string,
   ) {
-    this.info = readRules(join(gitdir, "info", "exclude"));
+    this.info = readRules(infoExcludePath(gitdir));
     const excludes = excludesFilePath(gitdir, workTree);
     this.global = excludes === null ? [] : readRules(excludes);
   }

@@ -5,9 +5,9 @@
 // that some pattern decides; a path nothing decides stays out. An update
 // leaves paths outside the patterns out of the work tree and marks their
 // index entries skip-worktree, as `git pull` does.
-import { join } from "node:path";
 import { configBool, readGitdirConfigValue } from "../refs/config.ts";
 import { readRules, type Rule, verdict } from "./ignore-rules.ts";
+import { gitPath } from "../layout/layout.ts";
 
 export class SparseCheckout {
   private constructor(private readonly rules: Rule[]) {}
@@ -16,7 +16,7 @@ export class SparseCheckout {
   static of(gitdir: string): SparseCheckout | null {
     // `git sparse-checkout` writes the switch to config.worktree (with extensions.worktreeConfig), else config: the manager reads both.
     if (configBool(readGitdirConfigValue(gitdir, "core", null, "sparsecheckout")) !== true) return null;
-    return new SparseCheckout(readRules(join(gitdir, "info", "sparse-checkout")));
+    return new SparseCheckout(readRules(gitPath(gitdir, "info/sparse-checkout")));
   }
 
   /** Does `rel` (a file's path in the work tree) belong in the work tree? */

@@ -1,10 +1,11 @@
 // Submodules a work tree shows at another commit than its index records
 // (git status: ` M path`), for the dirty check and `status`. Small on purpose:
 // the dirty check loads it on every report.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { parseIndex } from "../objects/index-file.ts";
 import { readHeadSync } from "../refs/refs.ts";
+import { readIndexBytes } from "../objects/index-manager.ts";
 
 export interface MovedSubmodule {
   path: string;
@@ -39,23 +40,15 @@ export function movedSubmodules(dir: string, gitlinks: Array<{ path: string; oid
 
 /** Initialised submodules of `dir` at another commit than its index records (for `status`). */
 export function movedSubmodulesOf(dir: string, gitdir: string): MovedSubmodule[] {
-  let buf: Buffer;
-  try {
-    buf = readFileSync(join(gitdir, "index"));
-  } catch {
-    return [];
-  }
+  const buf = readIndexBytes(gitdir);
+  if (buf === null) return [];
   const links = (parseIndex(buf) ?? []).filter((e) => e.mode === 0o160000).map((e) => ({ path: e.path, oid: e.oid }));
   return movedSubmodules(dir, links);
 }
 
 /** The paths of the initialised submodules the index of `dir` records (a deletion of `dir` deletes their work too). */
 export function populatedSubmodules(dir: string, gitdir: string): string[] {
-  let buf: Buffer;
-  try {
-    buf = readFileSync(join(gitdir, "index"));
-  } catch {
-    return [];
-  }
+  const buf = readIndexBytes(gitdir);
+  if (buf === null) return [];
   return (parseIndex(buf) ?? []).filter((e) => e.mode === 0o160000 && existsSync(join(dir, e.path, ".git"))).map((e) => e.path);
 }

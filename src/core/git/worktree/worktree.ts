@@ -22,6 +22,7 @@ import { submoduleState } from "./submodule-status.ts";
 import { journaledPathsFor, onDisk, readJournal, sameVersion, tempNameOf } from "./checkout-journal.ts";
 import { gitdirOf, resolveRefSync } from "../refs/refs.ts";
 import { type DirStamp, type FileStamp, fileStampOf, indexKey, readStatusCache, sameFileStamp, sameStamp, settled, stampOf, type StatusCache, writeStatusCache } from "./status-cache.ts";
+import { indexPath, isGitDirectory } from "../layout/layout.ts";
 
 const GITLINK = 0o160000;
 const SYMLINK = 0o120000;
@@ -82,7 +83,7 @@ export function fileChanged(dir: string, e: IndexEntry, filemode: boolean | (() 
   // line-ending conversion, content that cleans to the same blob still reads as modified there.
   if (e.size !== 0 && st.size % 2 ** 32 !== e.size) return true;
   // The hash git computes: after the clean conversion the file's attributes ask for (convert.ts).
-  const hashed = () => hashWorktreeFile(dir, gitdirOf(dir) ?? `${dir}/.git`, e.path, abs, st, e.oid);
+  const hashed = () => hashWorktreeFile(dir, gitdirOf(dir), e.path, abs, st, e.oid);
   if (!proofs) return hashed() !== e.oid;
   const stamp = fileStampOf(st);
   if (!(Object.hasOwn(proofs.known, e.path) && sameFileStamp(proofs.known[e.path], stamp))) {
@@ -94,15 +95,15 @@ export function fileChanged(dir: string, e: IndexEntry, filemode: boolean | (() 
 }
 
 export function isRepository(path: string): boolean {
-  const gd = gitdirOf(path);
-  return gd !== null && ["HEAD", "objects", "refs"].every((n) => fs.existsSync(join(gd, n)));
+  const gitdir = gitdirOf(path);
+  return gitdir !== null && isGitDirectory(gitdir);
 }
 
 /** The index file's bytes and mtime, read through one descriptor so both describe the same file; null if absent. */
 export function readIndexFile(gitdir: string): { buf: Buffer; mtimeMs: number } | null {
   let fd: number;
   try {
-    fd = fs.openSync(join(gitdir, "index"), "r");
+    fd = fs.openSync(indexPath(gitdir), "r");
   } catch {
     return null;
   }

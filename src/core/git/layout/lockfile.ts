@@ -1,0 +1,158 @@
+// git's lock files (lockfile.h): to replace a file of a repository, create
+// `<file>.lock` exclusively (O_CREAT|O_EXCL), write the new content into it,
+// fsync, and rename it over the file. A second writer — another grex, or a
+// git command in the same repository — fails to create the lock and so never
+// overwrites the first one's work; a lock someone else holds is never removed.
+//
+// A lock grex holds is removed when the process exits (normally, or on an
+// uncaught error). So that a kill cannot leave one stuck either, grex notes
+// beside it, in `<file>.lock.grex`, its pid and start time and the lock
+// file's inode: a later grex finding a lock whose note names a process that
+// is gone, and that very file, removes it (a lock git holds has no such note
+// and is only ever waited for). Two grex processes never lock the same
+// repository's file at once (the pack lock, core/locks), so the note is not
+// contended.
+import { closeSync, constants, fstatSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
+import { dirname } from "node:path";
+import { GrexError } from "../../base/errors.ts";
+import { fsyncDir } from "../../fs/fsutil.ts";
+import { holderAlive, selfStartTime } from "../../locks/flock.ts";
+
+/** Locks this process holds, removed at exit so none outlives it. */
+const held = new Set<string>();
+let exitHook = false;
+
+export interface LockWait {
+  /** How long to wait for another holder to let go (ms); 0: fail at once. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** How long a lock held by someone else is waited for, by default: a git command's index or ref update takes milliseconds. */
+export const DEFAULT_LOCK_WAIT_MS = 1000;
+
+export class LockFile {
+  private fd: number | null;
+  private constructor(
+    /** The file the lock replaces. */
+    readonly path: string,
+    /** `<path>.lock`. */
+    readonly lockPath: string,
+    fd: number,
+  ) {
+    this.fd = fd;
+  }
+
+  /** The lock on `path`, or null when another process holds it now. Other errors (no directory, no permission) are thrown. */
+  static tryAcquire(path: string): LockFile | null {
+    const lockPath = `${path}.lock`;
+    let fd: number;
+    try {
+      fd = openSync(lockPath, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o666);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST" || !removeIfStale(lockPath)) {
+        if ((err as NodeJS.ErrnoException).code === "EEXIST") return null;
+        throw err;
+      }
+      return LockFile.tryAcquire(path);
+    }
+    held.add(lockPath);
+    if (!exitHook) {
+      exitHook = true;
+      process.on("exit", () => {
+        for (const p of held) {
+          rmSync(p, { force: true });
+          rmSync(`${p}.grex`, { force: true });
+        }
+      });
+    }
+    try {
+      const st = fstatSync(fd);
+      writeFileSync(`${lockPath}.grex`, JSON.stringify({ pid: process.pid, start: selfStartTime(), ino: st.ino, dev: st.dev }));
+    } catch {
+      // without the note a kill would leave the lock to be removed by hand, as git's own
+    }
+    return new LockFile(path, lockPath, fd);
+  }
+
+  /**
+   * The lock on `path`, waiting up to `timeoutMs` (with backoff) while another
+   * process holds it; then a `lock` error naming the lock file. `what` names
+   * the file for people ("the index of pack 'tools'").
+   */
+  static async acquire(path: string, what: string, wait: LockWait = {}): Promise<LockFile> {
+    const timeout = wait.timeoutMs ?? DEFAULT_LOCK_WAIT_MS;
+    const start = Date.now();
+    let pause = 5;
+    for (;;) {
+      const lock = LockFile.tryAcquire(path);
+      if (lock) return lock;
+      wait.signal?.throwIfAborted();
+      if (Date.now() - start >= timeout) throw lockHeld(`${path}.lock`, what, timeout);
+      await Bun.sleep(Math.min(pause, Math.max(1, timeout - (Date.now() - start))));
+      pause = Math.min(pause * 2, 100);
+    }
+  }
+
+  /** Write `data` as the file's new content and fsync it (not yet visible: `commit` makes it so). */
+  write(data: Uint8Array): void {
+    if (this.fd === null) throw new Error(`lock ${this.lockPath} is no longer held`);
+    let off = 0;
+    while (off < data.length) off += writeSync(this.fd, data, off, data.length - off);
+    fsyncSync(this.fd);
+  }
+
+  /** Rename the lock over the file: readers see the old content or the new, never a part. */
+  commit(): void {
+    if (this.fd === null) throw new Error(`lock ${this.lockPath} is no longer held`);
+    closeSync(this.fd);
+    this.fd = null;
+    try {
+      renameSync(this.lockPath, this.path);
+    } catch (err) {
+      rmSync(this.lockPath, { force: true });
+      held.delete(this.lockPath);
+      throw err;
+    }
+    held.delete(this.lockPath);
+    rmSync(`${this.lockPath}.grex`, { force: true });
+    fsyncDir(dirname(this.path));
+  }
+
+  /** Let go without changing the file. Safe to call after `commit` (then it does nothing). */
+  rollback(): void {
+    if (this.fd === null) return;
+    closeSync(this.fd);
+    this.fd = null;
+    rmSync(this.lockPath, { force: true });
+    rmSync(`${this.lockPath}.grex`, { force: true });
+    held.delete(this.lockPath);
+  }
+}
+
+/** Remove `lockPath` if a grex that is gone left it (its note names a dead process and this very file); true when removed. */
+function removeIfStale(lockPath: string): boolean {
+  let note: { pid?: unknown; start?: unknown; ino?: unknown; dev?: unknown };
+  try {
+    note = JSON.parse(readFileSync(`${lockPath}.grex`, "utf8"));
+    const st = statSync(lockPath);
+    if (note.ino !== st.ino || note.dev !== st.dev) return false; // the note is of another lock: this one is not grex's
+  } catch {
+    return false; // no note (a git command's lock) or no lock any more (tryAcquire again decides)
+  }
+  const pid = typeof note.pid === "number" && Number.isInteger(note.pid) && note.pid > 0 ? note.pid : null;
+  if (pid === null || pid === process.pid || holderAlive({ pid, startTime: typeof note.start === "string" ? note.start : null, purpose: null })) return false;
+  rmSync(lockPath, { force: true });
+  rmSync(`${lockPath}.grex`, { force: true });
+  return true;
+}
+
+/** One sentence for a lock file another process holds. */
+export function lockHeld(lockPath: string, what: string, waitedMs: number): GrexError {
+  const waited = waitedMs > 0 ? ` (waited ${waitedMs >= 1000 ? `${(waitedMs / 1000).toFixed(1)} s` : `${waitedMs} ms`})` : "";
+  return new GrexError(
+    "lock",
+    `another process holds ${lockPath}, the lock on ${what}${waited}, and grex changed nothing there; let that git command finish, or if none is running remove the file, then run grex again.`,
+    { path: lockPath },
+  );
+}

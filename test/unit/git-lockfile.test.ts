@@ -1,0 +1,115 @@
+// git's lock files (src/core/git/layout/lockfile.ts) and the index manager
+// on top of them (src/core/git/objects/index-manager.ts): exclusive creation,
+// a holder waited for and then reported, never overwritten; the write lands
+// whole through a rename; and the index is replaced only when it is still the
+// one read.
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { GrexError } from "../../src/core/base/errors.ts";
+import { LockFile } from "../../src/core/git/layout/lockfile.ts";
+import { commitIndex, indexChecksum, readIndexBytes, readIndexLocked } from "../../src/core/git/objects/index-manager.ts";
+import { entryFor, readIndex } from "../../src/core/git/objects/index-file.ts";
+import { git, makeRepo, tempDir } from "../helpers/git-fixtures.ts";
+
+const tmp = tempDir("grex-lockfile-");
+afterAll(() => tmp.cleanup());
+let n = 0;
+const fresh = () => {
+  const d = join(tmp.path, `d${n++}`);
+  mkdirSync(d, { recursive: true });
+  return d;
+};
+
+describe("LockFile", () => {
+  test("created exclusively: a second taker gets nothing, and the first one's lock is untouched", () => {
+    const file = join(fresh(), "config");
+    writeFileSync(file, "old\n");
+    const a = LockFile.tryAcquire(file) as LockFile;
+    expect(a).not.toBeNull();
+    a.write(Buffer.from("new\n"));
+    expect(LockFile.tryAcquire(file)).toBeNull();
+    expect(readFileSync(`${file}.lock`, "utf8")).toBe("new\n");
+    expect(readFileSync(file, "utf8")).toBe("old\n"); // not visible before commit
+    a.commit();
+    expect(readFileSync(file, "utf8")).toBe("new\n");
+    expect(existsSync(`${file}.lock`)).toBe(false);
+    expect(existsSync(`${file}.lock.grex`)).toBe(false);
+  });
+
+  test("rollback leaves the file as it was and frees the lock", () => {
+    const file = join(fresh(), "index");
+    writeFileSync(file, "old");
+    const a = LockFile.tryAcquire(file) as LockFile;
+    a.write(Buffer.from("half"));
+    a.rollback();
+    expect(readFileSync(file, "utf8")).toBe("old");
+    expect(existsSync(`${file}.lock`)).toBe(false);
+    const b = LockFile.tryAcquire(file) as LockFile;
+    expect(b).not.toBeNull();
+    b.rollback();
+  });
+
+  test("a lock someone else holds is waited for, and taken when they let go", async () => {
+    const file = join(fresh(), "index");
+    writeFileSync(`${file}.lock`, ""); // as git creates it
+    setTimeout(() => rmSync(`${file}.lock`), 150);
+    const lock = await LockFile.acquire(file, "the index of x", { timeoutMs: 5000 });
+    lock.write(Buffer.from("mine"));
+    lock.commit();
+    expect(readFileSync(file, "utf8")).toBe("mine");
+  });
+
+  test("a lock held past the wait is reported in one sentence, and left where it is", async () => {
+    const file = join(fresh(), "index");
+    writeFileSync(`${file}.lock`, "git's bytes");
+    const err = await LockFile.acquire(file, "the index of pack 'tools'", { timeoutMs: 50 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GrexError);
+    const g = err as GrexError;
+    expect(g.kind).toBe("lock");
+    expect(g.message).toContain(`${file}.lock`);
+    expect(g.message).toContain("the index of pack 'tools'");
+    expect(g.message.trim().split(/\.\s/).length).toBe(1);
+    expect(readFileSync(`${file}.lock`, "utf8")).toBe("git's bytes");
+  });
+
+  test("a lock a dead grex left is removed by its note; a live holder's never", () => {
+    const file = join(fresh(), "index");
+    writeFileSync(`${file}.lock`, "");
+    const st = statSync(`${file}.lock`);
+    const dead = Bun.spawnSync(["true"]).pid;
+    writeFileSync(`${file}.lock.grex`, JSON.stringify({ pid: dead, start: "1", ino: st.ino, dev: st.dev }));
+    const a = LockFile.tryAcquire(file) as LockFile;
+    expect(a).not.toBeNull();
+    a.rollback();
+    // This process is alive: its note keeps its lock.
+    const b = LockFile.tryAcquire(file) as LockFile;
+    const note = JSON.parse(readFileSync(`${file}.lock.grex`, "utf8"));
+    expect(note.pid).toBe(process.pid);
+    expect(LockFile.tryAcquire(file)).toBeNull();
+    b.rollback();
+  });
+});
+
+describe("the index manager", () => {
+  test("commitIndex writes a whole index git reads; refuses when the index changed since it was read", async () => {
+    const dir = join(tmp.path, "repo");
+    makeRepo(dir, { "a.txt": "a\n", "b.txt": "b\n" });
+    const gitdir = join(dir, ".git");
+    const read = await readIndexLocked(gitdir, dir);
+    const entries = (readIndex(read as Buffer) as { entries: ReturnType<typeof entryFor>[] }).entries.filter((e) => e.path !== "b.txt");
+    // git changes the index in between: grex keeps git's.
+    git(dir, "update-index", "--chmod=+x", "a.txt");
+    const gits = readIndexBytes(gitdir) as Buffer;
+    const err = await commitIndex(gitdir, dir, indexChecksum(read), entries).catch((e: unknown) => e);
+    expect((err as GrexError).kind).toBe("lock");
+    expect((readIndexBytes(gitdir) as Buffer).equals(gits)).toBe(true);
+    expect(existsSync(join(gitdir, "index.lock"))).toBe(false);
+    // Read again, written: git sees b.txt removed from the index, and its own chmod of a.txt kept.
+    const now = await readIndexLocked(gitdir, dir);
+    const kept = (readIndex(now as Buffer) as { entries: ReturnType<typeof entryFor>[] }).entries.filter((e) => e.path !== "b.txt");
+    await commitIndex(gitdir, dir, indexChecksum(now), kept);
+    expect(git(dir, "status", "--porcelain")).toBe("MM a.txt\nD  b.txt\n?? b.txt");
+    git(dir, "fsck", "--no-progress");
+  });
+});
