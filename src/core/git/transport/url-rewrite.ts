@@ -1,0 +1,92 @@
+// Mirrors: `url.<base>.insteadOf` and `url.<base>.pushInsteadOf` from the
+// user's git configuration, applied as git's remote.c applies them
+// (alias_url): among every insteadOf value the URL starts with, the longest
+// wins (on a tie, the one of the base configured first, then the value
+// configured first); the URL becomes the base followed by the rest after
+// that prefix. The rewrite is applied once, never to its own result. The
+// fetch URL uses insteadOf only; the push URL uses pushInsteadOf when one
+// matches, else insteadOf. The manifest keeps the URL it was given: the
+// rewrite is per machine, done each time a URL is fetched.
+import { packOpError } from "../../base/grex-error.ts";
+import { type ConfigEntry, LayeredConfig } from "../refs/config.ts";
+import { displayUrl } from "./url.ts";
+
+type Env = NodeJS.ProcessEnv;
+
+interface Rewrite {
+  base: string;
+  prefixes: string[];
+}
+
+/** The user's URL rewrites (insteadOf for fetch, pushInsteadOf for push), in git's order. */
+export interface UrlRewrites {
+  fetch: Rewrite[];
+  push: Rewrite[];
+}
+
+/** The `url.*` rewrites among config entries (a bare key, which git refuses as "missing value", is skipped). */
+export function urlRewritesOf(entries: readonly ConfigEntry[]): UrlRewrites {
+  const fetch: Rewrite[] = [];
+  const push: Rewrite[] = [];
+  for (const e of entries) {
+    if (e.section !== "url" || e.sub === null || e.value === null) continue;
+    const list = e.key === "insteadof" ? fetch : e.key === "pushinsteadof" ? push : null;
+    if (list === null) continue;
+    let r = list.find((x) => x.base === e.sub);
+    if (r === undefined) list.push((r = { base: e.sub, prefixes: [] }));
+    r.prefixes.push(e.value);
+  }
+  return { fetch, push };
+}
+
+/**
+ * The rewrites of the user's configuration: the system file, the global
+ * files (or GIT_CONFIG_GLOBAL), GIT_CONFIG_PARAMETERS and GIT_CONFIG_COUNT,
+ * read by the config manager. A repository's own config is not read: the
+ * rewrite must be the same for a pack before and after it is cloned.
+ */
+export function userUrlRewrites(env: Env = process.env): UrlRewrites {
+  return urlRewritesOf(LayeredConfig.load(null, env).entries);
+}
+
+/** alias_url: the longest matching prefix's rewrite, or null when none matches. */
+function alias(url: string, rewrites: readonly Rewrite[]): string | null {
+  let best: { base: string; len: number } | null = null;
+  for (const r of rewrites) {
+    for (const p of r.prefixes) {
+      if (url.startsWith(p) && (best === null || best.len < p.length)) best = { base: r.base, len: p.length };
+    }
+  }
+  return best === null ? null : best.base + url.slice(best.len);
+}
+
+/** The URL git would fetch from for `url` (insteadOf applied once), or `url` itself. */
+export function rewriteFetchUrl(url: string, rewrites: UrlRewrites): string {
+  return alias(url, rewrites.fetch) ?? url;
+}
+
+/** The URL git would push to for `url`: pushInsteadOf when one matches, else insteadOf. */
+export function rewritePushUrl(url: string, rewrites: UrlRewrites): string {
+  return alias(url, rewrites.push) ?? rewriteFetchUrl(url, rewrites);
+}
+
+/** The fetch URL of `url` under the user's configuration as it is now. */
+export function fetchUrlOf(url: string, env: Env = process.env): string {
+  return rewriteFetchUrl(url, userUrlRewrites(env));
+}
+
+/**
+ * The URL to fetch `url` from, refused (pack_op) when a rewrite made it one
+ * grex would never fetch: a control character in it, or a leading `-` that a
+ * program would take for an option. Without a rewrite, `url` as it is.
+ */
+export function checkedFetchUrl(url: string, env: Env = process.env): string {
+  const to = fetchUrlOf(url, env);
+  if (to !== url && (/[\x00-\x1f\x7f]/.test(to) || to.startsWith("-"))) {
+    throw packOpError(
+      `${displayUrl(url)} is rewritten by url.<base>.insteadOf in your git configuration to a URL with a control character or a leading '-'; fix that setting (git config --global --get-regexp '^url\\.').`,
+      { url },
+    );
+  }
+  return to;
+}
