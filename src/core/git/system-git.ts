@@ -1,6 +1,8 @@
 // ssh:// and scp-style URLs: isomorphic-git cannot speak SSH, so the transfer
 // goes through the system `git` program. The no-op check (ls-remote against
 // our refs) and the move to the ref are the same as for the other transports.
+// git is handed the manifest's URL and applies the user's url.<base>.insteadOf
+// itself (backend.ts chose this backend by the rewritten URL, the same one).
 import { GrexError, packOpError, throwIfAborted } from "../base/errors.ts";
 import { runProcess } from "../base/proc.ts";
 import type { GitBackend } from "./backend-api.ts";

@@ -1,0 +1,113 @@
+// Mirrors: a workspace whose packs name a host that does not exist
+// (unreachable.invalid) syncs through the mirror the user's global git config
+// points at with url.<base>.insteadOf: a loopback smart-HTTP server, or a
+// local directory. The manifest and the clone's origin keep the URL they were
+// given; git, with the same config, fetches from the same mirror.
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
+import { git, TestWorkspace } from "../helpers/workspace.ts";
+
+let t: TestWorkspace;
+let served: string;
+let server: GitHttpServer;
+
+beforeAll(async () => {
+  t = new TestWorkspace("grex-mirrors-");
+  served = join(t.root, "served");
+  mkdirSync(served);
+  server = await startGitHttpServer(served);
+});
+afterAll(async () => {
+  await server.stop();
+  t.cleanup();
+});
+
+let n = 0;
+let ws: string;
+beforeEach(() => {
+  ws = join(t.root, `ws${++n}`);
+  mkdirSync(ws);
+  writeFileSync(join(t.home, ".gitconfig"), "");
+});
+afterEach(() => writeFileSync(join(t.home, ".gitconfig"), ""));
+
+/** A repository made from `files`, published as a bare copy under the served root as `<name>.git`. */
+function publish(name: string, files: Record<string, string>): { work: string; bare: string } {
+  const work = t.repo(`${name}-${n}`, files);
+  const bare = join(served, `${name}-${n}.git`);
+  git(t.root, "clone", "-q", "--bare", work, bare);
+  return { work, bare };
+}
+
+function globalConfig(text: string) {
+  writeFileSync(join(t.home, ".gitconfig"), text);
+}
+
+/** grex as a real process (it reads the user's git config from its environment, as git does). */
+async function grex(...argv: string[]) {
+  const p = t.spawnGrex(argv, { cwd: ws });
+  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  const json = argv.includes("--json") && stdout.trim() !== "" ? (JSON.parse(stdout) as Record<string, unknown>) : {};
+  return { code, stdout, stderr, json };
+}
+
+const DEAD = "http://unreachable.invalid/";
+
+describe("url.<base>.insteadOf in the user's global config", () => {
+  test("without a mirror the unreachable host fails the add (the other tests are not vacuous)", async () => {
+    publish("plain", { "README.md": "plain\n" });
+    expect((await grex("init")).code).toBe(0);
+    const add = await grex("add", `${DEAD}plain-${n}.git`, "pack");
+    expect(add.code).toBe(4);
+    expect(existsSync(join(ws, "pack"))).toBe(false);
+  });
+
+  test("add and sync go through a smart-HTTP mirror; the manifest and origin keep the URL", async () => {
+    const { work, bare } = publish("pack", { "README.md": "one\n" });
+    globalConfig(`[url "${server.url}/"]\n\tinsteadOf = ${DEAD}\n`);
+    const url = `${DEAD}pack-${n}.git`;
+    expect((await grex("init")).code).toBe(0);
+    const add = await grex("add", url, "pack", "--json");
+    expect(add.code).toBe(0);
+    const dir = join(ws, "pack");
+    expect(readFileSync(join(dir, "README.md"), "utf8")).toBe("one\n");
+    expect(readFileSync(join(ws, "grex.jsonl"), "utf8")).toContain(url);
+    expect(git(dir, "config", "remote.origin.url")).toBe(url);
+    // git, with the same user config, fetches from the same mirror.
+    expect(Bun.spawnSync(["git", "ls-remote", "--get-url", "origin"], { cwd: dir, env: { ...t.env } }).stdout.toString().trim()).toBe(`${server.url}/pack-${n}.git`);
+
+    const next = t.commit(work, { "README.md": "two\n" }, "two");
+    git(work, "push", "-q", bare, "HEAD:main");
+    const sync = await grex("sync", "--json");
+    expect(sync.code).toBe(0);
+    expect(git(dir, "rev-parse", "HEAD")).toBe(next);
+    expect(readFileSync(join(dir, "README.md"), "utf8")).toBe("two\n");
+    expect(git(dir, "status", "--porcelain")).toBe("");
+    git(dir, "fsck", "--no-progress");
+  });
+
+  test("a local directory as the mirror; the longest insteadOf wins", async () => {
+    const { work } = publish("local", { "README.md": "local\n" });
+    globalConfig(`[url "/nonexistent/wrong/"]\n\tinsteadOf = ${DEAD}\n[url "${t.upstream}/"]\n\tinsteadOf = ${DEAD}mirror/\n`);
+    expect((await grex("init")).code).toBe(0);
+    const add = await grex("add", `${DEAD}mirror/local-${n}`, "pack");
+    expect(add.code).toBe(0);
+    expect(git(join(ws, "pack"), "rev-parse", "HEAD")).toBe(git(work, "rev-parse", "HEAD"));
+  });
+
+  test("a meta pack's children, absolute and relative, come through the mirror too", async () => {
+    publish("child-a", { "a.txt": "a\n" });
+    publish("child-b", { "b.txt": "b\n" });
+    const yaml = ["schema_version: \"1\"", `name: meta-${n}`, "type: meta", "children:", `  - url: ${DEAD}child-a-${n}.git`, "    path: a", `  - url: ../child-b-${n}.git`, "    path: b", ""].join("\n");
+    publish("meta", { ".grex/pack.yaml": yaml });
+    globalConfig(`[url "${server.url}/"]\n\tinsteadOf = ${DEAD}\n`);
+    expect((await grex("init")).code).toBe(0);
+    const add = await grex("add", `${DEAD}meta-${n}.git`, "meta", "--json");
+    expect(add.code).toBe(0);
+    expect(readFileSync(join(ws, "meta/a/a.txt"), "utf8")).toBe("a\n");
+    expect(readFileSync(join(ws, "meta/b/b.txt"), "utf8")).toBe("b\n");
+    expect(git(join(ws, "meta/b"), "config", "remote.origin.url")).toBe(`${DEAD}child-b-${n}.git`);
+  });
+});
