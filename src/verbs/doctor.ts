@@ -33,6 +33,7 @@ export const DOCTOR_CHECKS = [
   "setup-drift",
   "off-branch",
   "git-filters",
+  "mirrors",
   ...TEAM_CHECKS,
 ] as const;
 type Check = (typeof DOCTOR_CHECKS)[number];
@@ -172,6 +173,20 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
     // A note, not a failure: git too keeps such files as stored.
     for (const f of st.missing_filters) add("git-filters", "ok", node.id, `its .gitattributes name the filter '${f}', which no git config defines: those files stay as stored (configure filter.${f}, e.g. with the tool's install command, then re-check them out)`);
     if (st.off_branch) add("off-branch", "warning", node.id, `${st.off_branch}; sync leaves it alone (switch back, or grex update ${node.id} --ref <branch>)`);
+  }
+  // mirrors: a note per pack the user's url.<base>.insteadOf sends elsewhere; an error when that URL would be refused.
+  const { checkedFetchUrl, mirrorOf } = await import("../core/git/transport/url-rewrite.ts");
+  const { displayUrl } = await import("../core/git/transport/url.ts");
+  const mirror = mirrorOf();
+  for (const node of view?.packs ?? []) {
+    const to = mirror(node.url);
+    if (to === null) continue;
+    try {
+      checkedFetchUrl(node.url);
+      add("mirrors", "ok", node.id, `fetched from ${to} (url.<base>.insteadOf in your git config); the manifest keeps ${displayUrl(node.url)}`);
+    } catch (err) {
+      add("mirrors", "error", node.id, toGrexError(err).message);
+    }
   }
   // pack-schema: MCP server ids must be unique across the workspace.
   const { collectDeclaredServers } = await import("../core/pack/mcp-declared.ts");

@@ -47,6 +47,7 @@ function buildResult() {
     missing_filters: v.array(v.string()),
     submodules_moved: v.array(v.object({ path: v.string(), recorded: v.string(), head: v.nullable(v.string()) })),
     error: v.nullable(v.object({ kind: v.string(), file: v.nullable(v.string()), field: v.nullable(v.string()), reason: v.string() })),
+    fetch_url: v.nullable(v.string()),
   });
   return v.object({ packs: v.array(Row) });
 }
@@ -71,9 +72,13 @@ async function fetchAll(ctx: VerbContext, packs: PackNode[], parallel: number | 
   );
 }
 
-function describe(x: PackStatus): string {
+/** A status row: the pack's state, and where it is fetched from when the user's url.<base>.insteadOf rewrites its URL (else null). */
+type StatusRow = PackStatus & { fetch_url: string | null };
+
+function describe(x: StatusRow): string {
   if (x.error) return x.error.reason;
   const parts: string[] = [];
+  if (x.fetch_url !== null) parts.push(`fetched from ${x.fetch_url}`);
   if (x.branch !== null) parts.push(x.ahead === null ? x.branch : `${x.branch} +${x.ahead}/-${x.behind}`);
   if (x.drift === "not-installed" && x.install_error) parts.push(x.install_error);
   if (x.drift === "off-branch" && x.off_branch) parts.push(x.off_branch);
@@ -145,8 +150,10 @@ export const statusVerb = defineVerb({
     if (p.fetch && p.dry_run) ctx.warn(`dry run: would fetch ${picked.length} pack(s) first; ahead/behind are as of the last fetch`);
     else if (p.fetch) await fetchAll(ctx, picked, p.parallel, signal);
     const { childFacts, inspectPack } = await import("../core/sync/pack-status.ts");
+    const { mirrorOf } = await import("../core/git/transport/url-rewrite.ts");
+    const mirror = mirrorOf(); // the user's git config, read once per report
     const reads = new Map<string, string | null>(); // one report: a file every pack's setup checks (~/.bashrc) is read once
-    const rows = await Promise.all(
+    const states = await Promise.all(
       picked.map(async (n) => {
         try {
           const row = await inspectPack(view.ws, n, { ...childFacts(view.packs, n), staleMs, interrupted: view.interrupted.has(n.id), reads });
@@ -161,6 +168,7 @@ export const statusVerb = defineVerb({
         }
       }),
     );
+    const rows: StatusRow[] = states.map((row, i) => ({ ...row, fetch_url: mirror((picked[i] as PackNode).url) }));
     return { packs: rows };
   },
   failure(r, p) {

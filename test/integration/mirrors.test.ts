@@ -86,6 +86,22 @@ describe("url.<base>.insteadOf in the user's global config", () => {
     expect(readFileSync(join(dir, "README.md"), "utf8")).toBe("two\n");
     expect(git(dir, "status", "--porcelain")).toBe("");
     git(dir, "fsck", "--no-progress");
+
+    // status --fetch goes through the mirror too, and shows where the pack is fetched from.
+    t.commit(work, { "README.md": "three\n" }, "three");
+    git(work, "push", "-q", bare, "HEAD:main");
+    const status = await grex("status", "--fetch", "--json");
+    expect(status.code).toBe(0);
+    const row = (status.json.packs as Array<Record<string, unknown>>)[0] as Record<string, unknown>;
+    expect([row.id, row.drift, row.behind, row.fetch_url]).toEqual(["pack", "behind", 1, `${server.url}/pack-${n}.git`]);
+    expect((await grex("status")).stdout).toContain(`fetched from ${server.url}/pack-${n}.git`);
+    const doctor = await grex("doctor", "--json");
+    const notes = (doctor.json.findings as Array<{ check: string; severity: string; pack: string; detail: string }>).filter((f) => f.check === "mirrors");
+    expect(notes).toEqual([{ check: "mirrors", severity: "ok", pack: "pack", detail: `fetched from ${server.url}/pack-${n}.git (url.<base>.insteadOf in your git config); the manifest keeps ${url}`, auto_fixable: false } as never]);
+    // Without the rewrite, no fetch_url and no note.
+    globalConfig("");
+    const plain = await grex("status", "--json");
+    expect((plain.json.packs as Array<Record<string, unknown>>)[0]?.fetch_url).toBeNull();
   });
 
   test("a local directory as the mirror; the longest insteadOf wins", async () => {

@@ -76,6 +76,20 @@ export function fetchUrlOf(url: string, env: Env = process.env): string {
 }
 
 /**
+ * For reports (`status`, `doctor`): a function giving the URL a pack is
+ * fetched from when the user's configuration rewrites it (shown without a
+ * password), else null. The configuration is read once, here.
+ */
+export function mirrorOf(env: Env = process.env): (url: string) => string | null {
+  const rewrites = userUrlRewrites(env);
+  return (url) => {
+    if (url === "") return null;
+    const to = rewriteFetchUrl(url, rewrites);
+    return to === url ? null : displayUrl(to);
+  };
+}
+
+/**
  * The URL to fetch `url` from, refused (pack_op) when a rewrite made it one
  * grex would never fetch: a control character in it, or a leading `-` that a
  * program would take for an option. Without a rewrite, `url` as it is.
