@@ -126,4 +126,77 @@ describe("url.<base>.insteadOf in the user's global config", () => {
     expect(readFileSync(join(ws, "meta/b/b.txt"), "utf8")).toBe("b\n");
     expect(git(join(ws, "meta/b"), "config", "remote.origin.url")).toBe(`${DEAD}child-b-${n}.git`);
   });
+
+  test("submodules come through the mirror; the pack records the submodule URL as written", async () => {
+    const { work: sub } = publish("sub", { "sub.txt": "sub\n" });
+    const sup = t.repo(`super-${n}`, { "README.md": "super\n" });
+    git(sup, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "vendor/sub");
+    git(sup, "config", "-f", ".gitmodules", "submodule.vendor/sub.url", `${DEAD}sub-${n}.git`);
+    git(sup, "add", ".gitmodules");
+    git(sup, "commit", "-q", "-m", "sub");
+    git(t.root, "clone", "-q", "--bare", sup, join(served, `super-${n}.git`));
+    globalConfig(`[url "${server.url}/"]\n\tinsteadOf = ${DEAD}\n`);
+    expect((await grex("init")).code).toBe(0);
+    const add = await grex("add", "--recurse-submodules", `${DEAD}super-${n}.git`, "super");
+    expect(add.code).toBe(0);
+    const dir = join(ws, "super");
+    expect(readFileSync(join(dir, "vendor/sub/sub.txt"), "utf8")).toBe("sub\n");
+    expect(git(dir, "config", "submodule.vendor/sub.url")).toBe(`${DEAD}sub-${n}.git`);
+    expect(git(join(dir, "vendor/sub"), "config", "remote.origin.url")).toBe(`${DEAD}sub-${n}.git`);
+    expect(git(dir, "status", "--porcelain")).toBe("");
+  });
+
+  test("a submodule rewritten to a transport helper is refused before anything is cloned", async () => {
+    const { work: sub } = publish("hsub", { "sub.txt": "sub\n" });
+    const sup = t.repo(`hsuper-${n}`, { "README.md": "super\n" });
+    git(sup, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "vendor/sub");
+    git(sup, "config", "-f", ".gitmodules", "submodule.vendor/sub.url", `${DEAD}evil/sub.git`);
+    git(sup, "add", ".gitmodules");
+    git(sup, "commit", "-q", "-m", "sub");
+    git(t.root, "clone", "-q", "--bare", sup, join(served, `hsuper-${n}.git`));
+    const marker = join(t.root, `pwned-${n}`);
+    globalConfig(`[url "${server.url}/"]\n\tinsteadOf = ${DEAD}\n[url "ext::sh -c touch% ${marker}% #"]\n\tinsteadOf = ${DEAD}evil/\n`);
+    expect((await grex("init")).code).toBe(0);
+    const add = await grex("add", "--recurse-submodules", `${DEAD}hsuper-${n}.git`, "super");
+    expect(add.code).toBe(4);
+    expect(add.stderr).toContain("a transport grex does not fetch submodules over");
+    expect(existsSync(marker)).toBe(false);
+    expect(existsSync(join(ws, "super"))).toBe(false);
+  });
+
+  test("a pack URL rewritten to one starting with '-' is refused in one sentence (exit 4), nothing run; doctor calls it an error", async () => {
+    const marker = join(t.root, `opt-${n}`);
+    const evil = `[url "-oProxyCommand=touch ${marker} "]\n\tinsteadOf = ${DEAD}\n`;
+    globalConfig(evil);
+    expect((await grex("init")).code).toBe(0);
+    const add = await grex("add", `${DEAD}opt-${n}.git`, "x");
+    expect(add.code).toBe(4);
+    expect(add.stderr).toContain("is rewritten by url.<base>.insteadOf in your git configuration");
+    expect(add.stderr.trim().split("\n")).toHaveLength(1);
+    // Registered through a good mirror, then the setting goes bad: sync refuses, doctor says why.
+    publish("opt", { "README.md": "opt\n" });
+    globalConfig(`[url "${server.url}/"]\n\tinsteadOf = ${DEAD}\n`);
+    expect((await grex("add", `${DEAD}opt-${n}.git`, "x")).code).toBe(0);
+    globalConfig(evil);
+    const sync = await grex("sync", "--json");
+    expect(sync.code).toBe(4);
+    expect(JSON.stringify(sync.json)).toContain("is rewritten by url.<base>.insteadOf");
+    const doctor = await grex("doctor", "--json");
+    const found = (doctor.json.findings as Array<{ check: string; severity: string; pack: string }>).filter((f) => f.check === "mirrors");
+    expect(found.map((f) => [f.severity, f.pack])).toEqual([["error", "x"]]);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  test("sync --dry-run lists the mirror's refs", async () => {
+    const { work, bare } = publish("dry", { "README.md": "one\n" });
+    globalConfig(`[url "${server.url}/"]\n\tinsteadOf = ${DEAD}\n`);
+    expect((await grex("init")).code).toBe(0);
+    expect((await grex("add", `${DEAD}dry-${n}.git`, "dry")).code).toBe(0);
+    const next = t.commit(work, { "README.md": "two\n" }, "two");
+    git(work, "push", "-q", bare, "HEAD:main");
+    const dry = await grex("sync", "--dry-run", "--json");
+    expect(dry.code).toBe(0);
+    expect(JSON.stringify(dry.json)).toContain(next.slice(0, 12));
+    expect(git(join(ws, "dry"), "rev-parse", "HEAD")).not.toBe(next);
+  });
 });
