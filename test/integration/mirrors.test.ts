@@ -75,7 +75,7 @@ describe("url.<base>.insteadOf in the user's global config", () => {
     expect(readFileSync(join(dir, "README.md"), "utf8")).toBe("one\n");
     expect(readFileSync(join(ws, "grex.jsonl"), "utf8")).toContain(url);
     expect(git(dir, "config", "remote.origin.url")).toBe(url);
-    // git, with the same user config, fetches from the same mirror.
+    // git, with the same user config, fetches from the same mirror (--get-url only reads the config).
     expect(Bun.spawnSync(["git", "ls-remote", "--get-url", "origin"], { cwd: dir, env: { ...t.env } }).stdout.toString().trim()).toBe(`${server.url}/pack-${n}.git`);
 
     const next = t.commit(work, { "README.md": "two\n" }, "two");
@@ -198,5 +198,24 @@ describe("url.<base>.insteadOf in the user's global config", () => {
     expect(dry.code).toBe(0);
     expect(JSON.stringify(dry.json)).toContain(next.slice(0, 12));
     expect(git(join(ws, "dry"), "rev-parse", "HEAD")).not.toBe(next);
+  });
+
+  test("an ssh URL mirrored over http is fetched in process, as git clone with the same config fetches it", async () => {
+    const { work } = publish("ssh", { "README.md": "ssh\n" });
+    globalConfig(`[url "${server.url}/"]\n\tinsteadOf = git@unreachable.invalid:\n`);
+    const url = `git@unreachable.invalid:ssh-${n}.git`;
+    expect((await grex("init")).code).toBe(0);
+    const add = await grex("add", url, "pack");
+    expect(add.code).toBe(0);
+    const dir = join(ws, "pack");
+    // git with the same user config: the same commit, tree and origin.
+    const byGit = join(t.root, `by-git-${n}`);
+    // Asynchronously: the mirror answers from this process.
+    const p = Bun.spawn(["git", "clone", "-q", url, byGit], { env: { ...t.env, GIT_TERMINAL_PROMPT: "0" }, stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+    expect(await p.exited).toBe(0);
+    for (const args of [["rev-parse", "HEAD"], ["rev-parse", "HEAD^{tree}"], ["config", "remote.origin.url"], ["status", "--porcelain"]]) {
+      expect(git(dir, ...args)).toBe(git(byGit, ...args));
+    }
+    expect(git(dir, "rev-parse", "HEAD")).toBe(git(work, "rev-parse", "HEAD"));
   });
 });
