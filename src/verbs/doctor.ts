@@ -175,12 +175,14 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
     if (st.off_branch) add("off-branch", "warning", node.id, `${st.off_branch}; sync leaves it alone (switch back, or grex update ${node.id} --ref <branch>)`);
   }
   // mirrors: a note per pack the user's url.<base>.insteadOf sends elsewhere; an error when that URL would be refused.
-  const { checkedFetchUrl, mirrorOf } = await import("../core/git/transport/url-rewrite.ts");
+  const { bareRewriteError, checkedFetchUrl, mirrorOf, userUrlRewrites } = await import("../core/git/transport/url-rewrite.ts");
   const { displayUrl } = await import("../core/git/transport/url.ts");
+  const bare = bareRewriteError(userUrlRewrites());
+  if (bare !== null) add("mirrors", "error", null, bare.message);
   const mirror = mirrorOf();
   for (const node of view?.packs ?? []) {
     const to = mirror(node.url);
-    if (to === null) continue;
+    if (to === null || bare !== null) continue;
     try {
       checkedFetchUrl(node.url);
       add("mirrors", "ok", node.id, `fetched from ${to} (url.<base>.insteadOf in your git config); the manifest keeps ${displayUrl(node.url)}`);

@@ -218,4 +218,18 @@ describe("url.<base>.insteadOf in the user's global config", () => {
     }
     expect(git(dir, "rev-parse", "HEAD")).toBe(git(work, "rev-parse", "HEAD"));
   });
+
+  test("an insteadOf without a value: sync refuses as git would, doctor names it once", async () => {
+    publish("bare", { "README.md": "bare\n" });
+    globalConfig(`[url "${server.url}/"]\n\tinsteadOf = ${DEAD}\n`);
+    expect((await grex("init")).code).toBe(0);
+    expect((await grex("add", `${DEAD}bare-${n}.git`, "bare")).code).toBe(0);
+    globalConfig(`[url "${server.url}/"]\n\tinsteadOf = ${DEAD}\n\tinsteadOf\n`);
+    const sync = await grex("sync", "--json");
+    expect(sync.code).toBe(4);
+    expect(JSON.stringify(sync.json)).toContain("is set without a value in your git configuration");
+    const doctor = await grex("doctor", "--json");
+    const found = (doctor.json.findings as Array<{ check: string; severity: string; pack: string | null }>).filter((f) => f.check === "mirrors");
+    expect(found.map((f) => [f.severity, f.pack])).toEqual([["error", null]]);
+  });
 });

@@ -151,6 +151,19 @@ describe("url.<base>.insteadOf as git applies it", () => {
     }
   });
 
+  test("an empty insteadOf prefixes every URL; old-style [url.B] is lower-cased; [url] alone rewrites nothing", () => {
+    writeFileSync(join(home, ".gitconfig"), '[url "https://e.example/"]\n\tinsteadOf =\n[url.B]\n\tinsteadOf = https://a/\n[url]\n\tinsteadOf = https://z/\n');
+    expectSame(["https://a/x", "https://z/x", "ssh://q/x"], userEnv());
+  });
+
+  test("an insteadOf without a value stops git; grex refuses to fetch in one sentence", () => {
+    writeFileSync(join(home, ".gitconfig"), '[url "https://b/"]\n\tinsteadOf\n');
+    const p = Bun.spawnSync(["git", "ls-remote", "--get-url", "https://a/x"], { cwd: work, env: userEnv(), stdout: "pipe", stderr: "pipe" });
+    expect(p.exitCode).not.toBe(0);
+    expect(p.stderr.toString()).toContain("missing value");
+    expect(() => checkedFetchUrl("https://a/x", userEnv())).toThrow(/url\.https:\/\/b\/\.insteadOf is set without a value/);
+  });
+
   test("a rewrite to a URL with a control character or a leading '-' is refused in one sentence", () => {
     const env = { HOME: home, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_COUNT: "2", GIT_CONFIG_KEY_0: "url.-oProxyCommand=x .insteadOf", GIT_CONFIG_VALUE_0: "ssh://evil/", GIT_CONFIG_KEY_1: "url.https://a\tb/.insteadOf", GIT_CONFIG_VALUE_1: "https://tab/" };
     for (const url of ["ssh://evil/r", "https://tab/r"]) {

@@ -7,7 +7,7 @@
 // fetch URL uses insteadOf only; the push URL uses pushInsteadOf when one
 // matches, else insteadOf. The manifest keeps the URL it was given: the
 // rewrite is per machine, done each time a URL is fetched.
-import { packOpError } from "../../base/grex-error.ts";
+import { type GrexError, packOpError } from "../../base/grex-error.ts";
 import { type ConfigEntry, LayeredConfig } from "../refs/config.ts";
 import { displayUrl } from "./url.ts";
 
@@ -22,21 +22,28 @@ interface Rewrite {
 export interface UrlRewrites {
   fetch: Rewrite[];
   push: Rewrite[];
+  /** The first `url.<base>.insteadOf`/`pushInsteadOf` set without a value (git stops on it: "missing value"), or null. */
+  bare: string | null;
 }
 
-/** The `url.*` rewrites among config entries (a bare key, which git refuses as "missing value", is skipped). */
+/** The `url.*` rewrites among config entries (a key without a subsection is no rewrite, as in git; a bare key is noted in `bare`). */
 export function urlRewritesOf(entries: readonly ConfigEntry[]): UrlRewrites {
   const fetch: Rewrite[] = [];
   const push: Rewrite[] = [];
+  let bare: string | null = null;
   for (const e of entries) {
-    if (e.section !== "url" || e.sub === null || e.value === null) continue;
+    if (e.section !== "url" || e.sub === null) continue;
     const list = e.key === "insteadof" ? fetch : e.key === "pushinsteadof" ? push : null;
     if (list === null) continue;
+    if (e.value === null) {
+      bare ??= `url.${e.sub}.${e.key === "insteadof" ? "insteadOf" : "pushInsteadOf"}`;
+      continue;
+    }
     let r = list.find((x) => x.base === e.sub);
     if (r === undefined) list.push((r = { base: e.sub, prefixes: [] }));
     r.prefixes.push(e.value);
   }
-  return { fetch, push };
+  return { fetch, push, bare };
 }
 
 /**
@@ -89,13 +96,23 @@ export function mirrorOf(env: Env = process.env): (url: string) => string | null
   };
 }
 
+/** The error for an insteadOf set without a value (git stops every command on it), or null. */
+export function bareRewriteError(rewrites: UrlRewrites): GrexError | null {
+  if (rewrites.bare === null) return null;
+  return packOpError(`${rewrites.bare} is set without a value in your git configuration, which git refuses ("missing value"); give it a value or remove it (git config --global --get-regexp '^url\\.').`);
+}
+
 /**
  * The URL to fetch `url` from, refused (pack_op) when a rewrite made it one
  * grex would never fetch: a control character in it, or a leading `-` that a
- * program would take for an option. Without a rewrite, `url` as it is.
+ * program would take for an option; or when an insteadOf has no value (git
+ * stops every command on it). Without a rewrite, `url` as it is.
  */
 export function checkedFetchUrl(url: string, env: Env = process.env): string {
-  const to = fetchUrlOf(url, env);
+  const rewrites = userUrlRewrites(env);
+  const bare = bareRewriteError(rewrites);
+  if (bare !== null) throw bare;
+  const to = rewriteFetchUrl(url, rewrites);
   if (to !== url && (/[\x00-\x1f\x7f]/.test(to) || to.startsWith("-"))) {
     throw packOpError(
       `${displayUrl(url)} is rewritten by url.<base>.insteadOf in your git configuration to a URL with a control character or a leading '-'; fix that setting (git config --global --get-regexp '^url\\.').`,
