@@ -4,10 +4,10 @@
 // local directory. The manifest and the clone's origin keep the URL they were
 // given; git, with the same config, fetches from the same mirror.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
-import { git, TestWorkspace } from "../helpers/workspace.ts";
+import { git, GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
 
 let t: TestWorkspace;
 let served: string;
@@ -47,7 +47,11 @@ function globalConfig(text: string) {
 
 /** grex as a real process (it reads the user's git config from its environment, as git does). */
 async function grex(...argv: string[]) {
-  const p = t.spawnGrex(argv, { cwd: ws });
+  return grexWith({}, ...argv);
+}
+
+async function grexWith(env: Record<string, string>, ...argv: string[]) {
+  const p = Bun.spawn([process.execPath, GREX_MAIN, ...argv], { cwd: ws, env: { ...t.env, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   const json = argv.includes("--json") && stdout.trim() !== "" ? (JSON.parse(stdout) as Record<string, unknown>) : {};
   return { code, stdout, stderr, json };
@@ -231,5 +235,29 @@ describe("url.<base>.insteadOf in the user's global config", () => {
     const doctor = await grex("doctor", "--json");
     const found = (doctor.json.findings as Array<{ check: string; severity: string; pack: string | null }>).filter((f) => f.check === "mirrors");
     expect(found.map((f) => [f.severity, f.pack])).toEqual([["error", null]]);
+  });
+
+  test("an http URL mirrored over ssh goes through the system git, which applies the same rewrite", async () => {
+    // A stand-in for ssh that runs the command git asks for on this machine (as git's own test suite does).
+    const fakeSsh = join(t.root, "fake-ssh");
+    writeFileSync(fakeSsh, '#!/bin/sh\nfor a; do last=$a; done\nexec sh -c "$last"\n');
+    chmodSync(fakeSsh, 0o755);
+    const { work, bare } = publish("viassh", { "README.md": "one\n" });
+    globalConfig(`[url "ssh://mirror.invalid${served}/"]\n\tinsteadOf = ${DEAD}viassh/\n`);
+    const url = `${DEAD}viassh/viassh-${n}.git`;
+    const env = { GIT_SSH: fakeSsh };
+    expect((await grex("init")).code).toBe(0);
+    const add = await grexWith(env, "add", url, "pack");
+    expect(add.code).toBe(0);
+    const dir = join(ws, "pack");
+    expect(git(dir, "rev-parse", "HEAD")).toBe(git(work, "rev-parse", "HEAD"));
+    expect(git(dir, "config", "remote.origin.url")).toBe(url);
+    const next = t.commit(work, { "README.md": "two\n" }, "two");
+    git(work, "push", "-q", bare, "HEAD:main");
+    const sync = await grexWith(env, "sync", "--json");
+    expect(sync.code).toBe(0);
+    expect(git(dir, "rev-parse", "HEAD")).toBe(next);
+    const status = await grex("status", "--json");
+    expect((status.json.packs as Array<Record<string, unknown>>)[0]?.fetch_url).toBe(`ssh://mirror.invalid${served}/viassh-${n}.git`);
   });
 });
