@@ -259,5 +259,14 @@ describe("url.<base>.insteadOf in the user's global config", () => {
     expect(git(dir, "rev-parse", "HEAD")).toBe(next);
     const status = await grex("status", "--json");
     expect((status.json.packs as Array<Record<string, unknown>>)[0]?.fetch_url).toBe(`ssh://mirror.invalid${served}/viassh-${n}.git`);
+    // When the mirror cannot be reached, the error names it.
+    const deadSsh = join(t.root, "dead-ssh");
+    writeFileSync(deadSsh, "#!/bin/sh\necho 'ssh: connect to host mirror.invalid port 22: Connection refused' >&2\nexit 255\n");
+    chmodSync(deadSsh, 0o755);
+    t.commit(work, { "README.md": "three\n" }, "three");
+    git(work, "push", "-q", bare, "HEAD:main");
+    const failed = await grexWith({ GIT_SSH: deadSsh }, "sync", "--json");
+    expect(failed.code).toBe(4);
+    expect(JSON.stringify(failed.json)).toContain(`from ${url} (through ssh://mirror.invalid${served}/viassh-${n}.git, your url.<base>.insteadOf) failed (ssh: connect to host mirror.invalid port 22: Connection refused)`);
   });
 });

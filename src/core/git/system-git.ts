@@ -12,6 +12,8 @@ import { head, isDirty, remoteUrl, requireGitdir } from "./inspect.ts";
 import { deleteRefSync, readSymref } from "./refs/refs.ts";
 import { pickDefaultBranch, planRefs, REMOTE, type RemoteRefs, writeOriginHead } from "./transport/remote-refs.ts";
 import { join } from "node:path";
+import { displayUrl } from "./transport/url.ts";
+import { fetchUrlOf } from "./transport/url-rewrite.ts";
 
 /** ls-remote of a repository with very many refs stays far below this. */
 const MAX_GIT_OUTPUT = 64 << 20;
@@ -37,7 +39,9 @@ export async function runGit(args: string[], url: string, signal: AbortSignal, c
     // The first line says what went wrong (ssh's own error comes before git's "could not read").
     const first = r.stderr.split("\n").find((l) => l.trim() !== "") ?? (r.spawnError ? String(r.spawnError.code) : `exit code ${r.code}`);
     const why = first.trim().replace(/^(fatal|error):\s*/, "").replace(/\.$/, "");
-    throw packOpError(`git ${args[0]} from ${url} failed (${why}); check the URL and your SSH access.`, { url });
+    const mirror = fetchUrlOf(url); // git applied the user's url.<base>.insteadOf: name where it went
+    const through = mirror === url ? "" : ` (through ${displayUrl(mirror)}, your url.<base>.insteadOf)`;
+    throw packOpError(`git ${args[0]} from ${url}${through} failed (${why}); check the URL and your SSH access.`, { url });
   }
   return r.stdout;
 }
