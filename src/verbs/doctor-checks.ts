@@ -28,6 +28,7 @@ export const DOCTOR_CHECKS = [
   "setup-drift",
   "off-branch",
   "git-filters",
+  "mirrors",
   ...TEAM_CHECKS,
 ] as const;
 export type Check = (typeof DOCTOR_CHECKS)[number];
@@ -214,7 +215,31 @@ function legacy(r: DoctorRun): void {
 }
 
 /** The checks after the files were read, in the order they run (findings are sorted by DOCTOR_CHECKS afterwards). */
-const CHECK_STEPS: readonly CheckStep[] = [gitignoreSync, onDisk, packStates, declaredServers, staleLocks, incompleteActions, team, orphans, legacy];
+/** mirrors: a note per pack the user's url.<base>.insteadOf sends elsewhere; an error when that URL would be refused. */
+async function mirrors(r: DoctorRun): Promise<void> {
+  const { bareRewriteError, checkedFetchUrl, mirrorOf, userUrlRewrites } = await import("../core/git/transport/url-rewrite.ts");
+  const { displayUrl } = await import("../core/git/transport/url.ts");
+  const bare = bareRewriteError(userUrlRewrites());
+  if (bare !== null) {
+    r.add("mirrors", "error", null, bare.message);
+    return;
+  }
+  const { loadWorkspaceView } = await import("../core/workspace/packs.ts");
+  const view = await loadWorkspaceView(r.ws, r.warn).catch(() => null);
+  const mirror = mirrorOf();
+  for (const node of view?.packs ?? []) {
+    const to = mirror(node.url);
+    if (to === null) continue;
+    try {
+      checkedFetchUrl(node.url);
+      r.add("mirrors", "ok", node.id, `fetched from ${to} (url.<base>.insteadOf in your git config); the manifest keeps ${displayUrl(node.url)}`);
+    } catch (err) {
+      r.add("mirrors", "error", node.id, toGrexError(err).message);
+    }
+  }
+}
+
+const CHECK_STEPS: readonly CheckStep[] = [gitignoreSync, onDisk, packStates, mirrors, declaredServers, staleLocks, incompleteActions, team, orphans, legacy];
 
 /** Run every check; findings only (no writes). */
 export async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void): Promise<{ findings: Finding[]; loaded: Loaded | null }> {

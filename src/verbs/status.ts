@@ -66,6 +66,8 @@ function buildResult() {
     untracked: v.nullable(v.number()),
     /** HEAD's commit (with `long`; null otherwise or when it cannot be read). */
     last_commit: v.nullable(v.object({ sha: v.string(), date: v.string(), subject: v.string() })),
+    /** Where the user's url.<base>.insteadOf sends this pack's fetches (a password hidden); null when no rewrite applies. */
+    fetch_url: v.nullable(v.string()),
   });
   // Every selected pack counted by state (also with `changed`, which leaves clean packs out of `packs`).
   const Summary = v.object({ total: v.number(), states: v.record(v.string(), v.number()) });
@@ -92,9 +94,13 @@ async function fetchAll(ctx: VerbContext, packs: PackNode[], parallel: number | 
   );
 }
 
-function describe(x: PackStatus): string {
+/** A status row: the pack's state, and where it is fetched from when the user's url.<base>.insteadOf rewrites its URL (else null). */
+type StatusRow = PackStatus & { fetch_url: string | null };
+
+function describe(x: StatusRow): string {
   if (x.error) return x.error.reason;
   const parts: string[] = [];
+  if (x.fetch_url !== null) parts.push(`fetched from ${x.fetch_url}`);
   if (x.drift === "not-installed" && x.install_error) parts.push(x.install_error);
   if (x.drift === "not-installed" && x.dirty) parts.push("has uncommitted changes");
   if (x.topic) parts.push(topicText(x.topic));
@@ -222,6 +228,8 @@ export const statusVerb = defineVerb({
       if (staticOnly(p.filter) !== p.filter) picked = (await selectPacks(ctx, view, picked, p.filter, extras)).packs;
     }
     const { workTreeGitdir, readHeadSync } = await import("../core/git/backend.ts");
+    const { mirrorOf } = await import("../core/git/transport/url-rewrite.ts");
+    const mirror = mirrorOf(); // the user's git config, read once per report
     const rows = await Promise.all(
       picked.map(async (n) => {
         const row = (p.fetch ? undefined : selected.rows.get(n.id)) ?? (await statusRow(ctx, view, n, extras));
@@ -231,7 +239,7 @@ export const statusVerb = defineVerb({
         const counts = gitdir === null ? null : row.dirty ? await (await import("../core/git/worktree/change-counts.ts")).countChanges(n.dir, gitdir) : { staged: 0, unstaged: 0, untracked: 0 };
         const head = p.long && gitdir !== null ? readHeadSync(n.dir) : null;
         const last = head ? (await import("../core/git/last-commit.ts")).lastCommit(gitdir as string, head.sha) : null;
-        return { ...row, tags: n.tags as string[], staged: counts?.staged ?? null, unstaged: counts?.unstaged ?? null, untracked: counts?.untracked ?? null, last_commit: last };
+        return { ...row, tags: n.tags as string[], staged: counts?.staged ?? null, unstaged: counts?.unstaged ?? null, untracked: counts?.untracked ?? null, last_commit: last, fetch_url: mirror(n.url) };
       }),
     );
     // Already in path order (the usual case: the manifest's order is often alphabetical) costs one pass.

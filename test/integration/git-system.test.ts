@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CancelledError, GrexError } from "../../src/core/base/errors.ts";
-import { backendFor, readHeadSync, systemGitBackend as sys } from "../../src/core/git/backend.ts";
+import { transferBackendFor, readHeadSync, systemGitBackend as sys } from "../../src/core/git/backend.ts";
 import { parseLsRemote } from "../../src/core/git/system-git.ts";
 import { commit, git, headSha, makeRepo, tag, tempDir } from "../helpers/git-fixtures.ts";
 
@@ -26,8 +26,8 @@ afterEach(() => tmp.cleanup());
 
 describe("system git backend", () => {
   test("ssh URLs pick it", () => {
-    expect(backendFor("ssh://git@example.com/x/y.git")).toBe(sys);
-    expect(backendFor("git@example.com:x/y.git")).toBe(sys);
+    expect(transferBackendFor("ssh://git@example.com/x/y.git")).toBe(sys);
+    expect(transferBackendFor("git@example.com:x/y.git")).toBe(sys);
   });
 
   test("clones the default branch and a tag", async () => {

@@ -49,6 +49,7 @@ describe("doctor", () => {
       "setup-drift",
       "off-branch",
       "git-filters",
+      "mirrors",
       "team-files",
       "merge-conflicts",
     ]);

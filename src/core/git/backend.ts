@@ -6,8 +6,13 @@
 //   path, file://        our local transport, in process     (local-transport.ts)
 //   ssh://, user@host:p  the system git program              (system-git.ts)
 //
+// The transport is that of the URL after the user's url.<base>.insteadOf
+// (url-rewrite.ts); the repository's origin keeps the manifest's URL, as git
+// clone keeps the URL it was given.
+//
 // No locks are taken here: callers wrap clone/update in withBackendLock.
 import { assertGitUrl, transportOf } from "./transport/url.ts";
+import { checkedFetchUrl } from "./transport/url-rewrite.ts";
 import type { GitBackend } from "./backend-api.ts";
 import { dotGitOf } from "./layout/layout.ts";
 
@@ -40,10 +45,29 @@ function lazy(load: Impl): GitBackend {
 export const inProcessBackend: GitBackend = lazy(async () => (await import("./in-process.ts")).inProcess);
 export const systemGitBackend: GitBackend = lazy(async () => (await import("./system-git.ts")).systemGit);
 
-/** The backend for a URL (one holding a control character is refused: `assertGitUrl`). */
+/** The backend that transfers `url` now: the system git when the rewritten URL is ssh, else the in-process one. */
+export function transferBackendFor(url: string): GitBackend {
+  return transportOf(checkedFetchUrl(url)) === "ssh" ? systemGitBackend : inProcessBackend;
+}
+
+/**
+ * The backend for a pack URL (one holding a control character is refused:
+ * `assertGitUrl`), chosen when it transfers, by the URL the user's
+ * `url.<base>.insteadOf` makes of it (url-rewrite.ts): a mirror may use
+ * another transport than the manifest's URL. Both backends answer the
+ * read-only questions with the same code, so those read no config.
+ */
 export function backendFor(url: string): GitBackend {
   assertGitUrl(url);
-  return transportOf(url) === "ssh" ? systemGitBackend : inProcessBackend;
+  const pick = () => transferBackendFor(url);
+  return {
+    clone: async (...a) => pick().clone(...a),
+    update: async (...a) => pick().update(...a),
+    fetch: async (...a) => pick().fetch(...a),
+    head: async (...a) => (await inspect()).head(...a),
+    isDirty: async (...a) => (await inspect()).isDirty(...a),
+    remoteUrl: async (...a) => (await inspect()).remoteUrl(...a),
+  };
 }
 
 /** The git dir of a work tree (a `.git` directory, or the one a `.git` file names); null when `dir` is none. Cheap and synchronous. */

@@ -13,9 +13,12 @@ import { initWithOrigin } from "./init.ts";
 import { fetchLocal } from "./transport/local-transport.ts";
 import type { FetchResult } from "./transport/remote-refs.ts";
 import { transportOf } from "./transport/url.ts";
+import { checkedFetchUrl } from "./transport/url-rewrite.ts";
 
+/** Fetch origin's refs from `url` as the user's url.<base>.insteadOf rewrites it (origin keeps `url`). */
 function fetchInto(gitdir: string, url: string, signal: AbortSignal): Promise<FetchResult> {
-  return transportOf(url) === "http" ? fetchHttp(gitdir, url, signal) : fetchLocal(gitdir, url, signal);
+  const from = checkedFetchUrl(url);
+  return transportOf(from) === "http" ? fetchHttp(gitdir, from, signal) : fetchLocal(gitdir, from, signal);
 }
 
 export const inProcess: GitBackend = {

@@ -5,13 +5,16 @@ import { notARepo } from "./transport/git-errors.ts";
 import { gitdirOf } from "./refs/refs.ts";
 import type { RemoteRefs } from "./transport/remote-refs.ts";
 import { assertGitUrl, localPath, transportOf } from "./transport/url.ts";
+import { checkedFetchUrl } from "./transport/url-rewrite.ts";
 
+/** The refs at `url` as the user's url.<base>.insteadOf rewrites it; the system git is handed `url` itself and rewrites it the same way. */
 export async function listRemoteRefs(url: string, signal: AbortSignal): Promise<RemoteRefs> {
   assertGitUrl(url);
   throwIfAborted(signal);
-  const transport = transportOf(url);
+  const from = checkedFetchUrl(url);
+  const transport = transportOf(from);
   if (transport === "local") {
-    const src = localPath(url);
+    const src = localPath(from);
     const gitdir = gitdirOf(src);
     if (!gitdir) throw notARepo(src);
     return (await import("./transport/local-transport.ts")).readLocalRefs(gitdir);
@@ -20,7 +23,7 @@ export async function listRemoteRefs(url: string, signal: AbortSignal): Promise<
     const { parseLsRemote, runGit } = await import("./system-git.ts");
     return parseLsRemote(await runGit(["ls-remote", "--symref", "--", url], url, signal));
   }
-  return (await import("./transport/http-transport.ts")).listHttpRefs(url, signal);
+  return (await import("./transport/http-transport.ts")).listHttpRefs(from, signal);
 }
 
 /**

@@ -13,6 +13,9 @@
 //    relative to the pack's own URL (a local path only that way, as git
 //    allows file transport only when the user asked for it); anything else
 //    (`file://`, absolute paths, `ext::`, `git://`, a leading `-`) is refused;
+//  - the user's url.<base>.insteadOf applies to a submodule's URL as to a
+//    pack's (git does the same); the rewritten URL may be https, http, ssh or
+//    local (the user's own configuration chose it), never another transport;
 //  - the CVE-2024-32002 shape: a submodule whose path is, or passes through, a
 //    symlink (in the tree or in the work tree) is refused, so a clone can
 //    never write through a link into `.git` or elsewhere.
@@ -34,6 +37,7 @@ import { ObjectStore } from "./objects/object-store.ts";
 import { gitdirOf, readHeadSync, resolveRefSync } from "./refs/refs.ts";
 import { flatTree } from "./objects/tree-read.ts";
 import { configPath } from "./layout/layout.ts";
+import { checkedFetchUrl } from "./transport/url-rewrite.ts";
 
 const GITLINK = 0o160000;
 const SYMLINK = 0o120000;
@@ -84,6 +88,17 @@ export function resolveSubmoduleUrl(parentUrl: string, url: string): string {
 }
 
 /** The URL grex will fetch a submodule from, or why it refuses. */
+/**
+ * Where the user's own url.<base>.insteadOf may send a submodule: https,
+ * http, ssh, or a local path or file:// URL (the user chose it, as for a
+ * pack's URL); never a `<transport>::` helper, git:// or another scheme.
+ */
+export function mirrorTransportAllowed(to: string): boolean {
+  if (to.includes("::")) return false;
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(to);
+  return scheme === null || ["http", "https", "ssh", "file"].includes((scheme[1] as string).toLowerCase());
+}
+
 export function submoduleUrl(parentUrl: string, raw: string): { url: string } | { refused: string } {
   const control = controlCharProblem("its URL", raw);
   if (control !== null) return { refused: control };
@@ -205,6 +220,10 @@ export async function updateSubmodules(
         `${where}: its URL '${d.url}' leads to the local repository ${u.url}, and submodules may not use local repositories (as in git); refusing to clone it — set protocol.file.allow = always in your git config if you trust this pack.`,
         { dir },
       );
+    }
+    const mirror = checkedFetchUrl(u.url);
+    if (mirror !== u.url && !mirrorTransportAllowed(mirror)) {
+      throw packOpError(`${where}: its URL ${displayUrl(u.url)} is rewritten by your url.<base>.insteadOf to '${displayUrl(mirror)}', a transport grex does not fetch submodules over (use https, http, ssh or a local path); refusing to clone it.`, { dir });
     }
     plan.push({ d, sha: link.sha, url: u.url });
   }

@@ -1,6 +1,8 @@
 // ssh:// and scp-style URLs: isomorphic-git cannot speak SSH, so the transfer
 // goes through the system `git` program. The no-op check (ls-remote against
 // our refs) and the move to the ref are the same as for the other transports.
+// git is handed the manifest's URL and applies the user's url.<base>.insteadOf
+// itself (backend.ts chose this backend by the rewritten URL, the same one).
 import { GrexError, packOpError, throwIfAborted } from "../base/errors.ts";
 import { runProcess } from "../base/proc.ts";
 import type { GitBackend } from "./backend-api.ts";
@@ -9,6 +11,8 @@ import { cloneAtomically } from "./clone.ts";
 import { head, isDirty, remoteUrl, requireGitdir } from "./inspect.ts";
 import { deleteRefSync, readSymref } from "./refs/refs.ts";
 import { pickDefaultBranch, planRefs, REMOTE, type RemoteRefs, writeOriginHead } from "./transport/remote-refs.ts";
+import { displayUrl } from "./transport/url.ts";
+import { fetchUrlOf } from "./transport/url-rewrite.ts";
 
 /** ls-remote of a repository with very many refs stays far below this. */
 const MAX_GIT_OUTPUT = 64 << 20;
@@ -35,7 +39,9 @@ export async function runGit(args: string[], url: string, signal: AbortSignal, c
     // The first line says what went wrong (ssh's own error comes before git's "could not read").
     const first = r.stderr.split("\n").find((l) => l.trim() !== "") ?? (r.spawnError ? String(r.spawnError.code) : `exit code ${r.code}`);
     const why = first.trim().replace(/^(fatal|error):\s*/, "").replace(/\.$/, "");
-    throw packOpError(`git ${args[0]} from ${url} failed (${why}); check the URL and your SSH access.`, { url });
+    const mirror = fetchUrlOf(url); // git applied the user's url.<base>.insteadOf: name where it went
+    const through = mirror === url ? "" : ` (through ${displayUrl(mirror)}, your url.<base>.insteadOf)`;
+    throw packOpError(`git ${args[0]} from ${url}${through} failed (${why}); check the URL and your SSH access.`, { url });
   }
   return r.stdout;
 }
