@@ -312,9 +312,12 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     process.once("SIGINT", onSigint);
     let outcome: Outcome;
     progress = makeProgress(!json && !beforeDashes.includes("--plain") && io.stderrTTY, io.stderr, verb.name);
+    // `status` beside a running `grex serve` asks it first (resident-client.ts); GREX_NO_SERVE=1 turns that off.
+    const served = verb.name === "status" && io.env.GREX_NO_SERVE !== "1" ? await askServe((m) => ctx.debug(1, m)) : undefined;
     try {
       outcome = await invoke(verb, collectParams(verb, args, options, argv), { surface: "cli", ctx, signal: abort.signal, progress });
     } finally {
+      served?.();
       progress.done();
       process.off("SIGINT", onSigint);
     }
@@ -339,4 +342,17 @@ export async function runCli(argv: string[], ioOverride?: Partial<CliIO>): Promi
     if (json) io.stdout(`${toJsonDocument(failureDocument(verbName, err, "cli"))}\n`);
     return err instanceof CancelledError ? 130 : err.exitCode;
   }
+}
+
+/** Install the client that asks a running `grex serve` for dirty answers; the function returned removes it. */
+async function askServe(debug: (m: string) => void): Promise<() => void> {
+  const [{ ServeClient }, { setDirtyOracle }] = await Promise.all([import("../core/git/worktree/resident-client.ts"), import("../core/git/worktree/dirty-oracle.ts")]);
+  const client = new ServeClient(process.env, pkg.version);
+  setDirtyOracle(client);
+  return () => {
+    setDirtyOracle(null);
+    client.close();
+    const { asked, scanned } = client.counters;
+    if (asked > 0) debug(`grex serve answered for ${asked} pack(s); ${scanned} scanned here`);
+  };
 }

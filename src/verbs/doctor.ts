@@ -18,6 +18,7 @@ import { table } from "./render-table.ts";
 import { defineVerb, READS_ONLY } from "./types.ts";
 import { fixTeamFiles, TEAM_CHECKS, teamFindings } from "./doctor-team.ts";
 import { doctorRuntime } from "./doctor-runtime.ts";
+import { serveWatchFindings } from "./doctor-serve.ts";
 
 export const DOCTOR_CHECKS = [
   "manifest-schema",
@@ -33,6 +34,7 @@ export const DOCTOR_CHECKS = [
   "setup-drift",
   "off-branch",
   "git-filters",
+  "serve-watch",
   ...TEAM_CHECKS,
 ] as const;
 type Check = (typeof DOCTOR_CHECKS)[number];
@@ -177,6 +179,7 @@ async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void)
   const { collectDeclaredServers } = await import("../core/pack/mcp-declared.ts");
   const declared = await collectDeclaredServers(ws, () => {}).catch(() => undefined);
   for (const p of declared?.problems ?? []) if (p.kind === "duplicate-id") add("pack-schema", "error", p.pack, p.message);
+  await serveWatchFindings(ws, view?.packs ?? [], add);
 
   // stale-locks.
   for (const l of inspectLocks(ws)) {
