@@ -66,11 +66,14 @@ export async function makeGateway(location: Location, env: Record<string, string
   return new LazyGateway(opts);
 }
 
+/** How long after its start a server sets up resident status: off the path to the first reply. */
+export const RESIDENT_START_MS = 250;
+
 /**
- * Resident status (resident.ts) for the server at `location`, started once the
- * event loop turns (the module and the workspace lookup stay off the path to
- * the first reply); the function returned stops it (socket removed, watches
- * closed).
+ * Resident status (resident.ts) for the server at `location`, started
+ * RESIDENT_START_MS after the server (the module and the workspace lookup stay
+ * off the path to the `initialize` reply, which an agent waits for); the
+ * function returned stops it (socket removed, watches closed).
  */
 export function residentSoon(location: Location, version: string, log: (m: string) => void): () => Promise<void> {
   let started: Promise<{ stop(): void } | null> | null = null;
@@ -79,7 +82,7 @@ export function residentSoon(location: Location, version: string, log: (m: strin
       (m) => m.startResident(m.residentRoot(location), version, process.env, log),
       () => null,
     );
-  }, 0);
+  }, RESIDENT_START_MS);
   return async () => {
     clearTimeout(timer);
     (await started)?.stop();
