@@ -77,6 +77,7 @@ export const RESIDENT_START_MS = 250;
  */
 export function residentSoon(location: Location, version: string, log: (m: string) => void): () => Promise<void> {
   let started: Promise<{ stop(): void } | null> | null = null;
+  if (process.env.GREX_NO_SERVE === "1") return async () => {}; // no resident status at all
   const timer = setTimeout(() => {
     started = import("./resident.ts").then(
       (m) => m.startResident(m.residentRoot(location), version, process.env, log),
