@@ -11,7 +11,7 @@ import { toGrexError } from "../core/base/errors.ts";
 import { backendFor, workTreeGitdir } from "../core/git/backend.ts";
 import { type DirtyQuery, setDirtyOracle } from "../core/git/worktree/dirty-oracle.ts";
 import { ResidentStatus } from "../core/git/worktree/resident-status.ts";
-import { envFingerprint, residentSocketPath, SOCKET_PATH_MAX } from "../core/git/worktree/resident-wire.ts";
+import { envFingerprint, HEARTBEAT_MS, residentSocketPath, SOCKET_PATH_MAX } from "../core/git/worktree/resident-wire.ts";
 
 export interface Resident {
   status: ResidentStatus;
@@ -37,6 +37,7 @@ export function residentRoot(location: { cwd: string; manifest: string | undefin
 interface Conn {
   buffer: string;
   greeted: boolean;
+  heartbeat: ReturnType<typeof setInterval> | null;
 }
 
 /** Start resident status for the workspace at `root` (null: no workspace yet, the in-process oracle only). */
@@ -105,7 +106,12 @@ export async function startResident(root: string | null, version: string, env: R
             unix: path,
             socket: {
               open(s) {
-                s.data = { buffer: "", greeted: false };
+                const heartbeat = setInterval(() => s.write('{"busy":true}\n'), HEARTBEAT_MS);
+                heartbeat.unref?.();
+                s.data = { buffer: "", greeted: false, heartbeat };
+              },
+              close(s) {
+                if (s.data?.heartbeat) clearInterval(s.data.heartbeat);
               },
               data(s, chunk) {
                 s.data.buffer += chunk.toString();

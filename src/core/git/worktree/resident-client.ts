@@ -5,7 +5,7 @@
 // that hangs), an error for a pack, or a connection that drops mid-way.
 import { existsSync } from "node:fs";
 import type { DirtyOracle, DirtyQuery, WatchReport } from "./dirty-oracle.ts";
-import { envFingerprint, HELLO_DEADLINE_MS, residentSocketPath } from "./resident-wire.ts";
+import { envFingerprint, HELLO_DEADLINE_MS, residentSocketPath, SILENCE_LIMIT_MS } from "./resident-wire.ts";
 
 interface Reply {
   id?: number;
@@ -73,12 +73,16 @@ async function openSession(path: string, version: string, env: Record<string, st
     greet = resolve;
   });
   const timer = setTimeout(() => greet?.(false), HELLO_DEADLINE_MS);
+  // Answers pending and nothing heard for SILENCE_LIMIT_MS (not even a heartbeat): the server hangs.
+  let heard = Date.now();
+  let watchdog: ReturnType<typeof setInterval> | null = null;
   let socket: Awaited<ReturnType<typeof Bun.connect>>;
   try {
     socket = await Bun.connect({
       unix: path,
       socket: {
         data(_s, chunk) {
+          heard = Date.now();
           buffer += chunk.toString();
           for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n")) {
             const line = buffer.slice(0, nl);
@@ -113,16 +117,32 @@ async function openSession(path: string, version: string, env: Record<string, st
     return null;
   }
   let next = 0;
+  const stopWatchdog = () => {
+    if (watchdog !== null) clearInterval(watchdog);
+    watchdog = null;
+  };
   return {
     ask(message) {
       if (closed) return Promise.reject(new Error("closed"));
       const id = ++next;
+      if (watchdog === null) {
+        heard = Date.now();
+        watchdog = setInterval(() => {
+          if (pending.size === 0) stopWatchdog();
+          else if (Date.now() - heard > SILENCE_LIMIT_MS) {
+            stopWatchdog();
+            socket.end();
+            failAll();
+          }
+        }, SILENCE_LIMIT_MS / 4);
+      }
       return new Promise<Reply>((resolve, reject) => {
         pending.set(id, { resolve, reject });
         socket.write(`${JSON.stringify({ id, ...message })}\n`);
       });
     },
     close() {
+      stopWatchdog();
       socket.end();
     },
   };
