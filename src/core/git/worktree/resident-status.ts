@@ -7,7 +7,9 @@
 //      "cookie", as git's own fsmonitor daemon and watchman do) has come back
 //      as an event, so every change made before the question has been seen;
 //   2. no event arrived since that scan began (a same-size edit with its mtime
-//      put back is still a write and an attribute change, a rename two events);
+//      put back is still a write and an attribute change, a rename two events),
+//      and no directory appeared in the NEW_DIR_SETTLE_MS before it began (a
+//      new directory is watched a moment after its own event);
 //   3. the work tree and `.git` are the same directories (inodes) as when the
 //      watch began (a pack removed and cloned again at the same path);
 //   4. HEAD is the commit it was, and what the scan read outside the pack —
@@ -30,6 +32,12 @@ import { excludesFilePath } from "./ignore-rules.ts";
 export const COOKIE_TIMEOUT_MS = 1000;
 /** How long after a watch failed it is set up again. */
 export const RETRY_MS = 30_000;
+/**
+ * How long after a directory appeared no answer is kept: a recursive watch
+ * adds a new directory's watch a moment after the directory's own event, and
+ * a change inside it in that moment is never reported.
+ */
+export const NEW_DIR_SETTLE_MS = 2000;
 const COOKIE = "grex-serve-cookie-";
 
 interface PackWatch {
@@ -42,6 +50,8 @@ interface PackWatch {
   /** Inodes of the work tree and of `.git` when the watch began. */
   inodes: [number, number];
   gen: number;
+  /** When a directory last appeared in the tree (Date.now()), or 0. */
+  dirBornAt: number;
   waiting: Map<string, () => void>;
   kept: { gen: number; key: string; dirty: boolean } | null;
   /** Settles once the watch is up (or known not to be). */
@@ -84,14 +94,16 @@ export class ResidentStatus implements DirtyOracle {
       return scan();
     }
     const key = externalKey(q);
-    if (w.kept !== null && w.kept.gen === w.gen && w.kept.key === key) {
+    // Shortly after a directory appeared, a change inside it may have gone unreported: scan, keep nothing.
+    const settled = Date.now() - w.dirBornAt >= NEW_DIR_SETTLE_MS;
+    if (settled && w.kept !== null && w.kept.gen === w.gen && w.kept.key === key) {
       this.counters.kept++;
       return w.kept.dirty;
     }
     const gen = w.gen;
     this.counters.scans++;
     const dirty = await scan();
-    if (w.reason === null) w.kept = { gen, key, dirty };
+    w.kept = w.reason === null && settled ? { gen, key, dirty } : null;
     return dirty;
   }
 
@@ -132,7 +144,7 @@ export class ResidentStatus implements DirtyOracle {
       }
     }
     if (w !== undefined) this.lose(w, "replaced", 0);
-    const fresh: PackWatch = { dir: q.dir, gitdir: q.gitdir, watcher: null, reason: null, retryAt: 0, inodes: inodes ?? [0, 0], gen: 0, waiting: new Map(), kept: null, ready: Promise.resolve() };
+    const fresh: PackWatch = { dir: q.dir, gitdir: q.gitdir, watcher: null, reason: null, retryAt: 0, inodes: inodes ?? [0, 0], gen: 0, dirBornAt: 0, waiting: new Map(), kept: null, ready: Promise.resolve() };
     this.packs.set(q.dir, fresh);
     fresh.ready = this.start(fresh);
     await fresh.ready;
@@ -147,7 +159,7 @@ export class ResidentStatus implements DirtyOracle {
     }
     const pack = w;
     try {
-      pack.watcher = this.watch(pack.dir, (_event, name) => this.onEvent(pack, name));
+      pack.watcher = this.watch(pack.dir, (event, name) => this.onEvent(pack, event, name));
     } catch (e) {
       this.lose(pack, `its work tree could not be watched (${e instanceof Error ? e.message : String(e)})`, Date.now() + this.retryMs);
       return;
@@ -157,7 +169,7 @@ export class ResidentStatus implements DirtyOracle {
     if (!(await this.settle(pack))) return;
   }
 
-  private onEvent(w: PackWatch, name: string | null): void {
+  private onEvent(w: PackWatch, event: string, name: string | null): void {
     const file = name === null ? null : String(name);
     const at = file === null ? -1 : file.indexOf(COOKIE);
     if (file !== null && at >= 0 && (file.slice(0, at) === ".git/" || file.slice(0, at) === ".git\\")) {
@@ -166,6 +178,7 @@ export class ResidentStatus implements DirtyOracle {
       return; // grex's own sync files change nothing a report sees
     }
     w.gen++;
+    if (event === "rename" && (file === null || isDirectory(join(w.dir, file)))) w.dirBornAt = Date.now();
   }
 
   /** Write a cookie into `.git` and wait for its event: every earlier change has then been delivered. */
@@ -206,6 +219,14 @@ export class ResidentStatus implements DirtyOracle {
       // already closed
     }
     for (const done of [...w.waiting.values()]) done();
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
   }
 }
 
