@@ -207,4 +207,24 @@ describe("grex status beside grex serve", () => {
       hung.stop(true);
     }
   }, 60_000);
+
+  test("grex serve --http keeps status too: the CLI asks it, and the socket goes with it", async () => {
+    const http = Bun.spawn([process.execPath, join(import.meta.dir, "..", "..", "src", "cli", "main.ts"), "serve", "--http", "127.0.0.1:0"], {
+      cwd: t.ws,
+      env: t.env,
+      stdin: "ignore",
+      stdout: "ignore",
+      stderr: "pipe",
+    });
+    try {
+      for (let i = 0; i < 200 && !existsSync(socket()); i++) await Bun.sleep(50);
+      expect(lstatSync(socket()).mode & 0o777).toBe(0o600);
+      const { served } = await bothWays();
+      expect(served).toBe(true);
+    } finally {
+      http.kill("SIGTERM");
+      await http.exited;
+    }
+    expect(existsSync(socket())).toBe(false);
+  }, 60_000);
 });
