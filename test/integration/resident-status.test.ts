@@ -184,7 +184,7 @@ describe(`resident status against a fresh scan (seed ${SEED}, ${STEPS} steps)`, 
     const dir = join(tmp.path, `pack${clones++}`);
     cloneAt(dir);
     const silent = (): FSWatcher => Object.assign(new EventEmitter(), { close() {}, ref() {}, unref() {} }) as unknown as FSWatcher;
-    const status = new ResidentStatus({ watch: silent, retryMs: 60_000 });
+    const status = new ResidentStatus({ watch: silent, retryMs: 60_000, cookieLostMs: 1500 });
     try {
       const stateDir = join(tmp.path, "state-silent");
       expect(await resident(status, dir, stateDir)).toBe(false);
@@ -215,6 +215,44 @@ describe(`resident status against a fresh scan (seed ${SEED}, ${STEPS} steps)`, 
       expect(status.counters.kept).toBe(0);
       expect(status.report()[0]?.reason).toContain("not a .git directory");
       expect(existsSync(dir)).toBe(true);
+    } finally {
+      status.close();
+    }
+  }, 30_000);
+
+  test("a long scan of one pack that holds the event loop past the cookie deadline costs no other pack its watch", async () => {
+    const a = join(tmp.path, `pack${clones++}`);
+    const b = join(tmp.path, `pack${clones++}`);
+    cloneAt(a);
+    cloneAt(b);
+    const stateDir = join(tmp.path, "state-busy");
+    const status = new ResidentStatus();
+    try {
+      // Both watched, each scanned once and kept.
+      await Promise.all([resident(status, a, stateDir), resident(status, b, stateDir)]);
+      // A's next scan holds the loop for longer than the cookie deadline (as a scan of a large pack does on a busy machine).
+      appendFileSync(join(a, "README.md"), "x");
+      const qa = query(a, stateDir);
+      let askB: Promise<boolean> | undefined;
+      const slowScan = async () => {
+        // B is asked now: once its cookie is written, the loop is held past the deadline before the cookie's event can be read.
+        askB = resident(status, b, stateDir);
+        const cookieOfB = () => readdirSync(join(b, ".git")).some((f) => f.startsWith("grex-serve-cookie-"));
+        for (let i = 0; i < 1000 && !cookieOfB(); i++) await Promise.resolve();
+        expect(cookieOfB()).toBe(true);
+        const until = Date.now() + 1500;
+        while (Date.now() < until) {
+          // busy: the event loop hears nothing meanwhile
+        }
+        return fresh(a);
+      };
+      const da = await status.dirty(qa, slowScan);
+      const db = await askB;
+      expect([da, db]).toEqual([true, false]);
+      expect(status.report().map((r) => r.resident)).toEqual([true, true]);
+      const kept = status.counters.kept;
+      expect(await resident(status, b, stateDir)).toBe(false);
+      expect(status.counters.kept).toBe(kept + 1);
     } finally {
       status.close();
     }

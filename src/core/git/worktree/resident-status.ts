@@ -21,15 +21,18 @@
 // a read-only `.git`), whose watch failed or overflowed, or whose file system
 // does not deliver events (the cookie never comes back) is scanned on every
 // report; `report()` says which and why (doctor shows it), and a failed watch
-// is tried again after RETRY_MS.
+// is tried again after RETRY_MS. A cookie that is only slow (a loaded machine)
+// makes that one report scan and keeps the watch.
 import { type FSWatcher, lstatSync, rmSync, statSync, watch, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultAttributesFile, userConfigFiles } from "../refs/config-levels.ts";
 import type { DirtyOracle, DirtyQuery, WatchReport } from "./dirty-oracle.ts";
 import { excludesFilePath } from "./ignore-rules.ts";
 
-/** How long a cookie may take to come back before the pack's events count as lost. */
+/** How long a report waits for its cookie before it scans instead (the watch stays). */
 export const COOKIE_TIMEOUT_MS = 1000;
+/** How long a cookie may take to come back at all before the pack's file system counts as silent (the watch is dropped). */
+export const COOKIE_LOST_MS = 10_000;
 /** How long after a watch failed it is set up again. */
 export const RETRY_MS = 30_000;
 /**
@@ -39,6 +42,8 @@ export const RETRY_MS = 30_000;
  */
 export const NEW_DIR_SETTLE_MS = 2000;
 const COOKIE = "grex-serve-cookie-";
+/** A timer this much late means the event loop was busy, not that the file system was silent. */
+const LOOP_LATENESS_MS = 100;
 
 interface PackWatch {
   dir: string;
@@ -70,6 +75,8 @@ let seq = 0;
 export interface ResidentOptions {
   /** How long after a failed watch it is set up again (default RETRY_MS). */
   retryMs?: number;
+  /** How long an unanswered cookie takes to count as a silent file system (default COOKIE_LOST_MS). */
+  cookieLostMs?: number;
   /** How a work tree is watched (default: node:fs `watch`, recursive); the tests stand in a file system that reports nothing. */
   watch?: (dir: string, onEvent: (event: string, name: string | null) => void) => FSWatcher;
 }
@@ -80,10 +87,12 @@ export class ResidentStatus implements DirtyOracle {
   private readonly packs = new Map<string, PackWatch>();
   readonly counters: ResidentCounters = { kept: 0, scans: 0 };
   private readonly retryMs: number;
+  private readonly cookieLostMs: number;
   private readonly watch: NonNullable<ResidentOptions["watch"]>;
 
   constructor(o: ResidentOptions = {}) {
     this.retryMs = o.retryMs ?? RETRY_MS;
+    this.cookieLostMs = o.cookieLostMs ?? COOKIE_LOST_MS;
     this.watch = o.watch ?? watchRecursive;
   }
 
@@ -181,28 +190,51 @@ export class ResidentStatus implements DirtyOracle {
     if (event === "rename" && (file === null || isDirectory(join(w.dir, file)))) w.dirBornAt = Date.now();
   }
 
-  /** Write a cookie into `.git` and wait for its event: every earlier change has then been delivered. */
+  /**
+   * Write a cookie into `.git` and wait for its event: every earlier change
+   * has then been delivered. Not heard within COOKIE_TIMEOUT_MS of time the
+   * event loop was free to hear it: false (the report scans and keeps
+   * nothing), while the wait goes on; never heard within cookieLostMs: the
+   * file system does not deliver events, and the watch is dropped.
+   */
   private settle(w: PackWatch): Promise<boolean> {
     if (w.reason !== null) return Promise.resolve(false);
     const name = `${COOKIE}${process.pid}-${++seq}`;
     const file = join(w.gitdir, name);
     return new Promise<boolean>((resolve) => {
-      const finish = (ok: boolean) => {
-        clearTimeout(timer);
-        w.waiting.delete(name);
-        rmSync(file, { force: true });
-        if (!ok) this.lose(w, `its file system did not report a change within ${COOKIE_TIMEOUT_MS} ms (it may not deliver change events)`, Date.now() + this.retryMs);
+      let answered = false;
+      const answer = (ok: boolean) => {
+        if (answered) return;
+        answered = true;
         resolve(ok && w.reason === null);
       };
-      const timer = setTimeout(() => finish(false), COOKIE_TIMEOUT_MS);
-      w.waiting.set(name, () => finish(true));
+      const done = (heard: boolean) => {
+        clearTimeout(timer);
+        clearTimeout(lost);
+        w.waiting.delete(name);
+        rmSync(file, { force: true });
+        if (!heard) this.lose(w, `its file system did not report a change within ${this.cookieLostMs} ms (it may not deliver change events)`, Date.now() + this.retryMs);
+        answer(heard);
+      };
+      // A timer that fires late means a long scan held the loop, not that the
+      // file system is silent: a short wait more, so a queued event is read first.
+      let due = Date.now() + COOKIE_TIMEOUT_MS;
+      const check = () => {
+        if (Date.now() - due <= LOOP_LATENESS_MS) return answer(false);
+        due = Date.now() + LOOP_LATENESS_MS;
+        timer = setTimeout(check, LOOP_LATENESS_MS);
+      };
+      let timer = setTimeout(check, COOKIE_TIMEOUT_MS);
+      const lost = setTimeout(() => done(false), this.cookieLostMs);
+      w.waiting.set(name, () => done(true));
       try {
         writeFileSync(file, "");
       } catch (e) {
         clearTimeout(timer);
+        clearTimeout(lost);
         w.waiting.delete(name);
         this.lose(w, `grex could not write its sync file into ${w.gitdir} (${e instanceof Error ? e.message : String(e)})`, Date.now() + this.retryMs);
-        resolve(false);
+        answer(false);
       }
     });
   }
