@@ -11,8 +11,9 @@
 //      document. Goals: with ≤ 0.3× without; with ≤ 5 ms on the unchanged
 //      workspace.
 // Env: BENCH_RUNS (hyperfine --runs, default 10), BENCH_MCP_CALLS (default 30),
-// BENCH_KEEP=1 keeps the temp dir.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+// BENCH_KEEP=1 keeps the temp dir, BENCH_RESIDENT_REUSE=<that dir> runs on it
+// again without building it.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SETTLED_MS } from "../src/core/git/worktree/status-cache.ts";
@@ -87,21 +88,25 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 /** Build the workspace, time both ways, print the tables. `grex` is a compiled binary (built here when not given). */
 export async function benchResident(given?: { grex: string; root: string }): Promise<void> {
-  const root = given?.root ?? mkdtempSync(join(tmpdir(), "grex-bench-resident-"));
+  const reuse = !given && process.env.BENCH_RESIDENT_REUSE ? process.env.BENCH_RESIDENT_REUSE : undefined;
+  const root = given?.root ?? reuse ?? mkdtempSync(join(tmpdir(), "grex-bench-resident-"));
   const base = join(root, "resident");
-  mkdirSync(base, { recursive: true });
   const home = join(base, "home");
-  mkdirSync(home);
+  const built = reuse !== undefined && existsSync(join(base, "ws", "grex.jsonl"));
+  if (!built) {
+    mkdirSync(base, { recursive: true });
+    mkdirSync(home);
+  }
   const env = benchEnv(home);
   try {
     const grex = given?.grex ?? join(base, "grex");
     if (!given) await run(grexBuildCommand(grex), base, env);
-    log(`bench/status-resident: ${PACKS} packs × ${FILES} files`);
+    log(`bench/status-resident: ${PACKS} packs × ${FILES} files${built ? " (reused)" : ""}`);
     const up = join(base, "upstream");
     const ws = join(base, "ws");
-    mkdirSync(ws);
+    if (!built) mkdirSync(ws);
     const names = Array.from({ length: PACKS }, (_, i) => `big${i}`);
-    for (const n of names) {
+    for (const n of built ? [] : names) {
       const d = join(up, n);
       const perDir = 100;
       for (let i = 0; i < FILES; i++) {
@@ -111,11 +116,13 @@ export async function benchResident(given?: { grex: string; root: string }): Pro
       }
       await run(["sh", "-c", "git init -q -b main && git add -A && git commit -q -m init"], d, env);
     }
-    await run([grex, "init"], ws, env);
-    writeFileSync(join(ws, "REPOS.json"), JSON.stringify(names.map((n) => ({ url: join(up, n), path: n }))));
-    await run([grex, "import", "--from-repos-json", "REPOS.json"], ws, env);
-    await run([grex, "sync"], ws, env);
-    await Bun.sleep(SETTLED_MS + 100);
+    if (!built) {
+      await run([grex, "init"], ws, env);
+      writeFileSync(join(ws, "REPOS.json"), JSON.stringify(names.map((n) => ({ url: join(up, n), path: n }))));
+      await run([grex, "import", "--from-repos-json", "REPOS.json"], ws, env);
+      await run([grex, "sync"], ws, env);
+      await Bun.sleep(SETTLED_MS + 100);
+    }
     const alone = await run([grex, "status", "--json", "--fail-on-drift"], ws, env);
     if ((JSON.parse(alone) as { packs: unknown[] }).packs.length !== PACKS) throw new Error("status does not list every pack");
 
@@ -148,6 +155,8 @@ export async function benchResident(given?: { grex: string; root: string }): Pro
       if (JSON.stringify(residentMcp.doc) !== JSON.stringify(plainMcp.doc)) throw new Error("the MCP status documents differ with and without resident status");
       if (`${JSON.stringify(residentMcp.doc)}` !== JSON.stringify(JSON.parse(alone))) throw new Error("MCP status differs from the CLI's");
       [withServe] = await hyperfine([`${grex} status --json`]);
+      const doctor = (await serve.call("tools/call", { name: "doctor", arguments: {} })) as { structuredContent?: { findings: Array<{ check: string; detail: string }> } };
+      for (const f of doctor.structuredContent?.findings ?? []) if (f.check === "serve-watch") log(`bench/status-resident: doctor: ${f.detail}`);
     } finally {
       await serve.stop();
     }
@@ -163,7 +172,7 @@ export async function benchResident(given?: { grex: string; root: string }): Pro
     console.log(`| first MCP \`status\` of a fresh server (watches set up, every pack scanned) | | ${firstMs.toFixed(1)} ms | | |`);
   } finally {
     if (!given) {
-      if (process.env.BENCH_KEEP === "1") log(`kept ${root}`);
+      if (process.env.BENCH_KEEP === "1" || reuse !== undefined) log(`kept ${root}`);
       else rmSync(root, { recursive: true, force: true });
     }
   }
