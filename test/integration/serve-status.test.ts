@@ -227,4 +227,34 @@ describe("grex status beside grex serve", () => {
     }
     expect(existsSync(socket())).toBe(false);
   }, 60_000);
+
+  test("a server killed with SIGKILL leaves its socket: the CLI scans by itself, and the next server takes the path over", async () => {
+    const start = () =>
+      Bun.spawn([process.execPath, join(import.meta.dir, "..", "..", "src", "cli", "main.ts"), "serve"], { cwd: t.ws, env: t.env, stdin: "pipe", stdout: "ignore", stderr: "pipe" });
+    // Up when a connection is accepted (an inode number can be reused, so the file's own says nothing).
+    const live = () => Bun.connect({ unix: socket(), socket: { data() {} } }).then((s) => (s.end(), true), () => false);
+    const waitLive = async () => {
+      for (let i = 0; i < 200 && !(await live()); i++) await Bun.sleep(50);
+      return live();
+    };
+    server.kill("SIGTERM"); // the suite's server, if still up, would hold the path
+    await server.exited;
+    const first = start();
+    expect(await waitLive()).toBe(true);
+    first.kill("SIGKILL");
+    await first.exited;
+    expect(existsSync(socket())).toBe(true);
+    const alone = await cli(["status", "--json", "-v"]);
+    expect(alone.code).toBe(0);
+    expect(alone.stderr).not.toContain("grex serve answered");
+    const second = start();
+    try {
+      expect(await live()).toBe(false);
+      expect(await waitLive()).toBe(true);
+      expect((await bothWays()).served).toBe(true);
+    } finally {
+      second.kill("SIGTERM");
+      await second.exited;
+    }
+  }, 60_000);
 });
