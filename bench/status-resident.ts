@@ -114,7 +114,8 @@ export async function benchResident(given?: { grex: string; root: string }): Pro
         if (i % perDir === 0) mkdirSync(dir, { recursive: true });
         writeFileSync(join(dir, `f${i}.txt`), `${n} file ${i}\n`);
       }
-      await run(["sh", "-c", "git init -q -b main && git add -A && git commit -q -m init"], d, env);
+      // No automatic gc in the background: it would repack while grex reads the objects.
+      await run(["sh", "-c", "git init -q -b main && git config gc.auto 0 && git config maintenance.auto false && git add -A && git commit -q -m init"], d, env);
     }
     if (!built) {
       await run([grex, "init"], ws, env);
