@@ -8,6 +8,10 @@
 //   2. `grex status --fetch --json` on the same N packs, cloned over loopback
 //      smart HTTP, beside `xargs -P 8 git fetch` over git clones of the same
 //      repositories; goal: faster.
+//   3. Resident status (bench/status-resident.ts): 5 packs × 20k files,
+//      `grex status --json` and MCP `status` with and without a `grex serve`
+//      keeping status; goals ≤ 0.3×, and ≤ 5 ms for MCP on an unchanged
+//      workspace.
 // Env: BENCH_N (default 100), BENCH_RUNS (hyperfine --runs, default 10),
 // BENCH_KEEP=1 keeps the temp dir.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -18,6 +22,7 @@ import { startGitHttpServer } from "../test/helpers/git-http-server.ts";
 import { benchEnv } from "./fixtures/env.ts";
 import { makeReposScript } from "./fixtures/repos.ts";
 import { COMPILE_FLAGS, grexBuildCommand } from "../scripts/compile.ts";
+import { benchResident } from "./status-resident.ts";
 
 const N = Number(process.env.BENCH_N ?? 100);
 const RUNS = Number(process.env.BENCH_RUNS ?? 10);
@@ -138,6 +143,8 @@ try {
   console.log(`compiled grex ls --json (reference)         ${ms(ls.median)}  (${(ls.median / floor.median).toFixed(2)}× floor)`);
   console.log(`compiled grex status --fetch --json (HTTP) ${ms(fetch.median)}`);
   console.log(`xargs -P ${PAR} git fetch (HTTP)                ${ms(xargs.median)}  (grex ${(fetch.median / xargs.median).toFixed(2)}×; goal < 1: ${fetch.median < xargs.median ? "yes" : "NO"})`);
+
+  await benchResident({ grex, root });
 } finally {
   await server.stop();
   if (process.env.BENCH_KEEP === "1") log(`kept ${root}`);

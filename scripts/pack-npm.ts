@@ -1,9 +1,12 @@
 // `npm run pack:npm`: grex's npm distribution for this machine, in dist/npm/
 // (or the directory after --out):
 //   grex-metarepo-<version>.tgz               the launcher (npm/launcher.cjs as
-//       bin/grex.cjs), the sources bundled for Bun (lib/), schema/, docs/ and
-//       README.md; no dependencies, and every platform package below as an
-//       optional dependency pinned to the same version;
+//       bin/launcher.cjs and as the `grex` command bin/grex.cjs), the install
+//       step that puts the platform binary in place of bin/grex.cjs
+//       (npm/install.cjs as bin/install.cjs, the `postinstall`), the sources
+//       bundled for Bun (lib/), schema/, docs/ and README.md; no dependencies,
+//       and every platform package below as an optional dependency pinned to
+//       the same version;
 //   grex-metarepo-<os>-<cpu>-<version>.tgz   this machine's compiled binary
 //       (bin/grex), with `os`/`cpu` so npm installs it only there.
 // `npm run release -- --all` writes the platform packages of the other
@@ -110,8 +113,10 @@ export function packPlatform(target: Target, binary: string, outDir: string): st
 export function packMain(outDir: string): string {
   return staged((dir) => {
     mkdirSync(join(dir, "bin"));
-    copyFileSync(join(root, "npm", "launcher.cjs"), join(dir, "bin", "grex.cjs"));
-    chmodSync(join(dir, "bin", "grex.cjs"), 0o755);
+    for (const [from, to] of [["launcher.cjs", "grex.cjs"], ["launcher.cjs", "launcher.cjs"], ["install.cjs", "install.cjs"]] as const) {
+      copyFileSync(join(root, "npm", from), join(dir, "bin", to));
+      chmodSync(join(dir, "bin", to), 0o755);
+    }
     // The Bun fallback: the sources and their dependencies as one bundle, so
     // the package needs nothing from the registry.
     const metafile = join(dir, "meta.json");
@@ -126,6 +131,8 @@ export function packMain(outDir: string): string {
       description: pkg.description,
       type: "module",
       bin: { grex: "bin/grex.cjs" },
+      // Where the platform package is installed, `grex` becomes its binary (npm/install.cjs).
+      scripts: { postinstall: "node bin/install.cjs" },
       engines: { node: ">=18" },
       optionalDependencies,
     };

@@ -8,6 +8,10 @@ import { stderr, stdout } from "../core/base/stdio-native.ts";
 const argv = process.argv.slice(2);
 if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
   stdout.write(`grex ${pkg.version}\n`);
+} else if (argv.length === 1 && argv[0] === "--which" && import.meta.path.startsWith("/$bunfs/")) {
+  // The compiled binary's own path (where an npm install made `grex` the
+  // binary itself, the launcher is not there to answer; npm/install.cjs).
+  stdout.write(`${process.execPath}\n`);
 } else {
   const served = argv[0] === "serve" ? await (await import("../mcp/serve-argv.ts")).serveFromArgv(argv) : undefined;
   if (served !== undefined) process.exitCode = served;

@@ -346,11 +346,14 @@ async function invokeVerb(call: CliCall, { verb, args, options }: ReadVerb): Pro
   const showProgress = !json && !call.beforeDashes.includes("--plain") && io.stderrTTY;
   const progress = makeProgress(showProgress, io.stderr, verb.name, showProgress ? process.stderr.columns || 80 : 80);
   call.progress = progress;
+  // `status` beside a running `grex serve` asks it first (resident-client.ts); GREX_NO_SERVE=1 turns that off.
+  const served = verb.name === "status" && io.env.GREX_NO_SERVE !== "1" ? await askServe((m) => ctx.debug(1, m)) : undefined;
   try {
     const run = () => invoke(verb, collectParams(verb, args, options, argv), { surface: "cli", ctx, signal: abort.signal, progress });
     // Objects, bytes and files of long git work join the line only where someone sees it.
     return showProgress ? await (await import("../core/base/activity.ts")).withActivitySink(progress.activity, run) : await run();
   } finally {
+    served?.();
     progress.done();
     process.off("SIGINT", onSigint);
   }
@@ -392,4 +395,17 @@ function reportThrown(call: CliCall, raw: unknown): number {
   io.stderr(`grex: ${err.message}\n`);
   if (call.json) io.stdout(`${toJsonDocument(failureDocument(verbName, err, "cli"))}\n`);
   return err instanceof CancelledError ? 130 : err.exitCode;
+}
+
+/** Install the client that asks a running `grex serve` for dirty answers; the function returned removes it. */
+async function askServe(debug: (m: string) => void): Promise<() => void> {
+  const [{ ServeClient }, { setDirtyOracle }] = await Promise.all([import("../core/git/worktree/resident-client.ts"), import("../core/git/worktree/dirty-oracle.ts")]);
+  const client = new ServeClient(process.env, pkg.version);
+  setDirtyOracle(client);
+  return () => {
+    setDirtyOracle(null);
+    client.close();
+    const { asked, scanned } = client.counters;
+    if (asked > 0) debug(`grex serve answered for ${asked} pack(s); ${scanned} scanned here`);
+  };
 }

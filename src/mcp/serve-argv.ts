@@ -66,6 +66,30 @@ export async function makeGateway(location: Location, env: Record<string, string
   return new LazyGateway(opts);
 }
 
+/** How long after its start a server sets up resident status: off the path to the first reply. */
+export const RESIDENT_START_MS = 250;
+
+/**
+ * Resident status (resident.ts) for the server at `location`, started
+ * RESIDENT_START_MS after the server (the module and the workspace lookup stay
+ * off the path to the `initialize` reply, which an agent waits for); the
+ * function returned stops it (socket removed, watches closed).
+ */
+export function residentSoon(location: Location, version: string, log: (m: string) => void): () => Promise<void> {
+  let started: Promise<{ stop(): void } | null> | null = null;
+  if (process.env.GREX_NO_SERVE === "1") return async () => {}; // no resident status at all
+  const timer = setTimeout(() => {
+    started = import("./resident.ts").then(
+      (m) => m.startResident(m.residentRoot(location), version, process.env, log),
+      () => null,
+    );
+  }, RESIDENT_START_MS);
+  return async () => {
+    clearTimeout(timer);
+    (await started)?.stop();
+  };
+}
+
 export const logToStderr = (m: string): void => {
   stderr.write(`grex serve: ${m}\n`);
 };
@@ -110,6 +134,7 @@ export async function serveFromArgv(argv: readonly string[], cwd = process.cwd()
   const onSigint = () => abort.abort();
   process.once("SIGINT", onSigint);
   process.once("SIGTERM", onSigint);
+  const stopResident = residentSoon(location, pkg.version, logToStderr);
   try {
     await serveStdio(
       {
@@ -133,6 +158,7 @@ export async function serveFromArgv(argv: readonly string[], cwd = process.cwd()
   } finally {
     process.off("SIGINT", onSigint);
     process.off("SIGTERM", onSigint);
+    await stopResident();
     await gateway.close();
   }
   return 0;

@@ -4,7 +4,7 @@ import * as v from "valibot";
 import pkg from "../../package.json" with { type: "json" };
 import { usageError } from "../core/base/errors.ts";
 import { DEFAULT_CHILD_IDLE_MS, DEFAULT_MAX_CHILDREN } from "./gateway/types.ts";
-import { logToStderr, makeGateway, serverLocation } from "./serve-argv.ts";
+import { logToStderr, makeGateway, residentSoon, serverLocation } from "./serve-argv.ts";
 import type { ServerOptions } from "./server.ts";
 import { defineVerb, READS_ONLY } from "../verbs/types.ts";
 
@@ -63,6 +63,7 @@ export const serveVerb = defineVerb({
       gateway,
       readOnly: p.read_only === true,
     };
+    const stopResident = residentSoon(location, pkg.version, logToStderr);
     try {
       if (p.http !== undefined && p.http !== false) {
         const [{ serveHttpUntilSignal }, { httpLimitsFromEnv }] = await Promise.all([import("./http.ts"), import("./http-limits.ts")]);
@@ -80,6 +81,7 @@ export const serveVerb = defineVerb({
       const { serveStdio } = await import("./stdio.ts");
       return { stopped: await untilTerminated(signal, (s) => serveStdio(opts, s)) };
     } finally {
+      await stopResident();
       await gateway.close();
     }
   },

@@ -2,6 +2,7 @@
 // shared reading of the workspace (manifest, lockfile, runtime helpers) and
 // adds findings. `diagnose` reads the files once and runs every entry in
 // order; doctor.ts owns the verb (fixes, compaction, rendering).
+import { serveWatchFindings } from "./doctor-serve.ts";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { toGrexError } from "../core/base/errors.ts";
@@ -29,6 +30,7 @@ export const DOCTOR_CHECKS = [
   "off-branch",
   "git-filters",
   "mirrors",
+  "serve-watch",
   ...TEAM_CHECKS,
 ] as const;
 export type Check = (typeof DOCTOR_CHECKS)[number];
@@ -239,7 +241,14 @@ async function mirrors(r: DoctorRun): Promise<void> {
   }
 }
 
-const CHECK_STEPS: readonly CheckStep[] = [gitignoreSync, onDisk, packStates, mirrors, declaredServers, staleLocks, incompleteActions, team, orphans, legacy];
+/** serve-watch: packs a running `grex serve` cannot watch, so it scans them on every status (doctor-serve.ts). */
+async function serveWatch(r: DoctorRun): Promise<void> {
+  const { loadWorkspaceView } = await import("../core/workspace/packs.ts");
+  const view = await loadWorkspaceView(r.ws, r.warn).catch(() => null);
+  await serveWatchFindings(r.ws, view?.packs ?? [], r.add);
+}
+
+const CHECK_STEPS: readonly CheckStep[] = [gitignoreSync, onDisk, packStates, mirrors, declaredServers, serveWatch, staleLocks, incompleteActions, team, orphans, legacy];
 
 /** Run every check; findings only (no writes). */
 export async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void): Promise<{ findings: Finding[]; loaded: Loaded | null }> {

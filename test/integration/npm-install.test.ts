@@ -3,12 +3,14 @@
 // machine's grex-metarepo-<os>-<cpu> (the compiled binary), installed with
 // `npm i -g --prefix` from the tarballs, offline and with the registry pointed
 // at a closed port, so npm cannot reach the network. Then the installed `grex`
-// is run on a PATH holding Node but no Bun (the platform binary), without the
-// platform package (one sentence, exit 1), with Bun on PATH (the bundled
-// sources, reading no .env or bunfig.toml from the working directory), under
-// Bun itself, and through `bun x`.
+// is run on a PATH holding Node but no Bun: with install scripts, the command
+// is the platform binary itself (no Node starts); with --ignore-scripts, the
+// Node launcher runs the platform binary; without the platform package, one
+// sentence, exit 1, or with Bun on PATH the bundled sources (reading no .env
+// or bunfig.toml from the working directory); under Bun itself, and through
+// `bun x`.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readlinkSync, realpathSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { packHost } from "../../scripts/pack-npm.ts";
@@ -51,6 +53,22 @@ function install(prefix: string, ...args: string[]): Run {
 
 const pathWith = (prefix: string, ...dirs: string[]) => [join(prefix, "bin"), ...dirs].join(":");
 
+/** Start `argv` (a `grex serve`), wait for its initialize reply, and return what /proc says the started process runs. */
+async function serveExe(argv: string[], cwd: string, PATH: string): Promise<string> {
+  const p = Bun.spawn(argv, { cwd, env: { HOME: t.home, PATH }, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+  try {
+    p.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } })}\n`);
+    p.stdin.flush();
+    const reader = p.stdout.getReader();
+    await reader.read();
+    reader.releaseLock();
+    return readlinkSync(`/proc/${p.pid}/exe`);
+  } finally {
+    p.kill("SIGTERM");
+    await p.exited;
+  }
+}
+
 beforeAll(() => {
   if (skip) return;
   t = new TestWorkspace("grex-npm-install-");
@@ -82,11 +100,20 @@ describe.skipIf(skip !== "")(`npm i -g of the packed tarballs${skip ? ` (skipped
     expect(existsSync(binary())).toBe(true);
   }, 120_000);
 
-  test("`grex --version` runs the platform binary; `grex --which` prints its path", () => {
+  test("the `grex` command is the platform binary itself (hard link or copy); `grex --which` prints its path", () => {
+    const command = realpathSync(join(prefix(), "bin", "grex"));
+    expect(command).toBe(realpathSync(join(prefix(), "lib", "node_modules", pkg.name, "bin", "grex.cjs")));
+    expect(readFileSync(command).equals(readFileSync(binary()))).toBe(true);
+    expect(statSync(command).mode & 0o111).toBe(0o111);
+    expect(readFileSync(join(prefix(), "lib", "node_modules", pkg.name, "bin", "launcher.cjs"), "utf8")).toStartWith("#!/usr/bin/env node\n");
     expect(run(["grex", "--version"], t.home, onlyNode())).toEqual({ code: 0, signal: null, stdout: `grex ${pkg.version}\n`, stderr: "" });
-    expect(run(["grex", "--which"], t.home, onlyNode())).toEqual({ code: 0, signal: null, stdout: `${binary()}\n`, stderr: "" });
+    expect(run(["grex", "--which"], t.home, onlyNode())).toEqual({ code: 0, signal: null, stdout: `${command}\n`, stderr: "" });
     expect(run([binary(), "--version"], t.home, onlyNode()).stdout).toBe(`grex ${pkg.version}\n`);
   });
+
+  test.skipIf(process.platform !== "linux")("nothing but grex starts: the process `grex serve` runs is the binary, not Node", async () => {
+    expect(await serveExe(["grex", "serve"], t.ws, onlyNode())).toBe(realpathSync(join(prefix(), "bin", "grex")));
+  }, 60_000);
 
   test("init, add of a local repository, sync and status through the installed command", () => {
     for (const name of ["child-a", "child-b"]) t.repo(name);
@@ -119,6 +146,24 @@ describe.skipIf(skip !== "")(`npm i -g of the packed tarballs${skip ? ` (skipped
     expect(r.stdout).toContain("linked ~/.config/grex-tour/tour.conf");
     expect(r.stdout).toContain("removed dotfiles");
     expect(existsSync(join(t.home, ".config", "grex-tour"))).toBe(false);
+  }, 60_000);
+});
+
+describe.skipIf(skip !== "")("npm i -g --ignore-scripts: the Node launcher runs the platform binary", () => {
+  const prefix = () => join(t.root, "prefix-noscripts");
+  const onlyNode = () => pathWith(prefix(), nodeTools);
+  const binary = () => join(prefix(), "lib", "node_modules", `${pkg.name}-${platform}`, "bin", "grex");
+
+  test("installs offline; `grex` stays the launcher, runs the binary and prints its path for --which", () => {
+    const r = install(prefix(), "--ignore-scripts", main, platformTgz);
+    expect(r.code).toBe(0);
+    expect(readFileSync(join(prefix(), "bin", "grex"), "utf8")).toStartWith("#!/usr/bin/env node\n");
+    expect(run(["grex", "--version"], t.home, onlyNode())).toEqual({ code: 0, signal: null, stdout: `grex ${pkg.version}\n`, stderr: "" });
+    expect(run(["grex", "--which"], t.home, onlyNode())).toEqual({ code: 0, signal: null, stdout: `${binary()}\n`, stderr: "" });
+  }, 120_000);
+
+  test.skipIf(process.platform !== "linux")("the process `grex serve` starts as is Node (the launcher)", async () => {
+    expect(await serveExe(["grex", "serve"], t.ws, onlyNode())).toBe(realpathSync(nodePath as string));
   }, 60_000);
 
   test("exit codes and a death by signal come back as the binary's own", () => {
@@ -157,6 +202,7 @@ describe.skipIf(skip !== "")(`npm i -g of the packed tarballs${skip ? ` (skipped
 
   test("the launcher runs under Bun too, and still prefers the binary", () => {
     const launcher = join(prefix(), "lib", "node_modules", pkg.name, "bin", "grex.cjs");
+    expect(readFileSync(launcher, "utf8")).toStartWith("#!/usr/bin/env node\n");
     expect(run([process.execPath, launcher, "--which"], t.home, nodeTools).stdout).toBe(`${binary()}\n`);
     expect(run([process.execPath, launcher, "--version"], t.home, nodeTools)).toEqual({ code: 0, signal: null, stdout: `grex ${pkg.version}\n`, stderr: "" });
   });
@@ -169,6 +215,7 @@ describe.skipIf(skip !== "")("npm i -g --omit=optional: no platform binary", () 
     const r = install(prefix(), "--omit=optional", main);
     expect(r.code).toBe(0);
     expect(existsSync(join(prefix(), "lib", "node_modules", `${pkg.name}-${platform}`))).toBe(false);
+    expect(readFileSync(join(prefix(), "bin", "grex"), "utf8")).toStartWith("#!/usr/bin/env node\n");
   }, 120_000);
 
   test("without Bun: one sentence naming the platform and the two ways out, exit 1", () => {

@@ -9,6 +9,7 @@ import { aheadBehind } from "../git/refs/ahead-behind.ts";
 import { backendFor, readHeadSync, workTreeGitdir } from "../git/backend.ts";
 import { RefFiles } from "../git/refs/refs.ts";
 import { statusCacheFile } from "../git/worktree/status-cache.ts";
+import { dirtyOf } from "../git/worktree/dirty-oracle.ts";
 import type { GrexError } from "../base/errors.ts";
 import type { PackNode } from "../workspace/packs.ts";
 import { checkoutOf, trackedBranch } from "./off-branch.ts";
@@ -149,7 +150,9 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
   const head = refs.head();
   // A report: the status cache may spare re-listing unchanged directories.
   const statusCache = statusCacheFile(ws.stateDir, p.id);
-  const dirty = await backendFor(p.url || p.dir).isDirty(p.dir, { statusCache, head: head?.sha, gitdir });
+  const scan = () => backendFor(p.url || p.dir).isDirty(p.dir, { statusCache, head: head?.sha, gitdir });
+  // A resident answer where one is at hand (`grex serve`'s watcher, or that server asked over its socket).
+  const dirty = await dirtyOf({ dir: p.dir, gitdir, head: head?.sha ?? null, url: p.url, stateDir: ws.stateDir, statusCache }, scan);
   const lock = p.lock;
   const installed = lock !== undefined && lock.installed_at !== "" && lock.install_error === undefined && !interrupted;
   const installError = installed
