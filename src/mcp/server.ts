@@ -4,7 +4,7 @@
 // the MCP SDK runtime. The verb table is loaded on the first tool request, so
 // `initialize` can be answered before any verb module is evaluated.
 import type { ActivitySink } from "../core/base/activity.ts";
-import { ActivityBoard } from "../verbs/activity-board.ts";
+import type { ActivityBoard } from "../verbs/activity-board.ts";
 import { CancelledError, GrexError } from "../core/base/errors.ts";
 import type { Scheduler } from "../core/locks/scheduler.ts";
 import type { Outcome } from "../verbs/invoke.ts";
@@ -333,7 +333,10 @@ export class McpSession {
       throw err;
     }
     let finished = false;
-    const { progress, activity } = this.progressFor(id, params._meta, () => finished);
+    // The board that turns git work in flight into progress text loads only for a call that asked for progress.
+    const wantsProgress = isObject(params._meta) && isId(params._meta.progressToken);
+    const board = wantsProgress ? new (await import("../verbs/activity-board.ts")).ActivityBoard() : null;
+    const { progress, activity } = this.progressFor(id, params._meta, () => finished, board);
     let outcome: Outcome;
     try {
       const call = () => rt.invoke(verb, args, { surface: "mcp", ctx, signal, progress });
@@ -373,9 +376,9 @@ export class McpSession {
    * work in flight (objects, deltas, files: core/base/activity.ts) moves the
    * value on by fractions, never to the next whole pack, at most 4 times a second.
    */
-  private progressFor(id: Id, meta: unknown, finished: () => boolean): { progress: Progress; activity: ActivitySink | null } {
+  private progressFor(id: Id, meta: unknown, finished: () => boolean, board: ActivityBoard | null): { progress: Progress; activity: ActivitySink | null } {
     const token = isObject(meta) && isId(meta.progressToken) ? meta.progressToken : undefined;
-    if (token === undefined) return { progress: () => {}, activity: null };
+    if (token === undefined || board === null) return { progress: () => {}, activity: null };
     let last = -Infinity;
     const send = (progress: number, total: number, message?: string) => {
       if (finished() || progress <= last) return; // MCP: progress must increase
@@ -384,7 +387,6 @@ export class McpSession {
       this.send({ jsonrpc: "2.0", method: "notifications/progress", params }, { requestId: id });
     };
     let packs = { done: 0, total: 0, message: undefined as string | undefined };
-    const board = new ActivityBoard();
     let sentAt = 0;
     const progress: Progress = (done, total, message) => {
       packs = { done, total, message };
@@ -392,11 +394,15 @@ export class McpSession {
     };
     const activity: ActivitySink = (subject, report) => {
       const now = Date.now();
-      board.update(subject, report, now);
-      if (report === null || now - sentAt < 250 || board.size === 0) return;
+      // At once when a phase starts (or its count becomes known), else at most four times a second.
+      const fresh = board.update(subject, report, now);
+      if (report === null || board.size === 0 || (!fresh && now - sentAt < 250)) return;
       sentAt = now;
       const work = board.text();
-      send(packs.done + board.fraction(), Math.max(packs.total, packs.done + 1), packs.message ? `${packs.message}: ${work}` : work);
+      // Nudged past the last value sent (a phase's start adds no fraction yet), and never up to the next whole pack.
+      const value = Math.max(packs.done + board.fraction(), last + 0.001);
+      if (value >= packs.done + 0.999) return;
+      send(value, Math.max(packs.total, packs.done + 1), packs.message ? `${packs.message}: ${work}` : work);
     };
     return { progress, activity };
   }
