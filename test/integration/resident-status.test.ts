@@ -169,7 +169,10 @@ describe(`resident status against a fresh scan (seed ${SEED}, ${STEPS} steps)`, 
         const got = await resident(status, dir, stateDir);
         if (got !== want) throw new Error(`step ${step} (${kind} ${file}, seed ${SEED}): resident says dirty=${got}, a fresh scan ${want}`);
         if (kind === "noop" && status.counters.kept > keptBefore) keptOnNoop++;
-        if (step % 50 === 0) expect(got).toBe(git(dir, "status", "--porcelain") !== "");
+        // Every 50th step, git too: a pack git calls dirty is never called clean. The other direction is
+        // clock-dependent (git re-hashes files written in its index's second and may call them clean
+        // where a scan still sees their stat changed), so a dirty answer git calls clean is not asserted.
+        if (step % 50 === 0 && git(dir, "status", "--porcelain") !== "") expect(got).toBe(true);
       }
     } finally {
       status.close();
