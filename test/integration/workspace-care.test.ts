@@ -50,6 +50,7 @@ describe("doctor", () => {
       "off-branch",
       "git-filters",
       "mirrors",
+      "serve-watch",
       "team-files",
       "merge-conflicts",
     ]);
