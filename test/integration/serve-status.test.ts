@@ -132,7 +132,7 @@ describe("grex status beside grex serve", () => {
       ["beta", true],
       ["gamma", false],
     ]);
-    expect(doc.packs[2]?.drift).toBe("off-branch");
+    expect(doc.packs[2]?.drift).toBe("topic"); // a branch the user switched to: their work, not drift
     const viaMcp = await rpc("tools/call", { name: "status", arguments: {} });
     expect(viaMcp.structuredContent).toEqual(doc);
     // Put back: clean again, both ways.
