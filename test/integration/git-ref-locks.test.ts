@@ -8,7 +8,7 @@
 import { afterEach, beforeEach, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { updateThroughLock } from "../../src/core/fs/git-lock.ts";
+import { updateThroughLock } from "../../src/core/git/layout/git-lock.ts";
 import { GIT_ENV, git, TestWorkspace } from "../helpers/workspace.ts";
 
 let t: TestWorkspace;

@@ -448,10 +448,10 @@ describe("one owner", () => {
     expect(offenders).toEqual([]);
   });
 
-  // Two owners still: refs, HEAD, packed-refs and config (git-lock.ts), and the index and shallow
-  // (layout/lockfile.ts, which also recognises a lock a killed grex left); local-transport names one in a message.
-  const LOCK_OWNERS = new Set(["core/fs/git-lock.ts", "core/git/layout/lockfile.ts", "core/git/transport/local-transport.ts"]);
-  test("only the lock-file owners make a git `.lock` file (core/locks' own flock files aside)", () => {
+  // One maker of git lock files (lockfile.ts `createLock`); git-lock.ts names `<path>.lock` for its waits,
+  // local-transport names one in a message.
+  const LOCK_OWNERS = new Set(["core/git/layout/lockfile.ts", "core/git/layout/git-lock.ts", "core/git/transport/local-transport.ts"]);
+  test("only the layout room makes a git `.lock` file (core/locks' own flock files aside)", () => {
     const offenders = files(SRC)
       .filter((f) => !rel(f).startsWith("core/locks/") && !LOCK_OWNERS.has(rel(f)))
       .filter((f) => /\}\.lock`|\+ "\.lock"/.test(readFileSync(f, "utf8")))

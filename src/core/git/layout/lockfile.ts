@@ -46,33 +46,8 @@ export class LockFile {
   /** The lock on `path`, or null when another process holds it now. Other errors (no directory, no permission) are thrown. */
   static tryAcquire(path: string): LockFile | null {
     const lockPath = `${path}.lock`;
-    let fd: number;
-    try {
-      fd = openSync(lockPath, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o666);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST" || !removeIfStale(lockPath)) {
-        if ((err as NodeJS.ErrnoException).code === "EEXIST") return null;
-        throw err;
-      }
-      return LockFile.tryAcquire(path);
-    }
-    held.add(lockPath);
-    if (!exitHook) {
-      exitHook = true;
-      process.on("exit", () => {
-        for (const p of held) {
-          rmSync(p, { force: true });
-          rmSync(`${p}.grex`, { force: true });
-        }
-      });
-    }
-    try {
-      const st = fstatSync(fd);
-      writeFileSync(`${lockPath}.grex`, JSON.stringify({ pid: process.pid, start: selfStartTime(), ino: st.ino, dev: st.dev }));
-    } catch {
-      // without the note a kill would leave the lock to be removed by hand, as git's own
-    }
-    return new LockFile(path, lockPath, fd);
+    const fd = createLock(lockPath);
+    return fd === null ? null : new LockFile(path, lockPath, fd);
   }
 
   /**
@@ -110,12 +85,10 @@ export class LockFile {
     try {
       renameSync(this.lockPath, this.path);
     } catch (err) {
-      rmSync(this.lockPath, { force: true });
-      held.delete(this.lockPath);
+      dropLock(this.lockPath);
       throw err;
     }
-    held.delete(this.lockPath);
-    rmSync(`${this.lockPath}.grex`, { force: true });
+    forgetLock(this.lockPath);
     fsyncDir(dirname(this.path));
   }
 
@@ -124,10 +97,57 @@ export class LockFile {
     if (this.fd === null) return;
     closeSync(this.fd);
     this.fd = null;
-    rmSync(this.lockPath, { force: true });
-    rmSync(`${this.lockPath}.grex`, { force: true });
-    held.delete(this.lockPath);
+    dropLock(this.lockPath);
   }
+}
+
+/**
+ * Create `lockPath` exclusively (O_CREAT|O_EXCL) and note it as grex's: the
+ * one way every git lock file grex takes is made (LockFile here, and
+ * git-lock.ts's sync helpers for refs, HEAD, packed-refs and config). Returns
+ * its fd, or null when another process holds it; a lock a dead grex left is
+ * removed first. `withNote` false: no note (beside a loose ref, under refs/,
+ * the note would itself read to git as a ref); such a lock a kill leaves is
+ * removed by hand, as git's own. Other errors (no directory, no permission) are thrown.
+ */
+export function createLock(lockPath: string, withNote = true): number | null {
+  let fd: number;
+  try {
+    fd = openSync(lockPath, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o666);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    return removeIfStale(lockPath) ? createLock(lockPath, withNote) : null;
+  }
+  held.add(lockPath);
+  if (!exitHook) {
+    exitHook = true;
+    process.on("exit", () => {
+      for (const p of held) {
+        rmSync(p, { force: true });
+        rmSync(`${p}.grex`, { force: true });
+      }
+    });
+  }
+  if (!withNote) return fd;
+  try {
+    const st = fstatSync(fd);
+    writeFileSync(`${lockPath}.grex`, JSON.stringify({ pid: process.pid, start: selfStartTime(), ino: st.ino, dev: st.dev }));
+  } catch {
+    // without the note a kill would leave the lock to be removed by hand, as git's own
+  }
+  return fd;
+}
+
+/** The lock was renamed over its file: forget it and its note. */
+export function forgetLock(lockPath: string): void {
+  held.delete(lockPath);
+  rmSync(`${lockPath}.grex`, { force: true });
+}
+
+/** Let go of a lock grex created without renaming it: the lock and its note go. */
+export function dropLock(lockPath: string): void {
+  rmSync(lockPath, { force: true });
+  forgetLock(lockPath);
 }
 
 /** Remove `lockPath` if a grex that is gone left it (its note names a dead process and this very file); true when removed. */

@@ -8,7 +8,7 @@
 // taken, so a `git config` running beside grex is never overwritten.
 // `include`/`includeIf` are not followed (grex's documented limit).
 import { readFileSync } from "node:fs";
-import { updateThroughLock, writeThroughLock } from "../../fs/git-lock.ts";
+import { updateThroughLock, writeThroughLock } from "../layout/git-lock.ts";
 import { type ConfigEntry, parseConfigText, toBytes } from "./config-parse.ts";
 import { applySet, type ConfigSet, renderConfig } from "./config-write.ts";
 import { gitdirOf } from "./refs.ts";

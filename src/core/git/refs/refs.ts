@@ -4,7 +4,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { packOpError } from "../../base/grex-error.ts";
-import { acquireGitLock, awaitUnlocked, type GitLockOptions, PACKED_REFS_LOCK_TIMEOUT_MS, REF_LOCK_TIMEOUT_MS, updateThroughLock, writeThroughLock } from "../../fs/git-lock.ts";
+import { acquireGitLock, awaitUnlocked, type GitLockOptions, PACKED_REFS_LOCK_TIMEOUT_MS, REF_LOCK_TIMEOUT_MS, updateThroughLock, writeThroughLock } from "../layout/git-lock.ts";
 import type { HeadInfo } from "./head.ts";
 import { commonDirOf, layoutOfGitdir, packedRefsPath, refPath, type RepoLayout } from "../layout/layout.ts";
 

@@ -4,11 +4,13 @@
 // repository — finds the lock already there and backs off instead of
 // overwriting it. Like git, a lock that exists is waited for a short, bounded
 // time (git's quadratic backoff with jitter), then reported in one sentence;
-// grex never removes a lock it did not create.
-import { chmodSync, closeSync, constants, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+// grex never removes a lock it did not create (nor one a live grex holds; a
+// dead grex's is recognised by its note: lockfile.ts `createLock`).
+import { chmodSync, closeSync, existsSync, fsyncSync, renameSync, statSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
-import { lockError } from "../base/grex-error.ts";
-import { fsyncDir } from "./fsutil.ts";
+import { lockError } from "../../base/grex-error.ts";
+import { fsyncDir } from "../../fs/fsutil.ts";
+import { createLock, dropLock, forgetLock } from "./lockfile.ts";
 
 /** git's default waits: `core.filesRefLockTimeout` (100 ms) and `core.packedRefsTimeout` (1000 ms). */
 export const REF_LOCK_TIMEOUT_MS = 100;
@@ -60,16 +62,11 @@ function withBackoff<T>(lockPath: string, opts: GitLockOptions, attempt: () => T
   }
 }
 
-/** Create `<path>.lock` exclusively (O_CREAT|O_EXCL), waiting as git waits; returns its fd. */
+/** Create `<path>.lock` exclusively (lockfile.ts `createLock`), waiting as git waits; returns its fd. */
 function acquire(lockPath: string, opts: GitLockOptions): number {
-  return withBackoff(lockPath, opts, () => {
-    try {
-      return openSync(lockPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      return undefined;
-    }
-  });
+  // No note beside a loose ref's lock: under refs/ git would read the note as a ref of its own.
+  const withNote = !/[\\/]refs[\\/]/.test(lockPath);
+  return withBackoff(lockPath, opts, () => createLock(lockPath, withNote) ?? undefined);
 }
 
 /**
@@ -117,10 +114,11 @@ export function updateThroughLock(path: string, decide: () => string | Uint8Arra
     }
     renameSync(lockPath, path);
     renamed = true;
+    forgetLock(lockPath);
     if (opts.fsync) fsyncDir(dirname(path));
     return true;
   } finally {
-    if (!renamed) rmSync(lockPath, { force: true });
+    if (!renamed) dropLock(lockPath);
   }
 }
 
@@ -133,5 +131,5 @@ export function writeThroughLock(path: string, data: string | Uint8Array, opts: 
 export function acquireGitLock(path: string, opts: GitLockOptions): { release(): void } {
   const lockPath = `${path}.lock`;
   closeSync(acquire(lockPath, opts));
-  return { release: () => rmSync(lockPath, { force: true }) };
+  return { release: () => dropLock(lockPath) };
 }
