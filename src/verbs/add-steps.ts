@@ -2,6 +2,7 @@
 // install, and only then register) and the dry run (the same checks against a
 // temporary clone that is removed afterwards). Registration is the last step,
 // so a failure, or a crash, never leaves a registered half-added pack.
+import { asActivityOf } from "../core/base/activity.ts";
 import { relabelError, sourceLabel } from "../core/pack/source-label.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -134,7 +135,8 @@ export async function addAllOrNothing(
   let sha: string | null = null;
   try {
     progress(0, 1, spec.adopted ? `taking over ${dir}` : `cloning ${spec.url}`);
-    const head = await cloneInto(ctx, spec, dir, signal, spec.adopted);
+    // The clone's own progress (objects, deltas, files) ends with it: the line then shows the setup alone.
+    const head = await asActivityOf("", () => cloneInto(ctx, spec, dir, signal, spec.adopted));
     sha = head.sha;
     const found = await entryFor(spec, dir);
     await refuseChildOnSubmodule(spec.id, dir, head.sha, found.manifest);
@@ -198,7 +200,7 @@ async function planAddInScope(ctx: VerbContext, spec: AddSpec, signal: AbortSign
   let sha: string | null = null;
   try {
     progress(0, 1, `cloning ${spec.url} into a temporary directory`);
-    const head = await cloneInto(ctx, spec, dir, signal);
+    const head = await asActivityOf("", () => cloneInto(ctx, spec, dir, signal));
     sha = head.sha;
     const { entry } = await entryFor(spec, dir);
     // Children too, so their pack.yaml files are validated as well.
