@@ -73,3 +73,14 @@ test("an untracked repository inside counts once, as git lists it", async () => 
   expect(await ours()).toEqual(gitCounts());
   expect((await ours())?.untracked).toBe(1);
 });
+
+test("a gitlink whose empty directory is deleted counts as unstaged, like git (` D path`)", async () => {
+  git(dir, "update-index", "--add", "--cacheinfo", `160000,${git(dir, "rev-parse", "HEAD")},sha1collisiondetection`);
+  git(dir, "commit", "-q", "-m", "an uninitialised submodule");
+  mkdirSync(join(dir, "sha1collisiondetection"));
+  expect(await ours()).toEqual(gitCounts());
+  expect((await ours())?.unstaged).toBe(0);
+  rmSync(join(dir, "sha1collisiondetection"), { recursive: true });
+  expect(await ours()).toEqual(gitCounts());
+  expect((await ours())?.unstaged).toBe(1);
+});

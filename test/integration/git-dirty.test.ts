@@ -158,3 +158,50 @@ describe("grex clone, status cache primed", () => {
     });
   }
 });
+
+// Gitlinks of uninitialised submodules (git.git's `sha1collisiondetection`):
+// the empty directory git leaves is part of the work tree, so deleting or
+// replacing it is a change (` D path`, ` T path`), while a file put inside it
+// is not (git does not look into a directory that is not a repository).
+describe("uninitialised submodules", () => {
+  let sup: string;
+  beforeAll(() => {
+    const lib = join(tmp.path, "sm-lib");
+    makeRepo(lib, { "lib.txt": "lib\n" });
+    sup = join(tmp.path, "sm-sup");
+    makeRepo(sup, { "README.md": "sup\n" });
+    git(sup, "-c", "protocol.file.allow=always", "submodule", "add", "-q", "../sm-lib", "sha1collisiondetection");
+    git(sup, "commit", "-q", "-m", "one submodule");
+    git(sup, "-c", "protocol.file.allow=always", "submodule", "add", "-q", "../sm-lib", "vendor/lib");
+    git(sup, "commit", "-q", "-m", "a nested one");
+  });
+  const linkScenarios: Record<string, (d: string) => void> = {
+    "nothing changed": () => {},
+    "the empty directory deleted": (d) => rmSync(join(d, "sha1collisiondetection"), { recursive: true }),
+    "a nested one's directory deleted": (d) => rmSync(join(d, "vendor", "lib"), { recursive: true }),
+    "its parent directory deleted": (d) => rmSync(join(d, "vendor"), { recursive: true }),
+    "replaced by a file": (d) => {
+      rmSync(join(d, "sha1collisiondetection"), { recursive: true });
+      writeFileSync(join(d, "sha1collisiondetection"), "x");
+    },
+    "a file put inside it": (d) => writeFileSync(join(d, "sha1collisiondetection", "f.c"), "x"),
+  };
+  for (const origin of ["grex clone", "git clone", "grex update"] as const) {
+    for (const [name, change] of Object.entries(linkScenarios)) {
+      test(`${origin}: ${name}`, async () => {
+        const d = join(tmp.path, `s${n++}`);
+        if (origin === "git clone") git(tmp.path, "clone", "--quiet", sup, d);
+        else if (origin === "grex clone") await backendFor(sup).clone(sup, d, { ref: null, signal: never() });
+        else {
+          await backendFor(sup).clone(sup, d, { ref: git(sup, "rev-parse", "HEAD~1"), signal: never() });
+          await backendFor(sup).update(d, sup, { ref: null, signal: never() });
+        }
+        expect(await isDirtyFast(d, join(d, ".git"))).toBe(false);
+        change(d);
+        const theirs = git(d, "--no-optional-locks", "status", "--porcelain") !== "";
+        expect(await isDirtyFast(d, join(d, ".git"))).toBe(theirs);
+        expect(await backendFor(sup).isDirty(d)).toBe(theirs);
+      });
+    }
+  }
+});

@@ -215,3 +215,49 @@ export function readShallow(repo: Repo): Set<string> {
     return new Set();
   }
 }
+
+/** The file an object directory names the object directories it borrows from in (`objects/info/alternates`). */
+export const alternatesFileOf = (objects: string): string => join(objects, "info", "alternates");
+
+/** How deep git follows alternates of alternates (sha1-file.c's link_alt_odb_entries). */
+const ALTERNATE_DEPTH = 5;
+
+/**
+ * The object directories `objects` borrows from, as git reads them: each line
+ * of its `info/alternates` (blank lines and `#` comments skipped, a relative
+ * path taken from `objects` itself), then those directories' own alternates,
+ * up to five levels down, each directory once and never `objects` itself; one
+ * that does not exist is skipped, as git skips it with a warning.
+ */
+export function alternateDirs(objects: string): string[] {
+  const seen = new Set<string>([resolve(objects)]);
+  const out: string[] = [];
+  const visit = (dir: string, depth: number) => {
+    if (depth > ALTERNATE_DEPTH) return;
+    for (const alt of alternateLines(dir)) {
+      if (seen.has(alt) || !existsSync(alt)) continue;
+      seen.add(alt);
+      out.push(alt);
+      visit(alt, depth + 1);
+    }
+  };
+  visit(objects, 0);
+  return out;
+}
+
+/** The directories `objects/info/alternates` of `objects` names itself, made absolute (a relative line is taken from `objects`); none without the file. */
+export function alternateLines(objects: string): string[] {
+  let text: string;
+  try {
+    text = readFileSync(alternatesFileOf(objects), "utf8");
+  } catch {
+    return []; // no alternates (the usual case)
+  }
+  const out: string[] = [];
+  for (const raw of text.split("\n")) {
+    const line = raw.trim();
+    if (line === "" || line.startsWith("#")) continue;
+    out.push(isAbsolute(line) ? resolve(line) : resolve(objects, line));
+  }
+  return out;
+}

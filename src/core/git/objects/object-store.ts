@@ -5,8 +5,8 @@
 // Anything unexpected (a missing or corrupt object) answers null, and callers
 // fall back to isomorphic-git, which reports it properly.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { isAbsolute, join, resolve } from "node:path";
-import { objectsDir } from "../layout/layout.ts";
+import { join } from "node:path";
+import { alternateDirs, objectsDir } from "../layout/layout.ts";
 
 export type ObjectType = "commit" | "tree" | "blob" | "tag";
 export interface GitObject {
@@ -249,7 +249,7 @@ export class ObjectStore {
 
   constructor(gitdir: string) {
     const objects = objectsDir(gitdir);
-    this.dirs = [objects, ...alternates(objects)];
+    this.dirs = [objects, ...alternateDirs(objects)]; // alternates of alternates too, as git reads them (layout.ts)
   }
 
   /** Release the pack files' descriptors. */
@@ -381,17 +381,5 @@ export class ObjectStore {
       }
     }
     return obj;
-  }
-}
-
-function alternates(objects: string): string[] {
-  try {
-    return readFileSync(join(objects, "info", "alternates"), "utf8")
-      .split("\n")
-      .map((l) => l.trim())
-      .filter((l) => l !== "" && !l.startsWith("#"))
-      .map((l) => (isAbsolute(l) ? l : resolve(objects, l)));
-  } catch {
-    return [];
   }
 }

@@ -3,7 +3,7 @@
 // (.idx v1 and v2). isomorphic-git has no public call for this.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { objectsDir } from "../layout/layout.ts";
+import { alternateDirs, objectsDir } from "../layout/layout.ts";
 
 interface PackIndex {
   /** Sorted 20-byte object names, `stride` bytes apart starting at `base`. */
@@ -45,22 +45,27 @@ function indexHas(idx: PackIndex, oid: Buffer): boolean {
 
 export class ObjectPresence {
   private readonly objects: string;
+  /** This store's object directory, then those it borrows from (`info/alternates`, as git reads them). */
+  private readonly dirs: string[];
   private readonly packs: PackIndex[] = [];
 
   constructor(gitdir: string) {
     this.objects = objectsDir(gitdir);
-    const packDir = join(this.objects, "pack");
-    let names: string[] = [];
-    try {
-      names = readdirSync(packDir);
-    } catch {
-      // no packs yet
-    }
-    for (const n of names) {
-      // An index without its pack is useless (a crash between the two writes).
-      if (!n.endsWith(".idx") || !existsSync(join(packDir, n.replace(/\.idx$/, ".pack")))) continue;
-      const idx = loadIndex(join(packDir, n));
-      if (idx) this.packs.push(idx);
+    this.dirs = [this.objects, ...alternateDirs(this.objects)];
+    for (const dir of this.dirs) {
+      const packDir = join(dir, "pack");
+      let names: string[] = [];
+      try {
+        names = readdirSync(packDir);
+      } catch {
+        // no packs yet
+      }
+      for (const n of names) {
+        // An index without its pack is useless (a crash between the two writes).
+        if (!n.endsWith(".idx") || !existsSync(join(packDir, n.replace(/\.idx$/, ".pack")))) continue;
+        const idx = loadIndex(join(packDir, n));
+        if (idx) this.packs.push(idx);
+      }
     }
   }
 
@@ -69,12 +74,13 @@ export class ObjectPresence {
     // connectivity walk asks this for every file of a tree, nearly all of them packed).
     const bin = Buffer.from(oid, "hex");
     for (const p of this.packs) if (indexHas(p, bin)) return true;
-    return existsSync(join(this.objects, oid.slice(0, 2), oid.slice(2)));
+    const loose = `${oid.slice(0, 2)}/${oid.slice(2)}`;
+    return this.dirs.some((d) => existsSync(join(d, loose)));
   }
 
   /** True when the store holds no objects at all (a fresh `init`). */
   isEmpty(): boolean {
-    if (this.packs.length > 0) return false;
+    if (this.packs.length > 0 || this.dirs.length > 1) return false;
     try {
       return !readdirSync(this.objects).some((n) => /^[0-9a-f]{2}$/.test(n) && readdirSync(join(this.objects, n)).length > 0);
     } catch {

@@ -8,7 +8,7 @@
 // over as one new pack, which appears atomically (pack, then index, renamed
 // into place) before any ref moves.
 import * as fs from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { packOpError, throwIfAborted } from "../../base/errors.ts";
 import { firstGap, firstMissing, incompleteFetch, knownTips } from "./connectivity.ts";
 import { CANONICAL_MODES } from "../objects/path-verify.ts";
@@ -21,7 +21,8 @@ import { storePack } from "../objects/pack-index.ts";
 import { deleteRefSync, gitdirOf, listRefsSync, readSymref, resolveRefSync, writeRefSync } from "../refs/refs.ts";
 import { type FetchResult, planRefs, pickDefaultBranch, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
 import { localPath } from "./url.ts";
-import { objectsDir, readShallow, shallowPath } from "../layout/layout.ts";
+import { alternateLines, alternatesFileOf, objectsDir, readShallow, shallowPath } from "../layout/layout.ts";
+import { atomicWriteFile } from "../../fs/fsutil.ts";
 import { LockFile, lockHeld } from "../layout/lockfile.ts";
 
 /** The refs of a local repository, read from its files. */
@@ -118,10 +119,12 @@ function commitsLast<T extends { type: string }>(objects: T[]): T[] {
 /** Bring the objects `tips` need; true when the source's store was linked whole (a first fetch). */
 async function copyObjects(srcGitdir: string, destGitdir: string, tips: string[], signal: AbortSignal): Promise<boolean> {
   const presence = new ObjectPresence(destGitdir);
-  const alternates = fs.existsSync(join(objectsDir(srcGitdir), "info", "alternates"));
   mergeShallow(srcGitdir, destGitdir);
-  if (presence.isEmpty() && !alternates) {
+  if (presence.isEmpty()) {
+    // As `git clone` by path: the source's own objects linked, and what it borrows (its
+    // `info/alternates`) borrowed here too, never read into memory and copied.
     linkObjectStore(objectsDir(srcGitdir), objectsDir(destGitdir), signal);
+    borrowAlternates(objectsDir(srcGitdir), objectsDir(destGitdir));
     return true;
   }
   const missing = missingObjectsNative(srcGitdir, presence, tips, readShallow(srcGitdir), signal);
@@ -285,6 +288,18 @@ function linkObjectStore(src: string, dest: string, signal: AbortSignal): void {
     put(join(packs, n), join(dest, "pack", n));
     put(join(packs, n.replace(/\.pack$/, ".idx")), join(dest, "pack", n.replace(/\.pack$/, ".idx")));
   }
+}
+
+/**
+ * The source's alternates, each made absolute (git clone's copy_alternates), as
+ * this store's `info/alternates`: its objects are read from where the source
+ * reads them, alternates of alternates included (layout.ts `alternateDirs`).
+ */
+function borrowAlternates(srcObjects: string, destObjects: string): void {
+  const lines = alternateLines(srcObjects);
+  if (lines.length === 0) return;
+  fs.mkdirSync(dirname(alternatesFileOf(destObjects)), { recursive: true });
+  atomicWriteFile(alternatesFileOf(destObjects), `${lines.join("\n")}\n`);
 }
 
 /** A shallow source makes a shallow copy: its history ends where the source's does. */

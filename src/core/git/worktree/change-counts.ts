@@ -42,7 +42,8 @@ export async function countChanges(dir: string, gitdir: string): Promise<ChangeC
   for (const e of entries) {
     if (e.stage !== 0 || (e.flags && e.flags & INTENT_TO_ADD)) unstaged.add(e.path);
     else if (e.mode === GITLINK) {
-      if (submoduleState(dir, e.path, e.oid) === "moved") unstaged.add(e.path);
+      const state = submoduleState(dir, e.path, e.oid);
+      if (state === "moved" || state === "gone") unstaged.add(e.path);
     } else if (!(e.flags && e.flags & (SKIP_WORKTREE | ASSUME_VALID)) && fileChanged(dir, e, filemode, file.mtimeMs)) unstaged.add(e.path);
   }
 

@@ -196,6 +196,7 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
   // A sparse checkout: paths outside its patterns stay out of the work tree (skip-worktree in the index).
   const sparse = SparseCheckout.of(gitdir);
   const outside = new Set(sparse ? writes.filter((p) => !sparse.includes(p)) : []);
+  const madeLinks = new Set<string>(); // gitlinks whose directory this update creates
   const store = new ObjectStore(gitdir);
   try {
     // gitattributes of the target tree: line endings and filters for each written file (convert.ts).
@@ -210,6 +211,7 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
       }
       const { mode, oid } = parse(plan.to.get(p) as string);
       if (mode === GITLINK) {
+        if (!fs.existsSync(join(dir, p))) madeLinks.add(p);
         makeParents(dir, `${p}/x`, dirs); // the empty directory where the submodule would go
         continue;
       }
@@ -235,8 +237,9 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
       plan.index.set(p, { ...entryFor(p, mode, oid, null), flags: SKIP_WORKTREE });
       continue;
     }
-    let st: fs.Stats | null = null;
-    if (mode !== GITLINK) st = fs.lstatSync(join(dir, p));
+    // As git's checkout: a gitlink whose directory it made records that directory's stat data (size 4096 on ext4, …);
+    // one whose directory was already there (a moved submodule) is left with none, as git leaves it.
+    const st = mode !== GITLINK || madeLinks.has(p) ? fs.lstatSync(join(dir, p)) : null;
     plan.index.set(p, entryFor(p, mode, oid, st));
   }
   // When the index is now exactly the target commit, say so (cache-tree): later dirty checks skip reading its trees.

@@ -50,16 +50,19 @@ async function writeFiles(dir: string, gitdir: string, oid: string, tree: Readon
   // First the directories (a parent sorts before everything below it), each a new one: the work tree is empty.
   const dirs = new Set<string>();
   const files: Array<{ rel: string; mode: string; oid: string }> = [];
+  const links: Array<{ rel: string; oid: string }> = [];
   for (const [rel, value] of tree) {
     const sp = value.indexOf(" ");
     const mode = Number.parseInt(value.slice(0, sp), 10);
     for (let i = rel.indexOf("/"); i !== -1; i = rel.indexOf("/", i + 1)) dirs.add(rel.slice(0, i));
     if (mode === GITLINK) {
       dirs.add(rel); // an empty directory where the submodule would go, as git leaves it
-      entries.push(entryFor(rel, GITLINK, value.slice(sp + 1), null));
+      links.push({ rel, oid: value.slice(sp + 1) });
     } else files.push({ rel, mode: mode.toString(8), oid: value.slice(sp + 1) });
   }
   for (const d of [...dirs].sort()) fs.mkdirSync(join(dir, d));
+  // A gitlink's entry carries the stat data of its directory, as git's checkout records it (size 4096 on ext4, …).
+  for (const l of links) entries.push(entryFor(l.rel, GITLINK, l.oid, fs.lstatSync(join(dir, l.rel))));
   // gitattributes: line endings and filters, from this tree's .gitattributes (convert.ts).
   const attrFiles = attributePaths(files.map((f) => [f.rel, Number.parseInt(f.mode, 8), f.oid] as [string, number, string]));
   for (const [p, o] of attrFiles) attrFiles.set(p, Buffer.from(await blobOf(o, p)).toString("utf8"));

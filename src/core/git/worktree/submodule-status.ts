@@ -1,7 +1,8 @@
 // Submodules a work tree shows at another commit than its index records
-// (git status: ` M path`), for the dirty check and `status`. Small on purpose:
+// (git status: ` M path`), or whose directory is gone (` D path`), for the
+// dirty check and `status`. Small on purpose:
 // the dirty check loads it on every report.
-import { existsSync } from "node:fs";
+import { existsSync, lstatSync } from "node:fs";
 import { join } from "node:path";
 import { parseIndex } from "../objects/index-file.ts";
 import { readHeadSync } from "../refs/refs.ts";
@@ -14,9 +15,21 @@ export interface MovedSubmodule {
   head: string | null;
 }
 
-/** "absent": not initialised (its `.git` missing: git says nothing either); "moved": HEAD is not `oid`; "same". */
-export function submoduleState(dir: string, path: string, oid: string): "absent" | "moved" | "same" {
+/**
+ * "gone": nothing at the path, or no directory there (a file, a symbolic link): git status lists it
+ * (` D path`, ` T path`), the empty directory of an uninitialised submodule included; "absent": not
+ * initialised (its `.git` missing: git says nothing either); "moved": HEAD is not `oid`; "same".
+ */
+export function submoduleState(dir: string, path: string, oid: string): "gone" | "absent" | "moved" | "same" {
   const sub = join(dir, path);
+  // git's check_removed: lstat, a missing path (ENOENT, ENOTDIR) is a deletion; not a directory, a type change.
+  let isDir = false;
+  try {
+    isDir = lstatSync(sub).isDirectory();
+  } catch {
+    return "gone";
+  }
+  if (!isDir) return "gone";
   if (!existsSync(join(sub, ".git"))) return "absent";
   return readHeadSync(sub)?.sha === oid ? "same" : "moved";
 }

@@ -290,9 +290,10 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
   const populated: string[] = []; // initialised submodules at the recorded commit: their own work is looked at below
   for (const e of entries) {
     if (e.mode === GITLINK) {
-      // An initialised submodule at another commit than recorded is a change, as git status shows it.
+      // An initialised submodule at another commit than recorded is a change, as git status shows it; so is
+      // a gitlink's directory deleted or replaced, even the empty one of an uninitialised submodule.
       const state = submoduleState(dir, e.path, e.oid);
-      if (state === "moved") return true;
+      if (state === "moved" || state === "gone") return true;
       if (state === "same") populated.push(e.path);
       continue;
     }
