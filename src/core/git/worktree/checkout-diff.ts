@@ -197,11 +197,12 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
   const sparse = SparseCheckout.of(gitdir);
   const outside = new Set(sparse ? writes.filter((p) => !sparse.includes(p)) : []);
   const store = new ObjectStore(gitdir);
+  let conv: Conversion | null = null;
   try {
     // gitattributes of the target tree: line endings and filters for each written file (convert.ts).
     const attrFiles = attributePaths([...plan.to].map(([p, v]) => [p, parse(v).mode, parse(v).oid] as [string, number, string]));
     for (const [p, o] of attrFiles) attrFiles.set(p, (await readBlob(store, gitdir, o)).toString("utf8"));
-    const conv = Conversion.forTree(dir, gitdir, attrFiles);
+    conv = Conversion.forTree(dir, gitdir, attrFiles);
     for (const p of writes) {
       if (outside.has(p)) {
         removeEntry(dir, p, dirs); // was in the work tree; local changes were ruled out above
@@ -225,6 +226,7 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
       writeEntry(dir, p, tempNameOf(p), mode, mode === 0o120000 ? blob : conv.smudge(p, blob), dirs); // gitattributes conversion
     }
   } finally {
+    conv?.close(); // a long-running filter process serves the whole checkout, then exits
     store.close();
   }
   // The index: untouched entries keep their stat data; changed ones get fresh stats.

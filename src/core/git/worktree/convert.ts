@@ -31,6 +31,7 @@ import { parseIndex } from "../objects/index-file.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import { gitPath } from "../layout/layout.ts";
 import { readIndexBytes } from "../objects/index-manager.ts";
+import { FilterProcess } from "./filter-process.ts";
 
 const readText = (path: string): string | null => {
   try {
@@ -62,6 +63,8 @@ export class Conversion {
   private readonly drivers: LayeredConfig;
   /** False inside a no-commands scope (a dry run): no driver runs. */
   private readonly commands = configuredCommandsAllowed();
+  /** The long-running `filter.<driver>.process` of each driver, started on first use (filter-process.ts). */
+  private readonly procs = new Map<string, FilterProcess>();
 
   private constructor(
     private readonly dir: string,
@@ -139,6 +142,16 @@ export class Conversion {
   }
 
   private runFilter(path: string, data: Uint8Array, drv: { name: string; required: boolean }, kind: "smudge" | "clean"): Uint8Array {
+    // git prefers the long-running process when both it and the per-file command are set.
+    const procCmd = this.drivers.get("filter", drv.name, "process");
+    if (procCmd !== null && procCmd !== "") {
+      let proc = this.procs.get(drv.name);
+      if (proc === undefined) this.procs.set(drv.name, (proc = new FilterProcess(procCmd, this.dir)));
+      const out = proc.run(kind, path, data);
+      if (out !== null) return out;
+      if (drv.required) throw packOpError(`${join(this.dir, path)}: the ${kind} filter '${drv.name}' (filter.${drv.name}.process) failed (${proc.lastError}); fix the filter, then sync again.`);
+      return data; // as git: an optional filter's failure keeps the content
+    }
     const cmd = this.drivers.get("filter", drv.name, kind);
     if (cmd === null || cmd === "") {
       if (drv.required) throw packOpError(`${join(this.dir, path)}: the required ${kind} filter '${drv.name}' has no command configured (filter.${drv.name}.${kind}); configure it, then sync again.`);
@@ -174,6 +187,12 @@ export class Conversion {
     });
   }
 
+  /** Stop the long-running filter processes this conversion started (call when its checkout or check is done). */
+  close(): void {
+    for (const p of this.procs.values()) p.stop();
+    this.procs.clear();
+  }
+
   /** Filter drivers the paths' attributes name that the user's git config does not define. */
   unconfigured(paths: Iterable<string>): string[] {
     const missing = new Set<string>();
@@ -205,6 +224,7 @@ function liveFor(dir: string, gitdir: string | null) {
     l = made;
     live.set(dir, made);
     queueMicrotask(() => {
+      made.conv.close();
       made.store?.close();
       live.delete(dir);
     });
