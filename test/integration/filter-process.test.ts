@@ -143,3 +143,32 @@ test("an optional driver's failures keep those files as stored, the rest filtere
   expect(readFileSync(join(pack, "d0/f0.txt"), "utf8")).toBe("Svyr ahzore 0\nGur Dhvpx Oebja Sbk\n");
   expect(files(pack)).toEqual(files(join(t.root, "git-clone-opt")));
 });
+
+test("a required driver whose process will not talk: one sentence with its error line", async () => {
+  const up = t.repo("rot-mute", content);
+  configure({ required: true, args: "no-handshake" });
+  const r = await run("add", up, "rot-mute");
+  expect(r.code).toBe(4);
+  const msg = r.stderr.trim();
+  expect(msg.split("\n").length).toBe(1);
+  expect(msg).toContain("(filter.rot.process)");
+  expect(msg).toContain("rot13: refusing to talk");
+  expect(existsSync(join(t.ws, "rot-mute"))).toBe(false);
+});
+
+test("status=abort: the process gets no more smudge requests; the rest of the checkout is written as stored", async () => {
+  const up = t.repo("rot-abort", content);
+  configure({ args: "abort-on=d0/f0.txt" });
+  const r = await run("add", up, "rot-abort");
+  expect(r.code).toBe(0);
+  const lines = logLines();
+  expect(lines.filter((l) => l === "start")).toEqual(["start"]);
+  expect(lines[lines.length - 1]).toBe("smudge d0/f0.txt"); // nothing asked after the abort
+  const smudged = new Set(lines.filter((l) => l.startsWith("smudge ") && l !== "smudge d0/f0.txt").map((l) => l.slice(7)));
+  const pack = join(t.ws, "rot-abort");
+  for (const [rel, text] of Object.entries(content)) {
+    if (!rel.endsWith(".txt")) continue;
+    const rot = text.replace(/[a-z]/gi, (c) => String.fromCharCode(((c.toLowerCase().charCodeAt(0) - 84) % 26) + (c < "a" ? 65 : 97)));
+    expect(readFileSync(join(pack, rel), "utf8")).toBe(smudged.has(rel) ? rot : text);
+  }
+});

@@ -65,6 +65,7 @@ export class Conversion {
   private readonly commands = configuredCommandsAllowed();
   /** The long-running `filter.<driver>.process` of each driver, started on first use (filter-process.ts). */
   private readonly procs = new Map<string, FilterProcess>();
+  private readonly failedRequired = new Map<string, Error>();
 
   private constructor(
     private readonly dir: string,
@@ -145,11 +146,18 @@ export class Conversion {
     // git prefers the long-running process when both it and the per-file command are set.
     const procCmd = this.drivers.get("filter", drv.name, "process");
     if (procCmd !== null && procCmd !== "") {
+      // A required driver that failed fails every later file of this checkout at once (no restart per file).
+      const failed = this.failedRequired.get(drv.name);
+      if (failed) throw failed;
       let proc = this.procs.get(drv.name);
       if (proc === undefined) this.procs.set(drv.name, (proc = new FilterProcess(procCmd, this.dir)));
       const out = proc.run(kind, path, data);
       if (out !== null) return out;
-      if (drv.required) throw packOpError(`${join(this.dir, path)}: the ${kind} filter '${drv.name}' (filter.${drv.name}.process) failed (${proc.lastError}); fix the filter, then sync again.`);
+      if (drv.required) {
+        const err = packOpError(`${join(this.dir, path)}: the ${kind} filter '${drv.name}' (filter.${drv.name}.process) failed (${proc.lastError}); fix the filter, then sync again.`);
+        this.failedRequired.set(drv.name, err);
+        throw err;
+      }
       return data; // as git: an optional filter's failure keeps the content
     }
     const cmd = this.drivers.get("filter", drv.name, kind);
