@@ -172,3 +172,29 @@ test("status=abort: the process gets no more smudge requests; the rest of the ch
     expect(readFileSync(join(pack, rel), "utf8")).toBe(smudged.has(rel) ? rot : text);
   }
 });
+
+test("an update through a required driver that dies: one sentence, no file half-written, and the next sync finishes it", async () => {
+  if (!existsSync(join(t.ws, "grex.jsonl"))) await run("init"); // when run alone
+  configure();
+  const up = t.repo("rot-upd", content);
+  expect((await run("add", up, "rot-upd")).code).toBe(0);
+  const pack = join(t.ws, "rot-upd");
+  const before = readFileSync(join(pack, "big.txt"), "latin1");
+  const next = { "d3/f3.txt": "Updated Three\n", "zz.txt": "Zebra\n", "big.txt": "Bigger Blob ".repeat(30000) };
+  t.commit(up, next);
+  configure({ required: true, args: "die-on=big.txt" });
+  const r = await run("sync");
+  expect(r.code).toBe(4);
+  const msg = r.stderr.trim();
+  expect(msg.split("\n").length).toBe(1);
+  expect(msg).toContain("rot13: crashed on big.txt");
+  // Each file is either its old checkout or its new one, never a part.
+  expect(readFileSync(join(pack, "big.txt"), "latin1")).toBe(before);
+  configure();
+  const again = await run("sync");
+  expect(again.stderr).toBe("");
+  expect(again.code).toBe(0);
+  gitHome(t.root, "clone", "-q", up, join(t.root, "git-clone-upd"));
+  expect(files(pack)).toEqual(files(join(t.root, "git-clone-upd")));
+  expect(gitHome(pack, "status", "--porcelain")).toBe("");
+});
