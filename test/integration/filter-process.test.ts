@@ -117,6 +117,7 @@ test("a required driver answering status=error fails the add with one sentence n
   expect(msg).toContain("d2/f2.txt");
   expect(msg).toContain("status=error");
   expect(existsSync(join(t.ws, "rot-err"))).toBe(false);
+  expect(logLines().filter((l) => l === "start")).toEqual(["start"]);
 });
 
 test("a required driver that dies mid-answer: one sentence with its last error line, nothing half-written", async () => {
@@ -129,6 +130,8 @@ test("a required driver that dies mid-answer: one sentence with its last error l
   expect(msg).toContain("big.txt");
   expect(msg).toContain("rot13: crashed on big.txt");
   expect(existsSync(join(t.ws, "rot-die"))).toBe(false);
+  expect(logLines().filter((l) => l === "start")).toEqual(["start"]); // not restarted for the files queued behind
+
 });
 
 test("an optional driver's failures keep those files as stored, the rest filtered (as git)", async () => {

@@ -223,7 +223,7 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
         throw missingObject(`the file '${p}' of commit ${plan.toOid.slice(0, 12)}`, readConfigValueSync(dir, "remote", "origin", "url"));
       }
       // A directory where the file goes (it held only removed files): gone by now, or the rename fails.
-      writeEntry(dir, p, tempNameOf(p), mode, mode === 0o120000 ? blob : conv.smudge(p, blob), dirs); // gitattributes conversion
+      writeEntry(dir, p, tempNameOf(p), mode, mode === 0o120000 ? blob : await conv.smudge(p, blob), dirs); // gitattributes conversion
     }
   } finally {
     conv?.close(); // a long-running filter process serves the whole checkout, then exits

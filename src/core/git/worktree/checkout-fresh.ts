@@ -73,7 +73,7 @@ async function writeFiles(dir: string, gitdir: string, oid: string, tree: Readon
     const abs = join(dir, f.rel);
     if (f.mode === "120000") await fs.promises.symlink(Buffer.from(blob).toString("utf8"), abs);
     // Never through a link: two names one on a case-insensitive file system must not write elsewhere.
-    else await fs.promises.writeFile(abs, conv.smudge(f.rel, blob), { mode: f.mode === "100755" ? 0o755 : 0o644, flag: NO_FOLLOW_WRITE }); // gitattributes conversion
+    else await fs.promises.writeFile(abs, await conv.smudge(f.rel, blob), { mode: f.mode === "100755" ? 0o755 : 0o644, flag: NO_FOLLOW_WRITE }); // gitattributes conversion
     const st = await fs.promises.lstat(abs);
     entries.push(entryFor(f.rel, Number.parseInt(f.mode, 8), f.oid, st));
   };

@@ -12,10 +12,14 @@
 //                (or status=error|abort, flush, and no content)
 //   shutdown   stdin closed; the process exits.
 //
-// The exchange is synchronous (the dirty check's hash site is): the process's
-// stdin and stdout are two FIFOs in a private temp directory, read and written
-// with blocking calls; its stderr goes to a file, whose last line names a
-// failure. A file is converted only when the whole answer arrived with
+// The protocol is written once, as generators that yield the reads and writes
+// they need (`Io`), and driven two ways: `run` with blocking calls (the dirty
+// check's hash site is synchronous) and `runAsync` with the thread pool's
+// (a checkout, which keeps reading blobs and writing files meanwhile; its
+// requests are queued, one at a time, as the protocol needs). The process's
+// stdin and stdout are two FIFOs in a private temp directory, so both drivers
+// use plain file descriptors; its stderr goes to a file there, whose last line
+// names a failure. A file is converted only when the whole answer arrived with
 // `status=success`; anything else (error, abort, a process that died or spoke
 // out of protocol) returns null and the caller keeps the content as stored or
 // fails a required driver, as git does. After `abort` the process gets no more
@@ -24,11 +28,19 @@
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 
 const MAX_DATA = 65516; // git's LARGE_PACKET_DATA_MAX
 const FLUSH = Buffer.from("0000");
+const NOTHING = Buffer.alloc(0);
+const openAsync = promisify(fs.open);
+const readAsync = promisify(fs.read);
+const writeAsync = promisify(fs.write);
 
 export type FilterKind = "smudge" | "clean";
+/** What the protocol asks of the pipes: write these bytes, or read exactly this many. */
+type Io = { write: Uint8Array } | { read: number };
+type Step<T> = Generator<Io, T, Buffer>;
 
 /** One running `filter.<driver>.process` command (started on the first request). */
 export class FilterProcess {
@@ -38,6 +50,10 @@ export class FilterProcess {
   private errFile = "";
   private tmp = "";
   private caps = new Set<string>();
+  private ready = false;
+  private retired = false;
+  /** The async requests, one after another. */
+  private queue: Promise<unknown> = Promise.resolve();
   /** The last failure's reason, for a required driver's message. */
   lastError = "";
 
@@ -46,31 +62,44 @@ export class FilterProcess {
     private readonly cwd: string,
   ) {}
 
-  /** `data` converted by the process, or null when it did not convert it (lastError says why). */
+  /** `data` converted by the process, or null when it did not convert it (lastError says why); blocks until answered. */
   run(kind: FilterKind, path: string, data: Uint8Array): Uint8Array | null {
+    if (this.retired) return null;
     try {
-      if (this.child === null) this.start();
-      if (!this.caps.has(kind)) {
-        this.lastError = `the filter process does not offer ${kind}`;
-        return null;
+      if (this.child === null) {
+        const fifos = this.spawn();
+        this.w = fs.openSync(fifos.in, "w");
+        this.r = fs.openSync(fifos.out, "r");
       }
-      this.writePkt(`command=${kind}\n`);
-      this.writePkt(`pathname=${path}\n`);
-      this.flush();
-      for (let i = 0; i < data.length; i += MAX_DATA) this.writePkt(data.subarray(i, i + MAX_DATA));
-      this.flush();
-      let status = this.statusOf(this.readList());
-      if (status !== "success") return this.refused(kind, status);
-      const chunks: Uint8Array[] = [];
-      for (let p = this.readPkt(); p !== null; p = this.readPkt()) chunks.push(p);
-      status = this.statusOf(this.readList(), status);
-      if (status !== "success") return this.refused(kind, status);
-      return Buffer.concat(chunks);
+      return this.finish(kind, this.driveSync(this.request(kind, path, data)));
     } catch (err) {
-      this.lastError = (err as Error).message || "the filter process failed";
-      this.stop();
-      return null;
+      return this.broken(err);
     }
+  }
+
+  /** As `run`, without blocking: the pipes are read and written on the thread pool, one request at a time. */
+  runAsync(kind: FilterKind, path: string, data: Uint8Array): Promise<Uint8Array | null> {
+    const next = this.queue.then(async () => {
+      if (this.retired) return null;
+      try {
+        if (this.child === null) {
+          const fifos = this.spawn();
+          this.w = await openAsync(fifos.in, "w");
+          this.r = await openAsync(fifos.out, "r");
+        }
+        return this.finish(kind, await this.driveAsync(this.request(kind, path, data)));
+      } catch (err) {
+        return this.broken(err);
+      }
+    });
+    this.queue = next;
+    return next;
+  }
+
+  /** Stop it for good: every later request returns null at once (a required driver has failed the checkout). */
+  retire(): void {
+    this.retired = true;
+    this.stop();
   }
 
   /** Close its stdin and let it exit. */
@@ -82,40 +111,88 @@ export class FilterProcess {
     if (this.tmp !== "") fs.rmSync(this.tmp, { recursive: true, force: true });
     this.tmp = "";
     this.caps.clear();
+    this.ready = false;
   }
 
-  private refused(kind: FilterKind, status: string): null {
-    if (status === "abort") this.caps.delete(kind);
-    this.lastError = `the filter process answered status=${status}`;
+  private finish(kind: FilterKind, answer: { status: string; out: Uint8Array | null }): Uint8Array | null {
+    if (answer.out !== null) return answer.out;
+    if (answer.status === "abort") this.caps.delete(kind);
+    this.lastError = answer.status === "" ? `the filter process does not offer ${kind}` : `the filter process answered status=${answer.status}`;
     return null;
   }
 
-  private statusOf(list: string[], current = ""): string {
-    let s = current;
-    for (const l of list) if (l.startsWith("status=")) s = l.slice(7);
-    return s;
+  private broken(err: unknown): null {
+    this.lastError = (err as Error).message || "the filter process failed";
+    this.stop();
+    return null;
   }
 
-  private start(): void {
+  /** Start the command with its stdin and stdout on two FIFOs (opened by the caller: stdin's first, as the shell does). */
+  private spawn(): { in: string; out: string } {
     this.tmp = fs.mkdtempSync(join(tmpdir(), "grex-filter-"));
-    const fin = join(this.tmp, "in");
-    const fout = join(this.tmp, "out");
+    const fifos = { in: join(this.tmp, "in"), out: join(this.tmp, "out") };
     this.errFile = join(this.tmp, "err");
-    const mk = Bun.spawnSync(["mkfifo", "-m", "600", fin, fout]);
+    const mk = Bun.spawnSync(["mkfifo", "-m", "600", fifos.in, fifos.out]);
     if (mk.exitCode !== 0) throw new Error("could not make the pipes to the filter process");
-    // The shell opens stdin then stdout, in the order we open their other ends below.
-    this.child = Bun.spawn(["sh", "-c", `exec 2>"$3" <"$1" >"$2"; ${this.command}`, "sh", fin, fout, this.errFile], { cwd: this.cwd, stdin: "ignore", stdout: "ignore", stderr: "ignore" });
-    this.w = fs.openSync(fin, "w");
-    this.r = fs.openSync(fout, "r");
-    this.writePkt("git-filter-client\n");
-    this.writePkt("version=2\n");
-    this.flush();
-    const hello = this.readList();
-    if (hello[0] !== "git-filter-server" || !hello.includes("version=2")) throw new Error(`the filter process did not answer the handshake${this.stderrTail()}`);
-    this.writePkt("capability=clean\n");
-    this.writePkt("capability=smudge\n");
-    this.flush();
-    for (const l of this.readList()) if (l.startsWith("capability=")) this.caps.add(l.slice(11));
+    this.child = Bun.spawn(["sh", "-c", `exec 2>"$3" <"$1" >"$2"; ${this.command}`, "sh", fifos.in, fifos.out, this.errFile], {
+      cwd: this.cwd,
+      stdin: "ignore",
+      stdout: "ignore",
+      stderr: "ignore",
+    });
+    return fifos;
+  }
+
+  private driveSync<T>(g: Step<T>): T {
+    for (let r = g.next(NOTHING); ; ) {
+      if (r.done) return r.value;
+      const io = r.value;
+      if ("write" in io) {
+        this.writeSync(io.write);
+        r = g.next(NOTHING);
+      } else r = g.next(this.readSync(io.read));
+    }
+  }
+
+  private async driveAsync<T>(g: Step<T>): Promise<T> {
+    for (let r = g.next(NOTHING); ; ) {
+      if (r.done) return r.value;
+      const io = r.value;
+      if ("write" in io) {
+        try {
+          for (let off = 0; off < io.write.length; ) off += (await writeAsync(this.w, io.write, off, io.write.length - off, null)).bytesWritten;
+        } catch {
+          throw new Error(`the filter process stopped reading${this.stderrTail()}`);
+        }
+        r = g.next(NOTHING);
+      } else {
+        const b = Buffer.alloc(io.read);
+        for (let off = 0; off < io.read; ) {
+          const { bytesRead } = await readAsync(this.r, b, off, io.read - off, null);
+          if (bytesRead === 0) throw new Error(`the filter process exited mid-answer${this.stderrTail()}`);
+          off += bytesRead;
+        }
+        r = g.next(b);
+      }
+    }
+  }
+
+  private writeSync(b: Uint8Array): void {
+    try {
+      for (let off = 0; off < b.length; ) off += fs.writeSync(this.w, b, off, b.length - off);
+    } catch {
+      throw new Error(`the filter process stopped reading${this.stderrTail()}`);
+    }
+  }
+
+  private readSync(n: number): Buffer {
+    const b = Buffer.alloc(n);
+    for (let off = 0; off < n; ) {
+      const got = fs.readSync(this.r, b, off, n - off, null);
+      if (got === 0) throw new Error(`the filter process exited mid-answer${this.stderrTail()}`);
+      off += got;
+    }
+    return b;
   }
 
   private stderrTail(): string {
@@ -127,50 +204,63 @@ export class FilterProcess {
     }
   }
 
-  private writePkt(payload: string | Uint8Array): void {
-    const body = typeof payload === "string" ? Buffer.from(payload) : payload;
-    if (body.length === 0) return; // an empty packet is never sent
-    const head = Buffer.from((body.length + 4).toString(16).padStart(4, "0"));
-    this.writeAll(head);
-    this.writeAll(body);
+  // The protocol: generators yielding the I/O they need.
+
+  /** One file: the handshake first when the process is new; status "" when it lacks the capability. */
+  private *request(kind: FilterKind, path: string, data: Uint8Array): Step<{ status: string; out: Uint8Array | null }> {
+    if (!this.ready) yield* this.handshake();
+    if (!this.caps.has(kind)) return { status: "", out: null };
+    yield pkt(`command=${kind}\n`);
+    yield pkt(`pathname=${path}\n`);
+    yield { write: FLUSH };
+    for (let i = 0; i < data.length; i += MAX_DATA) yield pkt(data.subarray(i, i + MAX_DATA));
+    yield { write: FLUSH };
+    let status = statusOf(yield* this.readList(), "");
+    if (status !== "success") return { status, out: null };
+    const chunks: Buffer[] = [];
+    for (let p = yield* this.readPkt(); p !== null; p = yield* this.readPkt()) chunks.push(p);
+    status = statusOf(yield* this.readList(), status); // a status after the content overrides
+    return status === "success" ? { status, out: Buffer.concat(chunks) } : { status, out: null };
   }
 
-  private flush(): void {
-    this.writeAll(FLUSH);
-  }
-
-  private writeAll(b: Uint8Array): void {
-    try {
-      for (let off = 0; off < b.length; ) off += fs.writeSync(this.w, b, off, b.length - off);
-    } catch {
-      throw new Error(`the filter process stopped reading${this.stderrTail()}`);
-    }
-  }
-
-  private readExact(n: number): Buffer {
-    const b = Buffer.alloc(n);
-    for (let off = 0; off < n; ) {
-      const got = fs.readSync(this.r, b, off, n - off, null);
-      if (got === 0) throw new Error(`the filter process exited mid-answer${this.stderrTail()}`);
-      off += got;
-    }
-    return b;
+  private *handshake(): Step<void> {
+    yield pkt("git-filter-client\n");
+    yield pkt("version=2\n");
+    yield { write: FLUSH };
+    const hello = yield* this.readList();
+    if (hello[0] !== "git-filter-server" || !hello.includes("version=2")) throw new Error(`the filter process did not answer the handshake${this.stderrTail()}`);
+    yield pkt("capability=clean\n");
+    yield pkt("capability=smudge\n");
+    yield { write: FLUSH };
+    for (const l of yield* this.readList()) if (l.startsWith("capability=")) this.caps.add(l.slice(11));
+    this.ready = true;
   }
 
   /** One packet's payload, or null for a flush packet. */
-  private readPkt(): Buffer | null {
-    const head = this.readExact(4).toString("latin1");
-    if (!/^[0-9a-f]{4}$/.test(head)) throw new Error("the filter process spoke out of protocol (a bad packet length)");
-    const len = Number.parseInt(head, 16);
+  private *readPkt(): Step<Buffer | null> {
+    const head = (yield { read: 4 }).toString("latin1");
+    const len = /^[0-9a-f]{4}$/.test(head) ? Number.parseInt(head, 16) : -1;
     if (len === 0) return null;
-    if (len < 4 || len > MAX_DATA + 4) throw new Error("the filter process spoke out of protocol (a bad packet length)");
-    return this.readExact(len - 4);
+    if (len < 5 || len > MAX_DATA + 4) throw new Error("the filter process spoke out of protocol (a bad packet length)");
+    return yield { read: len - 4 };
   }
 
   /** Text packets up to a flush, each without its newline. */
-  private readList(): string[] {
+  private *readList(): Step<string[]> {
     const out: string[] = [];
-    for (let p = this.readPkt(); p !== null; p = this.readPkt()) out.push(p.toString("utf8").replace(/\n$/, ""));
+    for (let p = yield* this.readPkt(); p !== null; p = yield* this.readPkt()) out.push(p.toString("utf8").replace(/\n$/, ""));
     return out;
   }
+}
+
+/** A data packet (an empty one is never sent: it would read as a flush). */
+function pkt(payload: string | Uint8Array): Io {
+  const body = typeof payload === "string" ? Buffer.from(payload) : payload;
+  return { write: Buffer.concat([Buffer.from((body.length + 4).toString(16).padStart(4, "0")), body]) };
+}
+
+function statusOf(list: string[], current: string): string {
+  let s = current;
+  for (const l of list) if (l.startsWith("status=")) s = l.slice(7);
+  return s;
 }
