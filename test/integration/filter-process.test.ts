@@ -54,6 +54,7 @@ function files(dir: string): Map<string, string> {
 const content: Record<string, string> = { ".gitattributes": "*.txt filter=rot\n", "plain.dat": "Not Filtered\n" };
 for (let i = 0; i < 40; i++) content[`d${i % 4}/f${i}.txt`] = `File number ${i}\nThe Quick Brown Fox\n`.repeat(i + 1);
 content["big.txt"] = "Large Blob ".repeat(20000); // more than one pkt-line each way
+content["empty.txt"] = "";
 
 test("one filter process for a whole checkout, writing what git writes; status cleans through the same driver, once", async () => {
   expect((await run("init")).code).toBe(0);
@@ -69,7 +70,7 @@ test("one filter process for a whole checkout, writing what git writes; status c
   const pack = join(t.ws, "rot");
   const lines = logLines();
   expect(lines.filter((l) => l === "start")).toEqual(["start"]);
-  expect(lines.filter((l) => l.startsWith("smudge ")).length).toBe(41);
+  expect(lines.filter((l) => l.startsWith("smudge ")).length).toBe(42);
   expect(existsSync(marker)).toBe(false); // process wins over smudge, as in git
   expect(files(pack)).toEqual(files(join(t.root, "git-clone")));
   expect(readFileSync(join(pack, "d0/f0.txt"), "utf8")).toBe("Svyr ahzore 0\nGur Dhvpx Oebja Sbk\n");
@@ -85,7 +86,7 @@ test("one filter process for a whole checkout, writing what git writes; status c
   expect(row?.drift).not.toBe("dirty");
   const cleaned = logLines();
   expect(cleaned.filter((l) => l === "start")).toEqual(["start"]);
-  expect(cleaned.filter((l) => l.startsWith("clean ")).length).toBeGreaterThanOrEqual(41);
+  expect(cleaned.filter((l) => l.startsWith("clean ")).length).toBeGreaterThanOrEqual(42);
 
   writeFileSync(join(pack, "d1/f1.txt"), "Edited\n");
   const st2 = await run("status", "--json");
@@ -200,4 +201,26 @@ test("an update through a required driver that dies: one sentence, no file half-
   gitHome(t.root, "clone", "-q", up, join(t.root, "git-clone-upd"));
   expect(files(pack)).toEqual(files(join(t.root, "git-clone-upd")));
   expect(gitHome(pack, "status", "--porcelain")).toBe("");
+});
+
+test("add --dry-run starts no filter process; one only the pack's .git/config names never runs", async () => {
+  if (!existsSync(join(t.ws, "grex.jsonl"))) await run("init"); // when run alone
+  const up = t.repo("rot-dry", content);
+  configure({ required: true });
+  const r = await run("add", "--dry-run", up, "rot-dry");
+  expect(r.code).toBe(0);
+  expect(existsSync(log)).toBe(false);
+  rmSync(join(t.home, ".gitconfig"));
+  expect((await run("add", up, "rot-dry")).code).toBe(0);
+  const pack = join(t.ws, "rot-dry");
+  expect(readFileSync(join(pack, "d0/f0.txt"), "utf8")).toBe(content["d0/f0.txt"] as string);
+  const cfg = join(pack, ".git", "config");
+  writeFileSync(cfg, `${readFileSync(cfg, "utf8")}[filter "rot"]\n\tprocess = '${process.execPath}' '${FILTER}' '${log}'\n\trequired = true\n`);
+  const old = new Date(Date.now() - 60_000);
+  for (const f of files(pack).keys()) utimesSync(join(pack, f), old, old);
+  const st = await run("status", "--json");
+  expect(st.code).toBe(0);
+  expect(existsSync(log)).toBe(false);
+  const row = (JSON.parse(st.stdout).packs as Array<{ id: string; drift: string; missing_filters: string[] }>).find((p) => p.id === "rot-dry");
+  expect(row?.missing_filters).toEqual(["rot"]);
 });
