@@ -224,3 +224,18 @@ test("add --dry-run starts no filter process; one only the pack's .git/config na
   const row = (JSON.parse(st.stdout).packs as Array<{ id: string; drift: string; missing_filters: string[] }>).find((p) => p.id === "rot-dry");
   expect(row?.missing_filters).toEqual(["rot"]);
 });
+
+test("status through a required clean process that answers status=error: the pack is invalid, with one sentence", async () => {
+  if (!existsSync(join(t.ws, "grex.jsonl"))) await run("init"); // when run alone
+  configure();
+  const up = t.repo("rot-st", content);
+  expect((await run("add", up, "rot-st")).code).toBe(0);
+  configure({ required: true, args: "error-on=d1/f5.txt" });
+  const old = new Date(Date.now() - 60_000);
+  utimesSync(join(t.ws, "rot-st", "d1/f5.txt"), old, old);
+  const st = await run("status", "--json");
+  expect(st.code).toBe(3);
+  const row = (JSON.parse(st.stdout).packs as Array<{ id: string; drift: string; error: string | { message: string } | null }>).find((p) => p.id === "rot-st");
+  expect(row?.drift).toBe("invalid");
+  expect(JSON.stringify(row?.error)).toContain("d1/f5.txt: the clean filter 'rot' (filter.rot.process) failed (the filter process answered status=error)");
+});
