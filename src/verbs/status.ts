@@ -236,7 +236,15 @@ export const statusVerb = defineVerb({
         ctx.debug(1, `${n.id}: ${row.drift}; HEAD ${row.branch ?? "detached"}, at the recorded commit: ${row.sha_match}, setup unchanged: ${row.actions_hash_match}, dirty: ${row.dirty}, installed: ${n.lock?.installed_at || "never"}`);
         const gitdir = row.on_disk && row.error === null ? workTreeGitdir(n.dir) : null;
         // Counts cost a second look at the work tree: only for packs the dirty check found dirty.
-        const counts = gitdir === null ? null : row.dirty ? await (await import("../core/git/worktree/change-counts.ts")).countChanges(n.dir, gitdir) : { staged: 0, unstaged: 0, untracked: 0 };
+        let counts: { staged: number; unstaged: number; untracked: number } | null;
+        try {
+          counts = gitdir === null ? null : row.dirty ? await (await import("../core/git/worktree/change-counts.ts")).countChanges(n.dir, gitdir) : { staged: 0, unstaged: 0, untracked: 0 };
+        } catch (err) {
+          // A file the counting could not compare (a required filter failing): this pack's row, not the whole report.
+          if (!(err instanceof GrexError) || err.kind === "cancelled") throw err;
+          const bad = (await import("../core/sync/pack-status.ts")).invalidStatus(n, err);
+          return { ...bad, tags: n.tags as string[], staged: null, unstaged: null, untracked: null, last_commit: null, fetch_url: mirror(n.url) };
+        }
         const head = p.long && gitdir !== null ? readHeadSync(n.dir) : null;
         const last = head ? (await import("../core/git/last-commit.ts")).lastCommit(gitdir as string, head.sha) : null;
         return { ...row, tags: n.tags as string[], staged: counts?.staged ?? null, unstaged: counts?.unstaged ?? null, untracked: counts?.untracked ?? null, last_commit: last, fetch_url: mirror(n.url) };

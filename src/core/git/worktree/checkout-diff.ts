@@ -198,11 +198,12 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
   const outside = new Set(sparse ? writes.filter((p) => !sparse.includes(p)) : []);
   const madeLinks = new Set<string>(); // gitlinks whose directory this update creates
   const store = new ObjectStore(gitdir);
+  let conv: Conversion | null = null;
   try {
     // gitattributes of the target tree: line endings and filters for each written file (convert.ts).
     const attrFiles = attributePaths([...plan.to].map(([p, v]) => [p, parse(v).mode, parse(v).oid] as [string, number, string]));
     for (const [p, o] of attrFiles) attrFiles.set(p, (await readBlob(store, gitdir, o)).toString("utf8"));
-    const conv = Conversion.forTree(dir, gitdir, attrFiles);
+    conv = Conversion.forTree(dir, gitdir, attrFiles);
     for (const p of writes) {
       if (outside.has(p)) {
         removeEntry(dir, p, dirs); // was in the work tree; local changes were ruled out above
@@ -224,9 +225,10 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
         throw missingObject(`the file '${p}' of commit ${plan.toOid.slice(0, 12)}`, readConfigValueSync(dir, "remote", "origin", "url"));
       }
       // A directory where the file goes (it held only removed files): gone by now, or the rename fails.
-      writeEntry(dir, p, tempNameOf(p), mode, mode === 0o120000 ? blob : conv.smudge(p, blob), dirs); // gitattributes conversion
+      writeEntry(dir, p, tempNameOf(p), mode, mode === 0o120000 ? blob : await conv.smudge(p, blob), dirs); // gitattributes conversion
     }
   } finally {
+    conv?.close(); // a long-running filter process serves the whole checkout, then exits
     store.close();
   }
   // The index: untouched entries keep their stat data; changed ones get fresh stats.

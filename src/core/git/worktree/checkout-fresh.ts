@@ -76,16 +76,20 @@ async function writeFiles(dir: string, gitdir: string, oid: string, tree: Readon
     const abs = join(dir, f.rel);
     if (f.mode === "120000") await fs.promises.symlink(Buffer.from(blob).toString("utf8"), abs);
     // Never through a link: two names one on a case-insensitive file system must not write elsewhere.
-    else await fs.promises.writeFile(abs, conv.smudge(f.rel, blob), { mode: f.mode === "100755" ? 0o755 : 0o644, flag: NO_FOLLOW_WRITE }); // gitattributes conversion
+    else await fs.promises.writeFile(abs, await conv.smudge(f.rel, blob), { mode: f.mode === "100755" ? 0o755 : 0o644, flag: NO_FOLLOW_WRITE }); // gitattributes conversion
     const st = await fs.promises.lstat(abs);
     entries.push(entryFor(f.rel, Number.parseInt(f.mode, 8), f.oid, st));
   };
-  for (let i = 0; i < files.length; i += 128) {
-    // allSettled: on failure, no write may still be running when the caller removes the directory.
-    const results = await Promise.allSettled(files.slice(i, i + 128).map(writeOne));
-    const failed = results.find((r) => r.status === "rejected");
-    if (failed) throw failed.reason;
-    reportActivity({ phase: "checking out", done: Math.min(i + 128, files.length), total: files.length });
+  try {
+    for (let i = 0; i < files.length; i += 128) {
+      // allSettled: on failure, no write may still be running when the caller removes the directory.
+      const results = await Promise.allSettled(files.slice(i, i + 128).map(writeOne));
+      const failed = results.find((r) => r.status === "rejected");
+      if (failed) throw failed.reason;
+      reportActivity({ phase: "checking out", done: Math.min(i + 128, files.length), total: files.length });
+    }
+  } finally {
+    conv.close(); // a long-running filter process serves the whole checkout, then exits
   }
   // Files written in the same clock tick as the index stay "racy" (re-hashed by
   // every status check, as git does) until the index is next rewritten.

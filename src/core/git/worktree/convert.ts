@@ -6,6 +6,11 @@
 //   status (clean):    file → `filter.<driver>.clean` → end-of-line
 //                      conversion back → hash, compared with the index.
 //
+// A driver with `filter.<driver>.process` is spoken to through git's
+// long-running protocol instead (filter-process.ts): one process per driver
+// for the life of a Conversion (a checkout, or one dirty-check loop), which
+// its user ends with `close()`.
+//
 // Attributes come from attributes.ts: at checkout the `.gitattributes` files
 // of the tree being checked out, for status those of the work tree (the
 // index's copy when the work tree has none), as git reads them. A `filter`
@@ -31,6 +36,7 @@ import { parseIndex } from "../objects/index-file.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import { gitPath } from "../layout/layout.ts";
 import { readIndexBytes } from "../objects/index-manager.ts";
+import { FilterProcess } from "./filter-process.ts";
 
 const readText = (path: string): string | null => {
   try {
@@ -62,6 +68,9 @@ export class Conversion {
   private readonly drivers: LayeredConfig;
   /** False inside a no-commands scope (a dry run): no driver runs. */
   private readonly commands = configuredCommandsAllowed();
+  /** The long-running `filter.<driver>.process` of each driver, started on first use (filter-process.ts). */
+  private readonly procs = new Map<string, FilterProcess>();
+  private readonly failedRequired = new Map<string, Error>();
 
   private constructor(
     private readonly dir: string,
@@ -138,7 +147,32 @@ export class Conversion {
     return { name, required: configBool(this.drivers.get("filter", name, "required")) === true };
   }
 
+  /** The driver's long-running process when it has `filter.<driver>.process` (git prefers it to smudge/clean), else null. */
+  private processOf(drv: { name: string; required: boolean }): FilterProcess | null {
+    const cmd = this.drivers.get("filter", drv.name, "process");
+    if (cmd === null || cmd === "") return null;
+    // A required driver that failed fails every later file of this checkout at once (no restart per file).
+    const failed = this.failedRequired.get(drv.name);
+    if (failed) throw failed;
+    let proc = this.procs.get(drv.name);
+    if (proc === undefined) this.procs.set(drv.name, (proc = new FilterProcess(cmd, this.dir)));
+    return proc;
+  }
+
+  /** What a file becomes when the process did not convert it: as stored (as git), or the required driver's error. */
+  private unconverted(path: string, data: Uint8Array, drv: { name: string; required: boolean }, kind: "smudge" | "clean", proc: FilterProcess): Uint8Array {
+    if (!drv.required) return data;
+    const first = this.failedRequired.get(drv.name);
+    if (first) throw first; // a request queued before the first failure
+    proc.retire(); // what is still queued is not sent
+    const err = packOpError(`${join(this.dir, path)}: the ${kind} filter '${drv.name}' (filter.${drv.name}.process) failed (${proc.lastError}); fix the filter, then sync again.`);
+    this.failedRequired.set(drv.name, err);
+    throw err;
+  }
+
   private runFilter(path: string, data: Uint8Array, drv: { name: string; required: boolean }, kind: "smudge" | "clean"): Uint8Array {
+    const proc = this.processOf(drv);
+    if (proc !== null) return proc.run(kind, path, data) ?? this.unconverted(path, data, drv, kind, proc);
     const cmd = this.drivers.get("filter", drv.name, kind);
     if (cmd === null || cmd === "") {
       if (drv.required) throw packOpError(`${join(this.dir, path)}: the required ${kind} filter '${drv.name}' has no command configured (filter.${drv.name}.${kind}); configure it, then sync again.`);
@@ -154,13 +188,20 @@ export class Conversion {
     return data; // git too keeps the content when an optional filter fails
   }
 
-  /** Checkout: the bytes git writes for blob `data` at `path`. */
-  smudge(path: string, data: Uint8Array): Uint8Array {
+  /**
+   * Checkout: the bytes git writes for blob `data` at `path`. A long-running
+   * filter process's requests queue up while other files are read and
+   * written; a per-file `smudge` command runs synchronously.
+   */
+  async smudge(path: string, data: Uint8Array): Promise<Uint8Array> {
     if (this.identity) return data;
     const a = this.attrs.get(path);
     const out = toWorktree(data, crlfAction(a, this.eol), this.eol);
     const drv = this.driver(a);
-    return drv ? this.runFilter(path, out, drv, "smudge") : out;
+    if (drv === null) return out;
+    const proc = this.processOf(drv);
+    if (proc === null) return this.runFilter(path, out, drv, "smudge");
+    return (await proc.runAsync("smudge", path, out)) ?? this.unconverted(path, out, drv, "smudge", proc);
   }
 
   /** Status: the bytes git hashes for work-tree content `data` at `path`; `indexBlob` reads the index's version. */
@@ -172,6 +213,12 @@ export class Conversion {
       const b = indexBlob();
       return b !== null && hasCrlfText(b);
     });
+  }
+
+  /** Stop the long-running filter processes this conversion started (call when its checkout or check is done). */
+  close(): void {
+    for (const p of this.procs.values()) p.stop();
+    this.procs.clear();
   }
 
   /** Filter drivers the paths' attributes name that the user's git config does not define. */
@@ -205,6 +252,7 @@ function liveFor(dir: string, gitdir: string | null) {
     l = made;
     live.set(dir, made);
     queueMicrotask(() => {
+      made.conv.close();
       made.store?.close();
       live.delete(dir);
     });
