@@ -12,8 +12,8 @@
 // and is only ever waited for). Two grex processes never lock the same
 // repository's file at once (the pack lock, core/locks), so the note is not
 // contended.
-import { closeSync, constants, fstatSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
-import { dirname } from "node:path";
+import { closeSync, constants, existsSync, fstatSync, fsyncSync, linkSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { GrexError } from "../../base/errors.ts";
 import { fsyncDir } from "../../fs/fsutil.ts";
 import { holderAlive, selfStartTime } from "../../locks/flock.ts";
@@ -102,40 +102,88 @@ export class LockFile {
 }
 
 /**
- * Create `lockPath` exclusively (O_CREAT|O_EXCL) and note it as grex's: the
- * one way every git lock file grex takes is made (LockFile here, and
- * git-lock.ts's sync helpers for refs, HEAD, packed-refs and config). Returns
- * its fd, or null when another process holds it; a lock a dead grex left is
- * removed first. `withNote` false: no note (beside a loose ref, under refs/,
- * the note would itself read to git as a ref); such a lock a kill leaves is
- * removed by hand, as git's own. Other errors (no directory, no permission) are thrown.
+ * Create `lockPath` exclusively and note it as grex's: the one way every git
+ * lock file grex takes is made (LockFile here, and git-lock.ts's sync helpers
+ * for refs, HEAD, packed-refs and config). Returns its fd, or null when
+ * another process holds it; a lock a dead grex left is removed first. Other
+ * errors (no directory, no permission) are thrown.
+ *
+ * With a note there is no moment at which a kill leaves a lock without it:
+ * the lock's inode is made first under a name of grex's own, the note naming
+ * that inode is written, and only then does `link` give it the lock's name
+ * (link fails when the name exists, as O_EXCL does). `withNote` false: no note
+ * (beside a loose ref, under refs/, the note would itself read to git as a
+ * ref); such a lock a kill leaves is removed by hand, as git's own.
  */
 export function createLock(lockPath: string, withNote = true): number | null {
-  let fd: number;
-  try {
-    fd = openSync(lockPath, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o666);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-    return removeIfStale(lockPath) ? createLock(lockPath, withNote) : null;
+  if (!withNote) {
+    let fd: number;
+    try {
+      fd = openSync(lockPath, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o666);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      return null;
+    }
+    held.add(lockPath);
+    watchExit();
+    return fd;
   }
-  held.add(lockPath);
-  if (!exitHook) {
-    exitHook = true;
-    process.on("exit", () => {
-      for (const p of held) {
-        rmSync(p, { force: true });
-        rmSync(`${p}.grex`, { force: true });
-      }
-    });
-  }
-  if (!withNote) return fd;
+  removeDeadStarts(lockPath);
+  const start = `${lockPath}${START}${process.pid}`;
+  const fd = openSync(start, constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC, 0o666);
+  const giveUp = () => {
+    closeSync(fd);
+    rmSync(start, { force: true });
+  };
   try {
+    if (existsSync(lockPath) && !removeIfStale(lockPath)) {
+      giveUp();
+      return null;
+    }
     const st = fstatSync(fd);
     writeFileSync(`${lockPath}.grex`, JSON.stringify({ pid: process.pid, start: selfStartTime(), ino: st.ino, dev: st.dev }));
-  } catch {
-    // without the note a kill would leave the lock to be removed by hand, as git's own
+    linkSync(start, lockPath);
+  } catch (err) {
+    giveUp();
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    rmSync(`${lockPath}.grex`, { force: true }); // ours, naming an inode that never became the lock
+    return null;
   }
+  rmSync(start, { force: true });
+  held.add(lockPath);
+  watchExit();
   return fd;
+}
+
+/** The name a lock's inode has before it becomes the lock: `<lock>.grex-start-<pid>`. */
+const START = ".grex-start-";
+
+/** Start names a killed grex left (its pid gone) beside `lockPath`: removed, so they never pile up. */
+function removeDeadStarts(lockPath: string): void {
+  const dir = dirname(lockPath);
+  const prefix = `${basename(lockPath)}${START}`;
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => n.startsWith(prefix));
+  } catch {
+    return;
+  }
+  for (const n of names) {
+    const pid = Number(n.slice(prefix.length));
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !holderAlive({ pid, startTime: null, purpose: null })) rmSync(join(dir, n), { force: true });
+  }
+}
+
+/** Locks this process holds are removed when it exits, so none outlives it. */
+function watchExit(): void {
+  if (exitHook) return;
+  exitHook = true;
+  process.on("exit", () => {
+    for (const p of held) {
+      rmSync(p, { force: true });
+      rmSync(`${p}.grex`, { force: true });
+    }
+  });
 }
 
 /** The lock was renamed over its file: forget it and its note. */
