@@ -14,7 +14,7 @@ export function parseCsv(text: string, delimiter: string): Array<{ fields: strin
   let quoted = false;
   let line = 1;
   let rowLine = 1;
-  let any = false;
+  let rowStarted = false;
   for (let i = 0; i < text.length; i++) {
     const ch = text[i];
     if (quoted) {
@@ -30,25 +30,25 @@ export function parseCsv(text: string, delimiter: string): Array<{ fields: strin
     }
     if (ch === '"' && field === "") {
       quoted = true;
-      any = true;
+      rowStarted = true;
     } else if (ch === delimiter) {
       fields.push(field);
       field = "";
-      any = true;
+      rowStarted = true;
     } else if (ch === "\n" || ch === "\r") {
       if (ch === "\r" && text[i + 1] === "\n") i++;
-      if (any || field !== "") rows.push({ fields: [...fields, field], line: rowLine });
+      if (rowStarted || field !== "") rows.push({ fields: [...fields, field], line: rowLine });
       fields = [];
       field = "";
-      any = false;
+      rowStarted = false;
       line++;
       rowLine = line;
     } else {
       field += ch;
-      any = true;
+      rowStarted = true;
     }
   }
-  if (any || field !== "") rows.push({ fields: [...fields, field], line: rowLine });
+  if (rowStarted || field !== "") rows.push({ fields: [...fields, field], line: rowLine });
   return rows;
 }
 
