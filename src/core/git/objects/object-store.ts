@@ -4,9 +4,10 @@
 // and checkouts read HEAD's trees and the changed blobs through this instead.
 // Anything unexpected (a missing or corrupt object) answers null, and callers
 // fall back to isomorphic-git, which reports it properly.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { alternateDirs, objectsDir } from "../layout/layout.ts";
+import { packIndexFiles } from "./objects.ts";
 
 export type ObjectType = "commit" | "tree" | "blob" | "tag";
 export interface GitObject {
@@ -310,16 +311,8 @@ export class ObjectStore {
     if (this.packs) return this.packs;
     this.packs = [];
     for (const dir of this.dirs) {
-      const packDir = join(dir, "pack");
-      let names: string[] = [];
-      try {
-        names = readdirSync(packDir);
-      } catch {
-        continue;
-      }
-      for (const n of names) {
-        if (!n.endsWith(".idx") || !existsSync(join(packDir, n.replace(/\.idx$/, ".pack")))) continue;
-        const p = openIdx(packDir, n);
+      for (const { packDir, name } of packIndexFiles(dir)) {
+        const p = openIdx(packDir, name);
         if (p) {
           p.id = this.packs.length;
           this.packs.push(p);

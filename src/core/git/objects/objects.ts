@@ -53,17 +53,8 @@ export class ObjectPresence {
     this.objects = objectsDir(gitdir);
     this.dirs = [this.objects, ...alternateDirs(this.objects)];
     for (const dir of this.dirs) {
-      const packDir = join(dir, "pack");
-      let names: string[] = [];
-      try {
-        names = readdirSync(packDir);
-      } catch {
-        // no packs yet
-      }
-      for (const n of names) {
-        // An index without its pack is useless (a crash between the two writes).
-        if (!n.endsWith(".idx") || !existsSync(join(packDir, n.replace(/\.idx$/, ".pack")))) continue;
-        const idx = loadIndex(join(packDir, n));
+      for (const { packDir, name } of packIndexFiles(dir)) {
+        const idx = loadIndex(join(packDir, name));
         if (idx) this.packs.push(idx);
       }
     }
@@ -87,4 +78,16 @@ export class ObjectPresence {
       return true;
     }
   }
+}
+
+/** The pack indexes of one objects directory that have their pack beside them (an index without its pack is useless: a crash between the two writes). */
+export function packIndexFiles(objects: string): Array<{ packDir: string; name: string }> {
+  const packDir = join(objects, "pack");
+  let names: string[];
+  try {
+    names = readdirSync(packDir);
+  } catch {
+    return []; // no packs yet
+  }
+  return names.filter((n) => n.endsWith(".idx") && existsSync(join(packDir, n.replace(/\.idx$/, ".pack")))).map((name) => ({ packDir, name }));
 }
