@@ -261,3 +261,35 @@ export function alternateLines(objects: string): string[] {
   }
   return out;
 }
+
+/** Where the linked worktrees of a repository are registered, `worktrees/` (common). */
+export const worktreesDir = (repo: Repo): string => gitPath(repo, "worktrees");
+
+/** The `.git` file (or directory) of work tree `workTree`. */
+export const dotGitPathOf = (workTree: string): string => join(workTree, ".git");
+
+/**
+ * The files of a linked worktree's own git directory
+ * (`<common>/worktrees/<name>/`), as `git worktree add` writes them: `HEAD`,
+ * `commondir` (the common directory, relative: `../..`), `gitdir` (the
+ * absolute path of the worktree's `.git` file, the back-pointer `git worktree
+ * prune` checks), `index`, `logs/HEAD`, and `locked` (present while the
+ * worktree is locked or being made).
+ */
+export function linkedAdminFiles(admin: string) {
+  return {
+    head: join(admin, "HEAD"),
+    commondir: join(admin, "commondir"),
+    gitdir: join(admin, "gitdir"),
+    index: join(admin, "index"),
+    locked: join(admin, "locked"),
+    logsHead: join(admin, "logs", "HEAD"),
+  };
+}
+
+/**
+ * The lock every workspace sharing one repository takes around a fetch into
+ * it (`grex-fetch.lock` in the common directory, beside `worktrees/`): the
+ * source workspace and each task workspace's linked worktree find the same file.
+ */
+export const sharedFetchLockPath = (repo: Repo): string => join(layoutOf(repo).commonDir, "grex-fetch.lock");

@@ -1,0 +1,257 @@
+// Linked worktrees made, listed, removed and pruned in-process, file for file
+// as `git worktree add/list/remove/prune` (builtin/worktree.c) do it, so the
+// git CLI and grex agree at every step:
+//   <work tree>/.git                  "gitdir: <common>/worktrees/<name>"
+//   <common>/worktrees/<name>/HEAD    "ref: refs/heads/<branch>"
+//   …/commondir                       "../.."
+//   …/gitdir                          "<work tree>/.git" (absolute, the back-pointer prune checks)
+//   …/index, …/logs/HEAD              the work tree's own
+//   …/locked                          while the worktree is being made (git writes "initializing")
+// <name> is the work tree's base name, with 1, 2, … appended while taken (git's
+// counter). Branches and objects stay in the common directory: layout.ts
+// resolves every path through `commondir`, so status, checkout, refs, the
+// index and its lock work the same in a linked worktree.
+import * as fs from "node:fs";
+import { basename, dirname, resolve } from "node:path";
+import { packOpError } from "../../base/errors.ts";
+import { dotGitOf, dotGitPathOf, layoutOfGitdir, linkedAdminFiles, type RepoLayout, worktreesDir } from "../layout/layout.ts";
+import { configBool, LayeredConfig, readGitdirConfigValue } from "../refs/config.ts";
+import { RefFiles, writeRefSync, deleteRefSync } from "../refs/refs.ts";
+import { verifiedFlatTree } from "../objects/tree-read.ts";
+import { checkoutFresh } from "./checkout-fresh.ts";
+import { isDirtyFast } from "./worktree.ts";
+
+/** One work tree of a repository, as `git worktree list --porcelain` describes it. */
+export interface WorktreeEntry {
+  /** The work tree's directory. */
+  path: string;
+  /** Its registration name under `worktrees/`, or null for the main work tree. */
+  name: string | null;
+  /** Its own git directory (the main one's is the common directory). */
+  gitdir: string;
+  head: string | null;
+  /** The checked-out branch (short name), or null when detached. */
+  branch: string | null;
+  bare: boolean;
+  /** Why it is locked (the `locked` file's text), or null when it is not. */
+  locked: string | null;
+  /** Why `git worktree prune` would remove its registration, or null. */
+  prunable: string | null;
+}
+
+const trimNl = (s: string) => s.replace(/\r?\n$/, "");
+const readText = (path: string): string | null => {
+  try {
+    return fs.readFileSync(path, "utf8");
+  } catch {
+    return null;
+  }
+};
+
+function headOf(gitdir: string): { head: string | null; branch: string | null } {
+  const refs = new RefFiles(gitdir);
+  const text = refs.loose("HEAD");
+  const branch = text?.startsWith("ref: refs/heads/") ? text.slice("ref: refs/heads/".length).trim() : null;
+  return { head: refs.resolve("HEAD"), branch };
+}
+
+/** Why a registration is stale (git's should_prune_worktree), or null. */
+function pruneReason(admin: string): string | null {
+  const files = linkedAdminFiles(admin);
+  const gitdir = readText(files.gitdir);
+  if (gitdir === null) return "gitdir file does not exist";
+  const target = trimNl(gitdir).trim();
+  if (target === "") return "invalid gitdir file";
+  if (!fs.existsSync(target)) return "gitdir file points to non-existent location";
+  return null;
+}
+
+/** The names registered under `worktrees/`, sorted (git reads them in directory order; sorted is stable across file systems). */
+function registeredNames(common: RepoLayout): string[] {
+  try {
+    return fs.readdirSync(worktreesDir(common)).filter((n) => fs.statSync(resolve(worktreesDir(common), n)).isDirectory()).sort();
+  } catch {
+    return [];
+  }
+}
+
+/** The repository's work trees: the main one first (unless bare), then each registered linked worktree. */
+export function listWorktrees(anyGitdir: string): WorktreeEntry[] {
+  const common = layoutOfGitdir(layoutOfGitdir(anyGitdir).commonDir);
+  const bare = configBool(readGitdirConfigValue(common.gitdir, "core", null, "bare")) === true;
+  const out: WorktreeEntry[] = [];
+  const main = headOf(common.gitdir);
+  out.push({ path: bare ? common.gitdir : dirname(common.gitdir), name: null, gitdir: common.gitdir, ...main, bare, locked: null, prunable: null });
+  for (const name of registeredNames(common)) {
+    const admin = resolve(worktreesDir(common), name);
+    const files = linkedAdminFiles(admin);
+    const gitdirText = readText(files.gitdir);
+    const path = gitdirText === null ? admin : dirname(trimNl(gitdirText).trim());
+    const locked = readText(files.locked);
+    out.push({ path, name, gitdir: admin, ...headOf(admin), bare: false, locked: locked === null ? null : trimNl(locked), prunable: pruneReason(admin) });
+  }
+  return out;
+}
+
+/** The work tree that has `branch` checked out, or null (git's find_shared_symref over every work tree). */
+export function checkedOutAt(anyGitdir: string, branch: string): WorktreeEntry | null {
+  return listWorktrees(anyGitdir).find((w) => !w.bare && w.branch === branch) ?? null;
+}
+
+/** git's worktree name: the base name made a valid ref component (sanitize_refname_component). */
+function worktreeName(path: string): string {
+  let name = basename(path).replace(/[\x00-\x20\x7f~^:?*[\\]/g, "-").replace(/\.{2,}/g, ".").replace(/^\.+/, "");
+  if (name.endsWith(".lock")) name = `${name.slice(0, -5)}-lock`;
+  return name === "" ? "worktree" : name;
+}
+
+/** Make `worktrees/<name>` (then `<name>1`, `<name>2`, … while taken), exclusively, as git's counter does. */
+function makeAdminDir(common: RepoLayout, name: string): string {
+  const parent = worktreesDir(common);
+  fs.mkdirSync(parent, { recursive: true });
+  for (let counter = 0; ; counter++) {
+    const admin = resolve(parent, counter === 0 ? name : `${name}${counter}`);
+    try {
+      fs.mkdirSync(admin);
+      return admin;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+  }
+}
+
+/** The identity a reflog line carries (the committer's, as git takes it; grex's own when none is set). */
+function reflogIdent(gitdir: string, env: Record<string, string | undefined>): string {
+  const config = LayeredConfig.load(gitdir, env);
+  const name = env.GIT_COMMITTER_NAME ?? config.get("user", null, "name") ?? "grex";
+  const email = env.GIT_COMMITTER_EMAIL ?? config.get("user", null, "email") ?? "grex@localhost";
+  const now = Math.floor(Date.now() / 1000);
+  return `${name} <${email}> ${now} +0000`;
+}
+
+export interface AddWorktreeOptions {
+  /** Any git directory of the repository (the source pack's). */
+  repoGitdir: string;
+  /** The new work tree: must not exist, or be an empty directory. */
+  path: string;
+  branch: string;
+  /** The commit a missing branch is created at. */
+  start: string | null;
+  env?: Record<string, string | undefined>;
+}
+
+export interface AddedWorktree {
+  name: string;
+  gitdir: string;
+  head: string;
+  /** Whether the branch was created (false: it existed and was checked out). */
+  createdBranch: boolean;
+}
+
+/** `git worktree add <path> <branch>` (or `-b <branch> <path> <start>` when the branch is missing). */
+export async function addWorktree(o: AddWorktreeOptions): Promise<AddedWorktree> {
+  const common = layoutOfGitdir(layoutOfGitdir(o.repoGitdir).commonDir);
+  const path = resolve(o.path);
+  if (fs.existsSync(path) && (!fs.statSync(path).isDirectory() || fs.readdirSync(path).length > 0)) {
+    throw packOpError(`cannot make a worktree at ${path}: it already exists and is not an empty directory; remove it or pick another place.`, { path });
+  }
+  const refs = new RefFiles(common.gitdir);
+  const existing = refs.resolve(`refs/heads/${o.branch}`);
+  if (existing !== null) {
+    const other = checkedOutAt(common.gitdir, o.branch);
+    if (other !== null) {
+      throw packOpError(`branch '${o.branch}' is already checked out at '${other.path}', and git lets a branch be checked out in one worktree only; pick another branch name or remove that worktree.`, {
+        branch: o.branch,
+        worktree: other.path,
+      });
+    }
+  } else if (o.start === null) {
+    throw packOpError(`cannot make a worktree at ${path} on branch '${o.branch}': the branch does not exist and there is no commit to start it at; fetch the pack first.`, { path });
+  }
+  const head = existing ?? (o.start as string);
+  const tree = await verifiedFlatTree(common.gitdir, head);
+  const admin = makeAdminDir(common, worktreeName(path));
+  const files = linkedAdminFiles(admin);
+  const madeDir = !fs.existsSync(path);
+  let createdBranch = false;
+  try {
+    fs.writeFileSync(files.locked, "initializing\n");
+    fs.mkdirSync(path, { recursive: true });
+    const real = fs.realpathSync(path);
+    const realAdmin = resolve(fs.realpathSync(worktreesDir(common)), basename(admin));
+    fs.writeFileSync(dotGitPathOf(path), `gitdir: ${realAdmin}\n`);
+    fs.writeFileSync(files.gitdir, `${dotGitPathOf(real)}\n`);
+    fs.writeFileSync(files.commondir, "../..\n");
+    if (existing === null) {
+      writeRefSync(common.gitdir, `refs/heads/${o.branch}`, head);
+      createdBranch = true;
+    }
+    fs.writeFileSync(files.head, `ref: refs/heads/${o.branch}\n`);
+    await checkoutFresh(path, admin, head, tree);
+    fs.mkdirSync(dirname(files.logsHead), { recursive: true });
+    fs.writeFileSync(files.logsHead, `${"0".repeat(40)} ${head} ${reflogIdent(common.gitdir, o.env ?? process.env)}\tcheckout: moving to ${o.branch}\n`);
+    fs.rmSync(files.locked, { force: true });
+    return { name: basename(admin), gitdir: admin, head, createdBranch };
+  } catch (err) {
+    // Nothing half-made stays: the registration, the directory if it was ours, a branch made for it.
+    fs.rmSync(admin, { recursive: true, force: true });
+    if (madeDir) fs.rmSync(path, { recursive: true, force: true });
+    else fs.rmSync(dotGitPathOf(path), { force: true });
+    if (createdBranch) deleteRefSync(common.gitdir, `refs/heads/${o.branch}`);
+    throw err;
+  }
+}
+
+/** The registration of linked worktree `path` (its own git directory under `worktrees/`), or null when `path` is not one. */
+export function linkedGitdirOf(path: string): string | null {
+  const gitdir = dotGitOf(path);
+  if (gitdir === null) return null;
+  const layout = layoutOfGitdir(gitdir, path);
+  return layout.commonDir === layout.gitdir ? null : gitdir;
+}
+
+/** Whether the linked worktree at `path` has changes `git worktree remove` refuses (modified, staged or untracked files); an unreadable state counts as changes. */
+export async function worktreeHasChanges(path: string): Promise<boolean> {
+  const gitdir = dotGitOf(path);
+  if (gitdir === null) return false;
+  return (await isDirtyFast(path, gitdir)) !== false;
+}
+
+/** `git worktree remove [--force] <path>`: the work tree and its registration; the branch and its commits stay. */
+export async function removeWorktree(path: string, opts: { force?: boolean } = {}): Promise<void> {
+  const abs = resolve(path);
+  const admin = linkedGitdirOf(abs);
+  if (admin === null) throw packOpError(`'${abs}' is not a linked worktree, so there is no worktree to remove there.`, { path: abs });
+  const locked = readText(linkedAdminFiles(admin).locked);
+  if (locked !== null && !opts.force) throw packOpError(`cannot remove the worktree '${abs}': it is locked (${trimNl(locked) || "no reason given"}); unlock it with git worktree unlock, or pass --force.`, { path: abs });
+  if (!opts.force && (await worktreeHasChanges(abs))) {
+    throw packOpError(`'${abs}' contains modified or untracked files; commit or remove them, or pass --force to delete them.`, { path: abs });
+  }
+  fs.rmSync(abs, { recursive: true, force: true });
+  removeRegistration(admin);
+}
+
+function removeRegistration(admin: string): void {
+  fs.rmSync(admin, { recursive: true, force: true });
+  try {
+    fs.rmdirSync(dirname(admin)); // `worktrees/` once empty, as git leaves no empty one behind
+  } catch {
+    // others remain
+  }
+}
+
+/** `git worktree prune`: remove the registrations whose work tree is gone (locked ones stay). Returns what was (or would be) pruned. */
+export function pruneWorktrees(anyGitdir: string, opts: { dryRun?: boolean } = {}): Array<{ name: string; path: string; reason: string }> {
+  const out: Array<{ name: string; path: string; reason: string }> = [];
+  for (const w of listWorktrees(anyGitdir)) {
+    if (w.name === null || w.prunable === null || w.locked !== null) continue;
+    out.push({ name: w.name, path: w.path, reason: w.prunable });
+    if (!opts.dryRun) removeRegistration(w.gitdir);
+  }
+  return out;
+}
+
+/** The live linked worktrees of the repository (registrations whose work tree still exists): what keeps a source pack from being removed. */
+export function otherWorktrees(anyGitdir: string): WorktreeEntry[] {
+  return listWorktrees(anyGitdir).filter((w) => w.name !== null && w.prunable === null);
+}
