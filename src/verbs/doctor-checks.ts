@@ -31,6 +31,7 @@ export const DOCTOR_CHECKS = [
   "git-filters",
   "mirrors",
   "serve-watch",
+  "worktrees",
   ...TEAM_CHECKS,
 ] as const;
 export type Check = (typeof DOCTOR_CHECKS)[number];
@@ -248,7 +249,20 @@ async function serveWatch(r: DoctorRun): Promise<void> {
   await serveWatchFindings(r.ws, view?.packs ?? [], r.add);
 }
 
-const CHECK_STEPS: readonly CheckStep[] = [gitignoreSync, onDisk, packStates, mirrors, declaredServers, serveWatch, staleLocks, incompleteActions, team, orphans, legacy];
+/** worktrees: registrations of task workspaces' worktrees (init --from) whose directory is gone, as `git worktree prune` finds them. */
+async function worktrees(r: DoctorRun): Promise<void> {
+  const { loadWorkspaceView } = await import("../core/workspace/packs.ts");
+  const view = await loadWorkspaceView(r.ws, r.warn).catch(() => null);
+  const { linkedWorktreesOf } = await import("../core/git/worktree/linked-worktrees.ts");
+  for (const node of view?.packs ?? []) {
+    for (const w of (await linkedWorktreesOf(node.dir)) ?? []) {
+      if (w.prunable === null) continue;
+      r.add("worktrees", "warning", node.id, `the worktree registered at ${w.path}${w.branch ? ` (branch ${w.branch})` : ""} is stale: ${w.prunable}; --fix prunes the registration, and its branch stays`, true);
+    }
+  }
+}
+
+const CHECK_STEPS: readonly CheckStep[] = [gitignoreSync, onDisk, packStates, mirrors, declaredServers, serveWatch, worktrees, staleLocks, incompleteActions, team, orphans, legacy];
 
 /** Run every check; findings only (no writes). */
 export async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void): Promise<{ findings: Finding[]; loaded: Loaded | null }> {

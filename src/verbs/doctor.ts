@@ -54,13 +54,28 @@ function plannedFixes(findings: Finding[]): string[] {
   return findings
     .filter((f) => f.auto_fixable)
     .map((f) => {
-      const what = f.check === "gitignore-sync" ? "rewrite the .gitignore block" : f.check === "stale-locks" ? "remove the stale lock" : f.check === "team-files" ? "add the union-merge lines to .gitattributes" : "remove the leftover";
+      const what = f.check === "worktrees" ? "prune the registration" : f.check === "gitignore-sync" ? "rewrite the .gitignore block" : f.check === "stale-locks" ? "remove the stale lock" : f.check === "team-files" ? "add the union-merge lines to .gitattributes" : "remove the leftover";
       return `${f.check}${f.pack ? ` [${f.pack}]` : ""}: ${what} (${f.detail})`;
     });
 }
 
 function lineCount(path: string): number {
   return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter(Boolean).length : 0;
+}
+
+/** `git worktree prune` in every pack's repository: registrations whose directory is gone (a deleted task workspace). */
+async function pruneStaleWorktrees(ws: Workspace): Promise<boolean> {
+  const [{ loadWorkspaceView }, { pruneWorktrees }, { dotGitOf }] = await Promise.all([
+    import("../core/workspace/packs.ts"),
+    import("../core/git/worktree/linked-worktrees.ts"),
+    import("../core/git/layout/layout.ts"),
+  ]);
+  let pruned = 0;
+  for (const node of (await loadWorkspaceView(ws, () => {})).packs) {
+    const gitdir = dotGitOf(node.dir);
+    if (gitdir !== null) pruned += pruneWorktrees(gitdir).length;
+  }
+  return pruned > 0;
 }
 
 /** Heal what is safe: ignore blocks, stale locks, orphan lock entries. */
@@ -87,6 +102,7 @@ async function fix(ws: Workspace, findings: Finding[], loaded: Loaded): Promise<
     fixed.push("gitignore-sync");
   }
   if (fixable.has("team-files") && (await fixTeamFiles(ws))) fixed.push("team-files");
+  if (fixable.has("worktrees") && (await pruneStaleWorktrees(ws))) fixed.push("worktrees");
   if (fixable.has("stale-locks")) {
     removeStaleLocks(ws);
     fixed.push("stale-locks");

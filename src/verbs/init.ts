@@ -1,21 +1,28 @@
 // `grex init`: make the current directory (or --manifest's) a workspace.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { LOCK_FILE, MANIFEST_FILE, workspaceAt } from "../core/base/workspace.ts";
-import { dryRunParam } from "./common.ts";
+import { dryRunParam, filterParam } from "./common.ts";
 import { defineVerb, unlessDryRun } from "./types.ts";
 import { isLocked, lockedFlag, lockedParam } from "./locked-param.ts";
 
-export const STATE_BLOCK_ID = "state";
-export const STATE_IGNORE_LINES = ["/.grex/.state/"];
+export { STATE_BLOCK_ID, STATE_IGNORE_LINES } from "./init-files.ts";
 
 const Result = v.object({
   workspace: v.string(),
   created: v.array(v.string()),
   cloned: v.array(v.string()),
   dry_run: v.boolean(),
+  /** `--from` only: the source workspace, the topic branch, the packs made linked worktrees of the source's clones. */
+  source: v.optional(v.string()),
+  branch: v.optional(v.string()),
+  packs: v.optional(
+    v.array(v.object({ id: v.string(), path: v.string(), branch: v.string(), sha: v.string(), created_branch: v.boolean() })),
+  ),
+  /** `--from` only: setup actions skipped because they write outside the task workspace (into HOME). */
+  setup_skipped: v.optional(v.array(v.object({ pack: v.string(), action: v.string(), idx: v.number(), reason: v.string() }))),
 });
 
 export const initVerb = defineVerb({
@@ -26,6 +33,19 @@ export const initVerb = defineVerb({
     clone: desc(v.optional(v.boolean(), true), "false: do not clone registered packs that are missing on disk (create the workspace files only). Default true."),
     dry_run: dryRunParam,
     locked: lockedParam,
+    from: desc(
+      v.optional(v.pipe(v.string(), v.minLength(1, "must name a workspace directory"))),
+      "Make this directory a task workspace of the workspace at this path: every selected pack becomes a linked worktree of the source's clone (objects and refs shared, its own HEAD and index) at the same relative path, on --branch. Needs branch.",
+    ),
+    branch: desc(
+      v.optional(v.string()),
+      "With from: the topic branch every pack is checked out on; created at the pack's tracked branch tip where it does not exist. A branch checked out in another worktree is refused.",
+    ),
+    filter: filterParam,
+    setup_home: desc(
+      v.optional(v.boolean(), false),
+      "With from: also run setup actions that write outside the task workspace (into HOME, shared by every workspace on the machine); by default they are skipped and listed in setup_skipped. Default false.",
+    ),
   }),
   result: Result,
   readOnly: false,
@@ -33,36 +53,28 @@ export const initVerb = defineVerb({
   effects: unlessDryRun({ workspace: "none", packs: "each", writes: true }),
   destructive: false,
   mcp: true,
-  examples: ["grex init", "grex init --locked", "grex init --no-clone"],
+  examples: ["grex init", "grex init --locked", "grex init --from ../main --branch fix-login --filter 'tag=web'"],
   cli: {
     args: "",
     positionals: [],
-    flags: [{ flag: "--no-clone", description: "Do not clone registered packs that are missing on disk" }, lockedFlag],
+    flags: [
+      { flag: "--no-clone", description: "Do not clone registered packs that are missing on disk" },
+      lockedFlag,
+      { flag: "--from <workspace>", description: "Make this a task workspace: the packs of <workspace> as linked worktrees" },
+      { flag: "--branch <topic>", description: "With --from: the branch every pack is checked out on (created when missing)" },
+      { flag: "--setup-home", description: "With --from: also run setup that writes into HOME (skipped by default)" },
+    ],
   },
-  async run(ctx, params, signal, progress) {
+  async run(ctx, params, signal, progress): Promise<v.InferOutput<typeof Result>> {
     const root = ctx.manifest ? dirname(resolve(ctx.cwd, ctx.manifest)) : resolve(ctx.cwd);
     const ws = workspaceAt(root);
-    const created: string[] = [];
-    for (const name of [MANIFEST_FILE, LOCK_FILE]) {
-      const path = join(root, name);
-      if (existsSync(path)) continue;
-      created.push(name);
-      if (!params.dry_run) {
-        mkdirSync(root, { recursive: true });
-        writeFileSync(path, "", { flag: "wx" });
-      }
+    if (params.from !== undefined || params.branch !== undefined) {
+      const { initTask } = await import("./init-task.ts");
+      return initTask(ctx, root, params, signal, progress);
     }
+    const created = await (await import("./init-files.ts")).createWorkspaceFiles(root, params.dry_run);
     // Both files existed before (with content or not): a workspace from a clone, whose packs init brings onto disk.
     const existing = !(created.includes(MANIFEST_FILE) && created.includes(LOCK_FILE));
-    const { blockIdsIn, updateIgnoreFile } = await import("../core/workspace/gitignore.ts");
-    const gitignore = join(root, ".gitignore");
-    const needsBlock = params.dry_run
-      ? !blockIdsIn(gitignore).includes(STATE_BLOCK_ID)
-      : updateIgnoreFile(gitignore, STATE_BLOCK_ID, STATE_IGNORE_LINES);
-    if (needsBlock) created.push(".gitignore");
-    // Merge grex.jsonl and grex.lock.jsonl as unions (core/workspace/gitattributes.ts).
-    const { ensureMergeLines, GITATTRIBUTES, missingMergeLines } = await import("../core/workspace/gitattributes.ts");
-    if ((params.dry_run ? missingMergeLines(root) : ensureMergeLines(root)).length > 0) created.push(GITATTRIBUTES);
     let cloned: string[] = [];
     if (params.clone && existing) {
       // What is registered (read again under the lock by the clone pass; here only to leave a workspace with none untouched).
@@ -85,8 +97,14 @@ export const initVerb = defineVerb({
   },
   render(r) {
     const lines = [`Workspace ${r.workspace}${r.dry_run ? " (dry run)" : ""}`];
+    if (r.source !== undefined) {
+      lines.push(`task workspace of ${r.source} on branch ${r.branch}: ${r.packs?.length ?? 0} pack(s) as linked worktrees`);
+      for (const p of r.packs ?? []) lines.push(`  ${p.path}  ${p.sha.slice(0, 7)}${p.created_branch ? "  (branch created)" : ""}`);
+      for (const s of r.setup_skipped ?? []) lines.push(`skipped setup: ${s.pack} ${s.action}[${s.idx}]: ${s.reason}`);
+    }
     lines.push(r.created.length ? `${r.dry_run ? "would create" : "created"}: ${r.created.join(", ")}` : "already initialised");
     if (r.cloned.length) lines.push(`${r.dry_run ? "would clone" : "cloned"}: ${r.cloned.join(", ")}`);
     return lines.join("\n");
   },
 });
+

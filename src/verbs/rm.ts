@@ -63,8 +63,7 @@ export const rmVerb = defineVerb({
   },
   async run(ctx, p, signal) {
     const ws = ctx.workspace();
-    const [{ describeLocalWork, findLocalWork }, { updateIgnoreFile }, { moveToTrash, sweepTrash, trashDir, trashedId }] = await Promise.all([
-      import("../core/git/local-work.ts"),
+    const [{ updateIgnoreFile }, { moveToTrash, sweepTrash, trashDir, trashedId }] = await Promise.all([
       import("../core/workspace/gitignore.ts"),
       import("../core/workspace/trash.ts"),
     ]);
@@ -88,18 +87,8 @@ export const rmVerb = defineVerb({
       const lockEntries = readLockfile(ws, { warn: ctx.warn });
       const onDisk = existsSync(dir);
       const children = await childrenOf(p.id, dir, lockEntries.keys());
-      let discarded: string[] = [];
-      if (onDisk && !p.keep_files) {
-        // Deleting files is what loses work: check the pack and every child repository in it.
-        const found = await findLocalWork([{ id: p.id, dir }, ...children.filter((c) => existsSync(c.dir))]);
-        if (found.length > 0 && !p.force) {
-          throw packOpError(
-            `Refusing to delete work that exists only here: ${describeLocalWork(found)}; push or stash-and-push it, pass --keep-files to unregister only, or --force to delete it anyway.`,
-          );
-        }
-        discarded = found.map((f) => `${f.id}: ${f.lost.join("; ")}`);
-        if (found.length > 0) ctx.warn(`--force: deleting work that exists only here: ${describeLocalWork(found)}`);
-      }
+      const wt = await import("./rm-worktrees.ts");
+      const { linked, discarded } = onDisk && !p.keep_files ? await wt.workBeforeDelete(ctx, p.id, dir, children, p.force) : { linked: [], discarded: [] };
       const deleted = onDisk && !p.keep_files ? [dir] : [];
       const base = { id: p.id, children: children.map((c) => c.id), deleted, discarded };
       let teardown: "ok" | "skipped" | "failed" = "skipped";
@@ -146,6 +135,7 @@ export const rmVerb = defineVerb({
       }
       if (deleted.length > 0) {
         rmSync(trashed ?? dir, { recursive: true, force: true });
+        await wt.forgetRegistrations(linked);
         // The directories above a nested pack (`libs/` of `libs/core`) go too, once nothing else is in them.
         if (pack.path.includes("/")) (await import("../core/fs/pack-parents.ts")).removeEmptyParents(ws.root, pack.path);
       }

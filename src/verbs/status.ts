@@ -68,6 +68,8 @@ function buildResult() {
     last_commit: v.nullable(v.object({ sha: v.string(), date: v.string(), subject: v.string() })),
     /** Where the user's url.<base>.insteadOf sends this pack's fetches (a password hidden); null when no rewrite applies. */
     fetch_url: v.nullable(v.string()),
+    /** The linked worktrees of this pack's repository (task workspaces made with init --from): present only when there are some. */
+    worktrees: v.optional(v.array(v.object({ path: v.string(), branch: v.nullable(v.string()), dirty: v.nullable(v.boolean()), prunable: v.nullable(v.string()) }))),
   });
   // Every selected pack counted by state (also with `changed`, which leaves clean packs out of `packs`).
   const Summary = v.object({ total: v.number(), states: v.record(v.string(), v.number()) });
@@ -243,11 +245,13 @@ export const statusVerb = defineVerb({
           // A file the counting could not compare (a required filter failing): this pack's row, not the whole report.
           if (!(err instanceof GrexError) || err.kind === "cancelled") throw err;
           const bad = (await import("../core/sync/pack-status.ts")).invalidStatus(n, err);
-          return { ...bad, tags: n.tags as string[], staged: null, unstaged: null, untracked: null, last_commit: null, fetch_url: mirror(n.url) };
+          return { ...bad, tags: n.tags as string[], staged: null, unstaged: null, untracked: null, last_commit: null, fetch_url: mirror(n.url), worktrees: undefined };
         }
         const head = p.long && gitdir !== null ? readHeadSync(n.dir) : null;
         const last = head ? (await import("../core/git/last-commit.ts")).lastCommit(gitdir as string, head.sha) : null;
-        return { ...row, tags: n.tags as string[], staged: counts?.staged ?? null, unstaged: counts?.unstaged ?? null, untracked: counts?.untracked ?? null, last_commit: last, fetch_url: mirror(n.url) };
+        const worktrees = gitdir === null ? null : await (await import("../core/git/worktree/linked-worktrees.ts")).linkedWorktreesOf(n.dir);
+        const out = { ...row, tags: n.tags as string[], staged: counts?.staged ?? null, unstaged: counts?.unstaged ?? null, untracked: counts?.untracked ?? null, last_commit: last, fetch_url: mirror(n.url) };
+        return worktrees === null ? { ...out, worktrees: undefined } : { ...out, worktrees };
       }),
     );
     // Already in path order (the usual case: the manifest's order is often alphabetical) costs one pass.
@@ -298,6 +302,8 @@ export const statusVerb = defineVerb({
       const extra = [x.tags.map((t) => `#${t}`).join(" "), describe(x)].filter(Boolean).join("  ");
       return [`${"  ".repeat(x.depth)}${c.bold(x.id)}`, colour(String(x.drift)), track, files, ...(last === undefined ? [] : [last]), c.dim(extra)];
     });
-    return [...(rows.length > 0 ? [table(rows)] : []), summaryLine(r.summary)].join("\n");
+    // Task workspaces' worktrees of each pack: with --long only, so the default report stays one line a pack.
+    const trees = p.long ? r.packs.flatMap((x) => (x.worktrees ?? []).map((w) => `  ${x.id}: worktree ${w.path} on ${w.branch ?? "(detached)"}${w.prunable ? ` (stale: ${w.prunable}; grex doctor --fix prunes it)` : w.dirty ? " (dirty)" : ""}`)) : [];
+    return [...(rows.length > 0 ? [table(rows)] : []), ...trees, summaryLine(r.summary)].join("\n");
   },
 });

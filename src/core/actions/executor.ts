@@ -120,11 +120,24 @@ const nameOf = (item: unknown): string =>
 
 const clause = (msg: string) => msg.replace(/\.$/, "");
 
+/** In a task workspace that skips HOME setup, an `env` action of scope user or machine (a file in HOME or /etc): skipped. */
+function homeSetupSkipped(name: string, args: unknown, ctx: ActionContext): ActionOutcome | null {
+  if (ctx.confine.stayIn === null || name !== "env") return null;
+  const scope = (args as { scope?: string }).scope ?? "user";
+  if (scope === "session") return null;
+  return {
+    result: "skipped",
+    details: { refused: "task-workspace", skipped: "home", reason: `env scope ${scope} writes outside the task workspace; setup that writes into HOME is skipped in a task workspace unless asked for (grex init --from … --setup-home)` },
+  };
+}
+
 /** Parse and run one item; anything thrown except cancellation becomes a failed outcome. */
 async function perform(item: unknown, itemWhere: string, ctx: ActionContext, undo: boolean, recorded?: string[]): Promise<ActionOutcome> {
   try {
     const parsed = parseActionItem(item, itemWhere);
     if (undo) return await parsed.def.undo(parsed.args, ctx);
+    const home = homeSetupSkipped(nameOf(item), parsed.args, ctx);
+    if (home !== null) return home;
     const outcome = await parsed.def.apply(parsed.args, ctx);
     if (outcome.result === "performed_change" || outcome.result === "already_satisfied") {
       const key = recordExpectation(parsed.def, parsed.args, item, itemWhere, ctx);
@@ -135,6 +148,8 @@ async function perform(item: unknown, itemWhere: string, ctx: ActionContext, und
     const e = toGrexError(err);
     if (e.kind === "cancelled") throw e;
     const reason = clause(e.message);
+    // A task workspace's setup that would write outside it (into HOME): skipped, not failed (confine.ts stayIn).
+    if (e.data?.refused === "task-workspace") return { result: "skipped", details: { ...e.data, reason, skipped: "home" } };
     // The error's data (e.g. a confinement refusal's path and rule) goes into the step.
     return { result: "failed", details: { ...e.data, reason }, failure: { reason, stderr: "" } };
   }

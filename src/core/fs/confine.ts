@@ -32,7 +32,8 @@ export type ConfineRule =
   | "home"
   | "holds-protected"
   | "holds-git"
-  | "outside-home";
+  | "outside-home"
+  | "task-workspace";
 
 export interface ConfineScope {
   /** HOME as the run sees it. */
@@ -43,6 +44,13 @@ export interface ConfineScope {
   packDirs: readonly string[];
   /** The user opted in on the command line for this run. */
   allowOutsideHome: boolean;
+  /**
+   * A task workspace's root (`init --from`) when setup that writes outside it
+   * (into HOME, shared by every workspace on the machine) is to be skipped:
+   * such a target is refused with rule `task-workspace`, which the executor
+   * reports as a skipped step. Null or absent: no such limit.
+   */
+  stayIn?: string | null;
 }
 
 export interface Refusal {
@@ -114,6 +122,8 @@ interface Protected {
 export class Confinement {
   readonly allowOutsideHome: boolean;
   readonly home: string;
+  /** See ConfineScope.stayIn (resolved), or null. */
+  readonly stayIn: string | null;
   private readonly root: string | null;
   private readonly packs: string[];
   private readonly grexFiles: Protected[];
@@ -123,6 +133,7 @@ export class Confinement {
   constructor(scope: ConfineScope) {
     this.allowOutsideHome = scope.allowOutsideHome;
     this.home = physicalPath(scope.home, true);
+    this.stayIn = scope.stayIn ? physicalPath(scope.stayIn, true) : null;
     this.root = scope.workspaceRoot === null ? null : physicalPath(scope.workspaceRoot, true);
     this.packs = [...new Set(scope.packDirs.map((d) => physicalPath(d, true)))];
     const ws = this.root;
@@ -160,6 +171,9 @@ export class Confinement {
       reason: `${why}; ${hint}`,
     });
     if (opts.cwd && within(own, real) && !hasGitPart(relative(own, real))) return null;
+    if (this.stayIn !== null && !within(this.stayIn, real)) {
+      return no("task-workspace", `it lies outside the task workspace ${this.stayIn}`, "setup that writes into HOME is skipped in a task workspace unless asked for (grex init --from … --setup-home)");
+    }
     if (hasGitPart(real)) return no("git-dir", "it is a .git directory or inside one");
     if (dirname(real) === real) return no("filesystem-root", "it is the filesystem root");
     const grex = this.grexFiles.find((g) => within(g.path, real));
@@ -245,7 +259,8 @@ export function workspaceConfinement(
   packIds: Iterable<string>,
   env: Record<string, string | undefined>,
   allowOutsideHome: boolean,
+  stayIn: string | null = null,
 ): Confinement {
   const packDirs = [...new Set(packIds)].map((id) => join(root, id));
-  return new Confinement({ home: homeOf(env), workspaceRoot: root, packDirs, allowOutsideHome });
+  return new Confinement({ home: homeOf(env), workspaceRoot: root, packDirs, allowOutsideHome, stayIn });
 }

@@ -26,7 +26,7 @@ import { EINTR, flockNb, holderAlive, loadLibc, LOCK_EX, LOCK_SH, readHolder, sa
 // ---------------------------------------------------------------------------
 // Lock order
 
-export const LOCK_LEVELS = { workspace: 1, permit: 2, pack: 3, backend: 4, manifest: 5 } as const;
+export const LOCK_LEVELS = { workspace: 1, permit: 2, pack: 3, backend: 4, repo: 4.5, manifest: 5 } as const;
 export type LockLevel = keyof typeof LOCK_LEVELS;
 
 const LEVEL_LABEL: Record<LockLevel, string> = {
@@ -34,6 +34,7 @@ const LEVEL_LABEL: Record<LockLevel, string> = {
   permit: "scheduler permit",
   pack: "pack lock",
   backend: "git backend lock",
+  repo: "shared repository lock",
   manifest: "manifest lock",
 };
 
@@ -64,7 +65,7 @@ export function assertLockOrder(level: LockLevel, what = ""): void {
     const want = `${LEVEL_LABEL[level]}${what ? ` (${what})` : ""}`;
     const have = `${LEVEL_LABEL[deepest.level]}${deepest.what ? ` (${deepest.what})` : ""}`;
     throw new Error(
-      `Lock order violation: cannot take the ${want} while holding the ${have}; the order is workspace → scheduler permit → pack → backend → manifest.`,
+      `Lock order violation: cannot take the ${want} while holding the ${have}; the order is workspace → scheduler permit → pack → backend → shared repository → manifest.`,
     );
   }
 }
@@ -287,6 +288,16 @@ export function withPackLock<T>(ws: Workspace, packPath: string, signal: AbortSi
 /** One clone/fetch/checkout per repository directory. */
 export function withBackendLock<T>(ws: Workspace, repoDir: string, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
   return withLock("backend", resolve(repoDir), backendLockPath(ws, repoDir), signal, fn);
+}
+
+/**
+ * One fetch at a time into a repository several workspaces share (a source
+ * pack and its linked worktrees in task workspaces): `lockPath` lies in the
+ * repository's common directory (layout.ts `sharedFetchLockPath`), so every
+ * workspace finds the same file. Taken inside the backend lock.
+ */
+export function withSharedRepoLock<T>(lockPath: string, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
+  return withLock("repo", lockPath, lockPath, signal, fn);
 }
 
 /** Short critical section around an append/rewrite of grex.jsonl / grex.lock.jsonl. */

@@ -49,6 +49,8 @@ export interface SyncOptions {
   deferRecord?: boolean;
   /** A pack's row is final (with the steps its setup took): called as each pack completes, for output that streams. */
   onPackDone?(pack: PackReport, steps: Step[], idWidth: number): void;
+  /** In a task workspace: also run setup that writes outside it, into HOME (`init --from --setup-home`). */
+  homeSetup?: boolean;
   /** `--locked`: put every pack on its commit in grex.lock.jsonl (children too) and never write the lockfile (locked.ts). */
   locked?: boolean;
 }
@@ -126,6 +128,8 @@ interface RunStart {
   interrupted: Set<string>;
   roots: TreeNode[];
   locked: typeof import("./locked.ts") | null;
+  /** A task workspace (its grex.jsonl names a source: init --from). */
+  task: boolean;
 }
 
 async function startRun(ctx: CallContext, ws: Workspace, opts: SyncOptions, signal: AbortSignal): Promise<RunStart> {
@@ -146,7 +150,8 @@ async function startRun(ctx: CallContext, ws: Workspace, opts: SyncOptions, sign
     if (opts.ref !== null) throw usageError("--locked puts packs on their locked commits; it cannot be combined with --ref.", { field: "ref" });
     await locked.lockedPreflight(ws, roots, previous, signal, opts.dryRun);
   }
-  return { warnings, warn, state, previous, interrupted: interruptedPacks(runtime), roots, locked };
+  const task = events.some((e) => e.op === "add" && typeof (e as { from?: unknown }).from === "string");
+  return { warnings, warn, state, previous, interrupted: interruptedPacks(runtime), roots, locked, task };
 }
 
 /** Whose checkout an existing pack is on (off-branch.ts), read from its refs. */
@@ -240,7 +245,9 @@ async function syncLocked(
   ];
   planChecks(nodes.filter((n) => n.outcome === "ok"), known, ctx.env);
 
-  const confine = workspaceConfinement(ws.root, [...state.keys(), ...previous.keys(), ...nodes.map((n) => n.id)], ctx.env, opts.allowOutsideHome === true);
+  // A task workspace (init --from) runs only the setup that stays inside it, unless the call asks for HOME's too.
+  const stayIn = run.task && opts.homeSetup !== true ? ws.root : null;
+  const confine = workspaceConfinement(ws.root, [...state.keys(), ...previous.keys(), ...nodes.map((n) => n.id)], ctx.env, opts.allowOutsideHome === true, stayIn);
   const c: InstallOneContext = {
     ws,
     env: ctx.env,

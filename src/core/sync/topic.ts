@@ -10,6 +10,7 @@ import { countLeftRight } from "../git/refs/ahead-behind.ts";
 import { readGitdirConfigValue, setTrackingSync } from "../git/refs/config.ts";
 import { gitdirOf, RefFiles, writeRefSync } from "../git/refs/refs.ts";
 import type { HeadInfo } from "../git/refs/head.ts";
+import { checkedOutAt } from "../git/worktree/linked-worktrees.ts";
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
@@ -36,6 +37,7 @@ export function advanceTrackedRef(dir: string, head: HeadInfo, base: string | nu
   let moved = 0;
   let held: string | null = null;
   let tip = local;
+  const elsewhere = checkedOutAt(gitdir, base)?.path ?? null;
   if (remote !== null && local !== remote) {
     const counts = local === null ? null : safeCount(gitdir, local, remote);
     if (local === null) {
@@ -43,6 +45,9 @@ export function advanceTrackedRef(dir: string, head: HeadInfo, base: string | nu
       setTrackingSync(gitdir, base, "origin");
       moved = safeCount(gitdir, head.sha, remote)?.behind ?? 0;
       tip = remote;
+    } else if (counts !== null && counts.ahead === 0 && elsewhere !== null) {
+      // git's `fetch origin main:main` refuses a branch checked out in any worktree; so does sync (a task workspace's source holds it).
+      held = `${base} is checked out at ${elsewhere}; left as is`;
     } else if (counts !== null && counts.ahead === 0) {
       writeRefSync(gitdir, `refs/heads/${base}`, remote);
       moved = counts.behind;

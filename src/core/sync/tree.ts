@@ -8,6 +8,7 @@ import { basename, dirname, join, resolve as resolvePath } from "node:path";
 import { GrexError, integrityError, packOpError, throwIfAborted, toGrexError } from "../base/errors.ts";
 import { backendFor, isGitRepo, readHeadSync, type HeadInfo } from "../git/backend.ts";
 import { withBackendLock, withPackLock } from "../locks/locks.ts";
+import { withRepoLocks } from "./repo-lock.ts";
 import { urlKey } from "../base/naming.ts";
 import type { PackManifest } from "../pack/schema.ts";
 import type { Scheduler } from "../locks/scheduler.ts";
@@ -266,7 +267,7 @@ async function updateExisting(node: TreeNode, opts: FetchOptions, backend: Retur
     return;
   }
   // The dirty check runs once, under the lock below: it reads the whole work tree.
-  await withBackendLock(opts.ws, node.dir, opts.signal, async () => {
+  await withRepoLocks(opts.ws, node.dir, opts.signal, async () => {
     // Authoritative re-check now that nobody else can touch this repository.
     if (!opts.force && (await backend.isDirty(node.dir))) {
       node.outcome = "dirty";
@@ -298,7 +299,7 @@ async function keepTopic(node: TreeNode, base: string | null, opts: FetchOptions
     node.message = `on ${head.branch ?? head.sha.slice(0, 7)}; would fetch${base === null ? "" : ` and fast-forward ${base}`}; the topic and work tree stay as they are`;
     return;
   }
-  await withBackendLock(opts.ws, node.dir, opts.signal, async () => {
+  await withRepoLocks(opts.ws, node.dir, opts.signal, async () => {
     if (await backend.isDirty(node.dir)) {
       node.outcome = "dirty";
       node.message = `on ${head.branch ?? "a topic branch"} with uncommitted changes; left as is (commit or stash them)`;

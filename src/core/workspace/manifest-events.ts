@@ -34,7 +34,8 @@ interface Envelope {
 
 /** The extra fields of each known op (SPEC §2.1 table). */
 export interface EventFields {
-  add: { url: string; path: string; type: string; ref: string | null; tags?: string[]; prev?: Prev };
+  /** `from`: in a task workspace (`init --from`), the source workspace whose repository the pack is a linked worktree of (absolute path). */
+  add: { url: string; path: string; type: string; ref: string | null; tags?: string[]; prev?: Prev; from?: string };
   /** `tags` replaces the whole set (an empty list clears it). */
   update: { url?: string; type?: string; ref?: string | null; tags?: string[]; prev?: Prev };
   rm: { prev?: Prev };

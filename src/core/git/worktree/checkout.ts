@@ -3,7 +3,7 @@
 // HEAD branch. The work tree is updated first and HEAD/branch refs last, so an
 // interruption never leaves HEAD claiming a commit the files do not show.
 import * as fs from "node:fs";
-import { basename } from "node:path";
+import { basename, resolve } from "node:path";
 import { GrexError, packOpError } from "../../base/errors.ts";
 import type { HeadInfo } from "../refs/head.ts";
 import { diverged, noBranches, refNotFound, transportError } from "../transport/git-errors.ts";
@@ -21,6 +21,7 @@ import { displayUrl } from "../transport/url.ts";
 import { beyondLink, linkedParent } from "./worktree-guard.ts";
 import { isShallow } from "../layout/layout.ts";
 import { withIndexLock } from "../objects/index-manager.ts";
+import { checkedOutAt } from "./linked-worktrees.ts";
 
 type Target = { kind: "branch"; name: string; oid: string } | { kind: "detached"; oid: string };
 
@@ -120,6 +121,13 @@ async function move(o: MoveOptions): Promise<HeadInfo> {
     else throw diverged(target.name, o.dir, o.url, local, target.oid);
   }
   if (!o.fresh && headRef === branchRef && headOid === next) return { sha: next, branch: target.name };
+  if (!o.fresh && headRef !== branchRef) {
+    // As git refuses it: one branch is checked out in one worktree only (a task workspace's source holds its tracked branch).
+    const other = checkedOutAt(o.gitdir, target.name);
+    if (other !== null && resolve(other.gitdir) !== resolve(o.gitdir)) {
+      throw packOpError(`cannot put pack '${basename(o.shown ?? o.dir)}' (${o.shown ?? o.dir}) on branch '${target.name}': it is checked out at '${other.path}', and git lets a branch be checked out in one worktree only; leave this pack on its own branch, or switch that worktree away first.`, { dir: o.dir, worktree: other.path });
+    }
+  }
   // A git command holding the branch's or HEAD's lock stops the move before the work tree changes.
   awaitRefsUnlocked(o.gitdir, [branchRef, "HEAD"]);
   if (o.fresh || headOid !== next) await checkoutTree(o, headOid, next, target.name);

@@ -240,6 +240,13 @@ function removeRegistration(admin: string): void {
   }
 }
 
+/** Forget the registration `admin` (a linked worktree's own git directory) once its work tree is gone; true when it was removed. */
+export function forgetRegistration(admin: string): boolean {
+  if (pruneReason(admin) === null) return false;
+  removeRegistration(admin);
+  return true;
+}
+
 /** `git worktree prune`: remove the registrations whose work tree is gone (locked ones stay). Returns what was (or would be) pruned. */
 export function pruneWorktrees(anyGitdir: string, opts: { dryRun?: boolean } = {}): Array<{ name: string; path: string; reason: string }> {
   const out: Array<{ name: string; path: string; reason: string }> = [];
@@ -254,4 +261,32 @@ export function pruneWorktrees(anyGitdir: string, opts: { dryRun?: boolean } = {
 /** The live linked worktrees of the repository (registrations whose work tree still exists): what keeps a source pack from being removed. */
 export function otherWorktrees(anyGitdir: string): WorktreeEntry[] {
   return listWorktrees(anyGitdir).filter((w) => w.name !== null && w.prunable === null);
+}
+
+/** What `status` shows of one linked worktree of a source pack. */
+export interface LinkedWorktreeStatus {
+  path: string;
+  branch: string | null;
+  /** Uncommitted or untracked changes (null when its directory is gone). */
+  dirty: boolean | null;
+  /** Why git would prune its registration (its directory is gone), or null. */
+  prunable: string | null;
+}
+
+/** The linked worktrees of the repository whose main work tree is `dir`, or null when it has none (or `dir` is itself a linked worktree). */
+export async function linkedWorktreesOf(dir: string): Promise<LinkedWorktreeStatus[] | null> {
+  const gitdir = dotGitOf(dir);
+  if (gitdir === null) return null;
+  const layout = layoutOfGitdir(gitdir, dir);
+  if (layout.commonDir !== layout.gitdir || !fs.existsSync(worktreesDir(layout))) return null;
+  const linked = listWorktrees(gitdir).filter((w) => w.name !== null);
+  if (linked.length === 0) return null;
+  return Promise.all(
+    linked.map(async (w) => ({
+      path: w.path,
+      branch: w.branch,
+      dirty: w.prunable === null ? (await isDirtyFast(w.path, w.gitdir)) !== false : null,
+      prunable: w.prunable,
+    })),
+  );
 }
