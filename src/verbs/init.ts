@@ -28,7 +28,7 @@ const Result = v.object({
 export const initVerb = defineVerb({
   name: "init",
   description:
-    "Initialise a grex workspace in the current directory: creates grex.jsonl and grex.lock.jsonl, ignores grex's runtime state in .gitignore, marks both files for union merges in .gitattributes, and clones registered packs that are missing (with --locked, at their locked commits). Idempotent.",
+    "Initialise a grex workspace in the current directory: creates grex.jsonl and grex.lock.jsonl, ignores grex's runtime state in .gitignore, marks both files for union merges in .gitattributes, and clones registered packs that are missing (with --locked, at their locked commits). Idempotent. With from and branch: makes this directory a task workspace of the workspace at `from`, each selected pack (children included) a linked worktree of the source's clone on `branch`; setup that writes into HOME is skipped (listed in setup_skipped) unless setup_home.",
   params: v.strictObject({
     clone: desc(v.optional(v.boolean(), true), "false: do not clone registered packs that are missing on disk (create the workspace files only). Default true."),
     dry_run: dryRunParam,
