@@ -1,0 +1,110 @@
+// Task workspaces (`bun bench/task-workspaces.ts`, npm run bench:task-workspaces):
+// a source workspace of BENCH_PACKS packs (default 100, each BENCH_COMMITS
+// commits over BENCH_FILES files), then, timed by hyperfine -N in the same run:
+//   task   `grex init --from <source> --branch <topic>` in an empty directory
+//          (every pack a linked worktree of the source's clone)
+//   fresh  `grex init` of a new directory holding the source's grex.jsonl
+//          (every pack cloned from its upstream: what a copy costs without
+//          task workspaces)
+// and the disk each takes (du -sk, blocks): the task workspace plus what it
+// adds to the source (`.git/worktrees/<name>/`: index, HEAD, logs) against the
+// checked-out files alone (the fresh workspace without its .git directories).
+// Goals (issue 39): task time <= 0.1x fresh; task disk <= checked-out files + 5%.
+//
+// Both sides run the same grex (`bun src/cli/main.ts`, or the compiled binary
+// with BENCH_COMPILED=1), so the start-up cost is in both. Env: BENCH_PACKS,
+// BENCH_RUNS (default 3), BENCH_COMMITS / BENCH_FILES (default 30 / 50).
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { makeReposScript } from "./fixtures/repos.ts";
+import { benchEnv } from "./fixtures/env.ts";
+import { grexBuildCommand } from "../scripts/compile.ts";
+
+const PACKS = Number(process.env.BENCH_PACKS ?? 100);
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const shape = { commits: Number(process.env.BENCH_COMMITS ?? 30), files: Number(process.env.BENCH_FILES ?? 50) };
+if (!Bun.which("hyperfine")) throw new Error("hyperfine is needed (https://github.com/sharkdp/hyperfine)");
+const root = mkdtempSync(join(tmpdir(), "grex-bench-task-"));
+const env = benchEnv(join(root, "home"));
+mkdirSync(env.HOME as string);
+const log = (m: string) => Bun.write(Bun.stderr, `${m}\n`);
+
+function sh(cmd: string[], cwd = root): string {
+  const r = Bun.spawnSync(cmd, { cwd, env, stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`${cmd.join(" ")}: ${r.stderr.toString().slice(0, 2000)}`);
+  return r.stdout.toString();
+}
+
+let grex: string[];
+if (process.env.BENCH_COMPILED === "1") {
+  const bin = join(root, "grex");
+  sh(grexBuildCommand(bin));
+  grex = [bin];
+} else grex = [process.execPath, join(import.meta.dir, "..", "src", "cli", "main.ts")];
+
+try {
+  log(`bench/task-workspaces: making ${PACKS} repositories (${shape.commits} commits, ${shape.files} files each)`);
+  const up = join(root, "upstream");
+  const streams = join(root, "streams");
+  mkdirSync(up);
+  mkdirSync(streams);
+  const names = Array.from({ length: PACKS }, (_, i) => `r${String(i).padStart(3, "0")}`);
+  writeFileSync(join(root, "make.sh"), makeReposScript(names, up, streams, undefined, shape));
+  sh(["sh", join(root, "make.sh")]);
+
+  const source = join(root, "source");
+  mkdirSync(source);
+  writeFileSync(join(source, "REPOS.json"), JSON.stringify(names.map((name) => ({ url: join(up, name), path: name }))));
+  sh([...grex, "init"], source);
+  sh([...grex, "import", "--from-repos-json", "REPOS.json"], source);
+  log(`bench/task-workspaces: cloning the ${PACKS}-pack source`);
+  sh([...grex, "sync", "--parallel", "8"], source);
+
+  const task = join(root, "task");
+  const fresh = join(root, "fresh");
+  // Before each timed run: an empty directory again, and no registration or topic left in the source.
+  writeFileSync(
+    join(root, "prep-task.sh"),
+    `rm -rf "${task}" && mkdir "${task}" && for p in "${source}"/r*; do git -C "$p" worktree prune && git -C "$p" branch -q -D topic 2>/dev/null; done; true\n`,
+  );
+  writeFileSync(join(root, "prep-fresh.sh"), `rm -rf "${fresh}" && mkdir "${fresh}" && cp "${source}/grex.jsonl" "${fresh}/grex.jsonl"\n`);
+
+  const hyperfine = (cmd: string[], prepare: string): { median: number; runs: number[] } => {
+    const out = join(root, "hf.json");
+    const args = ["hyperfine", "-N", "--runs", String(RUNS), "--export-json", out, "--style", "none", "--prepare", `sh ${prepare}`, cmd.join(" ")];
+    const r = Bun.spawnSync(args, { cwd: root, env, stdout: "ignore", stderr: "pipe" });
+    if (r.exitCode !== 0) throw new Error(`hyperfine failed for ${cmd.join(" ")}:\n${r.stderr.toString()}`);
+    const res = (JSON.parse(readFileSync(out, "utf8")) as { results: Array<{ median: number; times: number[] }> }).results[0] as { median: number; times: number[] };
+    return { median: res.median * 1000, runs: res.times.map((s) => s * 1000) };
+  };
+
+  log(`bench/task-workspaces: timing (${RUNS} runs each)`);
+  const taskTime = hyperfine([...grex, "--manifest", join(task, "grex.jsonl"), "init", "--from", source, "--branch", "topic"], join(root, "prep-task.sh"));
+  const freshTime = hyperfine([...grex, "--manifest", join(fresh, "grex.jsonl"), "init"], join(root, "prep-fresh.sh"));
+
+  // Disk, after the last run of each (both left in place), in KiB of blocks.
+  const kib = (args: string[]) => Number(sh(["du", "-sk", ...args]).trim().split(/\s+/)[0]);
+  const admin = Number(
+    sh(["sh", "-c", `du -sk "${source}"/r*/.git/worktrees | awk '{ s += $1 } END { print s + 0 }'`]).trim(),
+  );
+  const taskDisk = kib([task]) + admin;
+  const checkedOut = kib(["--exclude=.git", "--exclude=.grex", fresh]);
+  const freshDisk = kib([fresh]);
+
+  const ratio = taskTime.median / freshTime.median;
+  const over = (taskDisk / checkedOut - 1) * 100;
+  const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+  const row = (a: string, b: string, c: string) => `| ${a} | ${b} | ${c} |`;
+  console.log(`\n### Task workspaces: ${PACKS} packs (${shape.commits} commits, ${shape.files} files each), ${RUNS} runs, load average ${load}\n`);
+  console.log(row("", "time (median ms)", "disk (KiB)"));
+  console.log(row("---", "---:", "---:"));
+  console.log(row("fresh `grex init` + clone of every pack", freshTime.median.toFixed(0), String(freshDisk)));
+  console.log(row("task workspace (`init --from`)", taskTime.median.toFixed(0), `${taskDisk} (of which ${admin} in the source's .git/worktrees)`));
+  console.log(row("checked-out files alone", "", String(checkedOut)));
+  console.log(`\ntask / fresh time: ${ratio.toFixed(3)}x (goal <= 0.1x) ${ratio <= 0.1 ? "MET" : "NOT MET"}`);
+  console.log(`task disk over the checked-out files: ${over >= 0 ? "+" : ""}${over.toFixed(1)}% (goal <= +5%) ${over <= 5 ? "MET" : "NOT MET"}`);
+  console.log(`runs (ms): task ${taskTime.runs.map((x) => x.toFixed(0)).join(", ")}; fresh ${freshTime.runs.map((x) => x.toFixed(0)).join(", ")}`);
+} finally {
+  rmSync(root, { recursive: true, force: true });
+}
