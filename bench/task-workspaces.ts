@@ -83,14 +83,22 @@ try {
   const taskTime = hyperfine([...grex, "--manifest", join(task, "grex.jsonl"), "init", "--from", source, "--branch", "topic"], join(root, "prep-task.sh"));
   const freshTime = hyperfine([...grex, "--manifest", join(fresh, "grex.jsonl"), "init"], join(root, "prep-fresh.sh"));
 
-  // Disk, after the last run of each (both left in place), in KiB of blocks.
+  // Disk, after the last run of each (both left in place), in KiB of blocks (and of bytes, --apparent-size).
   const kib = (args: string[]) => Number(sh(["du", "-sk", ...args]).trim().split(/\s+/)[0]);
-  const admin = Number(
-    sh(["sh", "-c", `du -sk "${source}"/r*/.git/worktrees | awk '{ s += $1 } END { print s + 0 }'`]).trim(),
-  );
+  const adminOf = (flags: string) => Number(sh(["sh", "-c", `du -sk ${flags} "${source}"/r*/.git/worktrees | awk '{ s += $1 } END { print s + 0 }'`]).trim());
+  const admin = adminOf("");
   const taskDisk = kib([task]) + admin;
+  const taskBytes = kib(["--apparent-size", task]) + adminOf("--apparent-size");
   const checkedOut = kib(["--exclude=.git", "--exclude=.grex", fresh]);
+  const checkedBytes = kib(["--apparent-size", "--exclude=.git", "--exclude=.grex", fresh]);
   const freshDisk = kib([fresh]);
+  // For scale: what `git worktree add` itself writes for the same packs (one sequential run).
+  const gitwt = join(root, "gitwt");
+  const adminBefore = admin;
+  const t0 = Bun.nanoseconds();
+  for (const name of names) sh(["git", "-C", join(source, name), "worktree", "add", "-q", "-b", "gtopic", join(gitwt, name)]);
+  const gitMs = (Bun.nanoseconds() - t0) / 1e6;
+  const gitDisk = kib([gitwt]) + adminOf("") - adminBefore;
 
   const ratio = taskTime.median / freshTime.median;
   const over = (taskDisk / checkedOut - 1) * 100;
@@ -101,9 +109,11 @@ try {
   console.log(row("---", "---:", "---:"));
   console.log(row("fresh `grex init` + clone of every pack", freshTime.median.toFixed(0), String(freshDisk)));
   console.log(row("task workspace (`init --from`)", taskTime.median.toFixed(0), `${taskDisk} (of which ${admin} in the source's .git/worktrees)`));
+  console.log(row("`git worktree add` of every pack (one run, sequential)", gitMs.toFixed(0), String(gitDisk)));
   console.log(row("checked-out files alone", "", String(checkedOut)));
   console.log(`\ntask / fresh time: ${ratio.toFixed(3)}x (goal <= 0.1x) ${ratio <= 0.1 ? "MET" : "NOT MET"}`);
-  console.log(`task disk over the checked-out files: ${over >= 0 ? "+" : ""}${over.toFixed(1)}% (goal <= +5%) ${over <= 5 ? "MET" : "NOT MET"}`);
+  console.log(`task disk over the checked-out files: ${over >= 0 ? "+" : ""}${over.toFixed(1)}% (goal <= +5%) ${over <= 5 ? "MET" : "NOT MET"}; git worktree add's: +${((gitDisk / checkedOut - 1) * 100).toFixed(1)}%`);
+  console.log(`in bytes (--apparent-size): task ${taskBytes} KiB vs checked-out files ${checkedBytes} KiB (+${((taskBytes / checkedBytes - 1) * 100).toFixed(1)}%)`);
   console.log(`runs (ms): task ${taskTime.runs.map((x) => x.toFixed(0)).join(", ")}; fresh ${freshTime.runs.map((x) => x.toFixed(0)).join(", ")}`);
 } finally {
   rmSync(root, { recursive: true, force: true });

@@ -253,7 +253,7 @@ async function serveWatch(r: DoctorRun): Promise<void> {
 async function worktrees(r: DoctorRun): Promise<void> {
   const { loadWorkspaceView } = await import("../core/workspace/packs.ts");
   const view = await loadWorkspaceView(r.ws, r.warn).catch(() => null);
-  const { linkedWorktreesOf } = await import("../core/git/worktree/linked-worktrees.ts");
+  const { linkedWorktreesOf } = await import("../core/git/worktree/worktree-list.ts");
   for (const node of view?.packs ?? []) {
     for (const w of (await linkedWorktreesOf(node.dir)) ?? []) {
       if (w.prunable === null) continue;

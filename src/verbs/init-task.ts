@@ -110,11 +110,13 @@ async function keepTrackedBranches(ws: Workspace, nodes: readonly PackNode[], si
 
 /** The source's .gitignore block of each pack, copied (the task workspace ignores its pack directories as the source does). */
 async function copyIgnoreBlocks(sourceRoot: string, root: string, ids: readonly string[]): Promise<void> {
-  const { parseBlocks, updateIgnoreFile } = await import("../core/workspace/gitignore.ts");
+  const { parseBlocks, updateIgnoreBlocks } = await import("../core/workspace/gitignore.ts");
   const src = join(sourceRoot, ".gitignore");
   const { blocks } = parseBlocks(existsSync(src) ? readFileSync(src, "utf8") : "");
+  const updates: Array<[string, string[]]> = [];
   for (const id of ids) {
     const lines = blocks.get(id);
-    if (lines !== undefined) updateIgnoreFile(join(root, ".gitignore"), id, lines);
+    if (lines !== undefined) updates.push([id, lines]);
   }
+  updateIgnoreBlocks(join(root, ".gitignore"), updates); // one rewrite for every pack
 }

@@ -15,7 +15,7 @@ export interface RmPack {
 
 /** The packs (the pack and its children) that are linked worktrees, with their registrations. */
 export async function linkedPacks(packs: readonly RmPack[]): Promise<Array<RmPack & { admin: string }>> {
-  const { linkedGitdirOf } = await import("../core/git/worktree/linked-worktrees.ts");
+  const { linkedGitdirOf } = await import("../core/git/worktree/worktree-list.ts");
   const out: Array<RmPack & { admin: string }> = [];
   for (const p of packs) {
     const admin = existsSync(p.dir) ? linkedGitdirOf(p.dir) : null;
@@ -34,7 +34,7 @@ export async function changedWorktrees(packs: readonly RmPack[]): Promise<string
 
 /** Refuse to delete a source pack (or child) whose repository still has linked worktrees elsewhere, naming them. */
 export async function assertNoWorktrees(packs: readonly RmPack[]): Promise<void> {
-  const [{ otherWorktrees }, { dotGitOf }] = await Promise.all([import("../core/git/worktree/linked-worktrees.ts"), import("../core/git/layout/layout.ts")]);
+  const [{ otherWorktrees }, { dotGitOf }] = await Promise.all([import("../core/git/worktree/worktree-list.ts"), import("../core/git/layout/layout.ts")]);
   for (const p of packs) {
     const gitdir = existsSync(p.dir) ? dotGitOf(p.dir) : null;
     if (gitdir === null) continue;

@@ -249,7 +249,7 @@ export const statusVerb = defineVerb({
         }
         const head = p.long && gitdir !== null ? readHeadSync(n.dir) : null;
         const last = head ? (await import("../core/git/last-commit.ts")).lastCommit(gitdir as string, head.sha) : null;
-        const worktrees = gitdir === null ? null : await (await import("../core/git/worktree/linked-worktrees.ts")).linkedWorktreesOf(n.dir);
+        const worktrees = gitdir === null ? null : await (await import("../core/git/worktree/worktree-list.ts")).linkedWorktreesOf(n.dir);
         const out = { ...row, tags: n.tags as string[], staged: counts?.staged ?? null, unstaged: counts?.unstaged ?? null, untracked: counts?.untracked ?? null, last_commit: last, fetch_url: mirror(n.url) };
         return worktrees === null ? { ...out, worktrees: undefined } : { ...out, worktrees };
       }),

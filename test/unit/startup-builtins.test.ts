@@ -53,7 +53,7 @@ describe("slow built-ins stay off the hot paths", () => {
     expect(slowBuiltinsFrom(["cli/main.ts", "mcp/serve-argv.ts"])).toEqual([]);
   });
   test("grex status (its dirty check and setup-drift check included)", () => {
-    expect(slowBuiltinsFrom([...COMMON, "verbs/status.ts", "core/sync/pack-status.ts", "core/git/inspect.ts", "core/workspace/pack-state.ts", "core/actions/drift.ts"])).toEqual([]);
+    expect(slowBuiltinsFrom([...COMMON, "verbs/status.ts", "core/sync/pack-status.ts", "core/git/inspect.ts", "core/workspace/pack-state.ts", "core/actions/drift.ts", "core/git/worktree/worktree-list.ts"])).toEqual([]);
   });
   test("grex status's setup-drift check builds no action schema", () => {
     expect(importersOf(["core/actions/drift.ts"], (spec) => spec === "valibot")).toEqual([]);

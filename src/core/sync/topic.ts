@@ -10,7 +10,7 @@ import { countLeftRight } from "../git/refs/ahead-behind.ts";
 import { readGitdirConfigValue, setTrackingSync } from "../git/refs/config.ts";
 import { gitdirOf, RefFiles, writeRefSync } from "../git/refs/refs.ts";
 import type { HeadInfo } from "../git/refs/head.ts";
-import { checkedOutAt } from "../git/worktree/linked-worktrees.ts";
+import { checkedOutAt } from "../git/worktree/worktree-list.ts";
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 

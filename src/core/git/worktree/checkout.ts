@@ -21,7 +21,7 @@ import { displayUrl } from "../transport/url.ts";
 import { beyondLink, linkedParent } from "./worktree-guard.ts";
 import { isShallow } from "../layout/layout.ts";
 import { withIndexLock } from "../objects/index-manager.ts";
-import { checkedOutAt } from "./linked-worktrees.ts";
+import { checkedOutAt } from "./worktree-list.ts";
 
 type Target = { kind: "branch"; name: string; oid: string } | { kind: "detached"; oid: string };
 
