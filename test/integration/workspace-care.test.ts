@@ -51,6 +51,7 @@ describe("doctor", () => {
       "git-filters",
       "mirrors",
       "serve-watch",
+      "worktrees",
       "team-files",
       "merge-conflicts",
     ]);
