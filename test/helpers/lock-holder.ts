@@ -3,7 +3,8 @@
 //   bun test/helpers/lock-holder.ts <workspace-root> workspace|workspace-shared [purpose]
 //   bun test/helpers/lock-holder.ts <workspace-root> pack|backend <dir>
 //   bun test/helpers/lock-holder.ts <workspace-root> manifest
-import { tryAcquireWorkspaceLock, withBackendLock, withManifestLock, withPackLock } from "../../src/core/locks/locks.ts";
+//   bun test/helpers/lock-holder.ts <workspace-root> repo <pack dir>   (the shared repository lock of its clone)
+import { tryAcquireWorkspaceLock, withBackendLock, withManifestLock, withPackLock, withSharedRepoLock } from "../../src/core/locks/locks.ts";
 import { workspaceAt } from "../../src/core/base/workspace.ts";
 
 const [root, kind, arg] = process.argv.slice(2);
@@ -39,6 +40,13 @@ switch (kind) {
   case "manifest":
     await withManifestLock(ws, signal, hold);
     break;
+  case "repo": {
+    const { sharedLockOf } = await import("../../src/core/sync/repo-lock.ts");
+    const path = sharedLockOf(arg ?? root);
+    if (path === null) throw new Error(`${arg} has no repository shared with other work trees`);
+    await withSharedRepoLock(path, signal, hold);
+    break;
+  }
   default:
     process.stderr.write(`unknown lock kind ${kind}\n`);
     process.exit(2);

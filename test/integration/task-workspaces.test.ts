@@ -212,3 +212,52 @@ describe("removal never loses work", () => {
     expect((again.json.findings as Array<{ check: string; severity: string }>).filter((f) => f.check === "worktrees" && f.severity !== "ok")).toEqual([]);
   });
 });
+
+describe("a full workspace, sharing its repositories safely", () => {
+  test("exec, run and the MCP server work in a task workspace", async () => {
+    const dir = join(t.root, "tasks", "one");
+    const ex = await grexIn(dir, ["exec", "--json", "--", "git", "rev-parse", "--abbrev-ref", "HEAD"]);
+    expect(ex.code).toBe(0);
+    expect(JSON.stringify(ex.json)).toContain("topic");
+    const run = await grexIn(dir, ["run", "exec", "--filter", "libs/tool", "--json"]);
+    expect(run.code).toBe(0);
+    const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+    const { SessionTransport, serverOptions } = await import("../helpers/mcp.ts");
+    const client = new Client({ name: "grex-test", version: "1" });
+    await client.connect(new SessionTransport(serverOptions(dir, t.env)));
+    const st = (await client.callTool({ name: "status", arguments: {} })) as { isError?: boolean; structuredContent?: { packs: Array<{ id: string; branch: string }> } };
+    await client.close();
+    expect(st.isError ?? false).toBe(false);
+    expect(st.structuredContent?.packs.map((p) => p.branch)).toEqual(PACKS.map(() => "topic"));
+  });
+
+  test("a fetch waits for the shared repository lock, which the source and its task workspaces find in the same file", async () => {
+    const { sharedLockOf } = await import("../../src/core/sync/repo-lock.ts");
+    const dir = join(t.root, "tasks", "one");
+    const src = join(t.ws, "libs/tool");
+    expect(sharedLockOf(join(dir, "libs/tool"))).toBe(sharedLockOf(src));
+    expect(sharedLockOf(src)).toBe(join(src, ".git", "grex-fetch.lock"));
+    const holder = Bun.spawn([process.execPath, join(import.meta.dir, "..", "helpers", "lock-holder.ts"), t.ws, "repo", src], { stdout: "pipe", stderr: "inherit", env: t.env });
+    const reader = holder.stdout.getReader();
+    let out = "";
+    while (!out.includes("held\n")) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("the lock holder ended before taking the lock");
+      out += new TextDecoder().decode(value);
+    }
+    const upstream = t.commit(tool, { "LOCKED.md": "x\n" }, "while locked");
+    const sync = t.spawnGrex(["sync", "--filter", "libs/tool", "--json"], { cwd: dir });
+    let finished = false;
+    void sync.exited.then(() => {
+      finished = true;
+    });
+    await Bun.sleep(3000);
+    expect(finished).toBe(false);
+    expect(git(src, "rev-parse", "refs/remotes/origin/main")).not.toBe(upstream);
+    holder.kill("SIGKILL");
+    await holder.exited;
+    expect(await sync.exited).toBe(0);
+    expect(git(src, "rev-parse", "refs/remotes/origin/main")).toBe(upstream);
+  }, 60_000);
+});
+
