@@ -165,6 +165,29 @@ describe("bad input: one sentence, exit 2, nothing made", () => {
   }
 });
 
+describe("what init --from would do, and a source pack not on disk", () => {
+  test("--dry-run lists the packs and makes nothing", async () => {
+    const dir = task("dry");
+    const r = await grexIn(dir, ["init", "--from", t.ws, "--branch", "dry-topic", "--filter", "meta-basic", "--dry-run", "--json"]);
+    expect(r.code).toBe(0);
+    expect((r.json.packs as Array<{ id: string }>).map((p) => p.id)).toEqual(["meta-basic", "meta-basic/child-a", "meta-basic/second"]);
+    expect(readdirSync(dir)).toEqual([]);
+    expect(() => git(join(t.ws, "meta-basic"), "rev-parse", "--verify", "refs/heads/dry-topic")).toThrow();
+  });
+
+  test("a pack the source has not cloned: one sentence, exit 2, nothing made", async () => {
+    const other = join(t.root, "uncloned-source");
+    mkdirSync(other);
+    writeFileSync(join(other, "grex.jsonl"), readFileSync(join(t.ws, "grex.jsonl")));
+    expect((await grexIn(other, ["init", "--no-clone"])).code).toBe(0);
+    const dir = task("uncloned");
+    const r = await grexIn(dir, ["init", "--from", other, "--branch", "x"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^grex: pack '.*' is not on disk in the source workspace \(.*\), so it has no repository to share; run grex sync there first, or leave it out with --filter\.\n$/);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+});
+
 describe("removal never loses work", () => {
   test("rm in the task workspace refuses changes, then removes the worktree; the commits stay on the topic", async () => {
     const dir = task("two");
