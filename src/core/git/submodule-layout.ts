@@ -30,11 +30,20 @@ import { isGitDirectory, readGitFile, submoduleGitdir } from "./layout/layout.ts
 import { readGitdirConfigValue, setRepoConfig } from "./refs/config.ts";
 import { readSymref, resolveRefSync, writeRefSync } from "./refs/refs.ts";
 
-/** The git directory submodule `name` gets under the superproject's git directory `superGitdir`, or why it may not have one. */
-export function moduleGitdir(superGitdir: string, name: string): { gitdir: string } | { refused: string } {
+/**
+ * The git directory submodule `name` gets under the superproject's git
+ * directory `superGitdir`, or why it may not have one; `siblings` are the
+ * other names declared beside it (none may hold its place inside theirs).
+ */
+export function moduleGitdir(superGitdir: string, name: string, siblings: readonly string[] = []): { gitdir: string } | { refused: string } {
   const target = resolve(submoduleGitdir(superGitdir, name));
   const root = resolve(submoduleGitdir(superGitdir, "x"), "..");
   if (!target.startsWith(root + sep)) return { refused: `its name '${name}' does not name a directory inside ${root}` };
+  for (const other of siblings) {
+    if (other !== name && target.startsWith(resolve(submoduleGitdir(superGitdir, other)) + sep)) {
+      return { refused: `its name '${name}' would put its repository inside that of submodule '${other}'` };
+    }
+  }
   const parts = relative(root, target).split(sep);
   for (let i = 1; i < parts.length; i++) {
     const up = join(root, ...parts.slice(0, i));
@@ -119,7 +128,7 @@ export function addDefaultBranch(gitdir: string): void {
   if (branch === null || branch === "" || branch === "HEAD") return;
   const oid = resolveRefSync(gitdir, target as string);
   if (oid === null || resolveRefSync(gitdir, `refs/heads/${branch}`) !== null) return;
-  writeRefSync(gitdir, `refs/heads/${branch}`, oid);
+  // The config first: a kill between the two leaves the branch to make, which the next pass makes.
   setRepoConfig(
     gitdir,
     [
@@ -128,4 +137,5 @@ export function addDefaultBranch(gitdir: string): void {
     ],
     "if-absent",
   );
+  writeRefSync(gitdir, `refs/heads/${branch}`, oid);
 }

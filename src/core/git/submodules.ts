@@ -240,7 +240,7 @@ export async function updateSubmodules(
     if (mirror !== u.url && !mirrorTransportAllowed(mirror)) {
       throw packOpError(`${where}: its URL ${displayUrl(u.url)} is rewritten by your url.<base>.insteadOf to '${displayUrl(mirror)}', a transport grex does not fetch submodules over (use https, http, ssh or a local path); refusing to clone it.`, { dir });
     }
-    const placed = moduleGitdir(gitdir, d.name);
+    const placed = moduleGitdir(gitdir, d.name, declared.map((x) => x.name));
     if ("refused" in placed) throw packOpError(`${where}: ${placed.refused}; refusing to clone it.`, { dir });
     plan.push({ d, sha: link.sha, url: u.url, target: placed.gitdir });
   }
@@ -252,10 +252,16 @@ export async function updateSubmodules(
     const shown = prefix + d.path;
     const backend = backendFor(subUrl);
     const where = `${dir}: submodule '${d.name}' at '${d.path}'`;
+    // Checked again where it is placed (git's validate_submodule_git_dir): what the passes before made counts.
+    const placed = moduleGitdir(gitdir, d.name);
+    if ("refused" in placed) throw packOpError(`${where}: ${placed.refused}; refusing to clone it.`, { dir });
     // An old pack's `<path>/.git` directory, or a pass killed half-way: laid out as git lays it out first.
-    const unlinkedEmpty = layoutState(subDir, target) === "unlinked" && isEmptyOrAbsent(subDir);
+    const state = layoutState(subDir, target);
+    const unlinkedEmpty = state === "unlinked" && isEmptyOrAbsent(subDir);
     if (unlinkedEmpty) fs.mkdirSync(subDir, { recursive: true });
     const populated = absorbSubmodule(subDir, target, where);
+    if (state === "own") addDefaultBranch(target);
+    if (populated) recordSubmoduleInConfig(gitdir, d.name, subUrl);
     // A gitlink to a commit its repository lacks: named as that, not as a tag or branch to check.
     const missing = (err: unknown) =>
       err instanceof GrexError && err.data?.ref === sha
