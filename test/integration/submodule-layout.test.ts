@@ -38,8 +38,7 @@ function repo(dir: string, files: Record<string, string>): string {
 }
 
 /** super → vendor/lib (→ deps/inner), and tools/kit named 'toolkit' (a name other than its path) → inner. */
-function family() {
-  const root = tmp.path;
+function family(root = tmp.path) {
   const inner = repo(join(root, "inner"), { "inner.txt": "inner\n" });
   const lib = repo(join(root, "lib"), { "lib.txt": "lib\n" });
   git(lib, ...FILE, "submodule", "add", "-q", "../inner", "deps/inner");
@@ -164,8 +163,8 @@ test("a clone with nested submodules is laid out as git submodule update --init 
 });
 
 /** A pack as an older grex left it: each submodule a plain clone at its path (a `.git` directory), recorded in the config as grex recorded it. */
-function oldLayout(f: ReturnType<typeof family>, dest: string): string {
-  git(tmp.path, "clone", "-q", f.sup, dest);
+function oldLayout(f: ReturnType<typeof family>, dest: string, cloned = false): string {
+  if (!cloned) git(tmp.path, "clone", "-q", f.sup, dest);
   const place = (parent: string, path: string, url: string, name: string) => {
     const at = join(parent, path);
     git(tmp.path, "clone", "-q", url, at);
@@ -305,4 +304,69 @@ test("a .gitmodules name never makes grex write outside .git/modules", async () 
   expect(existsSync(join(tmp.path, "x"))).toBe(false);
   expect(existsSync(join(evilClone, ".git", "modules"))).toBe(false);
   expect(readdirSync(join(evilClone, "sub"))).toEqual([]);
+});
+
+test("grex add --recurse-submodules lays them out as git does, and grex sync migrates a pack an older grex laid out", async () => {
+  const { TestWorkspace } = await import("../helpers/workspace.ts");
+  const { rmSync } = await import("node:fs");
+  const t = new TestWorkspace("grex-submodule-layout-ws-");
+  try {
+    const f = family(t.upstream);
+    writeFileSync(join(t.home, ".gitconfig"), '[protocol "file"]\n\tallow = always\n'); // local submodule URLs: the user's opt-in
+    expect((await t.grex("init")).code).toBe(0);
+    expect((await t.grex("add", f.sup, "--recurse-submodules", "--no-install", "--json")).code).toBe(0);
+    const pack = join(t.ws, "super");
+    const want = layout(byGit(f.sup, join(tmp.path, "by-git")));
+    expect(layout(pack)).toEqual(want);
+    expect(git(pack, "config", "submodule.recurse")).toBe("true");
+    // Plain `git pull` in the pack (submodule.recurse on) brings the nested submodules along.
+    advance(f);
+    git(pack, ...FILE, "pull", "-q");
+    expect(readFileSync(join(pack, "vendor", "lib", "deps", "inner", "inner.txt"), "utf8")).toBe(`inner ${round}\n`);
+    expect(git(pack, "status", "--porcelain")).toBe("");
+
+    // The same pack as an older grex left it: each submodule a clone with its own .git directory.
+    for (const p of SUBS.slice(0, 2)) rmSync(join(pack, p), { recursive: true, force: true });
+    rmSync(join(pack, ".git", "modules"), { recursive: true, force: true });
+    oldLayout(f, pack, true);
+    advance(f);
+    const r = await t.grex("sync", "--json");
+    expect(r.code).toBe(0);
+    for (const p of SUBS) expect(lstatSync(join(pack, p, ".git")).isFile()).toBe(true);
+    expect(moduleDirs(pack)).toEqual(["toolkit", "vendor/lib", "vendor/lib/modules/deps/inner"]);
+    expect(readFileSync(join(pack, "vendor", "lib", "deps", "inner", "inner.txt"), "utf8")).toBe(`inner ${round}\n`);
+    expect(git(pack, "status", "--porcelain")).toBe("");
+    const st = await t.grex("status", "--json");
+    const row = (st.json.packs as Array<{ id: string; drift: string }>).find((p) => p.id === "super");
+    expect(row?.drift).toBe("clean");
+    // And git's plain pull works there now.
+    advance(f);
+    git(pack, ...FILE, "pull", "-q");
+    expect(readFileSync(join(pack, "vendor", "lib", "deps", "inner", "inner.txt"), "utf8")).toBe(`inner ${round}\n`);
+    for (const p of SUBS) git(join(pack, p), "fsck", "--no-progress");
+  } finally {
+    t.cleanup();
+  }
+});
+
+test("a submodule deinitialised by git (its repository kept under .git/modules, its directory empty) is left so, as git's own update leaves it", async () => {
+  const f = family();
+  const want = layout(byGit(f.sup, join(tmp.path, "by-git")));
+  const clone = join(tmp.path, "by-grex");
+  await byGrex(f.sup, clone);
+  git(clone, "submodule", "deinit", "-q", "-f", "vendor/lib");
+  expect(readdirSync(join(clone, "vendor", "lib"))).toEqual([]);
+  const done = await updateSubmodules(clone, f.sup, never(), env);
+  expect(done.map((d) => [d.path, d.result])).toEqual([
+    ["tools/kit", "unchanged"],
+    ["vendor/lib", "skipped"],
+  ]);
+  expect(readdirSync(join(clone, "vendor", "lib"))).toEqual([]);
+  expect(isGitDirectory(join(clone, ".git", "modules", "vendor", "lib"))).toBe(true);
+  // git brings it back into the same place, and grex finds it there.
+  git(clone, ...FILE, "submodule", "update", "-q", "--init", "--recursive");
+  expect(layout(clone)).toEqual(want);
+  const again = await updateSubmodules(clone, f.sup, never(), env);
+  expect(again.every((d) => d.result === "unchanged")).toBe(true);
+  expect(await backendFor(clone).isDirty(clone)).toBe(false);
 });

@@ -43,7 +43,6 @@ import { flatTree } from "./objects/tree-read.ts";
 import { configPath } from "./layout/layout.ts";
 import { checkedFetchUrl } from "./transport/url-rewrite.ts";
 import { absorbSubmodule, addDefaultBranch, layoutState, moduleGitdir } from "./submodule-layout.ts";
-import { moveTo } from "./worktree/checkout.ts";
 
 /** Whether `dir` is missing or an empty directory. */
 function isEmptyOrAbsent(dir: string): boolean {
@@ -257,8 +256,11 @@ export async function updateSubmodules(
     if ("refused" in placed) throw packOpError(`${where}: ${placed.refused}; refusing to clone it.`, { dir });
     // An old pack's `<path>/.git` directory, or a pass killed half-way: laid out as git lays it out first.
     const state = layoutState(subDir, target);
-    const unlinkedEmpty = state === "unlinked" && isEmptyOrAbsent(subDir);
-    if (unlinkedEmpty) fs.mkdirSync(subDir, { recursive: true });
+    if (state === "unlinked" && isEmptyOrAbsent(subDir)) {
+      // `git submodule deinit`: the user's choice, kept as git's own update keeps it.
+      out.push({ path: shown, name: d.name, sha, result: "skipped", message: "deinitialised (its repository kept in .git/modules, its directory empty); left as is — run git submodule update --init to check it out again" });
+      continue;
+    }
     const populated = absorbSubmodule(subDir, target, where);
     if (state === "own") addDefaultBranch(target);
     if (populated) recordSubmoduleInConfig(gitdir, d.name, subUrl);
@@ -280,17 +282,6 @@ export async function updateSubmodules(
       absorbSubmodule(subDir, target, where);
       recordSubmoduleInConfig(gitdir, d.name, subUrl);
       out.push({ path: shown, name: d.name, sha, result: "cloned", message: `cloned at ${sha.slice(0, 7)}` });
-    } else if (unlinkedEmpty) {
-      // Its repository kept under .git/modules with an empty work tree (`git submodule deinit`): checked out again there.
-      budget.take(where);
-      try {
-        await backend.fetch(subDir, subUrl, { signal });
-        await moveTo({ dir: subDir, gitdir: target, url: subUrl, ref: sha, defaultBranch: null, fresh: true, shown: subDir });
-      } catch (err) {
-        throw missing(err);
-      }
-      recordSubmoduleInConfig(gitdir, d.name, subUrl);
-      out.push({ path: shown, name: d.name, sha, result: "cloned", message: `checked out again at ${sha.slice(0, 7)}` });
     } else {
       const now = readHeadSync(subDir)?.sha ?? null;
       if (now === sha) out.push({ path: shown, name: d.name, sha, result: "unchanged", message: "at the recorded commit" });
