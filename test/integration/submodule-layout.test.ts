@@ -370,3 +370,18 @@ test("a submodule deinitialised by git (its repository kept under .git/modules, 
   expect(again.every((d) => d.result === "unchanged")).toBe(true);
   expect(await backendFor(clone).isDirty(clone)).toBe(false);
 });
+
+test("a submodule whose .git file names a repository that is gone stops with one sentence, and nothing is changed", async () => {
+  const f = family();
+  const clone = join(tmp.path, "by-grex");
+  await byGrex(f.sup, clone);
+  const { rmSync } = await import("node:fs");
+  rmSync(join(clone, ".git", "modules", "toolkit"), { recursive: true, force: true });
+  const err = await updateSubmodules(clone, f.sup, never(), env).catch((e: unknown) => e);
+  expect(String((err as Error).message)).toMatch(/submodule 'toolkit' at 'tools\/kit' has a \.git file naming .*modules\/toolkit, which holds no repository; move the submodule's directory away, then run the command again to clone it afresh\.$/);
+  expect(readFileSync(join(clone, "tools", "kit", "inner.txt"), "utf8")).toBe("inner\n");
+  rmSync(join(clone, "tools", "kit"), { recursive: true, force: true });
+  const done = await updateSubmodules(clone, f.sup, never(), env);
+  expect(done.find((d) => d.path === "tools/kit")?.result).toBe("cloned");
+  expect(git(clone, "status", "--porcelain")).toBe("");
+});

@@ -52,8 +52,13 @@ export function moduleGitdir(superGitdir: string, name: string, siblings: readon
   return { gitdir: target };
 }
 
-/** What state the submodule at `subDir` is in: "absorbed" (a `.git` file to `target`), "own" (a `.git` directory), "unlinked" (no `.git`, `target` a repository), "other" (a `.git` naming something else), "none". */
-export function layoutState(subDir: string, target: string): "absorbed" | "own" | "unlinked" | "other" | "none" {
+/**
+ * What state the submodule at `subDir` is in: "absorbed" (a `.git` file to
+ * `target`, a repository), "broken" (a `.git` file to `target`, which holds no
+ * repository), "own" (a `.git` directory), "unlinked" (no `.git`, `target` a
+ * repository), "other" (a `.git` naming something else), "none".
+ */
+export function layoutState(subDir: string, target: string): "absorbed" | "broken" | "own" | "unlinked" | "other" | "none" {
   const dotgit = join(subDir, ".git");
   let st: fs.Stats | null = null;
   try {
@@ -65,7 +70,8 @@ export function layoutState(subDir: string, target: string): "absorbed" | "own" 
   if (st.isDirectory()) return "own";
   if (st.isFile()) {
     const named = readGitFile(dotgit);
-    return named !== null && samePath(named, target) ? "absorbed" : "other";
+    if (named === null || !samePath(named, target)) return "other";
+    return isGitDirectory(target) ? "absorbed" : "broken";
   }
   return "other";
 }
@@ -88,6 +94,9 @@ export function absorbSubmodule(subDir: string, target: string, where: string): 
   let state = layoutState(subDir, target);
   if (state === "none") return false;
   if (state === "other") return true; // the user's own `.git` file: theirs to keep
+  if (state === "broken") {
+    throw packOpError(`${where} has a .git file naming ${target}, which holds no repository; move the submodule's directory away, then run the command again to clone it afresh.`, { dir: subDir });
+  }
   const dotgit = join(subDir, ".git");
   if (state === "own") {
     if (fs.existsSync(target)) {
