@@ -258,7 +258,7 @@ export async function updateSubmodules(
     const state = layoutState(subDir, target);
     if (state === "unlinked" && isEmptyOrAbsent(subDir)) {
       // `git submodule deinit`: the user's choice, kept as git's own update keeps it.
-      out.push({ path: shown, name: d.name, sha, result: "skipped", message: "deinitialised (its repository kept in .git/modules, its directory empty); left as is — run git submodule update --init to check it out again" });
+      out.push({ path: shown, name: d.name, sha, result: "skipped", message: `deinitialised (its repository kept in ${target}, its directory empty); left as is — run git submodule update --init to check it out again` });
       continue;
     }
     const populated = absorbSubmodule(subDir, target, where);
