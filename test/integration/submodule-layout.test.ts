@@ -79,8 +79,13 @@ function moduleDirs(clone: string): string[] {
 /** Everything git itself says about the submodules of `clone`, minus what legitimately differs between two clones. */
 function layout(clone: string) {
   const cfg = (dir: string) => git(dir, "config", "-l", "--local").split("\n").sort();
+  // Each module's own files by name, minus what git copies from its templates (sample hooks, description,
+  // branches/, info/) and how it stores refs and reflogs (packed-refs, logs/): grex's own clones make none of those.
+  const TEMPLATE_AND_STORAGE = new Set(["branches", "description", "hooks", "info", "logs", "packed-refs"]);
+  const names = (gd: string) => readdirSync(gd).filter((n) => !TEMPLATE_AND_STORAGE.has(n)).sort();
   return {
     modules: moduleDirs(clone),
+    moduleFiles: moduleDirs(clone).map((m) => [m, names(join(clone, ".git", "modules", m))]),
     gitFiles: SUBS.map((p) => `${p}: ${readFileSync(join(clone, p, ".git"), "utf8")}`),
     superConfig: cfg(clone).filter((l) => !l.startsWith("submodule.recurse=")),
     moduleConfig: SUBS.map((p) => [p, cfg(join(clone, p))]),
