@@ -80,9 +80,12 @@ function moduleDirs(clone: string): string[] {
 function layout(clone: string) {
   const cfg = (dir: string) => git(dir, "config", "-l", "--local").split("\n").sort();
   // Each module's own files by name, minus what git copies from its templates (sample hooks, description,
-  // branches/, info/) and how it stores refs and reflogs (packed-refs, logs/): grex's own clones make none of those.
-  const TEMPLATE_AND_STORAGE = new Set(["branches", "description", "hooks", "info", "logs", "packed-refs"]);
-  const names = (gd: string) => readdirSync(gd).filter((n) => !TEMPLATE_AND_STORAGE.has(n)).sort();
+  // branches/, info/), how it stores refs and reflogs (packed-refs, logs/) and what a last fetch or reset left: grex makes none of those.
+  const TEMPLATE_AND_STORAGE = new Set(["branches", "description", "hooks", "info", "logs", "packed-refs", "FETCH_HEAD", "ORIG_HEAD"]);
+  // A lock's note whose lock is gone: lockfile.ts removes the note just after the lock is renamed over its file,
+  // so a SIGKILL between the two leaves it (git ignores it; that file's next write by grex removes it).
+  const orphanNote = (gd: string, n: string) => n.endsWith(".lock.grex") && !existsSync(join(gd, n.slice(0, -".grex".length)));
+  const names = (gd: string) => readdirSync(gd).filter((n) => !TEMPLATE_AND_STORAGE.has(n) && !orphanNote(gd, n)).sort();
   return {
     modules: moduleDirs(clone),
     moduleFiles: moduleDirs(clone).map((m) => [m, names(join(clone, ".git", "modules", m))]),
