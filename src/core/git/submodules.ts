@@ -208,6 +208,7 @@ export async function updateSubmodules(
   const symlinks = [...tree].filter(([, v]) => Number.parseInt(v, 10) === SYMLINK).map(([p]) => p.toLowerCase());
 
   // Every check first: an unsafe submodule stops the step before anything is cloned.
+  const siblings = declared.filter((x) => links.some((l) => l.path === x.path)).map((x) => x.name);
   const plan: Array<{ d: Declared; sha: string; url: string; target: string }> = [];
   const out: SubmoduleOutcome[] = [];
   for (const link of links) {
@@ -239,7 +240,7 @@ export async function updateSubmodules(
     if (mirror !== u.url && !mirrorTransportAllowed(mirror)) {
       throw packOpError(`${where}: its URL ${displayUrl(u.url)} is rewritten by your url.<base>.insteadOf to '${displayUrl(mirror)}', a transport grex does not fetch submodules over (use https, http, ssh or a local path); refusing to clone it.`, { dir });
     }
-    const placed = moduleGitdir(gitdir, d.name, declared.map((x) => x.name));
+    const placed = moduleGitdir(gitdir, d.name, siblings);
     if ("refused" in placed) throw packOpError(`${where}: ${placed.refused}; refusing to clone it.`, { dir });
     plan.push({ d, sha: link.sha, url: u.url, target: placed.gitdir });
   }
