@@ -20,11 +20,15 @@
 //    symlink (in the tree or in the work tree) is refused, so a clone can
 //    never write through a link into `.git` or elsewhere.
 //
-// Layout: a plain nested clone (`<pack>/<path>/.git` is a directory), which
-// git reads as a checked-out submodule (`git status` in the pack is clean
-// when it is at the recorded commit; `git submodule absorbgitdirs` moves it
-// under `.git/modules/<name>` if wanted). The pack's `.git/config` gets
-// `submodule.<name>.url` and `.active`, as `git submodule init` writes them.
+// Layout: as git's (`submodule-layout.ts`): each submodule is cloned with the
+// same code as a pack, then its repository moved under the superproject's
+// `.git/modules/<name>` with a `.git` file and `core.worktree`, as `git
+// submodule update --init --recursive` leaves it; HEAD detached at the
+// recorded commit, the remote's default branch as a local branch beside it
+// (as git's clone of a submodule makes one). A submodule an older grex left
+// with a `.git` directory is moved there by the next pass (absorbgitdirs).
+// The pack's `.git/config` gets `submodule.<name>.active` and `.url`, as `git
+// submodule init` writes them.
 import * as fs from "node:fs";
 import { isAbsolute, join, resolve as resolvePath } from "node:path";
 import { GrexError, packOpError, throwIfAborted } from "../base/errors.ts";
@@ -38,6 +42,16 @@ import { gitdirOf, readHeadSync, resolveRefSync } from "./refs/refs.ts";
 import { flatTree } from "./objects/tree-read.ts";
 import { configPath } from "./layout/layout.ts";
 import { checkedFetchUrl } from "./transport/url-rewrite.ts";
+import { absorbSubmodule, addDefaultBranch, layoutState, moduleGitdir } from "./submodule-layout.ts";
+
+/** Whether `dir` is missing or an empty directory. */
+function isEmptyOrAbsent(dir: string): boolean {
+  try {
+    return fs.readdirSync(dir).length === 0;
+  } catch (err) {
+    return (err as { code?: string }).code === "ENOENT";
+  }
+}
 
 const GITLINK = 0o160000;
 const SYMLINK = 0o120000;
@@ -194,7 +208,8 @@ export async function updateSubmodules(
   const symlinks = [...tree].filter(([, v]) => Number.parseInt(v, 10) === SYMLINK).map(([p]) => p.toLowerCase());
 
   // Every check first: an unsafe submodule stops the step before anything is cloned.
-  const plan: Array<{ d: Declared; sha: string; url: string }> = [];
+  const siblings = declared.filter((x) => links.some((l) => l.path === x.path)).map((x) => x.name);
+  const plan: Array<{ d: Declared; sha: string; url: string; target: string }> = [];
   const out: SubmoduleOutcome[] = [];
   for (const link of links) {
     const d = declared.find((x) => x.path === link.path);
@@ -225,17 +240,31 @@ export async function updateSubmodules(
     if (mirror !== u.url && !mirrorTransportAllowed(mirror)) {
       throw packOpError(`${where}: its URL ${displayUrl(u.url)} is rewritten by your url.<base>.insteadOf to '${displayUrl(mirror)}', a transport grex does not fetch submodules over (use https, http, ssh or a local path); refusing to clone it.`, { dir });
     }
-    plan.push({ d, sha: link.sha, url: u.url });
+    const placed = moduleGitdir(gitdir, d.name, siblings);
+    if ("refused" in placed) throw packOpError(`${where}: ${placed.refused}; refusing to clone it.`, { dir });
+    plan.push({ d, sha: link.sha, url: u.url, target: placed.gitdir });
   }
 
   const budget = budgetFor(signal, env);
-  for (const { d, sha, url: subUrl } of plan) {
+  for (const { d, sha, url: subUrl, target } of plan) {
     throwIfAborted(signal);
     const subDir = join(dir, d.path);
     const shown = prefix + d.path;
     const backend = backendFor(subUrl);
-    const populated = fs.existsSync(join(subDir, ".git"));
     const where = `${dir}: submodule '${d.name}' at '${d.path}'`;
+    // Checked again where it is placed (git's validate_submodule_git_dir): what the passes before made counts.
+    const placed = moduleGitdir(gitdir, d.name);
+    if ("refused" in placed) throw packOpError(`${where}: ${placed.refused}; refusing to clone it.`, { dir });
+    // An old pack's `<path>/.git` directory, or a pass killed half-way: laid out as git lays it out first.
+    const state = layoutState(subDir, target);
+    if (state === "unlinked" && isEmptyOrAbsent(subDir)) {
+      // `git submodule deinit`: the user's choice, kept as git's own update keeps it.
+      out.push({ path: shown, name: d.name, sha, result: "skipped", message: `deinitialised (its repository kept in ${target}, its directory empty); left as is — run git submodule update --init to check it out again` });
+      continue;
+    }
+    const populated = absorbSubmodule(subDir, target, where);
+    if (state === "own") addDefaultBranch(target);
+    if (populated) recordSubmoduleInConfig(gitdir, d.name, subUrl);
     // A gitlink to a commit its repository lacks: named as that, not as a tag or branch to check.
     const missing = (err: unknown) =>
       err instanceof GrexError && err.data?.ref === sha
@@ -249,6 +278,9 @@ export async function updateSubmodules(
         throw missing(err);
       }
       budget.spent(where, subDir);
+      const own = gitdirOf(subDir);
+      if (own !== null) addDefaultBranch(own);
+      absorbSubmodule(subDir, target, where);
       recordSubmoduleInConfig(gitdir, d.name, subUrl);
       out.push({ path: shown, name: d.name, sha, result: "cloned", message: `cloned at ${sha.slice(0, 7)}` });
     } else {
