@@ -83,7 +83,6 @@ export const addVerb = defineVerb({
   examples: [
     "grex add https://github.com/you/dotfiles",
     "grex add https://github.com/you/web.git apps/web --tag frontend --tag team-a",
-    "grex add ../local-repo vendor/local --no-install",
     "grex add https://github.com/you/big-repo --depth 1",
   ],
   cli: {

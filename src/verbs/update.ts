@@ -48,7 +48,7 @@ export const updateVerb = defineVerb({
   destructive: false,
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],
-  examples: ["grex update", "grex update tools/mine --ref v2.0.0", "grex update apps/web --tag frontend --untag legacy", "grex update big-repo --depth 0"],
+  examples: ["grex update", "grex update tools/mine --ref v2.0.0", "grex update big-repo --depth 0"],
   cli: {
     args: "[...ids]",
     positionals: ["...ids"],
