@@ -194,3 +194,53 @@ describe("bad depths", () => {
     expect(r.stderr).toContain("grex.jsonl");
   });
 });
+
+describe("ahead/behind across the shallow boundary", () => {
+  let up: { work: string; bare: string };
+  let ws: string;
+  beforeAll(async () => {
+    up = publish("up-counts");
+    ws = join(t.root, "ws-counts");
+    mkdirSync(ws);
+    expect((await grex(ws, "init")).code).toBe(0);
+  });
+
+  const row = async (id: string) => {
+    const r = await grex(ws, "status", "--fetch", "--json");
+    expect(r.stderr).toBe("");
+    const doc = JSON.parse(r.stdout) as { packs: Array<{ id: string; drift: string; ahead: number | null; behind: number | null; ahead_behind_unknown: string | null }> };
+    return doc.packs.find((p) => p.id === id);
+  };
+
+  test("exact when the merge base is inside the fetched history (the counts git gives)", async () => {
+    const url = `file://${up.bare}`;
+    expect((await grex(ws, "add", url, "near", "--depth", "3")).code).toBe(0);
+    const dir = join(ws, "near");
+    git(dir, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q", "--allow-empty", "-m", "local");
+    push(up.work, up.bare, { "upstream.txt": "u\n" }, "upstream");
+    const r = await row("near");
+    await gitA(dir, "fetch", "-q");
+    const [ahead, behind] = (await gitA(dir, "rev-list", "--left-right", "--count", "HEAD...origin/main")).split(/\s+/).map(Number);
+    expect(r).toMatchObject({ drift: "diverged", ahead, behind, ahead_behind_unknown: null });
+    expect([ahead, behind]).toEqual([1, 1]);
+  });
+
+  test("unknown, with the reason, when the merge base lies below it (git would count only down to the boundary)", async () => {
+    const url = `file://${up.bare}`;
+    expect((await grex(ws, "add", url, "far", "--depth", "1")).code).toBe(0);
+    const dir = join(ws, "far");
+    git(dir, "-c", "user.name=a", "-c", "user.email=a@b", "commit", "-q", "--allow-empty", "-m", "local");
+    // Upstream rewrites its last two commits: the new tip's history meets ours below the boundary.
+    git(up.work, "reset", "-q", "--hard", "HEAD~2");
+    t.commit(up.work, { "rewritten.txt": "r\n" }, "rewritten");
+    git(up.work, "push", "-q", "--force", up.bare, "main");
+    const r = await row("far");
+    expect(r?.drift).toBe("diverged");
+    expect(r?.ahead).toBeNull();
+    expect(r?.behind).toBeNull();
+    expect(r?.ahead_behind_unknown).toContain("grex update far --depth 0");
+    const text = await grex(ws, "status", "--plain");
+    expect(text.stdout).toContain("main +? -?");
+    expect(text.stdout).toContain("ahead/behind unknown");
+  });
+});
