@@ -244,3 +244,28 @@ describe("ahead/behind across the shallow boundary", () => {
     expect(text.stdout).toContain("ahead/behind unknown");
   });
 });
+
+describe("ssh URLs go through the system git (driven here with a file:// URL, as git-system.test.ts does)", () => {
+  test("clone --depth 2, a fetch of new commits, then --unshallow: the same .git/shallow and history as git's own", async () => {
+    const { systemGitBackend: sys } = await import("../../src/core/git/backend.ts");
+    const { INFINITE_DEPTH } = await import("../../src/core/git/layout/shallow-file.ts");
+    const up = publish("up-ssh");
+    const url = `file://${up.bare}`;
+    const ours = join(t.root, "ssh-ours");
+    const theirs = join(t.root, "ssh-theirs");
+    const signal = new AbortController().signal;
+    await sys.clone(url, ours, { ref: null, signal, depth: 2 });
+    await gitA(t.root, "clone", "-q", "--depth", "2", url, theirs);
+    expect(await seen(ours)).toEqual(await seen(theirs));
+    push(up.work, up.bare, { "n.txt": "n\n" }, "n");
+    await sys.update(ours, url, { ref: null, signal });
+    await gitA(theirs, "pull", "-q", "--ff-only");
+    expect(await seen(ours)).toEqual(await seen(theirs));
+    await sys.update(ours, url, { ref: null, signal, depth: INFINITE_DEPTH });
+    await gitA(theirs, "fetch", "-q", "--unshallow");
+    const after = await seen(ours);
+    expect(after.shallow).toBeNull();
+    expect(after).toEqual(await seen(theirs));
+    await fsckClean(ours);
+  });
+});
