@@ -135,6 +135,20 @@ for (const kind of ["http", "file"] as const) {
       expect((await seen(dir)).shallow).toBe((await seen(theirs)).shallow);
     });
 
+    test("the recorded depth holds for a later clone: a sync that finds the pack missing clones it shallow again", async () => {
+      const { rmSync } = await import("node:fs");
+      rmSync(join(ws, "pack"), { recursive: true, force: true });
+      const sync = await grex(ws, "sync");
+      expect(sync.code).toBe(0);
+      const fresh = join(t.root, `git-fresh-${kind}`);
+      await gitA(t.root, "clone", "-q", "--depth", "2", url, fresh);
+      expect(await seen(join(ws, "pack"))).toEqual(await seen(fresh));
+      await fsckClean(join(ws, "pack"));
+      // git's own clone of the same history for the comparisons that follow.
+      await gitA(t.root, "clone", "-q", "--depth", "2", url, `${theirs}-2`);
+      theirs = `${theirs}-2`;
+    });
+
     test("grex update --depth 0 fetches the whole history, as git fetch --unshallow does, and drops the recorded depth", async () => {
       const up0 = await grex(ws, "update", "pack", "--depth", "0");
       expect(up0.stderr).toBe("");
