@@ -158,7 +158,7 @@ export function collectParams(verb: VerbDef, args: readonly string[], options: R
       const last = raws[raws.length - 1] as string;
       const n = Number(last);
       if (!/^\d+$/.test(last) || !Number.isSafeInteger(n)) {
-        throw usageError(`Flag ${long} takes a whole number, got '${last}'.`, { field: key });
+        throw usageError(`Flag ${long} takes a whole number, got '${last}'; see \`grex ${verb.name} --help\`.`, { field: key });
       }
       params[key] = n;
     } else {

@@ -36,6 +36,8 @@ export interface AddSpec {
   allowOutsideHome: boolean;
   /** --recurse-submodules: clone the submodules now and record that later syncs keep them. */
   recurseSubmodules?: boolean;
+  /** --depth: a shallow clone of that many commits, recorded on the add event. */
+  depth?: number;
 }
 
 export interface AddOutcome {
@@ -59,7 +61,7 @@ async function cloneInto(ctx: VerbContext, spec: AddSpec, dir: string, signal: A
       withBackendLock(spec.ws, dir, signal, async () =>
         adopt
           ? (await backend.update(dir, spec.url, { ref: spec.ref, signal })).after
-          : backend.clone(spec.url, dir, { ref: spec.ref, signal }),
+          : backend.clone(spec.url, dir, { ref: spec.ref, signal, depth: spec.depth }),
       ),
     ),
   );
@@ -80,7 +82,7 @@ async function entryFor(spec: AddSpec, dir: string) {
   const { loadPackYaml } = await import("../core/pack/load.ts");
   const manifest = await loadPackYaml(dir, { more: actionProblems });
   const type = manifest?.type ?? spec.type ?? "meta";
-  return { entry: { id: spec.id, url: spec.url, path: spec.id, type, ref: spec.ref }, manifest };
+  return { entry: { id: spec.id, url: spec.url, path: spec.id, type, ref: spec.ref, ...(spec.depth !== undefined ? { depth: spec.depth } : {}) }, manifest };
 }
 
 /** --no-install: the pack's own plan checks (actions, depends_on) without running anything, not even a dry-run hook. */
@@ -149,7 +151,7 @@ export async function addAllOrNothing(
       const failure = firstFailure(report);
       if (failure) throw failure;
     } else await checkAlone(ctx, spec, found, dir);
-    await appendEvents(ws, [makeEvent("add", spec.id, { url: spec.url, path: spec.id, type: entry.type, ref: spec.ref, ...(spec.tags.length > 0 ? { tags: spec.tags } : {}) })], signal);
+    await appendEvents(ws, [makeEvent("add", spec.id, { url: spec.url, path: spec.id, type: entry.type, ref: spec.ref, ...(spec.tags.length > 0 ? { tags: spec.tags } : {}), ...(spec.depth !== undefined ? { depth: spec.depth } : {}) })], signal);
     if (report) await report.record?.();
     else updateIgnoreFile(join(ws.root, ".gitignore"), spec.id, packIgnoreLines(spec.id, found.manifest));
     return {

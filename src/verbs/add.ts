@@ -20,6 +20,8 @@ export const defaultPathFor = defaultPathFromUrl;
 
 const Result = v.object({
   id: v.string(),
+  /** The shallow clone's depth (add --depth), or null for full history. */
+  depth: v.nullable(v.number()),
   type: v.string(),
   path: v.string(),
   url: v.string(),
@@ -59,6 +61,10 @@ export const addVerb = defineVerb({
       v.optional(v.pipe(v.string(), v.minLength(1), noControlChars)),
       "Branch, tag or commit sha to pin, e.g. \"v1.2.0\". Default: the remote's HEAD branch, unpinned.",
     ),
+    depth: desc(
+      v.optional(v.pipe(v.number(), v.integer("must be a whole number of commits"), v.minValue(1, "must be at least 1 (leave it out for full history)"), v.maxValue(0x7fffffff, "must be at most 2147483647"))),
+      "A shallow clone: only the latest depth commits of the pack's branch, as git clone --depth does; recorded in grex.jsonl, so every later clone of the pack is shallow too and syncs fetch only what is new. Default: full history. update --depth 0 brings the whole history back.",
+    ),
     install: desc(v.optional(v.boolean(), true), "false: clone and register only, without running the pack's setup (children and actions). Default true."),
     recurse_submodules: desc(
       v.optional(v.boolean(), false),
@@ -77,7 +83,7 @@ export const addVerb = defineVerb({
   examples: [
     "grex add https://github.com/you/dotfiles",
     "grex add https://github.com/you/web.git apps/web --tag frontend --tag team-a",
-    "grex add ../local-repo vendor/local --no-install",
+    "grex add https://github.com/you/big-repo --depth 1",
   ],
   cli: {
     args: "<url> [path]",
@@ -85,6 +91,7 @@ export const addVerb = defineVerb({
     flags: [
       { flag: "--type <type>", description: "Pack type when the repo has no pack.yaml (meta, declarative, scripted)" },
       { flag: "--ref <ref>", description: "Pin a branch, tag or commit sha (default: the remote HEAD)" },
+      { flag: "--depth <n>", description: "Shallow clone of the latest n commits (recorded; `update --depth 0` undoes it)", number: true },
       { flag: "--no-install", description: "Clone and register only; do not run the pack's setup" },
       { flag: "--tag <tag>", description: "Tag the pack, to select it with --filter tag=<tag> (repeatable)", repeatable: true },
       { flag: "--recurse-submodules", description: "Also clone the repository's git submodules (and keep them at the recorded commits on every sync)" },
@@ -128,11 +135,12 @@ export const addVerb = defineVerb({
         );
       }
       const tags = normaliseTags(p.tag);
-      const spec = { ws, id: path, url, ref: p.ref ?? null, tags, type: p.type, install: p.install, allowOutsideHome: allowsOutsideHome(ctx, p), recurseSubmodules: p.recurse_submodules };
+      const spec = { ws, id: path, url, ref: p.ref ?? null, tags, type: p.type, install: p.install, allowOutsideHome: allowsOutsideHome(ctx, p), recurseSubmodules: p.recurse_submodules, depth: p.depth };
       // Lazy: `ls` and `--help` never load the sync engine the add steps use.
       const { addAllOrNothing, planAdd } = await import("./add-steps.ts");
-      if (p.dry_run) return { ...(await planAdd(ctx, spec, signal, progress)), adopted, tags };
-      return { ...(await addAllOrNothing(ctx, { ...spec, dir, adopted }, signal, progress)), adopted, tags };
+      const depth = p.depth ?? null;
+      if (p.dry_run) return { ...(await planAdd(ctx, spec, signal, progress)), adopted, tags, depth };
+      return { ...(await addAllOrNothing(ctx, { ...spec, dir, adopted }, signal, progress)), adopted, tags, depth };
   },
   render(r, _p, style) {
     // A plain repository (type meta, no pack.yaml needed) gets no type label: it would explain nothing.
@@ -145,6 +153,7 @@ export const addVerb = defineVerb({
     );
     if (r.children.length > 0) lines.push(`  children: ${r.children.join(", ")}`);
     if (r.tags.length > 0) lines.push(`  tags: ${r.tags.join(", ")}`);
+    if (r.depth !== null) lines.push(`  shallow: the latest ${r.depth} commit${r.depth === 1 ? "" : "s"} (grex update ${r.id} --depth 0 fetches the rest)`);
     return lines.join("\n");
   },
 });

@@ -42,6 +42,8 @@ function buildResult() {
     branch: v.nullable(v.string()),
     ahead: v.nullable(v.number()),
     behind: v.nullable(v.number()),
+    /** Why ahead/behind are null for a branch with an upstream: a shallow clone whose merge base is below its history. */
+    ahead_behind_unknown: v.nullable(v.string()),
     setup_drift: v.array(v.object({ action: v.string(), idx: v.number(), where: v.string(), path: v.string(), differs: v.string() })),
     install_error: v.nullable(v.string()),
     off_branch: v.nullable(v.string()),
@@ -108,6 +110,7 @@ function describe(x: StatusRow): string {
   if (x.topic) parts.push(topicText(x.topic));
   if (x.drift === "off-branch" && x.off_branch) parts.push(x.off_branch);
   for (const d of x.setup_drift) parts.push(`${d.action} ${d.path}: ${d.differs}`);
+  if (x.ahead_behind_unknown !== null) parts.push(`ahead/behind unknown: ${x.ahead_behind_unknown}`);
   for (const m of x.submodules_moved) parts.push(`submodule ${m.path} at ${m.head?.slice(0, 7) ?? "an unreadable HEAD"}, recorded ${m.recorded.slice(0, 7)}`);
   if (x.missing_filters.length > 0) parts.push(`needs git filter ${x.missing_filters.join(", ")} (not configured: files kept as stored)`);
   return parts.join("; ");
@@ -296,7 +299,8 @@ export const statusVerb = defineVerb({
     const up = style.plain ? "+" : "↑";
     const down = style.plain ? "-" : "↓";
     const rows = r.packs.map((x) => {
-      const track = x.branch === null ? (x.on_disk && x.error === null ? "(detached)" : "") : [x.branch, x.ahead ? `${up}${x.ahead}` : "", x.behind ? `${down}${x.behind}` : ""].filter(Boolean).join(" ");
+      const counts = x.ahead_behind_unknown !== null ? [`${up}?`, `${down}?`] : [x.ahead ? `${up}${x.ahead}` : "", x.behind ? `${down}${x.behind}` : ""];
+      const track = x.branch === null ? (x.on_disk && x.error === null ? "(detached)" : "") : [x.branch, ...counts].filter(Boolean).join(" ");
       const files = [x.staged ? `${x.staged} staged` : "", x.unstaged ? `${x.unstaged} unstaged` : "", x.untracked ? `${x.untracked} untracked` : ""].filter(Boolean).join(", ");
       const last = p.long ? (x.last_commit ? `${c.cyan(x.last_commit.sha.slice(0, 7))} ${x.last_commit.date ? `${ageOf(x.last_commit.date)}  ` : ""}${x.last_commit.subject}` : "") : undefined;
       const extra = [x.tags.map((t) => `#${t}`).join(" "), describe(x)].filter(Boolean).join("  ");

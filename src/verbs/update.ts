@@ -9,6 +9,7 @@ import type { Workspace } from "../core/base/workspace.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { renderPackTable, streamPackRows, summaryLine, syncSelectionEntries } from "./sync-shared.ts";
 import { tagList } from "./common.ts";
+import { desc } from "./describe.ts";
 import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
 
 const Result = v.object({
@@ -36,6 +37,10 @@ export const updateVerb = defineVerb({
     ...syncSelectionEntries,
     tag: tagList("Tags to give the packs named in ids, e.g. [\"frontend\"]. Default []. Without ref, only the tags change: nothing is fetched or moved."),
     untag: tagList("Tags to take off the packs named in ids, e.g. [\"legacy\"]. Default []."),
+    depth: desc(
+      v.optional(v.pipe(v.number(), v.integer("must be a whole number"), v.minValue(0, "must be 0"), v.maxValue(0, "must be 0: a pack's depth is chosen when it is added (grex rm, then grex add --depth <n>)"))),
+      "0: fetch the whole history of the shallow packs named in ids (git fetch --unshallow) and record them as full clones again (the manifest's depth is dropped). Only 0 is accepted.",
+    ),
   }),
   result: Result,
   readOnly: false,
@@ -43,7 +48,7 @@ export const updateVerb = defineVerb({
   destructive: false,
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],
-  examples: ["grex update", "grex update tools/mine --ref v2.0.0", "grex update apps/web --tag frontend --untag legacy"],
+  examples: ["grex update", "grex update tools/mine --ref v2.0.0", "grex update big-repo --depth 0"],
   cli: {
     args: "[...ids]",
     positionals: ["...ids"],
@@ -52,6 +57,7 @@ export const updateVerb = defineVerb({
       { flag: "--force", description: "Reinstall every selected pack; also move dirty packs" },
       { flag: "--tag <tag>", description: "Add this tag to the named packs (repeatable; alone, changes only tags)", repeatable: true },
       { flag: "--untag <tag>", description: "Remove this tag from the named packs (repeatable)", repeatable: true },
+      { flag: "--depth <n>", description: "0: fetch the full history of the named shallow packs and record them as full clones", number: true },
       allowOutsideHomeFlag,
     ],
   },
@@ -60,6 +66,9 @@ export const updateVerb = defineVerb({
     if (p.ref !== undefined && p.ids.length === 0) {
       throw usageError("--ref re-pins packs, so name them: grex update <id...> --ref <ref>.", { field: "ref" });
     }
+    if (p.depth !== undefined && p.ids.length === 0) {
+      throw usageError("--depth 0 brings back the full history of the packs you name: grex update <id...> --depth 0.", { field: "depth" });
+    }
     const retag = p.tag.length > 0 || p.untag.length > 0;
     if (retag && p.ids.length === 0) {
       throw usageError("--tag and --untag change the packs you name: grex update <id...> --tag <tag>.", { field: p.tag.length > 0 ? "tag" : "untag" });
@@ -67,11 +76,11 @@ export const updateVerb = defineVerb({
     const both = p.tag.find((t) => p.untag.includes(t));
     if (both !== undefined) throw usageError(`Tag '${both}' is given to both --tag and --untag; keep one.`, { field: "untag" });
     const tagged = retag ? await retagPacks(ws, p, ctx.warn, signal) : [];
-    if (retag && p.ref === undefined) {
+    if (retag && p.ref === undefined && p.depth === undefined) {
       // Only the tags change: nothing to fetch, move or install.
       return { verb: "update" as const, dry_run: p.dry_run, packs: [], tagged };
     }
-    if (p.ref !== undefined) {
+    if (p.ref !== undefined || p.depth !== undefined) {
       const { state } = await readManifest(ws, { warn: ctx.warn });
       for (const id of p.ids) {
         if (!state.has(id)) throw unknownPackId(id, state.keys(), ws.manifestPath);
@@ -97,6 +106,7 @@ export const updateVerb = defineVerb({
         recursive: true,
         dryRun: p.dry_run,
         parallel: p.parallel,
+        unshallow: p.depth === 0,
         allowOutsideHome: allowsOutsideHome(ctx, p),
         onPackDone: streamPackRows(ctx.rows, (r) => updateRow(note(r))),
       },
@@ -106,6 +116,8 @@ export const updateVerb = defineVerb({
     // The new pin is recorded only for packs that reached it; the others keep their old pin.
     const pinned = p.ref === undefined || p.dry_run ? [] : report.packs.filter((r) => p.ids.includes(r.id) && r.result === "ok");
     if (pinned.length > 0) await appendEvents(ws, pinned.map((r) => makeEvent("update", r.id, { ref: p.ref ?? null })), signal);
+    // Full history again: recorded only for packs that got it.
+    if (p.depth === 0 && !p.dry_run) await recordFullHistory(ws, report.packs.filter((r) => p.ids.includes(r.id) && r.result === "ok").map((r) => r.id), ctx.warn, signal);
     return {
       verb: "update" as const,
       dry_run: p.dry_run,
@@ -139,6 +151,16 @@ export const updateVerb = defineVerb({
 function updateRow<P extends { id: string; result: string; message: string; reinstalled: boolean; reason: string }>(p: P): P {
   const reason = p.reason === "never-installed" ? "hash-changed" : p.reason;
   return { ...p, message: [p.message, p.reinstalled ? `reinstalled (${reason})` : ""].filter((m) => m !== "").join("; ") };
+}
+
+/** `update --depth 0`: drop the recorded depth of the packs that now hold their full history (a pack without one gets no line). */
+async function recordFullHistory(ws: Workspace, ids: string[], warn: (m: string) => void, signal: AbortSignal): Promise<void> {
+  if (ids.length === 0) return;
+  await withManifestLock(ws, signal, () => {
+    const { state } = readManifestLocked(ws, { warn });
+    const events = ids.filter((id) => state.get(id)?.depth !== undefined).map((id) => makeEvent("update", id, { depth: null }));
+    if (events.length > 0) appendEventsLocked(ws, events, { warn });
+  });
 }
 
 /** Record the tag changes of `update --tag/--untag` for the named packs (decided under the manifest lock); a pack whose tags stay the same gets no line. */

@@ -5,16 +5,23 @@ import type { HeadInfo } from "./refs/head.ts";
 import type { DirtyCheckOptions } from "./worktree/worktree.ts";
 
 export interface GitBackend {
-  /** All-or-nothing clone into `dir` (absent or empty), then move to `ref` (null = the remote's HEAD branch). */
-  clone(url: string, dir: string, opts: { ref: string | null; signal: AbortSignal }): Promise<HeadInfo>;
+  /**
+   * All-or-nothing clone into `dir` (absent or empty), then move to `ref` (null = the remote's HEAD branch).
+   * `depth` n: a shallow clone of the n latest commits of that one branch (`git clone --depth n`).
+   */
+  clone(url: string, dir: string, opts: { ref: string | null; signal: AbortSignal; depth?: number }): Promise<HeadInfo>;
   /**
    * Fetch, then move to `ref`: a branch is tracked and fast-forwarded only
    * (diverged → pack_op error, HEAD and work tree untouched); a tag or sha
    * gives a detached HEAD; null = the remote's HEAD branch.
    */
-  update(dir: string, url: string, opts: { ref: string | null; signal: AbortSignal }): Promise<{ before: HeadInfo; after: HeadInfo }>;
-  /** Fetch only: refresh origin's remote-tracking refs; HEAD and the work tree stay as they are. */
-  fetch(dir: string, url: string, opts: { signal: AbortSignal }): Promise<void>;
+  update(dir: string, url: string, opts: { ref: string | null; signal: AbortSignal; depth?: number }): Promise<{ before: HeadInfo; after: HeadInfo }>;
+  /**
+   * Fetch only: refresh origin's remote-tracking refs; HEAD and the work tree stay as they are.
+   * `depth` (here and in update): deepen a shallow repository to n commits below the tips, or
+   * INFINITE_DEPTH (layout/shallow-file.ts) for its full history (`git fetch --unshallow`).
+   */
+  fetch(dir: string, url: string, opts: { signal: AbortSignal; depth?: number }): Promise<void>;
   head(dir: string): Promise<HeadInfo>;
   /** Uncommitted changes to tracked files, or untracked files git would not ignore. */
   isDirty(dir: string, opts?: DirtyCheckOptions): Promise<boolean>;

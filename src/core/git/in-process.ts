@@ -12,20 +12,21 @@ import { head, isDirty, remoteUrl, requireGitdir } from "./inspect.ts";
 import { initWithOrigin } from "./init.ts";
 import { fetchLocal } from "./transport/local-transport.ts";
 import type { FetchResult } from "./transport/remote-refs.ts";
+import type { FetchDepth } from "./transport/shallow-refs.ts";
 import { transportOf } from "./transport/url.ts";
 import { checkedFetchUrl } from "./transport/url-rewrite.ts";
 
 /** Fetch origin's refs from `url` as the user's url.<base>.insteadOf rewrites it (origin keeps `url`). */
-function fetchInto(gitdir: string, url: string, signal: AbortSignal): Promise<FetchResult> {
+function fetchInto(gitdir: string, url: string, signal: AbortSignal, opts: FetchDepth = {}): Promise<FetchResult> {
   const from = checkedFetchUrl(url);
-  return transportOf(from) === "http" ? fetchHttp(gitdir, from, signal) : fetchLocal(gitdir, from, signal);
+  return transportOf(from) === "http" ? fetchHttp(gitdir, from, signal, opts) : fetchLocal(gitdir, from, signal, opts);
 }
 
 export const inProcess: GitBackend = {
-  clone(url, dir, { ref, signal }) {
+  clone(url, dir, { ref, signal, depth }) {
     return cloneAtomically(dir, signal, async (tmp) => {
       const gitdir = initWithOrigin(tmp, url);
-      const { defaultBranch } = await fetchInto(gitdir, url, signal);
+      const { defaultBranch } = await fetchInto(gitdir, url, signal, depth ? { depth, ref } : {});
       throwIfAborted(signal);
       // What the fetch left (a large pack's indexing) goes before the checkout allocates: the two peaks never add up.
       Bun.gc(true);
@@ -33,7 +34,7 @@ export const inProcess: GitBackend = {
     });
   },
 
-  async update(dir, url, { ref, signal }) {
+  async update(dir, url, { ref, signal, depth }) {
     throwIfAborted(signal);
     const gitdir = requireGitdir(dir);
     // An update interrupted mid-checkout is finished first (never taken for local changes).
@@ -46,7 +47,7 @@ export const inProcess: GitBackend = {
       }
     }
     const before = await head(dir);
-    const { defaultBranch } = await fetchInto(gitdir, url, signal);
+    const { defaultBranch } = await fetchInto(gitdir, url, signal, { depth, ref });
     throwIfAborted(signal);
     try {
       return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch }) };
@@ -55,15 +56,15 @@ export const inProcess: GitBackend = {
       const missing = err.data.commit;
       // A ref moved over an incomplete fetch (an older grex, killed): forget it and fetch again, once.
       for (const [name, oid] of listRefsSync(gitdir, "refs/remotes/")) if (oid === missing) deleteRefSync(gitdir, name);
-      const again = await fetchInto(gitdir, url, signal);
+      const again = await fetchInto(gitdir, url, signal, { ref });
       throwIfAborted(signal);
       return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch: again.defaultBranch }) };
     }
   },
 
-  async fetch(dir, url, { signal }) {
+  async fetch(dir, url, { signal, depth }) {
     throwIfAborted(signal);
-    await fetchInto(requireGitdir(dir), url, signal);
+    await fetchInto(requireGitdir(dir), url, signal, { depth });
   },
 
   head,

@@ -13,6 +13,9 @@ import { deleteRefSync, readSymref } from "./refs/refs.ts";
 import { pickDefaultBranch, planRefs, REMOTE, type RemoteRefs, writeOriginHead } from "./transport/remote-refs.ts";
 import { displayUrl } from "./transport/url.ts";
 import { fetchUrlOf } from "./transport/url-rewrite.ts";
+import { readShallow } from "./layout/layout.ts";
+import { INFINITE_DEPTH } from "./layout/shallow-file.ts";
+import { narrowRefs } from "./transport/shallow-refs.ts";
 
 /** ls-remote of a repository with very many refs stays far below this. */
 const MAX_GIT_OUTPUT = 64 << 20;
@@ -65,10 +68,12 @@ export function parseLsRemote(out: string): RemoteRefs {
 }
 
 export const systemGit: GitBackend = {
-  clone(url, dir, { ref, signal }) {
+  clone(url, dir, { ref, signal, depth }) {
     return cloneAtomically(dir, signal, async (tmp) => {
+      // A shallow clone follows one branch, as git's does: the pinned one when it is a branch or tag name.
+      const shallow = depth ? ["--depth", String(depth), ...(ref && !/^[0-9a-f]{40}$/.test(ref) ? ["--branch", ref] : [])] : [];
       // git transfers; grex checks the tree out, refusing what it refuses for every other transport.
-      await runGit(["clone", "--quiet", "--no-checkout", "--origin", REMOTE, "--", url, tmp], url, signal);
+      await runGit(["clone", "--quiet", "--no-checkout", ...shallow, "--origin", REMOTE, "--", url, tmp], url, signal);
       const gitdir = requireGitdir(tmp);
       const target = readSymref(gitdir, `refs/remotes/${REMOTE}/HEAD`);
       const defaultBranch = target?.replace(`refs/remotes/${REMOTE}/`, "") ?? null;
@@ -76,17 +81,17 @@ export const systemGit: GitBackend = {
     });
   },
 
-  async update(dir, url, { ref, signal }) {
+  async update(dir, url, { ref, signal, depth }) {
     const gitdir = requireGitdir(dir);
     const before = await head(dir);
-    const remote = await fetchRemote(dir, gitdir, url, signal);
+    const remote = await fetchRemote(dir, gitdir, url, signal, depth === INFINITE_DEPTH, ref);
     throwIfAborted(signal);
     const after = await moveTo({ dir, gitdir, url, ref, defaultBranch: remote.defaultBranch });
     return { before, after };
   },
 
-  async fetch(dir, url, { signal }) {
-    await fetchRemote(dir, requireGitdir(dir), url, signal);
+  async fetch(dir, url, { signal, depth }) {
+    await fetchRemote(dir, requireGitdir(dir), url, signal, depth === INFINITE_DEPTH);
   },
 
   head,
@@ -95,15 +100,20 @@ export const systemGit: GitBackend = {
 };
 
 /** Bring origin's branches (forced into origin/*) and missing tags in; prune gone branches. */
-async function fetchRemote(dir: string, gitdir: string, url: string, signal: AbortSignal) {
-  const remote = parseLsRemote(await runGit(["ls-remote", "--symref", "--", url], url, signal, dir));
+async function fetchRemote(dir: string, gitdir: string, url: string, signal: AbortSignal, unshallow = false, ref: string | null = null) {
+  const all = parseLsRemote(await runGit(["ls-remote", "--symref", "--", url], url, signal, dir));
+  const shallow = readShallow(gitdir).size > 0;
+  // A shallow repository follows one branch (shallow-refs.ts), as after `git clone --depth`.
+  const remote = shallow ? narrowRefs(gitdir, all, ref) : all;
   const plan = planRefs(gitdir, remote);
-  if (plan.writes.length > 0) {
+  const lift = unshallow && shallow;
+  if (plan.writes.length > 0 || lift) {
     // Branches forced into origin/*, only the tags we lack (no clobbering, as planned).
-    const specs = plan.writes.map(([dst]) =>
-      dst.startsWith("refs/tags/") ? `${dst}:${dst}` : `+refs/heads/${dst.slice(`refs/remotes/${REMOTE}/`.length)}:${dst}`,
+    const targets = lift && plan.writes.length === 0 ? [...remote.branches.keys()].map((b) => [`refs/remotes/${REMOTE}/${b}`]) : plan.writes;
+    const specs = targets.map(([dst]) =>
+      (dst as string).startsWith("refs/tags/") ? `${dst}:${dst}` : `+refs/heads/${(dst as string).slice(`refs/remotes/${REMOTE}/`.length)}:${dst}`,
     );
-    await runGit(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", url, ...specs], url, signal, dir);
+    await runGit(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", ...(lift ? ["--unshallow"] : []), "--", url, ...specs], url, signal, dir);
   }
   for (const r of plan.prunes) deleteRefSync(gitdir, r);
   writeOriginHead(gitdir, remote.defaultBranch);

@@ -41,6 +41,8 @@ export interface SyncOptions {
   cloneOnly?: boolean;
   /** Per-call cap on packs fetched at once (0/undefined: only the shared scheduler limits). */
   parallel?: number | undefined;
+  /** Fetch the whole history of the selected shallow packs (`update --depth 0`). */
+  unshallow?: boolean;
   /** The user's --allow-outside-home (CLI only): actions may touch paths outside HOME this run. */
   allowOutsideHome?: boolean;
   /** A pack being added: part of this run as if registered, its clone at `dir` (`add`). */
@@ -104,6 +106,9 @@ function selectRoots(ws: Workspace, state: Map<string, PackEntry>, opts: SyncOpt
         parent: null,
       }),
     );
+    const node = roots[roots.length - 1] as TreeNode;
+    if (opts.unshallow) node.unshallow = true;
+    else if (p.depth !== undefined) node.cloneDepth = p.depth;
   }
   return roots;
 }

@@ -48,6 +48,8 @@ export interface PackStatus {
   branch: string | null;
   ahead: number | null;
   behind: number | null;
+  /** Why ahead/behind are null although the branch has an upstream: a shallow clone whose merge base lies below its fetched history. */
+  ahead_behind_unknown: string | null;
   setup_drift: SetupDrift[];
   install_error: string | null;
   /** Why the pack is off-branch (a HEAD the user detached), or null. */
@@ -86,6 +88,7 @@ export function invalidStatus(p: PackNode, err: GrexError): PackStatus {
     branch: null,
     ahead: null,
     behind: null,
+    ahead_behind_unknown: null,
     setup_drift: [],
     install_error: null,
     off_branch: null,
@@ -139,7 +142,7 @@ let convertModule: Promise<typeof import("../git/worktree/convert.ts")> | undefi
 
 export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions): Promise<PackStatus> {
   const { interrupted, staleMs } = o;
-  const none = { branch: null, ahead: null, behind: null, setup_drift: [], install_error: null, off_branch: null, topic: null, missing_filters: [], submodules_moved: [], error: null };
+  const none = { branch: null, ahead: null, behind: null, ahead_behind_unknown: null, setup_drift: [], install_error: null, off_branch: null, topic: null, missing_filters: [], submodules_moved: [], error: null };
   const base = { id: p.id, path: p.path, depth: p.depth };
   const gitdir = workTreeGitdir(p.dir);
   if (gitdir === null) {
@@ -220,8 +223,10 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
     actions_hash_match: hashMatch,
     drift,
     branch: head?.branch ?? null,
-    ahead: tracking?.ahead ?? null,
-    behind: tracking?.behind ?? null,
+    // Across a shallow boundary the counts stop where history does: not shown as if exact (their signs still decide the state).
+    ahead: tracking && tracking.cut === undefined ? tracking.ahead : null,
+    behind: tracking && tracking.cut === undefined ? tracking.behind : null,
+    ahead_behind_unknown: tracking?.cut === undefined ? null : shallowCutReason(p.id, tracking.cut),
     setup_drift: setupDrift,
     install_error: installError,
     off_branch: off,
@@ -232,4 +237,9 @@ export async function inspectPack(ws: Workspace, p: PackNode, o: InspectOptions)
     submodules_moved: dirty ? (await import("../git/worktree/submodule-status.ts")).movedSubmodulesOf(p.dir, gitdir) : [],
     error: null,
   };
+}
+
+/** The reason a shallow pack's ahead/behind are unknown, and the way to exact counts. */
+export function shallowCutReason(id: string, boundary: string): string {
+  return `the merge base with origin lies below the shallow clone's history (it ends at ${boundary.slice(0, 7)}); grex update ${id} --depth 0 fetches the rest`;
 }

@@ -9,6 +9,7 @@ import { GrexError, integrityError, packOpError, throwIfAborted, toGrexError } f
 import { backendFor, isGitRepo, readHeadSync, type HeadInfo } from "../git/backend.ts";
 import { withBackendLock, withPackLock } from "../locks/locks.ts";
 import { withRepoLocks } from "./repo-lock.ts";
+import { INFINITE_DEPTH } from "../git/layout/shallow-file.ts";
 import { urlKey } from "../base/naming.ts";
 import type { PackManifest } from "../pack/schema.ts";
 import type { Scheduler } from "../locks/scheduler.ts";
@@ -38,6 +39,10 @@ export interface TreeNode {
   wouldMoveTo?: string;
   /** The ref the manifest or pack.yaml declares, when `pin` replaced `ref` for this run (`--locked`). */
   declaredRef?: string | null;
+  /** A shallow clone of this many commits (the manifest's `depth`); absent: full history. Children are cloned whole. */
+  cloneDepth?: number;
+  /** Fetch the history below a shallow clone's boundary (`update --depth 0`). */
+  unshallow?: boolean;
   /** On a topic branch (off-branch.ts): HEAD and work tree were left; the tracked branch `base` is at `baseSha`. */
   topic?: { base: string | null; baseSha: string | null };
   children: TreeNode[];
@@ -184,7 +189,7 @@ async function bringUp(node: TreeNode, opts: FetchOptions): Promise<void> {
       if (problem !== null) throw new GrexError("pack_op", `Cannot clone '${node.id}' into ${node.dir}: ${problem}.`);
     }
     node.head = await withBackendLock(opts.ws, node.dir, opts.signal, () =>
-      backend.clone(node.url, node.dir, { ref: node.ref, signal: opts.signal }),
+      backend.clone(node.url, node.dir, { ref: node.ref, signal: opts.signal, depth: node.cloneDepth }),
     );
     node.cloned = true;
     node.message = "cloned";
@@ -276,7 +281,7 @@ async function updateExisting(node: TreeNode, opts: FetchOptions, backend: Retur
     }
     let moved: Awaited<ReturnType<typeof backend.update>>;
     try {
-      moved = await backend.update(node.dir, node.url, { ref: node.ref, signal: opts.signal });
+      moved = await backend.update(node.dir, node.url, { ref: node.ref, signal: opts.signal, depth: node.unshallow ? INFINITE_DEPTH : undefined });
     } catch (err) {
       // Refused because a child's clone stands where the new commit puts a submodule: say that, not "local changes".
       await refuseChildOnSubmoduleUpstream(node, opts);
@@ -305,7 +310,7 @@ async function keepTopic(node: TreeNode, base: string | null, opts: FetchOptions
       node.message = `on ${head.branch ?? "a topic branch"} with uncommitted changes; left as is (commit or stash them)`;
       return;
     }
-    await backend.fetch(node.dir, node.url, { signal: opts.signal });
+    await backend.fetch(node.dir, node.url, { signal: opts.signal, depth: node.unshallow ? INFINITE_DEPTH : undefined });
     const move = advanceTrackedRef(node.dir, head, base);
     node.topic = { base, baseSha: move.baseSha };
     node.message = topicMessage(head, base, move);

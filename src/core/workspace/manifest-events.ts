@@ -20,6 +20,8 @@ export interface PackEntry {
   ref: string | null;
   /** Tags (`add --tag`), sorted, without duplicates; absent when none. */
   tags?: string[];
+  /** A shallow clone of this many commits (`add --depth`); absent for full history. */
+  depth?: number;
 }
 
 /** The `ts` of the line(s) for the same id an intent event supersedes (manifest-conflicts.ts). */
@@ -35,9 +37,9 @@ interface Envelope {
 /** The extra fields of each known op (SPEC §2.1 table). */
 export interface EventFields {
   /** `from`: in a task workspace (`init --from`), the source workspace whose repository the pack is a linked worktree of (absolute path). */
-  add: { url: string; path: string; type: string; ref: string | null; tags?: string[]; prev?: Prev; from?: string };
-  /** `tags` replaces the whole set (an empty list clears it). */
-  update: { url?: string; type?: string; ref?: string | null; tags?: string[]; prev?: Prev };
+  add: { url: string; path: string; type: string; ref: string | null; tags?: string[]; depth?: number; prev?: Prev; from?: string };
+  /** `tags` replaces the whole set (an empty list clears it); `depth: null` records full history again (`update --depth 0`). */
+  update: { url?: string; type?: string; ref?: string | null; tags?: string[]; depth?: number | null; prev?: Prev };
   rm: { prev?: Prev };
   sync: Record<string, never>;
   action_started: { action: string; idx: number };
@@ -75,6 +77,8 @@ const isNonEmpty = (x: unknown): x is string => typeof x === "string" && x.lengt
 const isTs = (x: unknown) => typeof x === "string" && TS_RE.test(x);
 const isPrev = (x: unknown) => isTs(x) || (Array.isArray(x) && x.every(isTs));
 const isIdx = (x: unknown) => typeof x === "number" && Number.isInteger(x) && x >= 0;
+/** A clone depth: a whole number of commits, at least 1 (git's limit is 2^31 - 1). */
+export const isDepth = (x: unknown): x is number => typeof x === "number" && Number.isInteger(x) && x >= 1 && x <= 0x7fffffff;
 const isTags = (x: unknown) => Array.isArray(x) && x.length <= 64 && x.every((t) => typeof t === "string" && TAG_RE.test(t));
 
 /** A url or ref holding a control character (a newline would reach a `.git/config` as a line of its own). */
@@ -96,6 +100,9 @@ export function checkEvent(o: Record<string, unknown>): string | null {
   if (!isStr(id) || !PACK_PATH_RE.test(id)) return "'id' is not a pack id";
   if (o.prev !== undefined && (op === "add" || op === "update" || op === "rm") && !isPrev(o.prev)) return "'prev' must be a timestamp or a list of them";
   if (o.tags !== undefined && (op === "add" || op === "update") && !isTags(o.tags)) return "'tags' must be a list of at most 64 tags (letters, digits, '.', '_', '-')";
+  if (o.depth !== undefined && (op === "add" || op === "update") && !isDepth(o.depth) && !(op === "update" && o.depth === null)) {
+    return `'depth' must be a whole number of commits, at least 1${op === "update" ? ", or null for full history" : ""}`;
+  }
   switch (op) {
     case "add": {
       if (!isNonEmpty(o.url)) return "'url' must be a non-empty string";

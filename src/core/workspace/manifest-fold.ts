@@ -9,6 +9,7 @@ export function foldStep(state: Map<string, PackEntry>, e: ManifestEvent): void 
     const a = e as EventOf<"add">;
     const entry: PackEntry = { id: a.id, url: a.url, path: a.path, type: a.type, ref: a.ref ?? null };
     if (a.tags !== undefined && a.tags.length > 0) entry.tags = normaliseTags(a.tags);
+    if (a.depth !== undefined) entry.depth = a.depth;
     state.set(a.id, entry);
   } else if (op === "update") {
     const cur = state.get(e.id);
@@ -21,6 +22,8 @@ export function foldStep(state: Map<string, PackEntry>, e: ManifestEvent): void 
       if (u.tags.length > 0) cur.tags = normaliseTags(u.tags);
       else delete cur.tags;
     }
+    if (u.depth === null) delete cur.depth;
+    else if (u.depth !== undefined) cur.depth = u.depth;
   } else if (op === "rm") {
     state.delete(e.id);
   }

@@ -18,6 +18,8 @@ const Ts = v.pipe(v.string(), v.regex(TS_RE, "must be an RFC 3339 UTC timestamp"
 const prev = v.optional(v.union([Ts, v.array(Ts)]));
 /** Optional on add and update: readers that do not know it ignore it (docs/compat-rust.md). */
 const tags = v.optional(v.pipe(v.array(v.pipe(v.string(), v.regex(TAG_RE, "must be a tag (letters, digits, '.', '_', '-')"))), v.maxLength(64)));
+/** Optional on add (a shallow clone of that many commits) and update (null: full history again). */
+const Depth = v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(0x7fffffff));
 const Idx = v.pipe(v.number(), v.integer(), v.minValue(0));
 /** A url or ref: no control character (git refuses them; a newline would reach a .git/config as a line of its own). */
 const noControl = v.check((s: string) => controlCharIn(s) === null, (i) => controlCharProblem("it", String(i.input)) ?? "must not contain a control character");
@@ -33,6 +35,9 @@ export const AddEventSchema = v.looseObject({
   // Missing `ref` reads as null (hand-written lines); grex always writes it.
   ref: v.optional(Ref),
   tags,
+  depth: v.optional(Depth),
+  // A task workspace's source (`init --from`); an absolute path.
+  from: v.optional(v.pipe(Str, noControl)),
   prev,
 });
 export const UpdateEventSchema = v.looseObject({
@@ -42,6 +47,7 @@ export const UpdateEventSchema = v.looseObject({
   type: v.optional(Str),
   ref: v.optional(Ref),
   tags,
+  depth: v.optional(v.nullable(Depth)),
   prev,
 });
 export const RmEventSchema = v.looseObject({ op: v.literal("rm"), ...envelope, prev });

@@ -18,6 +18,12 @@ import { readShallow } from "../layout/layout.ts";
 export interface Tracking {
   ahead: number;
   behind: number;
+  /**
+   * A shallow clone's boundary commit the walk reached from one side only: the
+   * merge base lies below the fetched history, so the counts stop at the
+   * boundary and are not exact (their signs are: such a side has commits of its own).
+   */
+  cut?: string;
 }
 
 const LEFT = 1;
@@ -178,11 +184,13 @@ export function countLeftRight(gitdir: string, left: string, right: string, stat
     }
     let ahead = 0;
     let behind = 0;
-    for (const f of flags.values()) {
+    let cut: string | undefined;
+    for (const [oid, f] of flags) {
       if (f === LEFT) ahead++;
       else if (f === RIGHT) behind++;
+      if (f !== BOTH && cut === undefined && shallow.has(oid)) cut = oid;
     }
-    return { ahead, behind };
+    return cut === undefined ? { ahead, behind } : { ahead, behind, cut };
   } finally {
     store.close();
   }

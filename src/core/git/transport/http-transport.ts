@@ -12,7 +12,9 @@ import { PackLinks } from "../objects/pack-links.ts";
 import { deleteRefsSync, listRefsSync, resolveRefSync, writeRefsSync } from "../refs/refs.ts";
 import { type FetchResult, planRefs, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
 import { advertise, uploadPack } from "./smart-http.ts";
-import { isShallow } from "../layout/layout.ts";
+import { readShallow } from "../layout/layout.ts";
+import { INFINITE_DEPTH, updateShallow, writeShallow } from "../layout/shallow-file.ts";
+import { type FetchDepth, narrowRefs } from "./shallow-refs.ts";
 
 /** The refs an http(s) remote advertises: one GET, no objects. */
 export async function listHttpRefs(url: string, signal: AbortSignal): Promise<RemoteRefs> {
@@ -26,10 +28,8 @@ export async function listHttpRefs(url: string, signal: AbortSignal): Promise<Re
 /** At most this many of our tips are offered as "have": they already cover everything we hold. */
 const MAX_HAVES = 256;
 
-/** Our tips the server may know: HEAD, local branches, remote-tracking branches, tags. */
+/** Our tips the server may know: HEAD, local branches, remote-tracking branches, tags (a shallow repository names its boundary beside them). */
 function ourTips(gitdir: string): string[] {
-  // A shallow repository would have to describe its boundary; offering nothing is always correct.
-  if (isShallow(gitdir)) return [];
   const tips = new Set<string>();
   const head = resolveRefSync(gitdir, "HEAD");
   if (head) tips.add(head);
@@ -37,17 +37,28 @@ function ourTips(gitdir: string): string[] {
   return [...tips].slice(0, MAX_HAVES);
 }
 
-export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal): Promise<FetchResult> {
+/**
+ * Fetch origin's refs. `opts.depth`: cut the history sent that many commits
+ * below the tips (`deepen`), or lift the boundary (INFINITE_DEPTH, as `git
+ * fetch --unshallow`); a shallow repository without it fetches as `git fetch`
+ * does there: its boundary named in `shallow` lines, only what is new sent.
+ */
+export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal, opts: FetchDepth = {}): Promise<FetchResult> {
   throwIfAborted(signal);
   try {
     const limits = transferLimits();
     const ad = await advertise(url, signal, limits);
-    const remote = ad.remote;
+    const boundary = readShallow(gitdir);
+    const deepen = opts.depth !== undefined && opts.depth > 0 && (opts.depth !== INFINITE_DEPTH || boundary.size > 0);
+    const remote = deepen || boundary.size > 0 ? narrowRefs(gitdir, ad.remote, opts.ref) : ad.remote;
     const plan = planRefs(gitdir, remote);
     let links: PackLinks | undefined;
-    if (plan.missing.length > 0) {
+    // Deepening wants the tips even when they are here: the history below them is what is asked for.
+    const wants = deepen && plan.missing.length === 0 ? [...new Set([...remote.branches.values(), ...remote.tags.values()])] : plan.missing;
+    let before: Set<string> | null = null;
+    if (wants.length > 0) {
       const haves = ourTips(gitdir);
-      const pack = await uploadPack(url, ad, plan.missing, haves, signal, limits);
+      const pack = await uploadPack(url, ad, wants, haves, signal, limits, { ours: [...boundary].sort(), depth: deepen ? opts.depth : undefined });
       const store = new ObjectStore(gitdir);
       // A first fetch keeps the pack and checks its history from what the indexer records.
       if (haves.length === 0) links = new PackLinks();
@@ -57,10 +68,17 @@ export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal
         store.close();
         await pack.close();
       }
+      // The new boundary before the check: the walk ends at it, as git's does.
+      if (deepen) before = updateShallow(gitdir, pack.shallow.added, pack.shallow.removed);
     }
     throwIfAborted(signal);
     // Objects first, refs after: a ref never points at something we lack, nor at a commit whose trees or blobs are missing.
-    assertConnected(gitdir, url, plan.writes.map(([, oid]) => oid), links);
+    try {
+      assertConnected(gitdir, url, plan.writes.map(([, oid]) => oid), links);
+    } catch (err) {
+      if (before !== null) writeShallow(gitdir, before);
+      throw err;
+    }
     writeRefsSync(gitdir, plan.writes);
     deleteRefsSync(gitdir, plan.prunes);
     writeOriginHead(gitdir, remote.defaultBranch);

@@ -21,9 +21,10 @@ import { storePack } from "../objects/pack-index.ts";
 import { deleteRefSync, gitdirOf, listRefsSync, readSymref, resolveRefSync, writeRefSync } from "../refs/refs.ts";
 import { type FetchResult, planRefs, pickDefaultBranch, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
 import { localPath } from "./url.ts";
-import { alternateLines, alternatesFileOf, objectsDir, readShallow, shallowPath } from "../layout/layout.ts";
+import { alternateLines, alternatesFileOf, objectsDir, readShallow } from "../layout/layout.ts";
 import { atomicWriteFile } from "../../fs/fsutil.ts";
-import { LockFile, lockHeld } from "../layout/lockfile.ts";
+import { INFINITE_DEPTH, writeShallow } from "../layout/shallow-file.ts";
+import { type FetchDepth, narrowRefs, shallowBoundary } from "./shallow-refs.ts";
 
 /** The refs of a local repository, read from its files. */
 export function readLocalRefs(srcGitdir: string): RemoteRefs {
@@ -34,15 +35,32 @@ export function readLocalRefs(srcGitdir: string): RemoteRefs {
   return { branches, tags, defaultBranch };
 }
 
-/** Fetch every branch (into refs/remotes/origin/*) and every tag we lack from the repository at `url`. */
-export async function fetchLocal(destGitdir: string, url: string, signal: AbortSignal): Promise<FetchResult> {
+/**
+ * Fetch every branch (into refs/remotes/origin/*) and every tag we lack from
+ * the repository at `url`. A shallow repository, or `opts.depth`, fetches one
+ * branch (shallow-refs.ts); `opts.depth` n cuts the history copied n commits
+ * below the tips as upload-pack does, INFINITE_DEPTH copies what lies below
+ * our boundary (`git fetch --unshallow`).
+ */
+export async function fetchLocal(destGitdir: string, url: string, signal: AbortSignal, opts: FetchDepth = {}): Promise<FetchResult> {
   throwIfAborted(signal);
   const srcPath = localPath(url);
   const srcGitdir = gitdirOf(srcPath);
   if (!srcGitdir) throw notARepo(srcPath);
-  const remote = readLocalRefs(srcGitdir);
+  const boundary = readShallow(destGitdir);
+  const deepen = opts.depth !== undefined && opts.depth > 0 && (opts.depth !== INFINITE_DEPTH || boundary.size > 0);
+  const all = readLocalRefs(srcGitdir);
+  const remote = deepen || boundary.size > 0 ? narrowRefs(destGitdir, all, opts.ref) : all;
   const plan = planRefs(destGitdir, remote);
-  if (plan.missing.length > 0) {
+  if (deepen) {
+    try {
+      await deepenFrom(srcGitdir, destGitdir, remote, opts.depth as number, signal);
+      ensureConnected(srcGitdir, destGitdir, url, plan.writes.map(([, oid]) => oid), signal);
+    } catch (err) {
+      writeShallow(destGitdir, boundary);
+      throw transportError(url, err);
+    }
+  } else if (plan.missing.length > 0) {
     try {
       const linked = await copyObjects(srcGitdir, destGitdir, plan.missing, signal);
       // The source's own store, linked whole, is as complete as the source; anything else is checked.
@@ -306,14 +324,54 @@ function borrowAlternates(srcObjects: string, destObjects: string): void {
 function mergeShallow(srcGitdir: string, destGitdir: string): void {
   const src = readShallow(srcGitdir);
   if (src.size === 0) return;
-  const all = new Set([...readShallow(destGitdir), ...src]);
   // As git does: through `shallow.lock`, never over another writer's.
-  const lock = LockFile.tryAcquire(shallowPath(destGitdir));
-  if (lock === null) throw lockHeld(`${shallowPath(destGitdir)}.lock`, "the shallow boundary of the repository being fetched into", 0);
+  writeShallow(destGitdir, [...readShallow(destGitdir), ...src]);
+}
+
+/**
+ * Deepen as upload-pack does for `deepen <depth>`: the commits within `depth`
+ * of the wanted tips (every commit below our boundary for INFINITE_DEPTH),
+ * with their trees and blobs, copied as one pack or as loose objects; the
+ * boundary becomes the commits where the copy stopped. The boundary is
+ * written before the objects are checked, so the check ends where history does.
+ */
+async function deepenFrom(srcGitdir: string, destGitdir: string, remote: RemoteRefs, depth: number, signal: AbortSignal): Promise<void> {
+  const srcShallow = readShallow(srcGitdir);
+  const tips = [...new Set([...remote.branches.values(), ...remote.tags.values()])];
+  const src = new ObjectStore(srcGitdir);
+  let cut: ReturnType<typeof shallowBoundary>;
   try {
-    lock.write(Buffer.from(`${[...all].sort().join("\n")}\n`));
-    lock.commit();
+    cut = shallowBoundary(src, tips, depth, srcShallow);
   } finally {
-    lock.rollback();
+    src.close();
+  }
+  const presence = new ObjectPresence(destGitdir);
+  const ours = readShallow(destGitdir);
+  // Our boundary commits inside the new depth are present but their history is not: walk through them (upload-pack's unshallow).
+  const lifted = [...ours].filter((c) => cut.inside.has(c));
+  const parents = lifted.flatMap((c) => readCommitOf(srcGitdir, c)?.parents ?? []);
+  const missing = missingObjectsNative(srcGitdir, presence, [...tips, ...parents], new Set([...cut.boundary, ...srcShallow]), signal);
+  if (missing === null) throw packOpError(`an object of ${srcGitdir} cannot be read natively, so a shallow copy cannot be made from it; clone it without --depth.`);
+  const copied = new Set(missing.map((m) => m.oid));
+  // Ours stay unless lifted; the new cut counts where it now ends a history we hold.
+  const kept = new Set([...[...ours].filter((c) => !cut.inside.has(c)), ...[...cut.boundary].filter((c) => copied.has(c) || ours.has(c))]);
+  if (missing.length <= LOOSE_LIMIT) writeLooseObjects(destGitdir, commitsLast(missing));
+  else {
+    const store = new ObjectStore(destGitdir);
+    try {
+      await storePack(destGitdir, buildPack(missing), { store, keepPack: true, signal });
+    } finally {
+      store.close();
+    }
+  }
+  writeShallow(destGitdir, kept);
+}
+
+function readCommitOf(gitdir: string, oid: string): { tree: string; parents: string[] } | null {
+  const store = new ObjectStore(gitdir);
+  try {
+    return store.readCommit(oid);
+  } finally {
+    store.close();
   }
 }

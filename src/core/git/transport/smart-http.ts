@@ -203,6 +203,14 @@ export async function advertise(url: string, signal: AbortSignal, limits: Transf
 /** The pack of an upload-pack reply, as it arrives; `close` ends the request. */
 export interface PackStream extends ByteSource {
   close(): Promise<void>;
+  /** The server's `shallow` and `unshallow` lines (a deepen request only): the new boundary commits, and ours it lifted. */
+  shallow: { added: string[]; removed: string[] };
+}
+
+/** What a shallow repository tells the server: its boundary (`shallow` lines) and, to deepen, `deepen <depth>`. */
+export interface ShallowRequest {
+  ours: string[];
+  depth?: number;
 }
 
 /**
@@ -212,10 +220,27 @@ export interface PackStream extends ByteSource {
  * pack comes in band 1, progress in band 2 (ignored) and an error in band 3;
  * an empty band-1 packet before the pack is a keep-alive.
  */
-export async function uploadPack(url: string, ad: Advertisement, wants: string[], haves: string[], signal: AbortSignal, limits: TransferLimits = transferLimits()): Promise<PackStream> {
+export async function uploadPack(
+  url: string,
+  ad: Advertisement,
+  wants: string[],
+  haves: string[],
+  signal: AbortSignal,
+  limits: TransferLimits = transferLimits(),
+  shallow: ShallowRequest = { ours: [] },
+): Promise<PackStream> {
   let sideband = ad.capabilities.has("side-band-64k");
-  const caps = [...(sideband ? ["side-band-64k"] : []), "ofs-delta", "no-progress", `agent=${USER_AGENT}`].filter((c) => c.startsWith("agent=") || ad.capabilities.has(c));
+  const deepen = shallow.depth !== undefined && shallow.depth > 0;
+  if ((deepen || shallow.ours.length > 0) && !ad.capabilities.has("shallow")) {
+    throw packOpError(`${displayUrl(url)} does not serve shallow clones (no 'shallow' capability); clone it without --depth.`, { url: displayUrl(url) });
+  }
+  const caps = [...(sideband ? ["side-band-64k"] : []), "ofs-delta", "shallow", "no-progress", `agent=${USER_AGENT}`].filter(
+    (c) => c.startsWith("agent=") || (ad.capabilities.has(c) && (c !== "shallow" || deepen || shallow.ours.length > 0)),
+  );
   let body = wants.map((oid, i) => pktLine(`want ${oid}${i === 0 ? ` ${caps.join(" ")}` : ""}\n`)).join("");
+  // As fetch-pack writes them: our boundary, then how deep to go, before the flush that ends the wants.
+  for (const oid of shallow.ours) body += pktLine(`shallow ${oid}\n`);
+  if (deepen) body += pktLine(`deepen ${shallow.depth}\n`);
   body += "0000";
   for (const oid of haves) body += pktLine(`have ${oid}\n`);
   body += pktLine("done\n");
@@ -233,7 +258,8 @@ export async function uploadPack(url: string, ad: Advertisement, wants: string[]
   );
   try {
     const pkts = new PktStream(res);
-    // ACK/NAK lines, then the pack. An ERR line instead means the server refused.
+    // With deepen: the shallow section (`shallow`/`unshallow` lines, flush); then ACK/NAK lines, then the pack. An ERR line instead means the server refused.
+    const info = { added: [] as string[], removed: [] as string[] };
     let first: Buffer | null = null;
     for (;;) {
       if ((await pkts.peek4()) === "PACK") {
@@ -247,14 +273,19 @@ export async function uploadPack(url: string, ad: Advertisement, wants: string[]
       const line = pkt.toString("latin1");
       if (line.startsWith("ERR ")) throw refused(url, line);
       if (/^(ACK [0-9a-f]{40}|NAK)/.test(line)) continue;
+      const sh = deepen ? /^(un)?shallow ([0-9a-f]{40})\n?$/.exec(line) : null;
+      if (sh) {
+        (sh[1] ? info.removed : info.added).push(sh[2] as string);
+        continue;
+      }
       if (sideband && pkt.length > 0 && (pkt[0] as number) <= 3) {
         first = pkt;
         break;
       }
       throw notGitServer(url, `unexpected reply '${line.trim().slice(0, 60)}'`);
     }
-    if (!sideband) return { read: () => pkts.raw(), close: () => res.close() };
-    return { read: sidebandReader(pkts, res, url, first), close: () => res.close() };
+    if (!sideband) return { read: () => pkts.raw(), close: () => res.close(), shallow: info };
+    return { read: sidebandReader(pkts, res, url, first), close: () => res.close(), shallow: info };
   } catch (err) {
     await res.close();
     throw err;

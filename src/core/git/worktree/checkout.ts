@@ -19,7 +19,6 @@ import { checkoutFresh } from "./checkout-fresh.ts";
 import { MissingObjectError, UnsafeTreeError, verifiedFlatTree } from "../objects/tree-read.ts";
 import { displayUrl } from "../transport/url.ts";
 import { beyondLink, linkedParent } from "./worktree-guard.ts";
-import { isShallow } from "../layout/layout.ts";
 import { withIndexLock } from "../objects/index-manager.ts";
 import { checkedOutAt } from "./worktree-list.ts";
 
@@ -185,20 +184,20 @@ async function peelToCommit(git: Git, o: MoveOptions, oid: string): Promise<stri
 /**
  * Is `local` behind `remote` (an ancestor: fast-forward), ahead of it (`remote`
  * is its ancestor) or neither? One paint-down walk over the commits that
- * differ (ahead-behind.ts) answers both questions. A shallow repository, or a
- * commit that walk cannot read, goes to isomorphic-git, which stops at the
- * shallow boundary or names the missing object as before.
+ * differ (ahead-behind.ts) answers both questions, ending at a shallow
+ * clone's boundary as git does. A commit that walk cannot read goes to
+ * isomorphic-git, which names the missing object as before.
  */
 async function relate(gitdir: string, local: string, remote: string): Promise<"behind" | "ahead" | "diverged"> {
-  if (!isShallow(gitdir)) {
-    let counts: { ahead: number; behind: number } | null = null;
-    try {
-      counts = countLeftRight(gitdir, local, remote);
-    } catch {
-      counts = null;
-    }
-    if (counts) return counts.ahead === 0 ? "behind" : counts.behind === 0 ? "ahead" : "diverged";
+  let counts: { ahead: number; behind: number; cut?: string } | null = null;
+  try {
+    counts = countLeftRight(gitdir, local, remote);
+  } catch {
+    counts = null;
   }
+  // Across a shallow boundary the counts are not exact but their signs are: a side with
+  // commits of its own down to the boundary is not an ancestor of the other.
+  if (counts) return counts.ahead === 0 ? "behind" : counts.behind === 0 ? "ahead" : "diverged";
   const git = await loadGit();
   if (await isAncestor(git, gitdir, local, remote)) return "behind";
   if (await isAncestor(git, gitdir, remote, local)) return "ahead";
