@@ -5,6 +5,7 @@
 import type { InferOutput } from "valibot";
 import { CancelledError, GrexError } from "../core/base/errors.ts";
 import { withWorkspaceLock } from "../core/locks/locks.ts";
+import { objectCacheSetting, withObjectCache } from "../core/git/object-cache-setting.ts";
 import { failureDocument } from "./serialize.ts";
 import type { ParamsSchema, Progress, RenderStyle, VerbContext, VerbDef } from "./types.ts";
 import { confineFileParams, parseParams, type Surface } from "./validate.ts";
@@ -38,8 +39,13 @@ export async function invoke<P extends ParamsSchema, R extends object>(
     params = parseParams(verb, raw, surface);
     confineFileParams(verb, params, ctx);
     const effects = verb.effects(params);
-    const body = () => verb.run(ctx, params, signal, progress);
-    result = effects.workspace === "none" ? await body() : await withWorkspaceLock(ctx.workspace(), verb.name, effects.workspace, body);
+    if (effects.workspace === "none") result = await verb.run(ctx, params, signal, progress);
+    else {
+      const ws = ctx.workspace();
+      // The shared object cache this call's clones and fetches go through (GREX_OBJECT_CACHE or the workspace's setting).
+      const body = () => withObjectCache(objectCacheSetting(ws.root, ctx.env), () => verb.run(ctx, params, signal, progress));
+      result = await withWorkspaceLock(ws, verb.name, effects.workspace, body);
+    }
   } catch (err) {
     if (signal.aborted || (err instanceof GrexError && err.kind === "cancelled")) throw err;
     if (err instanceof GrexError) return failed(err);

@@ -14,6 +14,8 @@ import { fetchLocal } from "./transport/local-transport.ts";
 import type { FetchResult } from "./transport/remote-refs.ts";
 import { transportOf } from "./transport/url.ts";
 import { checkedFetchUrl } from "./transport/url-rewrite.ts";
+import { borrowsFromCache, fetchThroughCache } from "./object-cache.ts";
+import { currentObjectCache } from "./object-cache-setting.ts";
 
 /** Fetch origin's refs from `url` as the user's url.<base>.insteadOf rewrites it (origin keeps `url`). */
 function fetchInto(gitdir: string, url: string, signal: AbortSignal): Promise<FetchResult> {
@@ -21,11 +23,22 @@ function fetchInto(gitdir: string, url: string, signal: AbortSignal): Promise<Fe
   return transportOf(from) === "http" ? fetchHttp(gitdir, from, signal) : fetchLocal(gitdir, from, signal);
 }
 
+/**
+ * Fetch through the shared object cache when one is set up (object-cache.ts):
+ * a clone always, an existing pack when it borrows from the cache already;
+ * else straight from the upstream.
+ */
+function fetchPack(gitdir: string, url: string, signal: AbortSignal, clone: boolean): Promise<FetchResult> {
+  const cache = currentObjectCache();
+  if (cache !== null && (clone || borrowsFromCache(gitdir, cache, url))) return fetchThroughCache(cache, gitdir, url, signal, fetchInto);
+  return fetchInto(gitdir, url, signal);
+}
+
 export const inProcess: GitBackend = {
   clone(url, dir, { ref, signal }) {
     return cloneAtomically(dir, signal, async (tmp) => {
       const gitdir = initWithOrigin(tmp, url);
-      const { defaultBranch } = await fetchInto(gitdir, url, signal);
+      const { defaultBranch } = await fetchPack(gitdir, url, signal, true);
       throwIfAborted(signal);
       // What the fetch left (a large pack's indexing) goes before the checkout allocates: the two peaks never add up.
       Bun.gc(true);
@@ -46,7 +59,7 @@ export const inProcess: GitBackend = {
       }
     }
     const before = await head(dir);
-    const { defaultBranch } = await fetchInto(gitdir, url, signal);
+    const { defaultBranch } = await fetchPack(gitdir, url, signal, false);
     throwIfAborted(signal);
     try {
       return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch }) };
@@ -63,7 +76,8 @@ export const inProcess: GitBackend = {
 
   async fetch(dir, url, { signal }) {
     throwIfAborted(signal);
-    await fetchInto(requireGitdir(dir), url, signal);
+    const gitdir = requireGitdir(dir);
+    await fetchPack(gitdir, url, signal, false);
   },
 
   head,
