@@ -9,6 +9,7 @@ import type { Workspace } from "../core/base/workspace.ts";
 import { ALLOW_OUTSIDE_HOME, allowOutsideHomeFlag, allowsOutsideHome } from "./confine-param.ts";
 import { renderPackTable, streamPackRows, summaryLine, syncSelectionEntries } from "./sync-shared.ts";
 import { tagList } from "./common.ts";
+import { desc } from "./describe.ts";
 import { defineVerb, MUTATION_PASS, unlessDryRun } from "./types.ts";
 
 const Result = v.object({
@@ -24,6 +25,8 @@ const Result = v.object({
       message: v.string(),
     }),
   ),
+  /** With dissociate: each pack that borrowed objects (the shared object cache) and how many it now holds itself. */
+  dissociated: v.array(v.object({ id: v.string(), objects: v.number() })),
   /** The packs named with tag/untag, with their tags now (in a dry run: as they would be). */
   tagged: v.array(v.object({ id: v.string(), tags: v.array(v.string()) })),
 });
@@ -36,6 +39,10 @@ export const updateVerb = defineVerb({
     ...syncSelectionEntries,
     tag: tagList("Tags to give the packs named in ids, e.g. [\"frontend\"]. Default []. Without ref, only the tags change: nothing is fetched or moved."),
     untag: tagList("Tags to take off the packs named in ids, e.g. [\"legacy\"]. Default []."),
+    dissociate: desc(
+      v.optional(v.boolean(), false),
+      "true: copy the objects the selected packs (ids, else all) borrow from the shared object cache into each pack's own store and stop borrowing, as git repack -a -d after --reference does; nothing is fetched or moved. Default false.",
+    ),
   }),
   result: Result,
   readOnly: false,
@@ -52,6 +59,7 @@ export const updateVerb = defineVerb({
       { flag: "--force", description: "Reinstall every selected pack; also move dirty packs" },
       { flag: "--tag <tag>", description: "Add this tag to the named packs (repeatable; alone, changes only tags)", repeatable: true },
       { flag: "--untag <tag>", description: "Remove this tag from the named packs (repeatable)", repeatable: true },
+      { flag: "--dissociate", description: "Copy the objects packs borrow from the object cache into each pack; nothing is fetched" },
       allowOutsideHomeFlag,
     ],
   },
@@ -66,10 +74,15 @@ export const updateVerb = defineVerb({
     }
     const both = p.tag.find((t) => p.untag.includes(t));
     if (both !== undefined) throw usageError(`Tag '${both}' is given to both --tag and --untag; keep one.`, { field: "untag" });
+    if (p.dissociate) {
+      if (retag || p.ref !== undefined) throw usageError("--dissociate runs alone: leave out --ref, --tag and --untag.", { field: "dissociate" });
+      const { dissociatePacks } = await import("./update-dissociate.ts");
+      return { verb: "update" as const, dry_run: p.dry_run, packs: [], tagged: [], dissociated: await dissociatePacks(ctx, p.ids, p.dry_run, signal) };
+    }
     const tagged = retag ? await retagPacks(ws, p, ctx.warn, signal) : [];
     if (retag && p.ref === undefined) {
       // Only the tags change: nothing to fetch, move or install.
-      return { verb: "update" as const, dry_run: p.dry_run, packs: [], tagged };
+      return { verb: "update" as const, dry_run: p.dry_run, packs: [], tagged, dissociated: [] };
     }
     if (p.ref !== undefined) {
       const { state } = await readManifest(ws, { warn: ctx.warn });
@@ -110,6 +123,7 @@ export const updateVerb = defineVerb({
       verb: "update" as const,
       dry_run: p.dry_run,
       tagged,
+      dissociated: [],
       packs: report.packs.map((r) => ({
         id: r.id,
         synced: r.result === "ok",
@@ -126,6 +140,10 @@ export const updateVerb = defineVerb({
     return packOpError(`${failed.length} pack(s) failed to update (first: ${failed[0]?.id}: ${failed[0]?.message}).`);
   },
   render(r, p, style) {
+    if (r.dissociated.length > 0 || p.dissociate) {
+      if (r.dissociated.length === 0) return "no pack borrows objects: nothing to copy";
+      return r.dissociated.map((d) => `${r.dry_run ? "would copy" : "copied"} the borrowed objects into ${d.id}${r.dry_run ? "" : ` (${d.objects} objects); it no longer borrows`}`).join("\n");
+    }
     const tagLines = r.tagged.map((t) => `${r.dry_run ? "would tag" : "tagged"} ${t.id}: ${t.tags.length > 0 ? t.tags.join(", ") : "(no tags)"}`);
     if (r.packs.length === 0 && tagLines.length > 0 && p.ref === undefined) return tagLines.join("\n");
     const count = (res: string) => r.packs.filter((p) => p.result === res).length;

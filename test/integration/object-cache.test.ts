@@ -5,7 +5,7 @@
 // a second workspace transfers only what the cache lacks (no upload-pack
 // request at all when the cache is current).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { cacheEntryDir, cacheKey, entryName } from "../../src/core/git/object-cache.ts";
 import { bareCopy, commit, git, gitAsync, makeRepo, pushAll, tag, tempDir } from "../helpers/git-fixtures.ts";
@@ -147,6 +147,54 @@ for (const transport of ["http", "path"] as const) {
     }, 120_000);
   });
 }
+
+describe("doctor and update --dissociate", () => {
+  test("doctor names a pack whose cache entry is gone; --dissociate copies the objects in as git repack -a -d does", async () => {
+    const cache = join(tmp.path, "cache-dissociate");
+    const url = `${server.url}/upstream.git`;
+    const w = await workspace(cache);
+    expect((await w.grex("add", url, "up")).code).toBe(0);
+    expect((await w.grex("add", served, "local")).code).toBe(0);
+    const ref = join(tmp.path, "ref-dissociate");
+    const entry = cacheEntryDir(cache, url);
+    await gitAsync(tmp.path, "clone", "--quiet", "--reference", entry, url, ref);
+
+    const doctor = async () => ((await w.grex("doctor", "--json")).json.findings as Array<{ check: string; severity: string; pack: string | null; detail: string; auto_fixable: boolean }>).filter((f) => f.check === "alternates");
+    expect(await doctor()).toEqual([{ check: "alternates", severity: "ok", pack: null, detail: "ok", auto_fixable: false }]);
+    renameSync(cache, `${cache}-away`);
+    const broken = await doctor();
+    expect(broken.map((f) => `${f.pack} ${f.severity}`).sort()).toEqual(["local error", "up error"]);
+    expect(broken[0]?.detail).toContain("does not exist");
+    // Without the entry there is nothing to copy from: one sentence, nothing changed.
+    const failed = await w.grex("update", "--dissociate");
+    expect(failed.code).not.toBe(0);
+    expect(existsSync(join(w.ws, "up", ".git", "objects", "info", "alternates"))).toBe(true);
+    renameSync(`${cache}-away`, cache);
+
+    const r = await w.grex("update", "--dissociate", "--json");
+    expect(r.code).toBe(0);
+    expect((r.json.dissociated as Array<{ id: string }>).map((d) => d.id).sort()).toEqual(["local", "up"]);
+    // git's own way on the reference clone, for comparison.
+    git(ref, "repack", "-a", "-d", "-q");
+    rmSync(join(ref, ".git", "objects", "info", "alternates"));
+    renameSync(cache, `${cache}-gone`);
+    try {
+      for (const d of [join(w.ws, "up"), join(w.ws, "local"), ref]) {
+        expect(existsSync(join(d, ".git", "objects", "info", "alternates"))).toBe(false);
+        git(d, "fsck", "--full", "--strict");
+        expect(git(d, "status", "--porcelain")).toBe("");
+      }
+      const inPack = (d: string) => field(git(d, "count-objects", "-v"), "in-pack");
+      expect(inPack(join(w.ws, "up"))).toBe(inPack(ref));
+      expect(git(join(w.ws, "up"), "log", "-1", "--format=%H")).toBe(git(ref, "log", "-1", "--format=%H"));
+      expect(await doctor()).toEqual([{ check: "alternates", severity: "ok", pack: null, detail: "ok", auto_fixable: false }]);
+      // A second run has nothing left to do.
+      expect(((await w.grex("update", "--dissociate", "--json")).json.dissociated as unknown[]).length).toBe(0);
+    } finally {
+      renameSync(`${cache}-gone`, cache);
+    }
+  }, 120_000);
+});
 
 describe("the workspace setting", () => {
   test(".grex/object-cache names the cache when GREX_OBJECT_CACHE is unset", async () => {
