@@ -102,7 +102,6 @@ function withoutCredentials(url: string): string {
 
 /** A new bare entry, made under a temp name and renamed into place (its lock held). */
 function createEntry(root: string, name: string, url: string): void {
-  for (const n of fs.readdirSync(root)) if (n.startsWith(`.${name}.tmp-`)) fs.rmSync(join(root, n), { recursive: true, force: true }); // a killed filler's
   const tmp = join(root, `.${name}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
   const repo = layoutOfGitdir(tmp);
   fs.mkdirSync(join(objectsDir(repo), "pack"), { recursive: true });
@@ -136,6 +135,8 @@ async function openEntry(root: string, url: string, signal: AbortSignal): Promis
   }
   const lock = await LockFile.acquire(dir, `grex's object cache entry for ${displayUrl(url)}`, { timeoutMs: ENTRY_LOCK_WAIT_MS, signal });
   try {
+    // Temp entries a killed filler left (only the lock's holder makes one, so none is in use).
+    for (const n of fs.readdirSync(root)) if (n.startsWith(`.${name}.tmp-`)) fs.rmSync(join(root, n), { recursive: true, force: true });
     if (!fs.existsSync(dir)) createEntry(root, name, url);
     else if (!isGitDirectory(dir)) {
       throw packOpError(`${dir} is in the way of grex's object cache entry for ${displayUrl(url)} (it is not a git repository); move it away, then run the command again.`, { path: dir });
