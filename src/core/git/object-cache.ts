@@ -24,7 +24,8 @@ import { alternateLines, alternatesFileOf, gitPath, isGitDirectory, layoutOfGitd
 import { LockFile } from "./layout/lockfile.ts";
 import { writeNewRepoConfig } from "./refs/config.ts";
 import { deleteRefsSync, listRefsSync, readSymref, resolveRefSync, writeRefSync, writeRefsSync } from "./refs/refs.ts";
-import { type FetchResult, planRefs, REMOTE, type RemoteRefs, writeOriginHead } from "./transport/remote-refs.ts";
+import { ObjectPresence } from "./objects/objects.ts";
+import { type FetchResult, REMOTE, type RemoteRefs, writeOriginHead } from "./transport/remote-refs.ts";
 import { displayUrl, localPath, transportOf } from "./transport/url.ts";
 
 /** A fetch from the upstream into a repository (the backend's own, insteadOf applied). */
@@ -182,6 +183,25 @@ function sameDir(a: string, b: string): boolean {
   }
 }
 
+/**
+ * The ref changes that make `gitdir` match the entry's refs. The entry's refs
+ * were written only after their history was checked complete there (every
+ * fetch writes refs last), and `gitdir` borrows the entry's objects, so no
+ * history walk is needed: only each new tip's presence is asked (a tip
+ * missing means something is off; null then, and the caller fetches).
+ */
+function planFromEntry(gitdir: string, remote: RemoteRefs): { writes: Array<[string, string]>; prunes: string[] } | null {
+  const presence = new ObjectPresence(gitdir);
+  const tracking = listRefsSync(gitdir, TRACKING);
+  const tags = listRefsSync(gitdir, "refs/tags/");
+  const writes: Array<[string, string]> = [];
+  for (const [name, oid] of remote.branches) if (tracking.get(`${TRACKING}${name}`) !== oid) writes.push([`${TRACKING}${name}`, oid]);
+  for (const [name, oid] of remote.tags) if (!tags.has(`refs/tags/${name}`)) writes.push([`refs/tags/${name}`, oid]); // tags are never clobbered, as git does
+  if (writes.some(([, oid]) => !presence.has(oid))) return null;
+  const prunes = [...tracking.keys()].filter((ref) => ref !== `${TRACKING}HEAD` && !remote.branches.has(ref.slice(TRACKING.length)));
+  return { writes, prunes };
+}
+
 /** Whether the repository at `gitdir` borrows from `url`'s entry in the cache at `root`. */
 export function borrowsFromCache(gitdir: string, root: string, url: string): boolean {
   const entryObjects = objectsDir(cacheEntryDir(root, url));
@@ -204,8 +224,8 @@ export async function fetchThroughCache(root: string, destGitdir: string, url: s
     if (tip !== null && resolveRefSync(entry.gitdir, "HEAD") !== tip) writeRefSync(entry.gitdir, "HEAD", tip);
     addAlternate(destGitdir, fs.realpathSync(objectsDir(entry.gitdir)));
     const remote = entryRefs(entry.gitdir);
-    const plan = planRefs(destGitdir, remote);
-    if (plan.missing.length > 0) return await upstream(destGitdir, url, signal);
+    const plan = planFromEntry(destGitdir, remote);
+    if (plan === null) return await upstream(destGitdir, url, signal);
     writeRefsSync(destGitdir, plan.writes);
     deleteRefsSync(destGitdir, plan.prunes);
     writeOriginHead(destGitdir, remote.defaultBranch);
