@@ -206,6 +206,13 @@ describe("the workspace setting", () => {
     const entry = cacheEntryDir(join(w.root, "shared-cache"), served);
     expect(existsSync(entry)).toBe(true);
     expect(realpathSync(readFileSync(join(w.ws, "up", ".git", "objects", "info", "alternates"), "utf8").trim())).toBe(realpathSync(join(entry, "objects")));
+    // status --fetch (a verb that takes no workspace lock) goes through the same entry.
+    const next = commit(work, { "src/e.txt": "e\n" }, "fifth");
+    pushAll(work, served);
+    expect((await w.grex("status", "--fetch")).code).not.toBe(2);
+    expect(git(entry, "rev-parse", "refs/remotes/origin/main")).toBe(next);
+    expect(git(join(w.ws, "up"), "rev-parse", "refs/remotes/origin/main")).toBe(next);
+    expect(field(git(join(w.ws, "up"), "count-objects", "-v"), "count")).toBe(0);
   }, 60_000);
 
   test("without a cache, nothing borrows", async () => {

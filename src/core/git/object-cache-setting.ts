@@ -15,8 +15,8 @@ export const OBJECT_CACHE_FILE = join(".grex", "object-cache");
 
 let scope: AsyncLocalStorage<string | null> | undefined;
 
-/** The cache directory for `root` (a workspace) and `env`, or null when no cache is set up. */
-export function objectCacheSetting(root: string, env: Record<string, string | undefined>): string | null {
+/** The cache directory for `root` (a workspace; null: none) and `env`, or null when no cache is set up. */
+export function objectCacheSetting(root: string | null, env: Record<string, string | undefined>): string | null {
   const home = env.HOME ?? "";
   const expand = (p: string, from: string) => {
     const t = p.trim();
@@ -26,6 +26,7 @@ export function objectCacheSetting(root: string, env: Record<string, string | un
   };
   const fromEnv = env[OBJECT_CACHE_ENV];
   if (fromEnv !== undefined && fromEnv.trim() !== "") return fromEnv.trim() === "off" ? null : expand(fromEnv, process.cwd());
+  if (root === null) return null;
   let text: string;
   try {
     text = readFileSync(join(root, OBJECT_CACHE_FILE), "utf8");
