@@ -13,7 +13,7 @@
 //
 // Env: BENCH_N (default 100), BENCH_COMMITS (default 200), BENCH_FILES
 // (default 50), BENCH_RUNS (second-workspace repetitions, best taken, default
-// 2), BENCH_KEEP=1 keeps the temp dir.
+// 1), BENCH_KEEP=1 keeps the temp dir.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,7 +23,7 @@ import { benchEnv } from "./fixtures/env.ts";
 
 const N = Number(process.env.BENCH_N ?? 100);
 const SHAPE = { commits: Number(process.env.BENCH_COMMITS ?? 200), files: Number(process.env.BENCH_FILES ?? 50) };
-const RUNS = Number(process.env.BENCH_RUNS ?? 2);
+const RUNS = Number(process.env.BENCH_RUNS ?? 1);
 const GREX = [process.execPath, join(import.meta.dir, "..", "src", "cli", "main.ts")];
 const started = performance.now();
 const log = (m: string) => process.stderr.write(`${m}\n`);

@@ -196,6 +196,31 @@ describe("doctor and update --dissociate", () => {
   }, 120_000);
 });
 
+describe("through the system git (the backend of ssh URLs)", () => {
+  test("a clone and a later update borrow from the cache entry the same way", async () => {
+    const { systemGit } = await import("../../src/core/git/system-git.ts");
+    const { withObjectCache } = await import("../../src/core/git/object-cache-setting.ts");
+    const cache = join(tmp.path, "cache-system-git");
+    const dir = join(tmp.path, "system-git-clone");
+    const signal = new AbortController().signal;
+    await withObjectCache(cache, () => systemGit.clone(served, dir, { ref: null, signal }));
+    const entry = cacheEntryDir(cache, served);
+    git(dir, "fsck", "--full", "--strict");
+    git(entry, "fsck", "--full", "--strict");
+    expect(git(dir, "rev-parse", "HEAD")).toBe(git(work, "rev-parse", "main"));
+    expect(realpathSync(readFileSync(join(dir, ".git", "objects", "info", "alternates"), "utf8").trim())).toBe(realpathSync(join(entry, "objects")));
+    const own = () => git(dir, "count-objects", "-v");
+    expect(field(own(), "count") + field(own(), "in-pack")).toBe(0);
+    const next = commit(work, { "src/sys.txt": "sys\n" }, "by the system git");
+    pushAll(work, served);
+    const moved = await withObjectCache(cache, () => systemGit.update(dir, served, { ref: null, signal }));
+    expect(moved.after.sha).toBe(next);
+    expect(git(entry, "rev-parse", "refs/remotes/origin/main")).toBe(next);
+    expect(field(own(), "count") + field(own(), "in-pack")).toBe(0);
+    git(dir, "fsck", "--full", "--strict");
+  }, 60_000);
+});
+
 describe("the workspace setting", () => {
   test(".grex/object-cache names the cache when GREX_OBJECT_CACHE is unset", async () => {
     const w = await workspace(null);

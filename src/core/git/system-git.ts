@@ -13,6 +13,9 @@ import { deleteRefSync, readSymref } from "./refs/refs.ts";
 import { pickDefaultBranch, planRefs, REMOTE, type RemoteRefs, writeOriginHead } from "./transport/remote-refs.ts";
 import { displayUrl } from "./transport/url.ts";
 import { fetchUrlOf } from "./transport/url-rewrite.ts";
+import { initWithOrigin } from "./init.ts";
+import { borrowsFromCache, fetchThroughCache, type Upstream } from "./object-cache.ts";
+import { currentObjectCache } from "./object-cache-setting.ts";
 
 /** ls-remote of a repository with very many refs stays far below this. */
 const MAX_GIT_OUTPUT = 64 << 20;
@@ -64,8 +67,28 @@ export function parseLsRemote(out: string): RemoteRefs {
   return { branches, tags, defaultBranch: pickDefaultBranch(branches, headTarget, headOid) };
 }
 
+/** A fetch by the system git, in the shape the object cache calls (object-cache.ts): into a cache entry, or a pack's git directory. */
+const upstreamByGit: Upstream = async (gitdir, url, signal) => {
+  const remote = await fetchRemote(gitdir, gitdir, url, signal);
+  return { defaultBranch: remote.defaultBranch, changed: true };
+};
+
+/** Through the shared object cache when one is set up and (for an existing pack) the pack borrows from it; else null. */
+function cacheFor(gitdir: string | null, url: string): string | null {
+  const cache = currentObjectCache();
+  return cache !== null && (gitdir === null || borrowsFromCache(gitdir, cache, url)) ? cache : null;
+}
+
 export const systemGit: GitBackend = {
   clone(url, dir, { ref, signal }) {
+    const cache = cacheFor(null, url);
+    if (cache !== null) {
+      return cloneAtomically(dir, signal, async (tmp) => {
+        const gitdir = initWithOrigin(tmp, url);
+        const { defaultBranch } = await fetchThroughCache(cache, gitdir, url, signal, upstreamByGit);
+        return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir });
+      });
+    }
     return cloneAtomically(dir, signal, async (tmp) => {
       // git transfers; grex checks the tree out, refusing what it refuses for every other transport.
       await runGit(["clone", "--quiet", "--no-checkout", "--origin", REMOTE, "--", url, tmp], url, signal);
@@ -79,14 +102,18 @@ export const systemGit: GitBackend = {
   async update(dir, url, { ref, signal }) {
     const gitdir = requireGitdir(dir);
     const before = await head(dir);
-    const remote = await fetchRemote(dir, gitdir, url, signal);
+    const cache = cacheFor(gitdir, url);
+    const remote = cache !== null ? await fetchThroughCache(cache, gitdir, url, signal, upstreamByGit) : await fetchRemote(dir, gitdir, url, signal);
     throwIfAborted(signal);
     const after = await moveTo({ dir, gitdir, url, ref, defaultBranch: remote.defaultBranch });
     return { before, after };
   },
 
   async fetch(dir, url, { signal }) {
-    await fetchRemote(dir, requireGitdir(dir), url, signal);
+    const gitdir = requireGitdir(dir);
+    const cache = cacheFor(gitdir, url);
+    if (cache !== null) await fetchThroughCache(cache, gitdir, url, signal, upstreamByGit);
+    else await fetchRemote(dir, gitdir, url, signal);
   },
 
   head,
