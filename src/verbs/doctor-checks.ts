@@ -30,6 +30,7 @@ export const DOCTOR_CHECKS = [
   "off-branch",
   "git-filters",
   "mirrors",
+  "alternates",
   "serve-watch",
   "worktrees",
   ...TEAM_CHECKS,
@@ -242,6 +243,23 @@ async function mirrors(r: DoctorRun): Promise<void> {
   }
 }
 
+/** alternates: a pack borrowing objects (the shared object cache) from a directory that is gone or unreadable; one error per pack. */
+async function alternates(r: DoctorRun): Promise<void> {
+  const { brokenAlternate } = await import("../core/git/dissociate.ts");
+  const { loadWorkspaceView } = await import("../core/workspace/packs.ts");
+  const view = await loadWorkspaceView(r.ws, r.warn).catch(() => null);
+  for (const node of view?.packs ?? []) {
+    const broken = brokenAlternate(node.dir);
+    if (broken === null) continue;
+    r.add(
+      "alternates",
+      "error",
+      node.id,
+      `pack '${node.id}' borrows its objects from ${broken.path} (named in its objects/info/alternates), which ${broken.why}; restore that directory (the object cache entry), or remove the pack's directory and run grex sync to clone it again.`,
+    );
+  }
+}
+
 /** serve-watch: packs a running `grex serve` cannot watch, so it scans them on every status (doctor-serve.ts). */
 async function serveWatch(r: DoctorRun): Promise<void> {
   const { loadWorkspaceView } = await import("../core/workspace/packs.ts");
@@ -262,7 +280,7 @@ async function worktrees(r: DoctorRun): Promise<void> {
   }
 }
 
-const CHECK_STEPS: readonly CheckStep[] = [gitignoreSync, onDisk, packStates, mirrors, declaredServers, serveWatch, worktrees, staleLocks, incompleteActions, team, orphans, legacy];
+const CHECK_STEPS: readonly CheckStep[] = [gitignoreSync, onDisk, packStates, mirrors, alternates, declaredServers, serveWatch, worktrees, staleLocks, incompleteActions, team, orphans, legacy];
 
 /** Run every check; findings only (no writes). */
 export async function diagnose(ws: Workspace, lint: boolean, warn: (m: string) => void): Promise<{ findings: Finding[]; loaded: Loaded | null }> {

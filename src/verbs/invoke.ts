@@ -5,6 +5,8 @@
 import type { InferOutput } from "valibot";
 import { CancelledError, GrexError } from "../core/base/errors.ts";
 import { withWorkspaceLock } from "../core/locks/locks.ts";
+import { objectCacheSetting, withObjectCache } from "../core/git/object-cache-setting.ts";
+import { findWorkspace } from "../core/base/workspace.ts";
 import { failureDocument } from "./serialize.ts";
 import type { ParamsSchema, Progress, RenderStyle, VerbContext, VerbDef } from "./types.ts";
 import { confineFileParams, parseParams, type Surface } from "./validate.ts";
@@ -25,6 +27,15 @@ export type Outcome =
   | { ok: true; document: object; render(style: RenderStyle): string }
   | { ok: false; error: GrexError; document: object; render: ((style: RenderStyle) => string) | undefined };
 
+/** The call's workspace root, or null when it has none (`init`, `--version`). */
+function workspaceRootOrNull(ctx: VerbContext): string | null {
+  try {
+    return findWorkspace(ctx.cwd, ctx.manifest).root; // not ctx.workspace(): `init` must not find an enclosing workspace cached for it
+  } catch {
+    return null;
+  }
+}
+
 export async function invoke<P extends ParamsSchema, R extends object>(
   verb: VerbDef<P, R>,
   raw: unknown,
@@ -38,8 +49,13 @@ export async function invoke<P extends ParamsSchema, R extends object>(
     params = parseParams(verb, raw, surface);
     confineFileParams(verb, params, ctx);
     const effects = verb.effects(params);
-    const body = () => verb.run(ctx, params, signal, progress);
-    result = effects.workspace === "none" ? await body() : await withWorkspaceLock(ctx.workspace(), verb.name, effects.workspace, body);
+    // The shared object cache this call's clones and fetches go through (GREX_OBJECT_CACHE or the workspace's setting).
+    const inCache = (root: string | null) => () => withObjectCache(objectCacheSetting(root, ctx.env), () => verb.run(ctx, params, signal, progress));
+    if (effects.workspace === "none") result = await inCache(workspaceRootOrNull(ctx))();
+    else {
+      const ws = ctx.workspace();
+      result = await withWorkspaceLock(ws, verb.name, effects.workspace, inCache(ws.root));
+    }
   } catch (err) {
     if (signal.aborted || (err instanceof GrexError && err.kind === "cancelled")) throw err;
     if (err instanceof GrexError) return failed(err);

@@ -25,6 +25,8 @@ const Result = v.object({
       message: v.string(),
     }),
   ),
+  /** With dissociate: each pack that borrowed objects (the shared object cache) and how many it now holds itself. */
+  dissociated: v.array(v.object({ id: v.string(), objects: v.number() })),
   /** The packs named with tag/untag, with their tags now (in a dry run: as they would be). */
   tagged: v.array(v.object({ id: v.string(), tags: v.array(v.string()) })),
 });
@@ -40,6 +42,10 @@ export const updateVerb = defineVerb({
     depth: desc(
       v.optional(v.pipe(v.number(), v.integer("must be a whole number"), v.minValue(0, "must be 0"), v.maxValue(0, "must be 0: a pack's depth is chosen when it is added (grex rm, then grex add --depth <n>)"))),
       "0: fetch the whole history of the shallow packs named in ids (git fetch --unshallow) and record them as full clones again (the manifest's depth is dropped). Only 0 is accepted.",
+    ),
+    dissociate: desc(
+      v.optional(v.boolean(), false),
+      "true: copy the objects the selected packs (ids, else all) borrow from the shared object cache into each pack's own store and stop borrowing, as git repack -a -d after --reference does; nothing is fetched or moved. Default false.",
     ),
   }),
   result: Result,
@@ -58,6 +64,7 @@ export const updateVerb = defineVerb({
       { flag: "--tag <tag>", description: "Add this tag to the named packs (repeatable; alone, changes only tags)", repeatable: true },
       { flag: "--untag <tag>", description: "Remove this tag from the named packs (repeatable)", repeatable: true },
       { flag: "--depth <n>", description: "0: fetch the full history of the named shallow packs and record them as full clones", number: true },
+      { flag: "--dissociate", description: "Copy the objects packs borrow from the object cache into each pack; nothing is fetched" },
       allowOutsideHomeFlag,
     ],
   },
@@ -75,10 +82,15 @@ export const updateVerb = defineVerb({
     }
     const both = p.tag.find((t) => p.untag.includes(t));
     if (both !== undefined) throw usageError(`Tag '${both}' is given to both --tag and --untag; keep one.`, { field: "untag" });
+    if (p.dissociate) {
+      if (retag || p.ref !== undefined || p.depth !== undefined) throw usageError("--dissociate runs alone: leave out --ref, --depth, --tag and --untag.", { field: "dissociate" });
+      const { dissociatePacks } = await import("./update-dissociate.ts");
+      return { verb: "update" as const, dry_run: p.dry_run, packs: [], tagged: [], dissociated: await dissociatePacks(ctx, p.ids, p.dry_run, signal) };
+    }
     const tagged = retag ? await retagPacks(ws, p, ctx.warn, signal) : [];
     if (retag && p.ref === undefined && p.depth === undefined) {
       // Only the tags change: nothing to fetch, move or install.
-      return { verb: "update" as const, dry_run: p.dry_run, packs: [], tagged };
+      return { verb: "update" as const, dry_run: p.dry_run, packs: [], tagged, dissociated: [] };
     }
     if (p.ref !== undefined || p.depth !== undefined) {
       const { state } = await readManifest(ws, { warn: ctx.warn });
@@ -122,6 +134,7 @@ export const updateVerb = defineVerb({
       verb: "update" as const,
       dry_run: p.dry_run,
       tagged,
+      dissociated: [],
       packs: report.packs.map((r) => ({
         id: r.id,
         synced: r.result === "ok",
@@ -138,6 +151,10 @@ export const updateVerb = defineVerb({
     return packOpError(`${failed.length} pack(s) failed to update (first: ${failed[0]?.id}: ${failed[0]?.message}).`);
   },
   render(r, p, style) {
+    if (r.dissociated.length > 0 || p.dissociate) {
+      if (r.dissociated.length === 0) return "no pack borrows objects: nothing to copy";
+      return r.dissociated.map((d) => `${r.dry_run ? "would copy" : "copied"} the borrowed objects into ${d.id}${r.dry_run ? "" : ` (${d.objects} objects); it no longer borrows`}`).join("\n");
+    }
     const tagLines = r.tagged.map((t) => `${r.dry_run ? "would tag" : "tagged"} ${t.id}: ${t.tags.length > 0 ? t.tags.join(", ") : "(no tags)"}`);
     if (r.packs.length === 0 && tagLines.length > 0 && p.ref === undefined) return tagLines.join("\n");
     const count = (res: string) => r.packs.filter((p) => p.result === res).length;

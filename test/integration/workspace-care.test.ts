@@ -50,6 +50,7 @@ describe("doctor", () => {
       "off-branch",
       "git-filters",
       "mirrors",
+      "alternates",
       "serve-watch",
       "worktrees",
       "team-files",

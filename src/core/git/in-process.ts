@@ -15,6 +15,8 @@ import type { FetchResult } from "./transport/remote-refs.ts";
 import type { FetchDepth } from "./transport/shallow-refs.ts";
 import { transportOf } from "./transport/url.ts";
 import { checkedFetchUrl } from "./transport/url-rewrite.ts";
+import { borrowsFromCache, fetchThroughCache } from "./object-cache.ts";
+import { currentObjectCache } from "./object-cache-setting.ts";
 
 /** Fetch origin's refs from `url` as the user's url.<base>.insteadOf rewrites it (origin keeps `url`). */
 function fetchInto(gitdir: string, url: string, signal: AbortSignal, opts: FetchDepth = {}): Promise<FetchResult> {
@@ -22,11 +24,24 @@ function fetchInto(gitdir: string, url: string, signal: AbortSignal, opts: Fetch
   return transportOf(from) === "http" ? fetchHttp(gitdir, from, signal, opts) : fetchLocal(gitdir, from, signal, opts);
 }
 
+/**
+ * Fetch through the shared object cache when one is set up (object-cache.ts):
+ * a full clone always, an existing pack when it borrows from the cache
+ * already; else (a shallow clone or unshallow too) straight from the upstream.
+ */
+function fetchPack(gitdir: string, url: string, signal: AbortSignal, clone: boolean, opts: FetchDepth = {}): Promise<FetchResult> {
+  const cache = currentObjectCache();
+  // A shallow clone or an unshallow asks the upstream for a cut (or the whole) history itself: the cache holds neither.
+  const cut = opts.depth !== undefined;
+  if (cache !== null && !cut && (clone || borrowsFromCache(gitdir, cache, url))) return fetchThroughCache(cache, gitdir, url, signal, fetchInto);
+  return fetchInto(gitdir, url, signal, opts);
+}
+
 export const inProcess: GitBackend = {
   clone(url, dir, { ref, signal, depth }) {
     return cloneAtomically(dir, signal, async (tmp) => {
       const gitdir = initWithOrigin(tmp, url);
-      const { defaultBranch } = await fetchInto(gitdir, url, signal, depth ? { depth, ref } : {});
+      const { defaultBranch } = await fetchPack(gitdir, url, signal, true, depth ? { depth, ref } : {});
       throwIfAborted(signal);
       // What the fetch left (a large pack's indexing) goes before the checkout allocates: the two peaks never add up.
       Bun.gc(true);
@@ -47,7 +62,7 @@ export const inProcess: GitBackend = {
       }
     }
     const before = await head(dir);
-    const { defaultBranch } = await fetchInto(gitdir, url, signal, { depth, ref });
+    const { defaultBranch } = await fetchPack(gitdir, url, signal, false, { depth, ref });
     throwIfAborted(signal);
     try {
       return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch }) };
@@ -64,7 +79,7 @@ export const inProcess: GitBackend = {
 
   async fetch(dir, url, { signal, depth }) {
     throwIfAborted(signal);
-    await fetchInto(requireGitdir(dir), url, signal, { depth });
+    await fetchPack(requireGitdir(dir), url, signal, false, { depth });
   },
 
   head,

@@ -16,6 +16,9 @@ import { fetchUrlOf } from "./transport/url-rewrite.ts";
 import { readShallow } from "./layout/layout.ts";
 import { INFINITE_DEPTH } from "./layout/shallow-file.ts";
 import { narrowRefs } from "./transport/shallow-refs.ts";
+import { initWithOrigin } from "./init.ts";
+import { borrowsFromCache, fetchThroughCache, type Upstream } from "./object-cache.ts";
+import { currentObjectCache } from "./object-cache-setting.ts";
 
 /** ls-remote of a repository with very many refs stays far below this. */
 const MAX_GIT_OUTPUT = 64 << 20;
@@ -67,8 +70,28 @@ export function parseLsRemote(out: string): RemoteRefs {
   return { branches, tags, defaultBranch: pickDefaultBranch(branches, headTarget, headOid) };
 }
 
+/** A fetch by the system git, in the shape the object cache calls (object-cache.ts): into a cache entry, or a pack's git directory. */
+const upstreamByGit: Upstream = async (gitdir, url, signal) => {
+  const remote = await fetchRemote(gitdir, gitdir, url, signal);
+  return { defaultBranch: remote.defaultBranch, changed: true };
+};
+
+/** Through the shared object cache when one is set up and (for an existing pack) the pack borrows from it; else null. */
+function cacheFor(gitdir: string | null, url: string): string | null {
+  const cache = currentObjectCache();
+  return cache !== null && (gitdir === null || borrowsFromCache(gitdir, cache, url)) ? cache : null;
+}
+
 export const systemGit: GitBackend = {
   clone(url, dir, { ref, signal, depth }) {
+    const cache = depth ? null : cacheFor(null, url);
+    if (cache !== null) {
+      return cloneAtomically(dir, signal, async (tmp) => {
+        const gitdir = initWithOrigin(tmp, url);
+        const { defaultBranch } = await fetchThroughCache(cache, gitdir, url, signal, upstreamByGit);
+        return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir });
+      });
+    }
     return cloneAtomically(dir, signal, async (tmp) => {
       // A shallow clone follows one branch, as git's does: the pinned one when it is a branch or tag name.
       const shallow = depth ? ["--depth", String(depth), ...(ref && !/^[0-9a-f]{40}$/.test(ref) ? ["--branch", ref] : [])] : [];
@@ -84,14 +107,18 @@ export const systemGit: GitBackend = {
   async update(dir, url, { ref, signal, depth }) {
     const gitdir = requireGitdir(dir);
     const before = await head(dir);
-    const remote = await fetchRemote(dir, gitdir, url, signal, depth === INFINITE_DEPTH, ref);
+    const cache = depth ? null : cacheFor(gitdir, url);
+    const remote = cache !== null ? await fetchThroughCache(cache, gitdir, url, signal, upstreamByGit) : await fetchRemote(dir, gitdir, url, signal, depth === INFINITE_DEPTH, ref);
     throwIfAborted(signal);
     const after = await moveTo({ dir, gitdir, url, ref, defaultBranch: remote.defaultBranch });
     return { before, after };
   },
 
   async fetch(dir, url, { signal, depth }) {
-    await fetchRemote(dir, requireGitdir(dir), url, signal, depth === INFINITE_DEPTH);
+    const gitdir = requireGitdir(dir);
+    const cache = depth ? null : cacheFor(gitdir, url);
+    if (cache !== null) await fetchThroughCache(cache, gitdir, url, signal, upstreamByGit);
+    else await fetchRemote(dir, gitdir, url, signal, depth === INFINITE_DEPTH);
   },
 
   head,
