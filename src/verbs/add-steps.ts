@@ -36,6 +36,8 @@ export interface AddSpec {
   allowOutsideHome: boolean;
   /** --recurse-submodules: clone the submodules now and record that later syncs keep them. */
   recurseSubmodules?: boolean;
+  /** --filter: a partial clone's filter (normalised), recorded on the add event so later clones keep it. */
+  filter?: string;
 }
 
 export interface AddOutcome {
@@ -59,7 +61,7 @@ async function cloneInto(ctx: VerbContext, spec: AddSpec, dir: string, signal: A
       withBackendLock(spec.ws, dir, signal, async () =>
         adopt
           ? (await backend.update(dir, spec.url, { ref: spec.ref, signal })).after
-          : backend.clone(spec.url, dir, { ref: spec.ref, signal }),
+          : backend.clone(spec.url, dir, { ref: spec.ref, signal, ...(spec.filter !== undefined ? { filter: spec.filter } : {}) }),
       ),
     ),
   );
@@ -149,7 +151,7 @@ export async function addAllOrNothing(
       const failure = firstFailure(report);
       if (failure) throw failure;
     } else await checkAlone(ctx, spec, found, dir);
-    await appendEvents(ws, [makeEvent("add", spec.id, { url: spec.url, path: spec.id, type: entry.type, ref: spec.ref, ...(spec.tags.length > 0 ? { tags: spec.tags } : {}) })], signal);
+    await appendEvents(ws, [makeEvent("add", spec.id, { url: spec.url, path: spec.id, type: entry.type, ref: spec.ref, ...(spec.tags.length > 0 ? { tags: spec.tags } : {}), ...(spec.filter !== undefined ? { filter: spec.filter } : {}) })], signal);
     if (report) await report.record?.();
     else updateIgnoreFile(join(ws.root, ".gitignore"), spec.id, packIgnoreLines(spec.id, found.manifest));
     return {

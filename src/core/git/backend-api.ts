@@ -4,9 +4,16 @@
 import type { HeadInfo } from "./refs/head.ts";
 import type { DirtyCheckOptions } from "./worktree/worktree.ts";
 
+export interface CloneOptions {
+  ref: string | null;
+  signal: AbortSignal;
+  /** A partial clone's filter (`blob:none`, `blob:limit=<n>`, normalised by core/base/clone-filter.ts); absent: a full clone. */
+  filter?: string;
+}
+
 export interface GitBackend {
   /** All-or-nothing clone into `dir` (absent or empty), then move to `ref` (null = the remote's HEAD branch). */
-  clone(url: string, dir: string, opts: { ref: string | null; signal: AbortSignal }): Promise<HeadInfo>;
+  clone(url: string, dir: string, opts: CloneOptions): Promise<HeadInfo>;
   /**
    * Fetch, then move to `ref`: a branch is tracked and fast-forwarded only
    * (diverged → pack_op error, HEAD and work tree untouched); a tag or sha

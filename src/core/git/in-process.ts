@@ -22,14 +22,14 @@ function fetchInto(gitdir: string, url: string, signal: AbortSignal): Promise<Fe
 }
 
 export const inProcess: GitBackend = {
-  clone(url, dir, { ref, signal }) {
+  clone(url, dir, { ref, signal, filter }) {
     return cloneAtomically(dir, signal, async (tmp) => {
-      const gitdir = initWithOrigin(tmp, url);
+      const gitdir = initWithOrigin(tmp, url, filter);
       const { defaultBranch } = await fetchInto(gitdir, url, signal);
       throwIfAborted(signal);
       // What the fetch left (a large pack's indexing) goes before the checkout allocates: the two peaks never add up.
       Bun.gc(true);
-      return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir });
+      return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir, signal });
     });
   },
 
@@ -49,7 +49,7 @@ export const inProcess: GitBackend = {
     const { defaultBranch } = await fetchInto(gitdir, url, signal);
     throwIfAborted(signal);
     try {
-      return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch }) };
+      return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch, signal }) };
     } catch (err) {
       if (!(err instanceof GrexError) || typeof err.data?.commit !== "string" || err.data.missing === undefined) throw err;
       const missing = err.data.commit;
@@ -57,7 +57,7 @@ export const inProcess: GitBackend = {
       for (const [name, oid] of listRefsSync(gitdir, "refs/remotes/")) if (oid === missing) deleteRefSync(gitdir, name);
       const again = await fetchInto(gitdir, url, signal);
       throwIfAborted(signal);
-      return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch: again.defaultBranch }) };
+      return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch: again.defaultBranch, signal }) };
     }
   },
 

@@ -65,14 +65,15 @@ export function parseLsRemote(out: string): RemoteRefs {
 }
 
 export const systemGit: GitBackend = {
-  clone(url, dir, { ref, signal }) {
+  clone(url, dir, { ref, signal, filter }) {
     return cloneAtomically(dir, signal, async (tmp) => {
-      // git transfers; grex checks the tree out, refusing what it refuses for every other transport.
-      await runGit(["clone", "--quiet", "--no-checkout", "--origin", REMOTE, "--", url, tmp], url, signal);
+      // git transfers (a partial clone with git's own --filter); grex checks the tree out, refusing what it refuses for every other transport.
+      const partial = filter === undefined ? [] : [`--filter=${filter}`];
+      await runGit(["clone", "--quiet", "--no-checkout", ...partial, "--origin", REMOTE, "--", url, tmp], url, signal);
       const gitdir = requireGitdir(tmp);
       const target = readSymref(gitdir, `refs/remotes/${REMOTE}/HEAD`);
       const defaultBranch = target?.replace(`refs/remotes/${REMOTE}/`, "") ?? null;
-      return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir });
+      return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir, signal });
     });
   },
 
@@ -81,7 +82,7 @@ export const systemGit: GitBackend = {
     const before = await head(dir);
     const remote = await fetchRemote(dir, gitdir, url, signal);
     throwIfAborted(signal);
-    const after = await moveTo({ dir, gitdir, url, ref, defaultBranch: remote.defaultBranch });
+    const after = await moveTo({ dir, gitdir, url, ref, defaultBranch: remote.defaultBranch, signal });
     return { before, after };
   },
 

@@ -100,6 +100,7 @@ function selectRoots(ws: Workspace, state: Map<string, PackEntry>, opts: SyncOpt
         recordedType: p.type,
         depth: 0,
         parent: null,
+        ...(p.filter !== undefined ? { filter: p.filter } : {}),
       }),
     );
   }

@@ -2,6 +2,7 @@
 // read-side check of one line. A leaf: the manifest's reader, fold, snapshot,
 // schema, merge rules and the journal all build on it without importing each other.
 import { controlCharProblem, PACK_PATH_RE, TAG_RE } from "../base/naming.ts";
+import { normaliseCloneFilter } from "../base/clone-filter.ts";
 
 export const SCHEMA_VERSION = "1";
 /** One event line, including its trailing newline, is at most this many bytes. */
@@ -20,6 +21,8 @@ export interface PackEntry {
   ref: string | null;
   /** Tags (`add --tag`), sorted, without duplicates; absent when none. */
   tags?: string[];
+  /** A partial clone's filter (`add --filter blob:none`), kept for every later clone of the pack; absent: full clones. */
+  filter?: string;
 }
 
 /** The `ts` of the line(s) for the same id an intent event supersedes (manifest-conflicts.ts). */
@@ -34,7 +37,7 @@ interface Envelope {
 
 /** The extra fields of each known op (SPEC §2.1 table). */
 export interface EventFields {
-  add: { url: string; path: string; type: string; ref: string | null; tags?: string[]; prev?: Prev };
+  add: { url: string; path: string; type: string; ref: string | null; tags?: string[]; filter?: string; prev?: Prev };
   /** `tags` replaces the whole set (an empty list clears it). */
   update: { url?: string; type?: string; ref?: string | null; tags?: string[]; prev?: Prev };
   rm: { prev?: Prev };
@@ -105,6 +108,7 @@ export function checkEvent(o: Record<string, unknown>): string | null {
       if (!isNonEmpty(o.type)) return "'type' must be a non-empty string";
       const ref = o.ref;
       if (ref !== undefined && ref !== null && !isStr(ref)) return "'ref' must be a string or null";
+      if (o.filter !== undefined && !(isStr(o.filter) && normaliseCloneFilter(o.filter) === o.filter)) return "'filter' must be a partial-clone filter grex implements (blob:none, blob:limit=<n>)";
       return null;
     }
     case "update": {

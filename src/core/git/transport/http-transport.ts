@@ -13,6 +13,7 @@ import { deleteRefsSync, listRefsSync, resolveRefSync, writeRefsSync } from "../
 import { type FetchResult, planRefs, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
 import { advertise, uploadPack } from "./smart-http.ts";
 import { isShallow } from "../layout/layout.ts";
+import { isPartialClone, partialCloneFilter, promisorFileText } from "./promisor.ts";
 
 /** The refs an http(s) remote advertises: one GET, no objects. */
 export async function listHttpRefs(url: string, signal: AbortSignal): Promise<RemoteRefs> {
@@ -47,12 +48,16 @@ export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal
     let links: PackLinks | undefined;
     if (plan.missing.length > 0) {
       const haves = ourTips(gitdir);
-      const pack = await uploadPack(url, ad, plan.missing, haves, signal, limits);
+      // A partial clone asks for its filter again (git fetch does), and every pack from its promisor remote is kept and marked.
+      const promised = isPartialClone(gitdir);
+      const filter = promised ? (partialCloneFilter(gitdir) ?? undefined) : undefined;
+      const pack = await uploadPack(url, ad, plan.missing, haves, signal, limits, { filter });
       const store = new ObjectStore(gitdir);
       // A first fetch keeps the pack and checks its history from what the indexer records.
       if (haves.length === 0) links = new PackLinks();
+      const promisor = promised ? promisorFileText(plan.writes) : undefined;
       try {
-        await storePackStream(gitdir, pack, { store, keepPack: haves.length === 0, signal, limits, links });
+        await storePackStream(gitdir, pack, { store, keepPack: haves.length === 0 || promised, signal, limits, links, promisor });
       } finally {
         store.close();
         await pack.close();

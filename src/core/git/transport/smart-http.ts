@@ -200,6 +200,12 @@ export async function advertise(url: string, signal: AbortSignal, limits: Transf
   }
 }
 
+/** What an upload-pack request asks for beyond wants and haves. */
+export interface UploadPackOptions {
+  /** A partial clone's filter (`blob:none`, …): sent as the `filter` capability and line when the server advertises `filter`. */
+  filter?: string;
+}
+
 /** The pack of an upload-pack reply, as it arrives; `close` ends the request. */
 export interface PackStream extends ByteSource {
   close(): Promise<void>;
@@ -212,10 +218,22 @@ export interface PackStream extends ByteSource {
  * pack comes in band 1, progress in band 2 (ignored) and an error in band 3;
  * an empty band-1 packet before the pack is a keep-alive.
  */
-export async function uploadPack(url: string, ad: Advertisement, wants: string[], haves: string[], signal: AbortSignal, limits: TransferLimits = transferLimits()): Promise<PackStream> {
+export async function uploadPack(
+  url: string,
+  ad: Advertisement,
+  wants: string[],
+  haves: string[],
+  signal: AbortSignal,
+  limits: TransferLimits = transferLimits(),
+  opts: UploadPackOptions = {},
+): Promise<PackStream> {
   let sideband = ad.capabilities.has("side-band-64k");
-  const caps = [...(sideband ? ["side-band-64k"] : []), "ofs-delta", "no-progress", `agent=${USER_AGENT}`].filter((c) => c.startsWith("agent=") || ad.capabilities.has(c));
+  // A filter is sent only to a server that advertises it (the caller decides what to do when it does not).
+  const filter = opts.filter !== undefined && ad.capabilities.has("filter") ? opts.filter : undefined;
+  const wanted = [...(sideband ? ["side-band-64k"] : []), "ofs-delta", "no-progress", ...(filter !== undefined ? ["filter"] : [])];
+  const caps = [...wanted, `agent=${USER_AGENT}`].filter((c) => c.startsWith("agent=") || ad.capabilities.has(c));
   let body = wants.map((oid, i) => pktLine(`want ${oid}${i === 0 ? ` ${caps.join(" ")}` : ""}\n`)).join("");
+  if (filter !== undefined) body += pktLine(`filter ${filter}\n`);
   body += "0000";
   for (const oid of haves) body += pktLine(`have ${oid}\n`);
   body += pktLine("done\n");
