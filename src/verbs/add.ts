@@ -80,10 +80,9 @@ export const addVerb = defineVerb({
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],
   examples: [
-    "grex add https://github.com/you/dotfiles",
+    "grex add https://github.com/you/dotfiles --filter blob:none",
     "grex add https://github.com/you/web.git apps/web --tag frontend --tag team-a",
     "grex add ../local-repo vendor/local --no-install",
-    "grex add https://github.com/you/big.git --filter blob:none",
   ],
   cli: {
     args: "<url> [path]",

@@ -9,16 +9,17 @@ export const CLONE_FILTER_FORMS = ["blob:none", "blob:limit=<n>[k|m|g]"] as cons
 const LIMIT_RE = /^blob:limit=(\d{1,15})([kmg]?)$/;
 
 /**
- * The filter as grex records and sends it (git's own spelling: `blob:none`,
- * `blob:limit=<n>` with an optional k/m/g suffix, lower-case), or null when
- * `spec` is not one grex implements.
+ * The filter as grex records and sends it (as git records it: `blob:none`,
+ * `blob:limit=<bytes>`, a k/m/g suffix multiplied out), or null when `spec`
+ * is not one grex implements.
  */
 export function normaliseCloneFilter(spec: string): string | null {
   const s = spec.trim().toLowerCase();
   if (s === "blob:none") return s;
-  const m = LIMIT_RE.exec(s);
-  if (!m) return null;
-  return `blob:limit=${Number(m[1])}${m[2]}`;
+  if (!LIMIT_RE.test(s)) return null;
+  // As git records it (expand_list_objects_filter_spec): the size in bytes, "1k" → "1024".
+  const bytes = blobLimitOf(s);
+  return Number.isSafeInteger(bytes) ? `blob:limit=${bytes}` : null;
 }
 
 /** The largest blob (in bytes) a filter lets through: 0 for blob:none. */

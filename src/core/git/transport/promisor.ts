@@ -14,7 +14,9 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { configBool, readGitdirConfigValue, type ConfigSet } from "../refs/config.ts";
 import { objectsDir } from "../layout/layout.ts";
-import { REMOTE } from "./remote-refs.ts";
+
+/** The remote grex clones from (remote-refs.ts's REMOTE, named here: connectivity.ts imports this file, and remote-refs.ts imports connectivity.ts). */
+const REMOTE = "origin";
 
 /** The config a new partial clone of `url` gets for its origin (after `url` and `fetch`). */
 export function promisorConfig(filter: string): ConfigSet[] {
