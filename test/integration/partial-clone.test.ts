@@ -242,3 +242,12 @@ test("sync keeps the recorded filter: a pack missing from disk is cloned partial
   expect(await gitAsync(dir, "status", "--porcelain")).toBe("");
   expect(await gitAsync(dir, "fsck", "--no-dangling")).toBe("");
 });
+
+test("over smart HTTP the later batches need no by-id setting: git's stateless upload-pack sends objects its refs reach", async () => {
+  const { bare, url } = publish("noid");
+  git(bare, "config", "--unset", "uploadpack.allowAnySHA1InWant");
+  const add = await t.grex("add", url, "pack", "--filter", "blob:none");
+  expect(add.stderr).toBe("");
+  expect(add.code).toBe(0);
+  expect(await gitAsync(join(t.ws, "pack"), "status", "--porcelain")).toBe("");
+})

@@ -4,7 +4,7 @@
 // pack kept and marked `.promisor`. A checkout calls `ensureBlobs` with the
 // tree it is about to write: the blobs of that tree missing here come over
 // before any file is written, so a checkout never stops half-way for one.
-import { packOpError, throwIfAborted } from "../../base/errors.ts";
+import { GrexError, packOpError, throwIfAborted } from "../../base/errors.ts";
 import { runProcess } from "../../base/proc.ts";
 import { ObjectPresence } from "../objects/objects.ts";
 import { type GitObject, ObjectStore, writeLooseObjects } from "../objects/object-store.ts";
@@ -62,6 +62,8 @@ export async function fetchPromised(gitdir: string, dir: string, fallbackUrl: st
     else if (kind === "local") await fromLocal(gitdir, url, oids, signal);
     else await fromSystemGit(dir, oids, signal);
   } catch (err) {
+    // git's upload-pack refuses a want no ref names unless the server allows objects by id.
+    if (err instanceof GrexError && /not our ref/.test(err.message)) throw refusedById(url, oids.length);
     throw transportError(url, err);
   }
   const presence = new ObjectPresence(gitdir);
@@ -73,6 +75,12 @@ export async function fetchPromised(gitdir: string, dir: string, fallbackUrl: st
     );
   }
 }
+
+const refusedById = (url: string, count: number): GrexError =>
+  packOpError(
+    `${displayUrl(url)} refused to send the ${count} missing object(s) this partial clone needs, because it does not allow fetching objects by id (uploadpack.allowAnySHA1InWant); nothing was changed — ask the server's owner to allow it, or add the pack again without --filter.`,
+    { url: displayUrl(url) },
+  );
 
 async function fromHttp(gitdir: string, url: string, oids: string[], signal: AbortSignal): Promise<void> {
   const limits = transferLimits();
