@@ -7,11 +7,11 @@
 // blobs it needs (as git pull / git checkout do), and the git CLI works in
 // grex's clone, fetching lazily from the same promisor remote.
 import { afterAll, beforeAll, beforeEach, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gitAsync } from "../helpers/git-fixtures.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
-import { git, TestWorkspace } from "../helpers/workspace.ts";
+import { git, GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
 
 let t: TestWorkspace;
 let served: string;
@@ -251,3 +251,31 @@ test("over smart HTTP the later batches need no by-id setting: git's stateless u
   expect(add.code).toBe(0);
   expect(await gitAsync(join(t.ws, "pack"), "status", "--porcelain")).toBe("");
 })
+
+test("ssh: the system git clones with --filter, and grex's checkout fetches the missing blobs through it", async () => {
+  // A stand-in for ssh that runs the command git asks for on this machine (as git's own test suite does).
+  const fakeSsh = join(t.root, "fake-ssh");
+  writeFileSync(fakeSsh, '#!/bin/sh\nfor a; do last=$a; done\nexec sh -c "$last"\n');
+  chmodSync(fakeSsh, 0o755);
+  const { work, bare } = publish("ssh");
+  const url = `ssh://fake.invalid${bare}`;
+  const grex = async (...argv: string[]) => {
+    const p = Bun.spawn([process.execPath, GREX_MAIN, ...argv], { cwd: t.ws, env: { ...t.env, GIT_SSH: fakeSsh }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    const [stderr, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+    return { stderr, code };
+  };
+  const add = await grex("add", url, "pack", "--filter", "blob:none");
+  expect(add.stderr).toBe("");
+  expect(add.code).toBe(0);
+  const mine = join(t.ws, "pack");
+  expect(git(mine, "config", "remote.origin.partialclonefilter")).toBe("blob:none");
+  expect(git(mine, "status", "--porcelain")).toBe("");
+  expect(git(mine, "rev-parse", "HEAD^{tree}")).toBe(git(work, "rev-parse", "HEAD^{tree}"));
+  expect((await missing(mine)).length).toBeGreaterThan(0);
+  const first = git(work, "rev-list", "--max-parents=0", "HEAD");
+  const upd = await grex("update", "pack", "--ref", first);
+  expect(upd.stderr).toBe("");
+  expect(upd.code).toBe(0);
+  expect(readFileSync(join(mine, "src/a.txt"), "utf8")).toBe("a1\n");
+  expect(git(mine, "fsck", "--no-dangling")).toBe("");
+});

@@ -10,10 +10,7 @@
 // name"; empty for a fetch of missing objects). Older git versions also wrote
 // `extensions.partialClone = origin`; git no longer does, and reads the
 // remote's `promisor` key instead, so grex writes what git writes today.
-import { existsSync, readdirSync } from "node:fs";
-import { join } from "node:path";
 import { configBool, readGitdirConfigValue, type ConfigSet } from "../refs/config.ts";
-import { objectsDir } from "../layout/layout.ts";
 
 /** The remote grex clones from (remote-refs.ts's REMOTE, named here: connectivity.ts imports this file, and remote-refs.ts imports connectivity.ts). */
 const REMOTE = "origin";
@@ -49,13 +46,4 @@ export function promisorFileText(refs: ReadonlyArray<readonly [string, string]>)
   // The remote's names for them (origin's branches are its refs/heads/*), as git's fetch-pack records them.
   const prefix = `refs/remotes/${REMOTE}/`;
   return refs.map(([name, oid]) => `${oid} ${name.startsWith(prefix) ? `refs/heads/${name.slice(prefix.length)}` : name}\n`).join("");
-}
-
-/** The promisor packs of the repository (names without extension), for doctor and tests. */
-export function promisorPacks(gitdir: string): string[] {
-  const dir = join(objectsDir(gitdir), "pack");
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir)
-    .filter((n) => n.endsWith(".promisor") && existsSync(join(dir, n.replace(/\.promisor$/, ".idx"))))
-    .map((n) => n.replace(/\.promisor$/, ""));
 }
