@@ -91,7 +91,7 @@ export const addVerb = defineVerb({
       { flag: "--type <type>", description: "Pack type when the repo has no pack.yaml (meta, declarative, scripted)" },
       { flag: "--ref <ref>", description: "Pin a branch, tag or commit sha (default: the remote HEAD)" },
       { flag: "--no-install", description: "Clone and register only; do not run the pack's setup" },
-      { flag: "--tag <tag>", description: "Tag the pack, to select it with --filter tag=<tag> (repeatable)", repeatable: true },
+      { flag: "--tag <tag>", description: "Tag the pack, so that other verbs select it with --filter tag=<tag> (repeatable)", repeatable: true },
       { flag: "--filter <spec>", description: "Partial clone: blob:none or blob:limit=<n>[k|m|g] (file contents fetched when a checkout needs them)" },
       { flag: "--recurse-submodules", description: "Also clone the repository's git submodules (and keep them at the recorded commits on every sync)" },
       allowOutsideHomeFlag,
