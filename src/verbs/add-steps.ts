@@ -61,7 +61,7 @@ async function cloneInto(ctx: VerbContext, spec: AddSpec, dir: string, signal: A
       withBackendLock(spec.ws, dir, signal, async () =>
         adopt
           ? (await backend.update(dir, spec.url, { ref: spec.ref, signal })).after
-          : backend.clone(spec.url, dir, { ref: spec.ref, signal, ...(spec.filter !== undefined ? { filter: spec.filter } : {}) }),
+          : backend.clone(spec.url, dir, { ref: spec.ref, signal, ...(spec.filter !== undefined ? { filter: spec.filter, warn: ctx.warn } : {}) }),
       ),
     ),
   );

@@ -164,6 +164,7 @@ test("a server that does not offer filters gives a full clone still marked as a 
   const { url } = publish("nf", { allowFilter: false });
   const add = await t.grex("add", url, "pack", "--filter", "blob:none");
   expect(add.code).toBe(0);
+  expect(add.stderr).toContain("does not offer partial clones (no 'filter' capability), so everything is fetched");
   const mine = join(t.ws, "pack");
   const theirs = join(t.root, `git-clone-${n}`);
   await gitAsync(t.root, "clone", "-q", "--filter=blob:none", url, theirs);

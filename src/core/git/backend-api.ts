@@ -9,6 +9,8 @@ export interface CloneOptions {
   signal: AbortSignal;
   /** A partial clone's filter (`blob:none`, `blob:limit=<n>`, normalised by core/base/clone-filter.ts); absent: a full clone. */
   filter?: string;
+  /** Told when the server cannot filter (the clone is then a full one, as git's). */
+  warn?: (message: string) => void;
 }
 
 export interface GitBackend {

@@ -16,16 +16,16 @@ import { transportOf } from "./transport/url.ts";
 import { checkedFetchUrl } from "./transport/url-rewrite.ts";
 
 /** Fetch origin's refs from `url` as the user's url.<base>.insteadOf rewrites it (origin keeps `url`). */
-function fetchInto(gitdir: string, url: string, signal: AbortSignal): Promise<FetchResult> {
+function fetchInto(gitdir: string, url: string, signal: AbortSignal, warn?: (message: string) => void): Promise<FetchResult> {
   const from = checkedFetchUrl(url);
-  return transportOf(from) === "http" ? fetchHttp(gitdir, from, signal) : fetchLocal(gitdir, from, signal);
+  return transportOf(from) === "http" ? fetchHttp(gitdir, from, signal, warn) : fetchLocal(gitdir, from, signal);
 }
 
 export const inProcess: GitBackend = {
-  clone(url, dir, { ref, signal, filter }) {
+  clone(url, dir, { ref, signal, filter, warn }) {
     return cloneAtomically(dir, signal, async (tmp) => {
       const gitdir = initWithOrigin(tmp, url, filter);
-      const { defaultBranch } = await fetchInto(gitdir, url, signal);
+      const { defaultBranch } = await fetchInto(gitdir, url, signal, warn);
       throwIfAborted(signal);
       // What the fetch left (a large pack's indexing) goes before the checkout allocates: the two peaks never add up.
       Bun.gc(true);

@@ -13,6 +13,7 @@ import { deleteRefsSync, listRefsSync, resolveRefSync, writeRefsSync } from "../
 import { type FetchResult, planRefs, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
 import { advertise, uploadPack } from "./smart-http.ts";
 import { isShallow } from "../layout/layout.ts";
+import { displayUrl } from "./url.ts";
 import { isPartialClone, partialCloneFilter, promisorFileText } from "./promisor.ts";
 
 /** The refs an http(s) remote advertises: one GET, no objects. */
@@ -38,7 +39,8 @@ function ourTips(gitdir: string): string[] {
   return [...tips].slice(0, MAX_HAVES);
 }
 
-export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal): Promise<FetchResult> {
+/** `warn`: told when a partial clone's server cannot filter (the fetch is then a full one, as git's). */
+export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal, warn?: (message: string) => void): Promise<FetchResult> {
   throwIfAborted(signal);
   try {
     const limits = transferLimits();
@@ -51,6 +53,9 @@ export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal
       // A partial clone asks for its filter again (git fetch does), and every pack from its promisor remote is kept and marked.
       const promised = isPartialClone(gitdir);
       const filter = promised ? (partialCloneFilter(gitdir) ?? undefined) : undefined;
+      if (filter !== undefined && !ad.capabilities.has("filter")) {
+        warn?.(`${displayUrl(url)} does not offer partial clones (no 'filter' capability), so everything is fetched, as git does ("filtering not recognized by server, ignoring").`);
+      }
       const pack = await uploadPack(url, ad, plan.missing, haves, signal, limits, { filter });
       const store = new ObjectStore(gitdir);
       // A first fetch keeps the pack and checks its history from what the indexer records.
