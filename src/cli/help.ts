@@ -57,7 +57,9 @@ export function verbHelp(verb: VerbDef, universal: readonly CliFlag[]): string {
   const lines = [`grex ${verb.name}: ${inFlagWords(verb.description, verb)}`, "", `Usage: grex ${`${verb.name} ${verb.cli.args}`.trim()} [flags]`];
   if (verb.cli.flags.length > 0) lines.push("", "Flags:", ...flagTable(verb.cli.flags));
   // --dry-run is universal only for verbs that change something; a read-only verb has nothing to preview.
-  const applies = universal.filter((f) => f.flag !== "--dry-run" || "dry_run" in verb.params.entries);
+  // A verb's own flag of the same name (add's --filter <spec>) replaces the universal one.
+  const own = new Set(verb.cli.flags.map((f) => f.flag.split(" ")[0]));
+  const applies = universal.filter((f) => (f.flag !== "--dry-run" || "dry_run" in verb.params.entries) && !own.has(f.flag.split(" ")[0]));
   lines.push("", "Universal flags:", ...flagTable(applies));
   const examples = verb.examples ?? [];
   if (examples.length > 0) lines.push("", "Examples:", ...examples.map((e) => `  ${e}`));

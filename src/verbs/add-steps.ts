@@ -38,6 +38,8 @@ export interface AddSpec {
   recurseSubmodules?: boolean;
   /** --depth: a shallow clone of that many commits, recorded on the add event. */
   depth?: number;
+  /** --filter: a partial clone's filter (normalised), recorded on the add event so later clones keep it. */
+  filter?: string;
 }
 
 export interface AddOutcome {
@@ -61,7 +63,7 @@ async function cloneInto(ctx: VerbContext, spec: AddSpec, dir: string, signal: A
       withBackendLock(spec.ws, dir, signal, async () =>
         adopt
           ? (await backend.update(dir, spec.url, { ref: spec.ref, signal })).after
-          : backend.clone(spec.url, dir, { ref: spec.ref, signal, depth: spec.depth }),
+          : backend.clone(spec.url, dir, { ref: spec.ref, signal, depth: spec.depth, ...(spec.filter !== undefined ? { filter: spec.filter, warn: ctx.warn } : {}) }),
       ),
     ),
   );
@@ -151,7 +153,7 @@ export async function addAllOrNothing(
       const failure = firstFailure(report);
       if (failure) throw failure;
     } else await checkAlone(ctx, spec, found, dir);
-    await appendEvents(ws, [makeEvent("add", spec.id, { url: spec.url, path: spec.id, type: entry.type, ref: spec.ref, ...(spec.tags.length > 0 ? { tags: spec.tags } : {}), ...(spec.depth !== undefined ? { depth: spec.depth } : {}) })], signal);
+    await appendEvents(ws, [makeEvent("add", spec.id, { url: spec.url, path: spec.id, type: entry.type, ref: spec.ref, ...(spec.tags.length > 0 ? { tags: spec.tags } : {}), ...(spec.depth !== undefined ? { depth: spec.depth } : {}), ...(spec.filter !== undefined ? { filter: spec.filter } : {}) })], signal);
     if (report) await report.record?.();
     else updateIgnoreFile(join(ws.root, ".gitignore"), spec.id, packIgnoreLines(spec.id, found.manifest));
     return {

@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import * as v from "valibot";
 import { desc } from "./describe.ts";
 import { GrexError, usageError } from "../core/base/errors.ts";
+import { cloneFilterProblem, normaliseCloneFilter } from "../core/base/clone-filter.ts";
 import { readManifest } from "../core/workspace/manifest.ts";
 import { normaliseTags } from "../core/workspace/manifest-fold.ts";
 import { BUILTIN_PACK_TYPES, isKnownPackType, packTypeChoices } from "../core/base/registry.ts";
@@ -70,6 +71,10 @@ export const addVerb = defineVerb({
       v.optional(v.boolean(), false),
       "true: also clone the repository's git submodules at the commits it records, and keep them there on every later sync (recorded as submodule.recurse in the pack's git config). Default false: submodules stay empty directories, as after a plain git clone.",
     ),
+    filter: desc(
+      v.optional(v.pipe(v.string(), v.minLength(1, "is required"), noControlChars)),
+      "A partial clone, as git clone --filter makes it: \"blob:none\" (history without file contents; the checked-out files' contents are fetched in one batch, others when a later checkout needs them) or \"blob:limit=<n>[k|m|g]\" (leave out larger files). Recorded for the pack, so every later clone keeps it. Default: a full clone.",
+    ),
     tag: tagList("Tags for the pack, to select it later with filter 'tag=<t>', e.g. [\"frontend\"] (letters, digits, '.', '_', '-'). Default []: none. Change them with update's tag/untag."),
     dry_run: dryRunParam,
     ...allowOutsideHomeEntry,
@@ -81,7 +86,7 @@ export const addVerb = defineVerb({
   mcp: true,
   cliOnly: [ALLOW_OUTSIDE_HOME],
   examples: [
-    "grex add https://github.com/you/dotfiles",
+    "grex add https://github.com/you/dotfiles --filter blob:none",
     "grex add https://github.com/you/web.git apps/web --tag frontend --tag team-a",
     "grex add https://github.com/you/big-repo --depth 1",
   ],
@@ -93,7 +98,8 @@ export const addVerb = defineVerb({
       { flag: "--ref <ref>", description: "Pin a branch, tag or commit sha (default: the remote HEAD)" },
       { flag: "--depth <n>", description: "Shallow clone of the latest n commits (recorded; `update --depth 0` undoes it)", number: true },
       { flag: "--no-install", description: "Clone and register only; do not run the pack's setup" },
-      { flag: "--tag <tag>", description: "Tag the pack, to select it with --filter tag=<tag> (repeatable)", repeatable: true },
+      { flag: "--tag <tag>", description: "Tag the pack, so that other verbs select it with --filter tag=<tag> (repeatable)", repeatable: true },
+      { flag: "--filter <spec>", description: "Partial clone: blob:none or blob:limit=<n>[k|m|g] (file contents fetched when a checkout needs them)" },
       { flag: "--recurse-submodules", description: "Also clone the repository's git submodules (and keep them at the recorded commits on every sync)" },
       allowOutsideHomeFlag,
     ],
@@ -112,6 +118,8 @@ export const addVerb = defineVerb({
           : "use directory names of letters, digits, '.', '_' and '-' joined by '/', such as 'tools/mine'";
       throw usageError(`Pack path '${path}' is not a workspace-relative path (${problem}); ${way}.`, { field: "path" });
     }
+    const filter = p.filter === undefined ? undefined : normaliseCloneFilter(p.filter);
+    if (filter === null) throw usageError(`Cannot make a partial clone: ${cloneFilterProblem(p.filter as string)}.`, { field: "filter" });
     if (p.type !== undefined && !isKnownPackType(p.type)) {
       throw new GrexError("plugin", `Unknown pack type '${p.type}'; use ${packTypeChoices()}.`, { field: "type" });
     }
@@ -135,7 +143,7 @@ export const addVerb = defineVerb({
         );
       }
       const tags = normaliseTags(p.tag);
-      const spec = { ws, id: path, url, ref: p.ref ?? null, tags, type: p.type, install: p.install, allowOutsideHome: allowsOutsideHome(ctx, p), recurseSubmodules: p.recurse_submodules, depth: p.depth };
+      const spec = { ws, id: path, url, ref: p.ref ?? null, tags, type: p.type, install: p.install, allowOutsideHome: allowsOutsideHome(ctx, p), recurseSubmodules: p.recurse_submodules, depth: p.depth, ...(filter !== undefined ? { filter } : {}) };
       // Lazy: `ls` and `--help` never load the sync engine the add steps use.
       const { addAllOrNothing, planAdd } = await import("./add-steps.ts");
       const depth = p.depth ?? null;

@@ -4,12 +4,23 @@
 import type { HeadInfo } from "./refs/head.ts";
 import type { DirtyCheckOptions } from "./worktree/worktree.ts";
 
+export interface CloneOptions {
+  ref: string | null;
+  signal: AbortSignal;
+  /** A partial clone's filter (`blob:none`, `blob:limit=<n>`, normalised by core/base/clone-filter.ts); absent: a full clone. */
+  filter?: string;
+  /** Told when the server cannot filter (the clone is then a full one, as git's). */
+  warn?: (message: string) => void;
+  /** A shallow clone of this many commits (`git clone --depth n`); absent: full history. */
+  depth?: number;
+}
+
 export interface GitBackend {
   /**
    * All-or-nothing clone into `dir` (absent or empty), then move to `ref` (null = the remote's HEAD branch).
    * `depth` n: a shallow clone of the n latest commits of that one branch (`git clone --depth n`).
    */
-  clone(url: string, dir: string, opts: { ref: string | null; signal: AbortSignal; depth?: number }): Promise<HeadInfo>;
+  clone(url: string, dir: string, opts: CloneOptions): Promise<HeadInfo>;
   /**
    * Fetch, then move to `ref`: a branch is tracked and fast-forwarded only
    * (diverged → pack_op error, HEAD and work tree untouched); a tag or sha

@@ -17,9 +17,13 @@ import { transportOf } from "./transport/url.ts";
 import { checkedFetchUrl } from "./transport/url-rewrite.ts";
 import { borrowsFromCache, fetchThroughCache } from "./object-cache.ts";
 import { currentObjectCache } from "./object-cache-setting.ts";
+import { isPartialClone } from "./transport/promisor.ts";
+
+/** What a fetch is told: how deep (shallow-refs.ts), and whom to tell when a server cannot filter. */
+type FetchOptions = FetchDepth & { warn?: (message: string) => void };
 
 /** Fetch origin's refs from `url` as the user's url.<base>.insteadOf rewrites it (origin keeps `url`). */
-function fetchInto(gitdir: string, url: string, signal: AbortSignal, opts: FetchDepth = {}): Promise<FetchResult> {
+function fetchInto(gitdir: string, url: string, signal: AbortSignal, opts: FetchOptions = {}): Promise<FetchResult> {
   const from = checkedFetchUrl(url);
   return transportOf(from) === "http" ? fetchHttp(gitdir, from, signal, opts) : fetchLocal(gitdir, from, signal, opts);
 }
@@ -27,25 +31,26 @@ function fetchInto(gitdir: string, url: string, signal: AbortSignal, opts: Fetch
 /**
  * Fetch through the shared object cache when one is set up (object-cache.ts):
  * a full clone always, an existing pack when it borrows from the cache
- * already; else (a shallow clone or unshallow too) straight from the upstream.
+ * already; else (a shallow or partial clone, an unshallow) straight from the upstream.
  */
-function fetchPack(gitdir: string, url: string, signal: AbortSignal, clone: boolean, opts: FetchDepth = {}): Promise<FetchResult> {
+function fetchPack(gitdir: string, url: string, signal: AbortSignal, clone: boolean, opts: FetchOptions = {}): Promise<FetchResult> {
   const cache = currentObjectCache();
-  // A shallow clone or an unshallow asks the upstream for a cut (or the whole) history itself: the cache holds neither.
-  const cut = opts.depth !== undefined;
+  // A shallow clone or an unshallow asks the upstream for a cut (or the whole) history itself, a partial clone for
+  // a filtered one: the cache, which holds every object of the full history, serves neither.
+  const cut = opts.depth !== undefined || isPartialClone(gitdir);
   if (cache !== null && !cut && (clone || borrowsFromCache(gitdir, cache, url))) return fetchThroughCache(cache, gitdir, url, signal, fetchInto);
   return fetchInto(gitdir, url, signal, opts);
 }
 
 export const inProcess: GitBackend = {
-  clone(url, dir, { ref, signal, depth }) {
+  clone(url, dir, { ref, signal, depth, filter, warn }) {
     return cloneAtomically(dir, signal, async (tmp) => {
-      const gitdir = initWithOrigin(tmp, url);
-      const { defaultBranch } = await fetchPack(gitdir, url, signal, true, depth ? { depth, ref } : {});
+      const gitdir = initWithOrigin(tmp, url, filter);
+      const { defaultBranch } = await fetchPack(gitdir, url, signal, true, { ...(depth ? { depth, ref } : {}), warn });
       throwIfAborted(signal);
       // What the fetch left (a large pack's indexing) goes before the checkout allocates: the two peaks never add up.
       Bun.gc(true);
-      return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir });
+      return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir, signal });
     });
   },
 
@@ -65,7 +70,7 @@ export const inProcess: GitBackend = {
     const { defaultBranch } = await fetchPack(gitdir, url, signal, false, { depth, ref });
     throwIfAborted(signal);
     try {
-      return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch }) };
+      return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch, signal }) };
     } catch (err) {
       if (!(err instanceof GrexError) || typeof err.data?.commit !== "string" || err.data.missing === undefined) throw err;
       const missing = err.data.commit;
@@ -73,7 +78,7 @@ export const inProcess: GitBackend = {
       for (const [name, oid] of listRefsSync(gitdir, "refs/remotes/")) if (oid === missing) deleteRefSync(gitdir, name);
       const again = await fetchInto(gitdir, url, signal, { ref });
       throwIfAborted(signal);
-      return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch: again.defaultBranch }) };
+      return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch: again.defaultBranch, signal }) };
     }
   },
 

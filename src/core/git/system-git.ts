@@ -83,24 +83,26 @@ function cacheFor(gitdir: string | null, url: string): string | null {
 }
 
 export const systemGit: GitBackend = {
-  clone(url, dir, { ref, signal, depth }) {
-    const cache = depth ? null : cacheFor(null, url);
+  clone(url, dir, { ref, signal, depth, filter }) {
+    // A shallow or partial clone asks the upstream itself: the cache holds the full history, every object.
+    const cache = depth || filter !== undefined ? null : cacheFor(null, url);
     if (cache !== null) {
       return cloneAtomically(dir, signal, async (tmp) => {
         const gitdir = initWithOrigin(tmp, url);
         const { defaultBranch } = await fetchThroughCache(cache, gitdir, url, signal, upstreamByGit);
-        return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir });
+        return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir, signal });
       });
     }
     return cloneAtomically(dir, signal, async (tmp) => {
       // A shallow clone follows one branch, as git's does: the pinned one when it is a branch or tag name.
       const shallow = depth ? ["--depth", String(depth), ...(ref && !/^[0-9a-f]{40}$/.test(ref) ? ["--branch", ref] : [])] : [];
-      // git transfers; grex checks the tree out, refusing what it refuses for every other transport.
-      await runGit(["clone", "--quiet", "--no-checkout", ...shallow, "--origin", REMOTE, "--", url, tmp], url, signal);
+      const partial = filter === undefined ? [] : [`--filter=${filter}`];
+      // git transfers (shallow or partial with git's own flags); grex checks the tree out, refusing what it refuses for every other transport.
+      await runGit(["clone", "--quiet", "--no-checkout", ...shallow, ...partial, "--origin", REMOTE, "--", url, tmp], url, signal);
       const gitdir = requireGitdir(tmp);
       const target = readSymref(gitdir, `refs/remotes/${REMOTE}/HEAD`);
       const defaultBranch = target?.replace(`refs/remotes/${REMOTE}/`, "") ?? null;
-      return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir });
+      return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir, signal });
     });
   },
 
@@ -110,7 +112,7 @@ export const systemGit: GitBackend = {
     const cache = depth ? null : cacheFor(gitdir, url);
     const remote = cache !== null ? await fetchThroughCache(cache, gitdir, url, signal, upstreamByGit) : await fetchRemote(dir, gitdir, url, signal, depth === INFINITE_DEPTH, ref);
     throwIfAborted(signal);
-    const after = await moveTo({ dir, gitdir, url, ref, defaultBranch: remote.defaultBranch });
+    const after = await moveTo({ dir, gitdir, url, ref, defaultBranch: remote.defaultBranch, signal });
     return { before, after };
   },
 

@@ -104,6 +104,7 @@ function selectRoots(ws: Workspace, state: Map<string, PackEntry>, opts: SyncOpt
         recordedType: p.type,
         depth: 0,
         parent: null,
+        ...(p.filter !== undefined ? { filter: p.filter } : {}),
       }),
     );
     const node = roots[roots.length - 1] as TreeNode;

@@ -129,7 +129,7 @@ export async function taskEvents(source: Workspace, view: WorkspaceView, nodes: 
     .filter((n) => n.parent === null)
     .map((n) => {
       const e = view.manifest.get(n.id) as PackEntry;
-      return makeEvent("add", n.id, { url: e.url, path: e.path, type: e.type, ref: e.ref, ...(e.tags ? { tags: e.tags } : {}), ...(e.depth !== undefined ? { depth: e.depth } : {}), from: source.root });
+      return makeEvent("add", n.id, { url: e.url, path: e.path, type: e.type, ref: e.ref, ...(e.tags ? { tags: e.tags } : {}), ...(e.depth !== undefined ? { depth: e.depth } : {}), ...(e.filter !== undefined ? { filter: e.filter } : {}), from: source.root });
     });
 }
 

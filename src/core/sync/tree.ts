@@ -26,6 +26,8 @@ export interface TreeNode {
   ref: string | null;
   /** Type recorded in the manifest (top level) or `meta` for children until pack.yaml says otherwise. */
   recordedType: string;
+  /** A partial clone's filter (grex.jsonl's `filter`): a clone of the pack asks for it. */
+  filter?: string;
   depth: number;
   parent: TreeNode | null;
   manifest: PackManifest | null;
@@ -79,7 +81,7 @@ export const effectiveType = (n: TreeNode): string => n.manifest?.type ?? n.reco
 /** Normalise a URL or path for cycle detection (trailing slashes and `.git` do not matter). */
 
 export function newNode(
-  init: Pick<TreeNode, "id" | "path" | "dir" | "url" | "ref" | "recordedType" | "depth" | "parent">,
+  init: Pick<TreeNode, "id" | "path" | "dir" | "url" | "ref" | "recordedType" | "depth" | "parent" | "filter">,
 ): TreeNode {
   return {
     ...init,
@@ -189,7 +191,7 @@ async function bringUp(node: TreeNode, opts: FetchOptions): Promise<void> {
       if (problem !== null) throw new GrexError("pack_op", `Cannot clone '${node.id}' into ${node.dir}: ${problem}.`);
     }
     node.head = await withBackendLock(opts.ws, node.dir, opts.signal, () =>
-      backend.clone(node.url, node.dir, { ref: node.ref, signal: opts.signal, depth: node.cloneDepth }),
+      backend.clone(node.url, node.dir, { ref: node.ref, signal: opts.signal, depth: node.cloneDepth, ...(node.filter !== undefined ? { filter: node.filter } : {}) }),
     );
     node.cloned = true;
     node.message = "cloned";

@@ -2,6 +2,7 @@
 // read-side check of one line. A leaf: the manifest's reader, fold, snapshot,
 // schema, merge rules and the journal all build on it without importing each other.
 import { controlCharProblem, PACK_PATH_RE, TAG_RE } from "../base/naming.ts";
+import { normaliseCloneFilter } from "../base/clone-filter.ts";
 
 export const SCHEMA_VERSION = "1";
 /** One event line, including its trailing newline, is at most this many bytes. */
@@ -22,6 +23,8 @@ export interface PackEntry {
   tags?: string[];
   /** A shallow clone of this many commits (`add --depth`); absent for full history. */
   depth?: number;
+  /** A partial clone's filter (`add --filter blob:none`), kept for every later clone of the pack; absent: full clones. */
+  filter?: string;
 }
 
 /** The `ts` of the line(s) for the same id an intent event supersedes (manifest-conflicts.ts). */
@@ -37,7 +40,7 @@ interface Envelope {
 /** The extra fields of each known op (SPEC §2.1 table). */
 export interface EventFields {
   /** `from`: in a task workspace (`init --from`), the source workspace whose repository the pack is a linked worktree of (absolute path). */
-  add: { url: string; path: string; type: string; ref: string | null; tags?: string[]; depth?: number; prev?: Prev; from?: string };
+  add: { url: string; path: string; type: string; ref: string | null; tags?: string[]; depth?: number; filter?: string; prev?: Prev; from?: string };
   /** `tags` replaces the whole set (an empty list clears it); `depth: null` records full history again (`update --depth 0`). */
   update: { url?: string; type?: string; ref?: string | null; tags?: string[]; depth?: number | null; prev?: Prev };
   rm: { prev?: Prev };
@@ -113,6 +116,7 @@ export function checkEvent(o: Record<string, unknown>): string | null {
       if (!isNonEmpty(o.type)) return "'type' must be a non-empty string";
       const ref = o.ref;
       if (ref !== undefined && ref !== null && !isStr(ref)) return "'ref' must be a string or null";
+      if (o.filter !== undefined && !(isStr(o.filter) && normaliseCloneFilter(o.filter) === o.filter)) return "'filter' must be a partial-clone filter grex implements (blob:none, blob:limit=<n>)";
       return null;
     }
     case "update": {

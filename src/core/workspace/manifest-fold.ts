@@ -10,6 +10,7 @@ export function foldStep(state: Map<string, PackEntry>, e: ManifestEvent): void 
     const entry: PackEntry = { id: a.id, url: a.url, path: a.path, type: a.type, ref: a.ref ?? null };
     if (a.tags !== undefined && a.tags.length > 0) entry.tags = normaliseTags(a.tags);
     if (a.depth !== undefined) entry.depth = a.depth;
+    if (a.filter !== undefined) entry.filter = a.filter;
     state.set(a.id, entry);
   } else if (op === "update") {
     const cur = state.get(e.id);

@@ -5,6 +5,7 @@
 import * as v from "valibot";
 import { KNOWN_OPS, type KnownOp, SCHEMA_VERSION, TS_RE } from "./manifest-events.ts";
 import { controlCharIn, controlCharProblem, PACK_PATH_RE, TAG_RE } from "../base/naming.ts";
+import { normaliseCloneFilter } from "../base/clone-filter.ts";
 
 const Str = v.pipe(v.string(), v.minLength(1, "must be a non-empty string"));
 const PackPath = v.pipe(v.string(), v.regex(PACK_PATH_RE, "must be a pack path (name segments joined by '/')"));
@@ -38,6 +39,7 @@ export const AddEventSchema = v.looseObject({
   depth: v.optional(Depth),
   // A task workspace's source (`init --from`); an absolute path.
   from: v.optional(v.pipe(Str, noControl)),
+  filter: v.optional(v.pipe(v.string(), v.check((f) => normaliseCloneFilter(f) === f, "must be a partial-clone filter grex implements (blob:none, blob:limit=<n>)"))),
   prev,
 });
 export const UpdateEventSchema = v.looseObject({

@@ -16,7 +16,7 @@ import type { PackEntry } from "./manifest-events.ts";
 import type { Workspace } from "../base/workspace.ts";
 
 /** Bumped whenever the fold or this file's shape changes: older snapshots are then ignored. */
-const FORMAT = 4; // 3: packs carry their tags; 4: and their clone depth
+const FORMAT = 5; // 3: packs carry their tags; 4: and their clone depth; 5: and their partial-clone filter
 /** Manifests shorter than this (about 400 `add` lines) are folded directly. */
 export const SNAPSHOT_MIN_CHARS = 64 * 1024;
 

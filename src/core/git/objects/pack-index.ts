@@ -30,6 +30,8 @@ export interface StoreOptions {
   limits?: TransferLimits;
   /** Filled with what the pack's commits and tags point at (a first fetch checks its history from it). */
   links?: PackLinks;
+  /** A pack from a promisor remote (a partial clone's origin): its `.promisor` file's text, written before the pack appears (keepPack must be true). */
+  promisor?: string;
 }
 
 /** Reads entries back from the pack file for delta resolution. */
@@ -262,12 +264,15 @@ export async function storePackStream(gitdir: string, source: ByteSource, opts: 
     if (existsSync(join(packDir, `${name}.idx`))) {
       close();
       rmSync(tmp, { force: true });
+      if (opts.promisor !== undefined && !existsSync(join(packDir, `${name}.promisor`))) await atomicWriteFilesAsync([[join(packDir, `${name}.promisor`), Buffer.from(opts.promisor)]]);
       return { objects: e.n };
     }
     Bun.gc(true); // the resolution's garbage goes before the index is built
     const idx = buildIndex(e, trailer, order);
     fsyncSync(fd);
     close();
+    // As index-pack --promisor: the mark is in place before the pack is, so its missing links are never unexplained.
+    if (opts.promisor !== undefined) await atomicWriteFilesAsync([[join(packDir, `${name}.promisor`), Buffer.from(opts.promisor)]]);
     renameSync(tmp, join(packDir, `${name}.pack`));
     fsyncDir(packDir);
     await atomicWriteFilesAsync([[join(packDir, `${name}.idx`), idx]]);

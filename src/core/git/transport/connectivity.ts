@@ -14,6 +14,7 @@ import type { PackLinks } from "../objects/pack-links.ts";
 import { CANONICAL_MODES } from "../objects/path-verify.ts";
 import { listRefsSync, resolveRefSync } from "../refs/refs.ts";
 import { readShallow } from "../layout/layout.ts";
+import { isPartialClone } from "./promisor.ts";
 
 /** The commits our refs name now: complete by the rule above. */
 export function knownTips(gitdir: string): Set<string> {
@@ -50,6 +51,7 @@ export function firstGap(gitdir: string, tips: Iterable<string>, stop: Set<strin
   const store = new ObjectStore(gitdir);
   const presence = new ObjectPresence(gitdir);
   const shallow = readShallow(gitdir);
+  const promised = isPartialClone(gitdir);
   const seen = new Set<string>();
   const stack: string[] = [];
   // Where each queued object sits: its commit and, for a tree, its directory ("" for the root).
@@ -147,8 +149,9 @@ export function firstGap(gitdir: string, tips: Iterable<string>, stop: Set<strin
           if (e.mode === "040000") want(e.oid, at.commit, path, e.baseTree);
           else if (!seen.has(e.oid)) {
             seen.add(e.oid);
-            // Blobs: presence is enough.
-            if (!presence.has(e.oid)) return { oid: e.oid, role: `the file '${path}' of commit ${at.commit.slice(0, 12)}` };
+            // Blobs: presence is enough; in a partial clone a missing one is promised by origin (git's rule for
+            // objects a promisor pack refers to: every pack grex receives from a promisor remote is one).
+            if (!promised && !presence.has(e.oid)) return { oid: e.oid, role: `the file '${path}' of commit ${at.commit.slice(0, 12)}` };
           }
         }
       } else if (obj.type === "tag") {

@@ -15,6 +15,8 @@ import { advertise, uploadPack } from "./smart-http.ts";
 import { readShallow } from "../layout/layout.ts";
 import { INFINITE_DEPTH, updateShallow, writeShallow } from "../layout/shallow-file.ts";
 import { type FetchDepth, narrowRefs } from "./shallow-refs.ts";
+import { displayUrl } from "./url.ts";
+import { isPartialClone, partialCloneFilter, promisorFileText } from "./promisor.ts";
 
 /** The refs an http(s) remote advertises: one GET, no objects. */
 export async function listHttpRefs(url: string, signal: AbortSignal): Promise<RemoteRefs> {
@@ -42,8 +44,10 @@ function ourTips(gitdir: string): string[] {
  * below the tips (`deepen`), or lift the boundary (INFINITE_DEPTH, as `git
  * fetch --unshallow`); a shallow repository without it fetches as `git fetch`
  * does there: its boundary named in `shallow` lines, only what is new sent.
+ * `opts.warn`: told when a partial clone's server cannot filter (the fetch is
+ * then a full one, as git's).
  */
-export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal, opts: FetchDepth = {}): Promise<FetchResult> {
+export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal, opts: FetchDepth & { warn?: (message: string) => void } = {}): Promise<FetchResult> {
   throwIfAborted(signal);
   try {
     const limits = transferLimits();
@@ -58,12 +62,19 @@ export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal
     let before: Set<string> | null = null;
     if (wants.length > 0) {
       const haves = ourTips(gitdir);
-      const pack = await uploadPack(url, ad, wants, haves, signal, limits, { ours: [...boundary].sort(), depth: deepen ? opts.depth : undefined });
+      // A partial clone asks for its filter again (git fetch does), and every pack from its promisor remote is kept and marked.
+      const promised = isPartialClone(gitdir);
+      const filter = promised ? (partialCloneFilter(gitdir) ?? undefined) : undefined;
+      if (filter !== undefined && !ad.capabilities.has("filter")) {
+        opts.warn?.(`${displayUrl(url)} does not offer partial clones (no 'filter' capability), so everything is fetched, as git does ("filtering not recognized by server, ignoring").`);
+      }
+      const pack = await uploadPack(url, ad, wants, haves, signal, limits, { filter, shallow: { ours: [...boundary].sort(), depth: deepen ? opts.depth : undefined } });
       const store = new ObjectStore(gitdir);
       // A first fetch keeps the pack and checks its history from what the indexer records.
       if (haves.length === 0) links = new PackLinks();
+      const promisor = promised ? promisorFileText(plan.writes) : undefined;
       try {
-        await storePackStream(gitdir, pack, { store, keepPack: haves.length === 0, signal, limits, links });
+        await storePackStream(gitdir, pack, { store, keepPack: haves.length === 0 || promised, signal, limits, links, promisor });
       } finally {
         store.close();
         await pack.close();

@@ -25,6 +25,9 @@ import { alternateLines, alternatesFileOf, objectsDir, readShallow } from "../la
 import { atomicWriteFile } from "../../fs/fsutil.ts";
 import { INFINITE_DEPTH, writeShallow } from "../layout/shallow-file.ts";
 import { type FetchDepth, narrowRefs, shallowBoundary } from "./shallow-refs.ts";
+import { LockFile, lockHeld } from "../layout/lockfile.ts";
+import { blobLimitOf } from "../../base/clone-filter.ts";
+import { partialCloneFilter, promisorFileText } from "./promisor.ts";
 
 /** The refs of a local repository, read from its files. */
 export function readLocalRefs(srcGitdir: string): RemoteRefs {
@@ -62,7 +65,7 @@ export async function fetchLocal(destGitdir: string, url: string, signal: AbortS
     }
   } else if (plan.missing.length > 0) {
     try {
-      const linked = await copyObjects(srcGitdir, destGitdir, plan.missing, signal);
+      const linked = await copyObjects(srcGitdir, destGitdir, plan.missing, signal, promisorFileText(plan.writes));
       // The source's own store, linked whole, is as complete as the source; anything else is checked.
       if (!linked) ensureConnected(srcGitdir, destGitdir, url, plan.writes.map(([, oid]) => oid), signal);
     } catch (err) {
@@ -135,10 +138,26 @@ function commitsLast<T extends { type: string }>(objects: T[]): T[] {
 }
 
 /** Bring the objects `tips` need; true when the source's store was linked whole (a first fetch). */
-async function copyObjects(srcGitdir: string, destGitdir: string, tips: string[], signal: AbortSignal): Promise<boolean> {
+async function copyObjects(srcGitdir: string, destGitdir: string, tips: string[], signal: AbortSignal, promisorText: string): Promise<boolean> {
   const presence = new ObjectPresence(destGitdir);
   mergeShallow(srcGitdir, destGitdir);
-  if (presence.isEmpty()) {
+  // A partial clone (promisor.ts): grex's own server side leaves out the blobs its filter names, and what it
+  // sends is one pack marked `.promisor`, as git's upload-pack and index-pack --promisor make it.
+  const filter = partialCloneFilter(destGitdir);
+  if (filter !== null) {
+    const objects = missingObjectsNative(srcGitdir, presence, tips, readShallow(srcGitdir), signal, blobLimitOf(filter));
+    if (objects) {
+      if (objects.length === 0) return false;
+      const store = new ObjectStore(destGitdir);
+      try {
+        await storePack(destGitdir, buildPack(objects), { store, keepPack: true, signal, promisor: promisorText });
+      } finally {
+        store.close();
+      }
+      return false;
+    }
+  }
+  if (presence.isEmpty() && filter === null) {
     // As `git clone` by path: the source's own objects linked, and what it borrows (its
     // `info/alternates`) borrowed here too, never read into memory and copied.
     linkObjectStore(objectsDir(srcGitdir), objectsDir(destGitdir), signal);
@@ -189,11 +208,20 @@ const LOOSE_LIMIT = 256;
  * The missing objects with their contents, read natively; null when one is
  * unreadable here (isomorphic-git's path below handles those).
  */
-function missingObjectsNative(srcGitdir: string, presence: ObjectPresence, tips: string[], shallow: Set<string>, signal: AbortSignal): Array<{ oid: string } & GitObject> | null {
+function missingObjectsNative(
+  srcGitdir: string,
+  presence: ObjectPresence,
+  tips: string[],
+  shallow: Set<string>,
+  signal: AbortSignal,
+  blobLimit = -1,
+): Array<{ oid: string } & GitObject> | null {
   const store = new ObjectStore(srcGitdir);
   try {
     const out: Array<{ oid: string } & GitObject> = [];
     const { stack, want } = frontier(presence, tips);
+    // A partial clone's filter (blobLimit >= 0): a blob over the limit is left out (blob:none: every blob).
+    const sendBlob = (oid: string): boolean => blobLimit < 0 || (blobLimit > 0 && (store.read(oid)?.data.length ?? 0) <= blobLimit);
     while (stack.length > 0) {
       if (out.length % 256 === 0) throwIfAborted(signal);
       const oid = stack.pop() as string;
@@ -208,7 +236,8 @@ function missingObjectsNative(srcGitdir: string, presence: ObjectPresence, tips:
       } else if (obj.type === "tree") {
         const entries = store.readTree(oid);
         if (!entries) return null;
-        for (const e of entries) if (e.mode !== "160000") want(e.oid); // a submodule's commit lives in the submodule
+        // A submodule's commit lives in the submodule.
+        for (const e of entries) if (e.mode !== "160000" && (e.mode === "040000" || sendBlob(e.oid))) want(e.oid);
       } else if (obj.type === "tag") {
         const m = /^object ([0-9a-f]{40})$/m.exec(obj.data.toString("latin1", 0, Math.min(obj.data.length, 200)));
         if (!m) return null;

@@ -200,6 +200,14 @@ export async function advertise(url: string, signal: AbortSignal, limits: Transf
   }
 }
 
+/** What an upload-pack request asks for beyond wants and haves. */
+export interface UploadPackOptions {
+  /** A partial clone's filter (`blob:none`, …): sent as the `filter` capability and line when the server advertises `filter`. */
+  filter?: string;
+  /** A shallow repository's boundary and, to deepen, how deep. */
+  shallow?: ShallowRequest;
+}
+
 /** The pack of an upload-pack reply, as it arrives; `close` ends the request. */
 export interface PackStream extends ByteSource {
   close(): Promise<void>;
@@ -227,20 +235,24 @@ export async function uploadPack(
   haves: string[],
   signal: AbortSignal,
   limits: TransferLimits = transferLimits(),
-  shallow: ShallowRequest = { ours: [] },
+  opts: UploadPackOptions = {},
 ): Promise<PackStream> {
   let sideband = ad.capabilities.has("side-band-64k");
+  const shallow = opts.shallow ?? { ours: [] };
   const deepen = shallow.depth !== undefined && shallow.depth > 0;
-  if ((deepen || shallow.ours.length > 0) && !ad.capabilities.has("shallow")) {
+  const cut = deepen || shallow.ours.length > 0;
+  if (cut && !ad.capabilities.has("shallow")) {
     throw packOpError(`${displayUrl(url)} does not serve shallow clones (no 'shallow' capability); clone it without --depth.`, { url: displayUrl(url) });
   }
-  const caps = [...(sideband ? ["side-band-64k"] : []), "ofs-delta", "shallow", "no-progress", `agent=${USER_AGENT}`].filter(
-    (c) => c.startsWith("agent=") || (ad.capabilities.has(c) && (c !== "shallow" || deepen || shallow.ours.length > 0)),
-  );
+  // A filter is sent only to a server that advertises it (the caller decides what to do when it does not).
+  const filter = opts.filter !== undefined && ad.capabilities.has("filter") ? opts.filter : undefined;
+  const wanted = [...(sideband ? ["side-band-64k"] : []), "ofs-delta", ...(cut ? ["shallow"] : []), "no-progress", ...(filter !== undefined ? ["filter"] : [])];
+  const caps = [...wanted, `agent=${USER_AGENT}`].filter((c) => c.startsWith("agent=") || ad.capabilities.has(c));
   let body = wants.map((oid, i) => pktLine(`want ${oid}${i === 0 ? ` ${caps.join(" ")}` : ""}\n`)).join("");
-  // As fetch-pack writes them: our boundary, then how deep to go, before the flush that ends the wants.
+  // As fetch-pack writes them: our boundary, how deep to go, then the filter, before the flush that ends the wants.
   for (const oid of shallow.ours) body += pktLine(`shallow ${oid}\n`);
   if (deepen) body += pktLine(`deepen ${shallow.depth}\n`);
+  if (filter !== undefined) body += pktLine(`filter ${filter}\n`);
   body += "0000";
   for (const oid of haves) body += pktLine(`have ${oid}\n`);
   body += pktLine("done\n");

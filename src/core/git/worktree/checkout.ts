@@ -21,6 +21,7 @@ import { displayUrl } from "../transport/url.ts";
 import { beyondLink, linkedParent } from "./worktree-guard.ts";
 import { withIndexLock } from "../objects/index-manager.ts";
 import { checkedOutAt } from "./worktree-list.ts";
+import { ensureBlobs } from "../transport/promised-fetch.ts";
 
 type Target = { kind: "branch"; name: string; oid: string } | { kind: "detached"; oid: string };
 
@@ -35,6 +36,8 @@ export interface MoveOptions {
   fresh?: boolean;
   /** Where the pack will live, for messages (a clone is built under a temp name). */
   shown?: string;
+  /** Cancels the fetch of a partial clone's missing blobs (promised-fetch.ts). */
+  signal?: AbortSignal;
 }
 
 /** Before isomorphic-git's full checkout (which follows links): no path of the target may lie beyond a link on disk. */
@@ -220,6 +223,8 @@ async function checkoutTree(o: MoveOptions, headOid: string | null, oid: string,
   let target: Map<string, string>;
   try {
     target = await verifiedFlatTree(o.gitdir, oid);
+    // A partial clone: the blobs of the tree that the filter left out come over first, in one batch.
+    await ensureBlobs(o.gitdir, o.dir, o.url, target, o.signal ?? new AbortController().signal);
   } catch (err) {
     throw refusedCommit(o, oid, err);
   }
