@@ -101,11 +101,11 @@ function holdsOnlyRemovals(plan: Plan, rel: string): boolean {
 /** Paths whose local state the move would destroy (git's "would be overwritten"). */
 function conflicts(plan: Plan, resuming: boolean): string[] {
   const filemode = readConfigValueSync(plan.dir, "core", null, "filemode") !== "false";
-  let indexMtime = Number.POSITIVE_INFINITY;
+  let indexMtime = 0;
   try {
     indexMtime = fs.statSync(indexPath(plan.gitdir)).mtimeMs;
   } catch {
-    // no index: every entry counts as racy
+    // no index: every entry counts as racy (an entry's mtime is never before the epoch)
   }
   const sparse = resuming ? SparseCheckout.of(plan.gitdir) : null;
   const out: string[] = [];
