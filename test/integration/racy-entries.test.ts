@@ -59,6 +59,11 @@ const at = (s: number, ns: number): number => s + ns / 1e9;
 function racyRepo(now: string, indexAt: (s: number) => number): { dir: string; s: number } {
   const dir = join(tmp.path, `r${repos++}`);
   makeRepo(dir, { "f.txt": "aaaa\n", "g.txt": "g\n" });
+  return { dir, s: makeRacy(dir, now, indexAt) };
+}
+
+/** `racyRepo`'s entry made in the work tree `dir`; returns the entry's second. */
+function makeRacy(dir: string, now: string, indexAt: (s: number) => number): number {
   const s = Math.floor(Date.now() / 1000) - 100; // a second well in the past: nothing the clock does now can touch it
   writeFileSync(join(dir, "f.txt"), now);
   utimesSync(join(dir, "f.txt"), at(s, 100_000_000), at(s, 100_000_000));
@@ -78,7 +83,7 @@ function racyRepo(now: string, indexAt: (s: number) => number): { dir: string; s
   });
   writeFileSync(indexFile, serializeIndex(entries, undefined, indexVersionOf(indexFile)));
   utimesSync(indexFile, indexAt(s), indexAt(s));
-  return { dir, s };
+  return s;
 }
 
 describe("racy entries: grex's dirty verdict is git's", () => {
@@ -105,6 +110,27 @@ describe("racy entries: grex's dirty verdict is git's", () => {
     expect(gitStatus(dir)).toBe("");
     expect(await grexDirty(dir)).toBe(false);
     expect(gitContentStatus(dir)).toBe("M f.txt"); // what the content says: the stat data lies, as built
+  });
+});
+
+describe("an index grex rewrites keeps a racy entry suspect", () => {
+  test("a checkout carrying a racily clean entry over smudges it (size 0), as git's write_index does", async () => {
+    // Once the new index is written in a later second, the entry would no longer be racy, and an
+    // edit its stat data hides would be clean to git and grex for good; git zeroes the size of such
+    // an entry when it writes an index, so it is hashed again.
+    const up = join(tmp.path, `up${repos++}`);
+    makeRepo(up, { "f.txt": "aaaa\n", "g.txt": "g\n" });
+    const dir = join(tmp.path, `r${repos++}`);
+    await backendFor(up).clone(up, dir, { ref: null, signal: new AbortController().signal });
+    makeRacy(dir, "bbbb\n", (s) => at(s, 600_000_000));
+    expect(gitStatus(dir)).toBe("M f.txt");
+    commit(up, { "g.txt": "g2\n" }, "g2");
+    await backendFor(up).update(dir, up, { ref: null, signal: new AbortController().signal });
+    expect(readFileSync(join(dir, "g.txt"), "utf8")).toBe("g2\n");
+    const e = (parseIndex(readFileSync(join(dir, ".git", "index"))) ?? []).find((x) => x.path === "f.txt");
+    expect(e?.size).toBe(0);
+    expect(gitStatus(dir)).toBe("M f.txt");
+    expect(await grexDirty(dir)).toBe(true);
   });
 });
 
