@@ -57,7 +57,8 @@ describe("git holds index.lock in a pack while grex syncs", () => {
     expect(row?.result).toBe("failed");
     const message = row?.message ?? JSON.stringify(r.json);
     expect(message).toContain(lock);
-    expect(message).toContain("another process holds");
+    expect(message).toContain(`'${lock}' exists: another git or grex process is working in`);
+    expect(message).toContain(`remove '${lock}' if no git or grex process is running`);
     expect(message.split(/\.\s/).length).toBe(1); // one sentence
     // Nothing changed: git's lock (same file, same bytes), the index, the work tree, HEAD; no move journaled.
     expect(statSync(lock).ino).toBe(lockBefore.ino);
@@ -111,7 +112,7 @@ describe("git holds index.lock in a pack while grex syncs", () => {
     const head = git(dir, "rev-parse", "HEAD");
     const r = await t.grex("sync", "--json");
     expect(r.code).not.toBe(0);
-    expect(JSON.stringify(r.json)).toContain("another process holds");
+    expect(JSON.stringify(r.json)).toContain("exists: another git or grex process is working in");
     expect(existsSync(lock)).toBe(true);
     expect(git(dir, "rev-parse", "HEAD")).toBe(head);
     // The user removes it, as the sentence says; then the sync goes through.

@@ -69,7 +69,8 @@ test("refs/heads/main.lock held by git: grex reports it in one sentence, changes
   const text = `${r.stdout}\n${r.stderr}`;
   expect(text).toContain(lockPath);
   const sentence = /'[^']*main\.lock' exists[^\n"]*/.exec(text)?.[0] ?? "";
-  expect(sentence).toContain("another git process");
+  expect(sentence).toContain("another git or grex process is working in");
+  expect(sentence).toContain(`remove '${lockPath}' if no git or grex process is running`);
   expect(sentence.replace(/\.$/, "").includes(". ")).toBe(false);
   // git's lock is untouched, the branch and the work tree are where they were
   expect(readFileSync(lockPath, "utf8")).toBe(lockBytes);

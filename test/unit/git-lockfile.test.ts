@@ -7,6 +7,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { GrexError } from "../../src/core/base/errors.ts";
+import { updateThroughLock } from "../../src/core/git/layout/git-lock.ts";
 import { LockFile } from "../../src/core/git/layout/lockfile.ts";
 import { commitIndex, indexChecksum, readIndexBytes, readIndexLocked } from "../../src/core/git/objects/index-manager.ts";
 import { entryFor, readIndex } from "../../src/core/git/objects/index-file.ts";
@@ -71,6 +72,28 @@ describe("LockFile", () => {
     expect(g.message).toContain("the index of pack 'tools'");
     expect(g.message.trim().split(/\.\s/).length).toBe(1);
     expect(readFileSync(`${file}.lock`, "utf8")).toBe("git's bytes");
+  });
+
+  test("every family of git lock is reported in the same words: which lock, where, what to do", async () => {
+    const gitdir = join(fresh(), ".git");
+    mkdirSync(join(gitdir, "refs", "heads"), { recursive: true });
+    const ref = join(gitdir, "refs", "heads", "main");
+    writeFileSync(`${ref}.lock`, "");
+    let refErr: unknown = null;
+    try {
+      updateThroughLock(ref, () => "0000000000000000000000000000000000000001\n", { timeoutMs: 0, where: gitdir });
+    } catch (err) {
+      refErr = err;
+    }
+    const index = join(gitdir, "index");
+    writeFileSync(`${index}.lock`, "");
+    const indexErr = await LockFile.acquire(index, "the index of pack 'tools'", { timeoutMs: 0 }).catch((e: unknown) => e);
+    const sentence = (lock: string, what: string) =>
+      `'${lock}' exists: another git or grex process is working in '${gitdir}' on ${what}; wait for it to finish, or remove '${lock}' if no git or grex process is running, then run grex again.`;
+    expect((refErr as GrexError).kind).toBe("lock");
+    expect((refErr as GrexError).message).toBe(sentence(`${ref}.lock`, "refs/heads/main"));
+    expect((indexErr as GrexError).kind).toBe("lock");
+    expect((indexErr as GrexError).message).toBe(sentence(`${index}.lock`, "the index of pack 'tools'"));
   });
 
   test("a lock a dead grex left is removed by its note; a live holder's never", () => {

@@ -8,9 +8,8 @@
 // dead grex's is recognised by its note: lockfile.ts `createLock`).
 import { chmodSync, closeSync, existsSync, fsyncSync, renameSync, statSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
-import { lockError } from "../../base/grex-error.ts";
 import { fsyncDir } from "../../fs/fsutil.ts";
-import { createLock, dropLock, forgetLock } from "./lockfile.ts";
+import { createLock, dropLock, forgetLock, lockHeld } from "./lockfile.ts";
 
 /** git's default waits: `core.filesRefLockTimeout` (100 ms) and `core.packedRefsTimeout` (1000 ms). */
 export const REF_LOCK_TIMEOUT_MS = 100;
@@ -32,14 +31,6 @@ function sleepMs(ms: number): void {
   Atomics.wait(sleepCell, 0, 0, ms);
 }
 
-/** The one sentence for a lock someone else holds. */
-export function lockHeldError(lockPath: string, where?: string) {
-  return lockError(
-    `'${lockPath}' exists: another git process seems to be running${where ? ` in '${where}'` : ""}; wait for it to finish and try again, or, if no git process is running, remove that file.`,
-    { lock: lockPath },
-  );
-}
-
 /**
  * Try `attempt` until it gives a result, waiting between tries as git's
  * lock_file_timeout does (backoff of about n² ms, ±25 %) for up to
@@ -52,7 +43,7 @@ function withBackoff<T>(lockPath: string, opts: GitLockOptions, attempt: () => T
   for (;;) {
     const got = attempt();
     if (got !== undefined) return got;
-    if (remaining <= 0) throw lockHeldError(lockPath, opts.where);
+    if (remaining <= 0) throw lockHeld(lockPath, null, opts.timeoutMs, opts.where);
     const wait = Math.max(1, Math.floor(((750 + Math.floor(Math.random() * 500)) * multiplier) / 1000));
     sleepMs(Math.min(wait, remaining));
     remaining -= wait;

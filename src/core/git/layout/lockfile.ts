@@ -13,7 +13,7 @@
 // repository's file at once (the pack lock, core/locks), so the note is not
 // contended.
 import { closeSync, constants, existsSync, fstatSync, fsyncSync, linkSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, relative } from "node:path";
 import { GrexError } from "../../base/errors.ts";
 import { fsyncDir } from "../../fs/fsutil.ts";
 import { holderAlive, selfStartTime } from "../../locks/flock.ts";
@@ -215,12 +215,22 @@ function removeIfStale(lockPath: string): boolean {
   return true;
 }
 
-/** One sentence for a lock file another process holds. */
-export function lockHeld(lockPath: string, what: string, waitedMs: number): GrexError {
-  const waited = waitedMs > 0 ? ` (waited ${waitedMs >= 1000 ? `${(waitedMs / 1000).toFixed(1)} s` : `${waitedMs} ms`})` : "";
+/**
+ * The one sentence for a lock file another process holds, for every family
+ * of git's locks grex takes (a ref, `HEAD`, `packed-refs`, the config, the
+ * index, `shallow`): which lock, where, what to do. `what` names the locked
+ * file for people ("the index of pack 'tools'"; by default its path in
+ * `where`), `where` the repository directory the other process works in (by
+ * default the lock's directory), `waitedMs` how long grex waited for it.
+ */
+export function lockHeld(lockPath: string, what: string | null, waitedMs: number, where: string = dirname(lockPath)): GrexError {
+  const file = lockPath.replace(/\.lock$/, "");
+  const inside = relative(where, file);
+  const subject = what ?? (inside.startsWith("..") ? file : inside);
+  const waited = waitedMs > 0 ? `, waited for ${waitedMs >= 1000 ? `${(waitedMs / 1000).toFixed(1)} s` : `${waitedMs} ms`}` : "";
   return new GrexError(
     "lock",
-    `another process holds ${lockPath}, the lock on ${what}${waited}, and grex changed nothing there; let that git command finish, or if none is running remove the file, then run grex again.`,
-    { path: lockPath },
+    `'${lockPath}' exists: another git or grex process is working in '${where}' on ${subject}${waited}; wait for it to finish, or remove '${lockPath}' if no git or grex process is running, then run grex again.`,
+    { lock: lockPath, path: lockPath },
   );
 }

@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { alternateDirs, objectsDir } from "../layout/layout.ts";
-import { packIndexFiles } from "./objects.ts";
+import { isVanished, packIndexFiles } from "./objects.ts";
 
 export type ObjectType = "commit" | "tree" | "blob" | "tag";
 export interface GitObject {
@@ -238,6 +238,7 @@ export function parseCommit(data: Buffer): { tree: string; parents: string[] } |
 export class ObjectStore {
   private readonly dirs: string[];
   private packs: Pack[] | null = null;
+  private nextId = 0;
   /**
    * Delta bases by pack offset: trees and blobs are often deltas of their
    * neighbours, and a blob deep in a delta chain would otherwise re-inflate
@@ -262,12 +263,50 @@ export class ObjectStore {
   }
 
   read(oid: string): GitObject | null {
+    const bin = Buffer.from(oid, "hex");
     try {
       // Packs first: an in-memory search; a loose miss would cost a failed open.
-      return this.readPacked(Buffer.from(oid, "hex")) ?? this.readLoose(oid);
-    } catch {
-      return null; // corrupt or unexpected: let the caller fall back
+      const got = this.readPacked(bin) ?? this.readLoose(oid);
+      // A miss: a repack since the packs were listed may have moved the object into a new pack.
+      if (got !== null || !this.rescan()) return got;
+    } catch (err) {
+      if (!isVanished(err)) return null; // corrupt or unexpected: let the caller fall back
+      this.rescan(); // a pack or loose file deleted under us (git gc, repack -a -d): its objects are in a new pack
     }
+    try {
+      return this.readPacked(bin) ?? this.readLoose(oid);
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * List the pack directories again, as git's reprepare_packed_git does when
+   * a lookup misses: packs still there are kept (their indexes and mappings),
+   * new ones opened, deleted ones dropped. True when the list changed.
+   */
+  private rescan(): boolean {
+    if (this.packs === null) return false; // never listed: the next lookup lists them
+    const old = new Map(this.packs.map((p) => [p.path, p]));
+    const fresh: Pack[] = [];
+    let changed = false;
+    for (const dir of this.dirs) {
+      for (const { packDir, name } of packIndexFiles(dir)) {
+        const kept = old.get(join(packDir, name.replace(/\.idx$/, ".pack")));
+        if (kept) {
+          old.delete(kept.path);
+          fresh.push(kept);
+          continue;
+        }
+        const p = openIdx(packDir, name);
+        if (!p) continue;
+        p.id = this.nextId++; // never a dropped pack's id: the delta-base cache is keyed by it
+        fresh.push(p);
+        changed = true;
+      }
+    }
+    this.packs = fresh;
+    return changed || old.size > 0;
   }
 
   readTree(oid: string): TreeEntry[] | null {
@@ -314,7 +353,7 @@ export class ObjectStore {
       for (const { packDir, name } of packIndexFiles(dir)) {
         const p = openIdx(packDir, name);
         if (p) {
-          p.id = this.packs.length;
+          p.id = this.nextId++;
           this.packs.push(p);
         }
       }

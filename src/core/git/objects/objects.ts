@@ -47,31 +47,57 @@ export class ObjectPresence {
   private readonly objects: string;
   /** This store's object directory, then those it borrows from (`info/alternates`, as git reads them). */
   private readonly dirs: string[];
-  private readonly packs: PackIndex[] = [];
+  /** The pack indexes by path, as last listed. */
+  private packs = new Map<string, PackIndex>();
 
   constructor(gitdir: string) {
     this.objects = objectsDir(gitdir);
     this.dirs = [this.objects, ...alternateDirs(this.objects)];
-    for (const dir of this.dirs) {
-      for (const { packDir, name } of packIndexFiles(dir)) {
-        const idx = loadIndex(join(packDir, name));
-        if (idx) this.packs.push(idx);
-      }
-    }
+    this.rescan();
   }
 
-  has(oid: string): boolean {
+  /**
+   * Whether the object is here. A miss lists the pack directories again first
+   * (git's reprepare_packed_git): a repack since they were listed (git gc,
+   * `repack -a -d`) moves loose objects into a new pack and deletes the old
+   * packs. `quick` skips that, for walks where a miss is the usual answer
+   * (what a fetch must bring) and a wrong one only costs a copy.
+   */
+  has(oid: string, opts: { quick?: boolean } = {}): boolean {
+    if (this.hasListed(oid)) return true;
+    return !opts.quick && this.rescan() && this.hasListed(oid);
+  }
+
+  private hasListed(oid: string): boolean {
     // Packs first: a binary search in memory, where a loose miss costs a failed stat (a
     // connectivity walk asks this for every file of a tree, nearly all of them packed).
     const bin = Buffer.from(oid, "hex");
-    for (const p of this.packs) if (indexHas(p, bin)) return true;
+    for (const p of this.packs.values()) if (indexHas(p, bin)) return true;
     const loose = `${oid.slice(0, 2)}/${oid.slice(2)}`;
     return this.dirs.some((d) => existsSync(join(d, loose)));
   }
 
+  /** List the pack indexes again, keeping those already read; true when the list changed. */
+  private rescan(): boolean {
+    const fresh = new Map<string, PackIndex>();
+    let added = false;
+    for (const dir of this.dirs) {
+      for (const { packDir, name } of packIndexFiles(dir)) {
+        const path = join(packDir, name);
+        const idx = this.packs.get(path) ?? loadIndex(path);
+        if (!idx) continue;
+        added ||= !this.packs.has(path);
+        fresh.set(path, idx);
+      }
+    }
+    const changed = added || fresh.size !== this.packs.size;
+    this.packs = fresh;
+    return changed;
+  }
+
   /** True when the store holds no objects at all (a fresh `init`). */
   isEmpty(): boolean {
-    if (this.packs.length > 0 || this.dirs.length > 1) return false;
+    if (this.packs.size > 0 || this.dirs.length > 1) return false;
     try {
       return !readdirSync(this.objects).some((n) => /^[0-9a-f]{2}$/.test(n) && readdirSync(join(this.objects, n)).length > 0);
     } catch {
@@ -90,4 +116,9 @@ export function packIndexFiles(objects: string): Array<{ packDir: string; name: 
     return []; // no packs yet
   }
   return names.filter((n) => n.endsWith(".idx") && existsSync(join(packDir, n.replace(/\.idx$/, ".pack")))).map((name) => ({ packDir, name }));
+}
+
+/** A file listed a moment ago is gone (ENOENT): a repack or prune deleted it under us. */
+export function isVanished(err: unknown): boolean {
+  return (err as { code?: string } | null)?.code === "ENOENT";
 }

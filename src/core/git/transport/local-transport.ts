@@ -16,7 +16,7 @@ import { notARepo, transportError } from "./git-errors.ts";
 import { type Git, loadGit } from "../objects/iso.ts";
 import { type GitObject, ObjectStore, writeLooseObjects } from "../objects/object-store.ts";
 import { buildPack } from "../objects/pack-write.ts";
-import { ObjectPresence } from "../objects/objects.ts";
+import { isVanished, ObjectPresence } from "../objects/objects.ts";
 import { storePack } from "../objects/pack-index.ts";
 import { deleteRefSync, gitdirOf, listRefsSync, readSymref, resolveRefSync, writeRefSync } from "../refs/refs.ts";
 import { type FetchResult, planRefs, pickDefaultBranch, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
@@ -106,7 +106,7 @@ function ensureConnected(srcGitdir: string, destGitdir: string, url: string, tip
       const oid = stack.pop() as string;
       const obj = store.read(oid);
       if (!obj) throw packOpError(`${url} lacks object ${oid.slice(0, 7)} that its refs need; the source repository is broken, so check it with git fsck.`, { url });
-      if (!presence.has(oid)) found.push({ oid, ...obj });
+      if (!presence.has(oid, { quick: true })) found.push({ oid, ...obj });
       if (obj.type === "commit") {
         const c = store.readCommit(oid);
         if (c) {
@@ -160,9 +160,9 @@ async function copyObjects(srcGitdir: string, destGitdir: string, tips: string[]
   if (presence.isEmpty() && filter === null) {
     // As `git clone` by path: the source's own objects linked, and what it borrows (its
     // `info/alternates`) borrowed here too, never read into memory and copied.
-    linkObjectStore(objectsDir(srcGitdir), objectsDir(destGitdir), signal);
+    const whole = linkObjectStore(objectsDir(srcGitdir), objectsDir(destGitdir), signal);
     borrowAlternates(objectsDir(srcGitdir), objectsDir(destGitdir));
-    return true;
+    return whole;
   }
   const missing = missingObjectsNative(srcGitdir, presence, tips, readShallow(srcGitdir), signal);
   if (missing && missing.length <= LOOSE_LIMIT) {
@@ -195,7 +195,7 @@ function frontier(presence: ObjectPresence, tips: string[]) {
   const want = (oid: string) => {
     if (seen.has(oid)) return;
     seen.add(oid);
-    if (!presence.has(oid)) stack.push(oid);
+    if (!presence.has(oid, { quick: true })) stack.push(oid); // a wrong miss only copies an object twice
   };
   tips.forEach(want);
   return { stack, want, seen };
@@ -279,7 +279,7 @@ async function missingObjects(
         else if (!seen.has(e.oid)) {
           // Blobs need no reading: only their presence matters here.
           seen.add(e.oid);
-          if (!presence.has(e.oid)) out.push(e.oid);
+          if (!presence.has(e.oid, { quick: true })) out.push(e.oid);
         }
       }
     } else if (obj.type === "tag") {
@@ -301,40 +301,100 @@ async function writePack(git: Git, srcGitdir: string, destGitdir: string, oids: 
   }
 }
 
-/** Hard-link (or copy, across filesystems) every loose object and complete pack of `src` into `dest`. */
-function linkObjectStore(src: string, dest: string, signal: AbortSignal): void {
+/**
+ * Hard-link (or copy, across filesystems) every loose object and complete pack
+ * of `src` into `dest`; true when every file listed was there to link.
+ *
+ * The source may repack meanwhile (git gc, auto-gc, `repack -a -d`): git
+ * writes the new pack before it deletes the old packs and the loose objects
+ * it packed, so a listed file found gone means a new pack is there. The packs
+ * are linked after the loose objects and listed again while one vanished
+ * (git's reprepare_packed_git), a few times at most; what is here already is
+ * skipped. The caller then checks the copy is complete (a branch the source
+ * rewound meanwhile may have taken objects with it).
+ */
+function linkObjectStore(src: string, dest: string, signal: AbortSignal): boolean {
+  const put = linker();
+  let whole = linkLoose(src, dest, put, signal);
+  for (let listing = 1; ; listing++) {
+    const gone = linkPacks(src, dest, put, signal);
+    if (gone === null) return whole;
+    whole = false;
+    if (listing === 4) throw gone; // repacked under us four times running: the error names the file
+  }
+}
+
+/** Link (or copy) one file; false when it vanished since it was listed. */
+type Put = (from: string, to: string) => boolean;
+
+function linker(): Put {
   let link = true;
-  const put = (from: string, to: string) => {
-    if (link) {
-      try {
-        fs.linkSync(from, to);
-        return;
-      } catch (err) {
-        const code = (err as { code?: string }).code;
-        if (code === "EEXIST") return;
-        link = false; // EXDEV, EPERM, …: copy from now on
+  return (from, to) => {
+    try {
+      if (link) {
+        try {
+          fs.linkSync(from, to);
+          return true;
+        } catch (err) {
+          const code = (err as { code?: string }).code;
+          if (code === "EEXIST") return true;
+          if (code === "ENOENT") throw err;
+          link = false; // EXDEV, EPERM, …: copy from now on
+        }
       }
+      fs.copyFileSync(from, to, fs.constants.COPYFILE_FICLONE | fs.constants.COPYFILE_EXCL);
+      return true;
+    } catch (err) {
+      if ((err as { code?: string }).code === "EEXIST") return true;
+      if (!isVanished(err)) throw err;
+      return false;
     }
-    fs.copyFileSync(from, to, fs.constants.COPYFILE_FICLONE);
   };
+}
+
+/** The names in `dir`, or null when it vanished (a fan-out directory prune-packed emptied and removed). */
+function listVanishing(dir: string): string[] | null {
+  try {
+    return fs.readdirSync(dir);
+  } catch (err) {
+    if (!isVanished(err)) throw err;
+    return null;
+  }
+}
+
+/** The loose objects; false when one vanished (packed and pruned meanwhile). */
+function linkLoose(src: string, dest: string, put: Put, signal: AbortSignal): boolean {
+  let whole = true;
   for (const name of fs.readdirSync(src)) {
     if (!/^[0-9a-f]{2}$/.test(name)) continue;
     throwIfAborted(signal);
-    const files = fs.readdirSync(join(src, name)).filter((f) => /^[0-9a-f]{38}$/.test(f));
+    const listed = listVanishing(join(src, name));
+    if (listed === null) whole = false;
+    const files = (listed ?? []).filter((f) => /^[0-9a-f]{38}$/.test(f));
     if (files.length === 0) continue;
     fs.mkdirSync(join(dest, name), { recursive: true });
-    for (const f of files) put(join(src, name, f), join(dest, name, f));
+    for (const f of files) if (!put(join(src, name, f), join(dest, name, f))) whole = false;
   }
+  return whole;
+}
+
+/** The complete packs (pack, then index); the error of one that vanished since the listing, else null. */
+function linkPacks(src: string, dest: string, put: Put, signal: AbortSignal): Error | null {
   const packs = join(src, "pack");
-  if (!fs.existsSync(packs)) return;
+  const listed = listVanishing(packs);
+  if (listed === null) return null;
+  const names = new Set(listed);
   fs.mkdirSync(join(dest, "pack"), { recursive: true });
-  const names = new Set(fs.readdirSync(packs));
+  let gone: Error | null = null;
   for (const n of names) {
-    if (!n.endsWith(".pack") || !names.has(n.replace(/\.pack$/, ".idx"))) continue;
+    const idx = n.replace(/\.pack$/, ".idx");
+    if (!n.endsWith(".pack") || !names.has(idx)) continue;
     throwIfAborted(signal);
-    put(join(packs, n), join(dest, "pack", n));
-    put(join(packs, n.replace(/\.pack$/, ".idx")), join(dest, "pack", n.replace(/\.pack$/, ".idx")));
+    if (put(join(packs, n), join(dest, "pack", n)) && put(join(packs, idx), join(dest, "pack", idx))) continue;
+    fs.rmSync(join(dest, "pack", n), { force: true }); // never a pack without its index
+    gone ??= packOpError(`the pack ${n} in ${packs} was deleted while grex linked it, again after every new listing (a git gc or repack keeps running there); wait for it to finish, then sync again.`, { path: packs });
   }
+  return gone;
 }
 
 /**

@@ -22,7 +22,7 @@ import * as fs from "node:fs";
 import { dirname, join } from "node:path";
 import { packOpError } from "../../base/errors.ts";
 import { readConfigValueSync } from "../refs/config.ts";
-import { entryFor, type IndexEntry, parseIndex, SKIP_WORKTREE, sharedIndexIn } from "../objects/index-file.ts";
+import { ASSUME_VALID, entryFor, type IndexEntry, parseIndex, SKIP_WORKTREE, sharedIndexIn } from "../objects/index-file.ts";
 import { commitIndex, indexChecksum, readIndexLocked } from "../objects/index-manager.ts";
 import { indexPath } from "../layout/layout.ts";
 import { SparseCheckout } from "./sparse-checkout.ts";
@@ -55,6 +55,8 @@ interface Plan {
   index: Map<string, IndexEntry>;
   /** The checksum of the index the plan was made from: the new one replaces only that one. */
   indexSum: string | null;
+  /** That index file's mtime: entries not older are racy (smudgeRacy). */
+  indexMtime: number;
   toOid: string;
   /** The directories this move found real, from its first check to its last write (worktree-guard.ts). */
   dirs: RealDirs;
@@ -78,7 +80,8 @@ async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: str
   const changed: string[] = [];
   for (const [p, v] of to) if (from.get(p) !== v) changed.push(p);
   for (const p of from.keys()) if (!to.has(p)) changed.push(p);
-  return { dir, gitdir, from, to, changed, index: new Map(entries.map((e) => [e.path, e])), indexSum: indexChecksum(buf), toOid, dirs: new RealDirs() };
+  const indexMtime = statMtime(indexPath(gitdir)); // if the index changed since it was read, commitIndex refuses anyway
+  return { dir, gitdir, from, to, changed, index: new Map(entries.map((e) => [e.path, e])), indexSum: indexChecksum(buf), indexMtime, toOid, dirs: new RealDirs() };
 }
 
 /** A directory where the move puts a file: fine if everything in it is a file the move removes. */
@@ -98,15 +101,42 @@ function holdsOnlyRemovals(plan: Plan, rel: string): boolean {
   }
 }
 
+function statMtime(path: string): number {
+  try {
+    return fs.statSync(path).mtimeMs;
+  } catch {
+    return 0; // no index: every entry counts as racy (an entry's mtime is never before the epoch)
+  }
+}
+
+/**
+ * As git's write_index (ce_smudge_racily_clean_entry): an entry carried over
+ * from the old index (not written by this move) that was racy against it,
+ * and whose file no longer holds its content, gets size 0. The new index is
+ * written later, so the entry would stop being racy there, and an edit its
+ * stat data hides (a same-size change in the tick the stat was taken in)
+ * would be clean for good; with size 0, git and grex hash the file again.
+ */
+function smudgeRacy(plan: Plan, written: Set<string>, filemode: boolean): void {
+  const second = Math.floor(plan.indexMtime / 1000);
+  for (const [p, e] of plan.index) {
+    if (written.has(p) || e.size === 0 || e.mode === GITLINK || e.mtimeSeconds < second) continue;
+    if (e.flags && e.flags & (SKIP_WORKTREE | ASSUME_VALID)) continue;
+    let size: number;
+    try {
+      size = fs.lstatSync(join(plan.dir, p)).size;
+    } catch {
+      continue; // gone: a deletion shows without hashing
+    }
+    // Another size is a change without hashing (git smudges only entries whose stat data still matches).
+    if (size % 2 ** 32 === e.size && fileChanged(plan.dir, e, filemode, plan.indexMtime)) plan.index.set(p, { ...e, size: 0 });
+  }
+}
+
 /** Paths whose local state the move would destroy (git's "would be overwritten"). */
 function conflicts(plan: Plan, resuming: boolean): string[] {
   const filemode = readConfigValueSync(plan.dir, "core", null, "filemode") !== "false";
-  let indexMtime = Number.POSITIVE_INFINITY;
-  try {
-    indexMtime = fs.statSync(indexPath(plan.gitdir)).mtimeMs;
-  } catch {
-    // no index: every entry counts as racy
-  }
+  const indexMtime = plan.indexMtime;
   const sparse = resuming ? SparseCheckout.of(plan.gitdir) : null;
   const out: string[] = [];
   for (const p of plan.changed) {
@@ -244,6 +274,7 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
     const st = mode !== GITLINK || madeLinks.has(p) ? fs.lstatSync(join(dir, p)) : null;
     plan.index.set(p, entryFor(p, mode, oid, st));
   }
+  smudgeRacy(plan, new Set(writes), filemode);
   // When the index is now exactly the target commit, say so (cache-tree): later dirty checks skip reading its trees.
   const exact = plan.index.size === plan.to.size && [...plan.index.values()].every((e) => plan.to.get(e.path) === `${e.mode} ${e.oid}`);
   const cacheTree = exact ? withStore(gitdir, (s) => cacheTreeOf(s, plan.toOid)) : null;

@@ -70,8 +70,10 @@ export function fileChanged(dir: string, e: IndexEntry, filemode: boolean | (() 
   if (mode !== want && (mode === SYMLINK || want === SYMLINK || (typeof filemode === "boolean" ? filemode : filemode()))) return true;
   const mtimeSeconds = e.mtimeSeconds;
   const mtimeNanoseconds = e.mtimeNanoseconds;
-  // An entry not older than the index itself may hide a same-size edit made in the same tick.
-  const racy = mtimeSeconds * 1000 + mtimeNanoseconds / 1e6 >= racyAfterMs;
+  // An entry not older than the index itself may hide a same-size edit made in the same tick. As
+  // git built for Linux decides it (is_racy_stat without USE_NSEC): by whole seconds, so an entry
+  // whose mtime falls in the index's second is hashed even when the index was written after it.
+  const racy = mtimeSeconds >= Math.floor(racyAfterMs / 1000);
   const statSame =
     !racy &&
     st.size % 2 ** 32 === e.size &&
