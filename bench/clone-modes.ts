@@ -19,7 +19,7 @@
 //
 // The modes are one list (MODES): a mode is its name and the arguments grex
 // add and git clone take for it, so adding one (e.g. `--filter blob:none`) is
-// one entry. BENCH_MODES=full,depth1 picks some; BENCH_REPOS=long picks
+// one entry. BENCH_MODES=full,depth1,blobless picks some; BENCH_REPOS=long picks
 // repositories; BENCH_RUNS=n repeats each run (median time, largest RSS).
 // Env for the sizes: BENCH_LONG_COMMITS (80000), BENCH_WIDE_FILES (30000).
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
@@ -42,8 +42,7 @@ export interface CloneMode {
 export const MODES: CloneMode[] = [
   { key: "full", name: "full", grex: [], git: [] },
   { key: "depth1", name: "--depth 1", grex: ["--depth", "1"], git: ["--depth", "1"] },
-  // The partial-clone mode is one more entry:
-  // { key: "blobless", name: "--filter blob:none", grex: ["--filter", "blob:none"], git: ["--filter=blob:none"] },
+  { key: "blobless", name: "--filter blob:none", grex: ["--filter", "blob:none"], git: ["--filter=blob:none"] },
 ];
 
 const LONG_COMMITS = Number(process.env.BENCH_LONG_COMMITS ?? 80_000);
@@ -137,6 +136,8 @@ async function served(spec: RepoSpec, servedDir: string): Promise<string> {
     await Bun.write(join(bare, "grex-bench-complete"), "");
     console.error(`generated in ${((performance.now() - t) / 1000).toFixed(0)} s`);
   }
+  // A server that does not allow filters answers a partial clone with everything (both tools then measure a full clone).
+  Bun.spawnSync(["git", "--git-dir", bare, "config", "uploadpack.allowFilter", "true"], { stdout: "ignore", stderr: "inherit" });
   return name;
 }
 
