@@ -14,23 +14,29 @@ import { fetchLocal } from "./transport/local-transport.ts";
 import type { FetchResult } from "./transport/remote-refs.ts";
 import { transportOf } from "./transport/url.ts";
 import { checkedFetchUrl } from "./transport/url-rewrite.ts";
+import { phaseEnd, phaseStart, timePhase } from "../base/profile.ts";
+import { collectAtBoundary } from "./objects/garbage.ts";
 
 /** Fetch origin's refs from `url` as the user's url.<base>.insteadOf rewrites it (origin keeps `url`). */
 function fetchInto(gitdir: string, url: string, signal: AbortSignal): Promise<FetchResult> {
   const from = checkedFetchUrl(url);
-  return transportOf(from) === "http" ? fetchHttp(gitdir, from, signal) : fetchLocal(gitdir, from, signal);
+  return transportOf(from) === "http" ? timePhase("fetch.http", () => fetchHttp(gitdir, from, signal)) : timePhase("fetch.local", () => fetchLocal(gitdir, from, signal));
 }
 
 export const inProcess: GitBackend = {
   clone(url, dir, { ref, signal }) {
-    return cloneAtomically(dir, signal, async (tmp) => {
+    return timePhase("clone", () => cloneAtomically(dir, signal, async (tmp) => {
+      const t0 = phaseStart();
       const gitdir = initWithOrigin(tmp, url);
+      phaseEnd("clone.init", t0);
       const { defaultBranch } = await fetchInto(gitdir, url, signal);
       throwIfAborted(signal);
       // What the fetch left (a large pack's indexing) goes before the checkout allocates: the two peaks never add up.
-      Bun.gc(true);
-      return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir });
-    });
+      const t1 = phaseStart();
+      collectAtBoundary();
+      phaseEnd("clone.gc", t1);
+      return timePhase("checkout.fresh", () => moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir }));
+    }));
   },
 
   async update(dir, url, { ref, signal }) {
@@ -49,7 +55,7 @@ export const inProcess: GitBackend = {
     const { defaultBranch } = await fetchInto(gitdir, url, signal);
     throwIfAborted(signal);
     try {
-      return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch }) };
+      return { before, after: await timePhase("checkout.move", () => moveTo({ dir, gitdir, url, ref, defaultBranch })) };
     } catch (err) {
       if (!(err instanceof GrexError) || typeof err.data?.commit !== "string" || err.data.missing === undefined) throw err;
       const missing = err.data.commit;

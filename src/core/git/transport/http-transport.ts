@@ -13,6 +13,7 @@ import { deleteRefsSync, listRefsSync, resolveRefSync, writeRefsSync } from "../
 import { type FetchResult, planRefs, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
 import { advertise, uploadPack } from "./smart-http.ts";
 import { isShallow } from "../layout/layout.ts";
+import { phaseEnd, phaseStart, timePhase } from "../../base/profile.ts";
 
 /** The refs an http(s) remote advertises: one GET, no objects. */
 export async function listHttpRefs(url: string, signal: AbortSignal): Promise<RemoteRefs> {
@@ -41,18 +42,18 @@ export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal
   throwIfAborted(signal);
   try {
     const limits = transferLimits();
-    const ad = await advertise(url, signal, limits);
+    const ad = await timePhase("http.advertise", () => advertise(url, signal, limits));
     const remote = ad.remote;
     const plan = planRefs(gitdir, remote);
     let links: PackLinks | undefined;
     if (plan.missing.length > 0) {
       const haves = ourTips(gitdir);
-      const pack = await uploadPack(url, ad, plan.missing, haves, signal, limits);
+      const pack = await timePhase("http.pack-first-byte", () => uploadPack(url, ad, plan.missing, haves, signal, limits));
       const store = new ObjectStore(gitdir);
       // A first fetch keeps the pack and checks its history from what the indexer records.
       if (haves.length === 0) links = new PackLinks();
       try {
-        await storePackStream(gitdir, pack, { store, keepPack: haves.length === 0, signal, limits, links });
+        await timePhase("pack.store", () => storePackStream(gitdir, pack, { store, keepPack: haves.length === 0, signal, limits, links }));
       } finally {
         store.close();
         await pack.close();
@@ -60,10 +61,14 @@ export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal
     }
     throwIfAborted(signal);
     // Objects first, refs after: a ref never points at something we lack, nor at a commit whose trees or blobs are missing.
+    const t0 = phaseStart();
     assertConnected(gitdir, url, plan.writes.map(([, oid]) => oid), links);
+    const t1 = phaseStart();
+    phaseEnd("connectivity", t0);
     writeRefsSync(gitdir, plan.writes);
     deleteRefsSync(gitdir, plan.prunes);
     writeOriginHead(gitdir, remote.defaultBranch);
+    phaseEnd("refs.write", t1);
     return { defaultBranch: remote.defaultBranch, changed: plan.writes.length + plan.prunes.length > 0 };
   } catch (err) {
     throw transportError(url, err);
