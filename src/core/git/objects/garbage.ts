@@ -10,7 +10,7 @@
 const YOUNG_BYTES = 2 * 1024 * 1024;
 const FULL_BYTES = 32 * 1024 * 1024;
 /** Garbage counted since the last full collection below which a step's end does not collect (`collectAtBoundary`). */
-const BOUNDARY_BYTES = 4 * 1024 * 1024;
+const BOUNDARY_BYTES = 16 * 1024 * 1024;
 
 /**
  * Bytes of garbage to count per object read, besides its data (its id,
