@@ -7,11 +7,12 @@
 // rename, index last, so a reader never sees half a pack; a failure leaves
 // nothing behind, not even the temp file.
 import { reportActivity } from "../../base/activity.ts";
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { throwIfAborted } from "../../base/errors.ts";
 import { atomicWriteFilesAsync, fsyncAsync, fsyncDirAsync } from "../../fs/fsutil.ts";
 import { phaseEnd, phaseStart } from "../../base/profile.ts";
+import { deferFsync } from "../layout/unpublished.ts";
 import { limitError, type TransferLimits, transferLimits } from "./limits.ts";
 import { BadPack, Entries, inflateEntry, objectId, parseHeader } from "./pack-entries.ts";
 import { Receiver, receive, type ByteSource } from "./pack-receive.ts";
@@ -276,12 +277,23 @@ export async function storePackStream(gitdir: string, source: ByteSource, opts: 
     const t4 = phaseStart();
     phaseEnd("pack.gc", t3);
     const idx = buildIndex(e, trailer, order);
-    // On the I/O pool, so that concurrent clones overlap their fsyncs instead of taking turns on the event loop.
-    await fsyncAsync(fd);
-    close();
-    renameSync(tmp, join(packDir, `${name}.pack`));
-    await fsyncDirAsync(packDir);
-    await atomicWriteFilesAsync([[join(packDir, `${name}.idx`), idx]]);
+    const packPath = join(packDir, `${name}.pack`);
+    const idxPath = join(packDir, `${name}.idx`);
+    if (deferFsync(packPath) && deferFsync(idxPath)) {
+      // A clone still under its temp name: both files are fsync'd with the clone's others before its rename (unpublished.ts).
+      close();
+      renameSync(tmp, packPath);
+      const idxTmp = `${tmp}.idx`;
+      writeFileSync(idxTmp, idx, { mode: 0o444 });
+      renameSync(idxTmp, idxPath);
+    } else {
+      // On the I/O pool, so that concurrent fetches overlap their fsyncs instead of taking turns on the event loop.
+      await fsyncAsync(fd);
+      close();
+      renameSync(tmp, packPath);
+      await fsyncDirAsync(packDir);
+      await atomicWriteFilesAsync([[idxPath, idx]]);
+    }
     phaseEnd("pack.write-idx+fsync", t4);
     return { objects: e.n };
   } catch (err) {
