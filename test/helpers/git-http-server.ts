@@ -13,6 +13,12 @@ export interface GitHttpServer {
   readonly requests: number;
   /** Distinct client connections (by source port) seen so far. */
   readonly connections: number;
+  /**
+   * The server's own work so far: CPU time of the `git http-backend` processes
+   * that have exited (user + system, their children included) and the wall time
+   * during which at least one request was in flight (arrival to the backend's exit).
+   */
+  work(): { cpuMs: number; busyMs: number };
 }
 
 function gitExecPath(): string {
@@ -55,6 +61,10 @@ export async function startGitHttpServer(rootDir: string, opts: GitHttpServerOpt
   const children = new Set<ReturnType<typeof Bun.spawn>>();
   let requests = 0;
   const clientPorts = new Set<number>();
+  let cpuUs = 0;
+  let busyMs = 0;
+  let inFlight = 0;
+  let busySince = 0;
 
   const server = Bun.serve({
     hostname: "127.0.0.1",
@@ -94,9 +104,14 @@ export async function startGitHttpServer(rootDir: string, opts: GitHttpServerOpt
       const enc = req.headers.get("content-encoding");
       if (enc) env.HTTP_CONTENT_ENCODING = enc;
 
+      if (inFlight++ === 0) busySince = performance.now();
       const child = Bun.spawn([backend], { env, stdin: body ?? "ignore", stdout: "pipe", stderr: "pipe" });
       children.add(child);
-      void child.exited.then(() => children.delete(child));
+      void child.exited.then(() => {
+        children.delete(child);
+        cpuUs += Number(child.resourceUsage()?.cpuTime.total ?? 0);
+        if (--inFlight === 0) busyMs += performance.now() - busySince;
+      });
       void new Response(child.stderr).text(); // drain, so the child never blocks on it
 
       const reader = child.stdout.getReader();
@@ -137,6 +152,9 @@ export async function startGitHttpServer(rootDir: string, opts: GitHttpServerOpt
     },
     get connections() {
       return clientPorts.size;
+    },
+    work() {
+      return { cpuMs: cpuUs / 1000, busyMs: busyMs + (inFlight > 0 ? performance.now() - busySince : 0) };
     },
     async stop() {
       await server.stop(true);

@@ -1,5 +1,5 @@
 // Durable file writes: nothing grex writes is ever half-written.
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, fsync, fsyncSync, mkdirSync, open, openSync, renameSync, rmSync, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 
 /** Write `data` to `path` atomically: temp file in the same directory, fsync, rename, fsync the directory. */
@@ -121,5 +121,27 @@ export function fsyncDir(dir: string): void {
     }
   } catch {
     // Some platforms cannot fsync a directory; the rename is still atomic.
+  }
+}
+
+/** fsync(2) of an open file on the I/O thread pool: this caller waits, the event loop (the other packs of a sync) does not. */
+export function fsyncAsync(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fsync(fd, (err) => (err ? reject(err) : resolve())));
+}
+
+/** `fsyncDir` on the I/O thread pool. */
+export async function fsyncDirAsync(dir: string): Promise<void> {
+  let fd: number;
+  try {
+    fd = await new Promise<number>((resolve, reject) => open(dir, "r", (err, got) => (err ? reject(err) : resolve(got))));
+  } catch {
+    return; // as fsyncDir: some platforms cannot open or fsync a directory; the rename is still atomic
+  }
+  try {
+    await fsyncAsync(fd);
+  } catch {
+    // as above
+  } finally {
+    closeSync(fd);
   }
 }

@@ -2,6 +2,7 @@
 // hidden name and rename it into place only once it is complete. A failed or
 // cancelled clone leaves nothing behind, not even parent directories it made.
 import { indexPath } from "./layout/layout.ts";
+import { endUnpublished, startUnpublished, syncUnpublished } from "./layout/unpublished.ts";
 import * as fs from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { packOpError, throwIfAborted } from "../base/errors.ts";
@@ -16,8 +17,11 @@ export async function cloneAtomically(dir: string, signal: AbortSignal, fill: (t
   const made = fs.mkdirSync(parent, { recursive: true }); // first directory created, if any
   removeDeadClones(parent, basename(dir));
   const tmp = join(parent, `.${basename(dir)}.grex-clone-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
+  startUnpublished(tmp);
   try {
     const head = await fill(tmp);
+    throwIfAborted(signal);
+    await syncUnpublished(tmp); // what was written unsynced is durable before the clone gets its name
     throwIfAborted(signal);
     try {
       fs.renameSync(tmp, dir); // replaces an empty directory too
@@ -30,6 +34,8 @@ export async function cloneAtomically(dir: string, signal: AbortSignal, fill: (t
     fs.rmSync(tmp, { recursive: true, force: true });
     if (made !== undefined) removeEmptyUpTo(parent, made);
     throw err;
+  } finally {
+    endUnpublished(tmp);
   }
 }
 

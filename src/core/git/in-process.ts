@@ -21,11 +21,13 @@ import { isPartialClone } from "./transport/promisor.ts";
 
 /** What a fetch is told: how deep (shallow-refs.ts), and whom to tell when a server cannot filter. */
 type FetchOptions = FetchDepth & { warn?: (message: string) => void };
+import { phaseEnd, phaseStart, timePhase } from "../base/profile.ts";
+import { collectAtBoundary } from "./objects/garbage.ts";
 
 /** Fetch origin's refs from `url` as the user's url.<base>.insteadOf rewrites it (origin keeps `url`). */
 function fetchInto(gitdir: string, url: string, signal: AbortSignal, opts: FetchOptions = {}): Promise<FetchResult> {
   const from = checkedFetchUrl(url);
-  return transportOf(from) === "http" ? fetchHttp(gitdir, from, signal, opts) : fetchLocal(gitdir, from, signal, opts);
+  return transportOf(from) === "http" ? timePhase("fetch.http", () => fetchHttp(gitdir, from, signal, opts)) : timePhase("fetch.local", () => fetchLocal(gitdir, from, signal, opts));
 }
 
 /**
@@ -44,14 +46,18 @@ function fetchPack(gitdir: string, url: string, signal: AbortSignal, clone: bool
 
 export const inProcess: GitBackend = {
   clone(url, dir, { ref, signal, depth, filter, warn }) {
-    return cloneAtomically(dir, signal, async (tmp) => {
+    return timePhase("clone", () => cloneAtomically(dir, signal, async (tmp) => {
+      const t0 = phaseStart();
       const gitdir = initWithOrigin(tmp, url, filter);
+      phaseEnd("clone.init", t0);
       const { defaultBranch } = await fetchPack(gitdir, url, signal, true, { ...(depth ? { depth, ref } : {}), warn });
       throwIfAborted(signal);
       // What the fetch left (a large pack's indexing) goes before the checkout allocates: the two peaks never add up.
-      Bun.gc(true);
-      return moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir, signal });
-    });
+      const t1 = phaseStart();
+      collectAtBoundary();
+      phaseEnd("clone.gc", t1);
+      return timePhase("checkout.fresh", () => moveTo({ dir: tmp, gitdir, url, ref, defaultBranch, fresh: true, shown: dir, signal }));
+    }));
   },
 
   async update(dir, url, { ref, signal, depth }) {
@@ -70,7 +76,7 @@ export const inProcess: GitBackend = {
     const { defaultBranch } = await fetchPack(gitdir, url, signal, false, { depth, ref });
     throwIfAborted(signal);
     try {
-      return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch, signal }) };
+      return { before, after: await timePhase("checkout.move", () => moveTo({ dir, gitdir, url, ref, defaultBranch, signal })) };
     } catch (err) {
       if (!(err instanceof GrexError) || typeof err.data?.commit !== "string" || err.data.missing === undefined) throw err;
       const missing = err.data.commit;

@@ -21,6 +21,7 @@ import type { CallContext, Progress } from "../locks/call.ts";
 import { actionProblems, installOrder, planChecks, prerequisitesOf } from "./plan.ts";
 import { fetchTree, flatten, newNode, type PackOutcome, type TreeNode } from "./tree.ts";
 import { globMatch } from "../base/filter.ts";
+import { timePhase } from "../base/profile.ts";
 import { interruptedPacks, openBrackets } from "./install-state.ts";
 import { recordResults } from "./record.ts";
 import { type Checkout, checkoutOf, trackedBranch } from "./off-branch.ts";
@@ -237,9 +238,9 @@ async function syncLocked(
   signal: AbortSignal,
   progress: Progress,
 ): Promise<SyncReport> {
-  const run = await startRun(ctx, ws, opts, signal);
+  const run = await timePhase("sync.start", () => startRun(ctx, ws, opts, signal));
   const { state, previous, warn } = run;
-  const fetched = await fetchPhase(ctx, ws, opts, run, signal, progress);
+  const fetched = await timePhase("sync.fetch-phase", () => fetchPhase(ctx, ws, opts, run, signal, progress));
   const nodes = flatten(run.roots);
   // An adopted clone with local changes: its setup may still be installed when that writes nothing inside it.
   if (!run.locked) (await import("./dirty-install.ts")).installDirtyWhereSafe(nodes, previous, run.interrupted, ctx.env);
@@ -281,7 +282,7 @@ async function syncLocked(
   });
   // Streamed rows line up on the widest id of this run.
   const idWidth = Math.max(0, ...nodes.map((n) => n.id.length), ...[...previous.keys()].map((id) => id.length));
-  const steps = await installPhase(ctx, opts, c, nodes, known, fetched, progress, (n) => opts.onPackDone?.(reportOf(n), c.stepsOf.get(n.id) ?? [], idWidth));
+  const steps = await timePhase("sync.install-phase", () => installPhase(ctx, opts, c, nodes, known, fetched, progress, (n) => opts.onPackDone?.(reportOf(n), c.stepsOf.get(n.id) ?? [], idWidth)));
 
   // Children their parent no longer lists (only when the tree was walked).
   const pruned: Pruned[] = [];
@@ -294,7 +295,7 @@ async function syncLocked(
   }
 
   const record = () => recordResults(ws, nodes, previous, c.reasons, warn, signal, c.installErrors, pruned, opts.locked === true);
-  if (!opts.dryRun && !opts.deferRecord) await record();
+  if (!opts.dryRun && !opts.deferRecord) await timePhase("sync.record", record);
   // The other packs are done and recorded; a file grex must not overwrite still ends the run with exit 3, naming it.
   const firstUnreadable = c.unreadable[0];
   if (firstUnreadable) {

@@ -9,6 +9,7 @@
 import { chmodSync, closeSync, existsSync, fsyncSync, renameSync, statSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import { fsyncDir } from "../../fs/fsutil.ts";
+import { deferFsync } from "./unpublished.ts";
 import { createLock, dropLock, forgetLock, lockHeld } from "./lockfile.ts";
 
 /** git's default waits: `core.filesRefLockTimeout` (100 ms) and `core.packedRefsTimeout` (1000 ms). */
@@ -82,6 +83,8 @@ export function updateThroughLock(path: string, decide: () => string | Uint8Arra
   const lockPath = `${path}.lock`;
   const fd = acquire(lockPath, opts);
   let renamed = false;
+  // In a clone still being built, its fsyncs wait for the clone's publish (unpublished.ts).
+  const fsync = opts.fsync === true && !deferFsync(path);
   try {
     let data: string | Uint8Array | null;
     try {
@@ -90,7 +93,7 @@ export function updateThroughLock(path: string, decide: () => string | Uint8Arra
         const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
         let off = 0;
         while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
-        if (opts.fsync) fsyncSync(fd);
+        if (fsync) fsyncSync(fd);
       }
     } finally {
       closeSync(fd);
@@ -106,7 +109,7 @@ export function updateThroughLock(path: string, decide: () => string | Uint8Arra
     renameSync(lockPath, path);
     renamed = true;
     forgetLock(lockPath);
-    if (opts.fsync) fsyncDir(dirname(path));
+    if (fsync) fsyncDir(dirname(path));
     return true;
   } finally {
     if (!renamed) dropLock(lockPath);

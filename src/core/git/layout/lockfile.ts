@@ -15,7 +15,8 @@
 import { closeSync, constants, existsSync, fstatSync, fsyncSync, linkSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { basename, dirname, join, relative } from "node:path";
 import { GrexError } from "../../base/errors.ts";
-import { fsyncDir } from "../../fs/fsutil.ts";
+import { fsyncAsync, fsyncDir, fsyncDirAsync } from "../../fs/fsutil.ts";
+import { deferFsync } from "./unpublished.ts";
 import { holderAlive, selfStartTime } from "../../locks/flock.ts";
 
 /** Locks this process holds, removed at exit so none outlives it. */
@@ -71,14 +72,36 @@ export class LockFile {
 
   /** Write `data` as the file's new content and fsync it (not yet visible: `commit` makes it so). */
   write(data: Uint8Array): void {
+    const fd = this.put(data);
+    if (!deferFsync(this.path)) fsyncSync(fd);
+  }
+
+  /** `write`, its fsync on the I/O thread pool (the event loop goes on meanwhile). */
+  async writeAsync(data: Uint8Array): Promise<void> {
+    const fd = this.put(data);
+    if (!deferFsync(this.path)) await fsyncAsync(fd);
+  }
+
+  private put(data: Uint8Array): number {
     if (this.fd === null) throw new Error(`lock ${this.lockPath} is no longer held`);
     let off = 0;
     while (off < data.length) off += writeSync(this.fd, data, off, data.length - off);
-    fsyncSync(this.fd);
+    return this.fd;
   }
 
   /** Rename the lock over the file: readers see the old content or the new, never a part. */
   commit(): void {
+    this.publish();
+    if (!deferFsync(this.path)) fsyncDir(dirname(this.path));
+  }
+
+  /** `commit`, the directory's fsync on the I/O thread pool. */
+  async commitAsync(): Promise<void> {
+    this.publish();
+    if (!deferFsync(this.path)) await fsyncDirAsync(dirname(this.path));
+  }
+
+  private publish(): void {
     if (this.fd === null) throw new Error(`lock ${this.lockPath} is no longer held`);
     closeSync(this.fd);
     this.fd = null;
@@ -89,7 +112,6 @@ export class LockFile {
       throw err;
     }
     forgetLock(this.lockPath);
-    fsyncDir(dirname(this.path));
   }
 
   /** Let go without changing the file. Safe to call after `commit` (then it does nothing). */

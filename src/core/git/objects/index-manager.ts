@@ -80,6 +80,17 @@ export class IndexLock {
     this.lock.commit();
   }
 
+  /** `commit` with its fsyncs on the I/O thread pool: other packs of a sync go on meanwhile. */
+  async commitAsync(entries: IndexEntry[], cacheTree?: CacheTreeNode, version: number | undefined = indexVersionOf(this.path)): Promise<void> {
+    try {
+      await this.lock.writeAsync(serializeIndex(entries, cacheTree, version));
+    } catch (err) {
+      this.lock.rollback();
+      throw err;
+    }
+    await this.lock.commitAsync();
+  }
+
   /** Let go, leaving the index as it was. Does nothing after `commit`. */
   rollback(): void {
     this.lock.rollback();
@@ -110,7 +121,7 @@ export function commitIndex(repo: Repo, what: string, expected: string | null, e
   return withIndexLock(
     repo,
     what,
-    (lock) => {
+    async (lock) => {
       if (indexChecksum(lock.read()) !== expected) {
         throw new GrexError(
           "lock",
@@ -118,7 +129,7 @@ export function commitIndex(repo: Repo, what: string, expected: string | null, e
           { path: lock.path },
         );
       }
-      lock.commit(entries, cacheTree);
+      await lock.commitAsync(entries, cacheTree);
     },
     wait,
   );

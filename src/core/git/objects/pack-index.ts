@@ -7,16 +7,18 @@
 // rename, index last, so a reader never sees half a pack; a failure leaves
 // nothing behind, not even the temp file.
 import { reportActivity } from "../../base/activity.ts";
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { throwIfAborted } from "../../base/errors.ts";
-import { atomicWriteFilesAsync, fsyncDir } from "../../fs/fsutil.ts";
+import { atomicWriteFilesAsync, fsyncAsync, fsyncDirAsync } from "../../fs/fsutil.ts";
+import { phaseEnd, phaseStart } from "../../base/profile.ts";
+import { deferFsync } from "../layout/unpublished.ts";
 import { limitError, type TransferLimits, transferLimits } from "./limits.ts";
 import { BadPack, Entries, inflateEntry, objectId, parseHeader } from "./pack-entries.ts";
 import { Receiver, receive, type ByteSource } from "./pack-receive.ts";
 import { buildIndex, completeThinPack, nameOrder } from "./pack-idx.ts";
 import type { PackLinks } from "./pack-links.ts";
-import { Collector, PER_OBJECT_GARBAGE } from "./garbage.ts";
+import { Collector, collectAtBoundary, PER_OBJECT_GARBAGE } from "./garbage.ts";
 import { applyDelta, type GitObject, OFS_DELTA, type ObjectStore, type ObjectType, TYPES, writeLooseObjects } from "./object-store.ts";
 import { objectsDir } from "../layout/layout.ts";
 
@@ -248,13 +250,19 @@ export async function storePackStream(gitdir: string, source: ByteSource, opts: 
       const v = rx.view();
       if (v.buf.readUInt32BE(v.start + 8) < UNPACK_LIMIT) keep = new Map();
     }
+    const t0 = phaseStart();
     let { trailer, end } = await receive(rx, e, limits, keep, refKids, opts.links, signal);
+    const t1 = phaseStart();
+    phaseEnd("pack.receive", t0);
     const external = resolveDeltas(new PackFile(fd, e, end), e, refKids, store, limits, keep, opts.links, signal);
+    phaseEnd("pack.resolve-deltas", t1);
     throwIfAborted(signal);
     if (keep) {
       close();
       rmSync(tmp, { force: true });
+      const t2 = phaseStart();
       writeLooseObjects(gitdir, [...keep].map(([oid, o]) => ({ oid, ...o })));
+      phaseEnd("pack.write-loose", t2);
       return { objects: e.n };
     }
     if (external.size > 0) ({ trailer, end } = completeThinPack(fd, e, end, external));
@@ -267,15 +275,35 @@ export async function storePackStream(gitdir: string, source: ByteSource, opts: 
       if (opts.promisor !== undefined && !existsSync(join(packDir, `${name}.promisor`))) await atomicWriteFilesAsync([[join(packDir, `${name}.promisor`), Buffer.from(opts.promisor)]]);
       return { objects: e.n };
     }
-    Bun.gc(true); // the resolution's garbage goes before the index is built
+    const t3 = phaseStart();
+    collectAtBoundary(); // the resolution's garbage goes before the index is built, when there is much of it
+    const t4 = phaseStart();
+    phaseEnd("pack.gc", t3);
     const idx = buildIndex(e, trailer, order);
-    fsyncSync(fd);
-    close();
+    const packPath = join(packDir, `${name}.pack`);
+    const idxPath = join(packDir, `${name}.idx`);
     // As index-pack --promisor: the mark is in place before the pack is, so its missing links are never unexplained.
-    if (opts.promisor !== undefined) await atomicWriteFilesAsync([[join(packDir, `${name}.promisor`), Buffer.from(opts.promisor)]]);
-    renameSync(tmp, join(packDir, `${name}.pack`));
-    fsyncDir(packDir);
-    await atomicWriteFilesAsync([[join(packDir, `${name}.idx`), idx]]);
+    const markPromisor = async (): Promise<void> => {
+      if (opts.promisor !== undefined) await atomicWriteFilesAsync([[join(packDir, `${name}.promisor`), Buffer.from(opts.promisor)]]);
+    };
+    if (deferFsync(packPath) && deferFsync(idxPath)) {
+      // A clone still under its temp name: both files are fsync'd with the clone's others before its rename (unpublished.ts).
+      close();
+      await markPromisor();
+      renameSync(tmp, packPath);
+      const idxTmp = `${tmp}.idx`;
+      writeFileSync(idxTmp, idx, { mode: 0o444 });
+      renameSync(idxTmp, idxPath);
+    } else {
+      // On the I/O pool, so that concurrent fetches overlap their fsyncs instead of taking turns on the event loop.
+      await fsyncAsync(fd);
+      close();
+      await markPromisor();
+      renameSync(tmp, packPath);
+      await fsyncDirAsync(packDir);
+      await atomicWriteFilesAsync([[idxPath, idx]]);
+    }
+    phaseEnd("pack.write-idx+fsync", t4);
     return { objects: e.n };
   } catch (err) {
     close();

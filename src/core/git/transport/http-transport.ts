@@ -17,6 +17,7 @@ import { INFINITE_DEPTH, updateShallow, writeShallow } from "../layout/shallow-f
 import { type FetchDepth, narrowRefs } from "./shallow-refs.ts";
 import { displayUrl } from "./url.ts";
 import { isPartialClone, partialCloneFilter, promisorFileText } from "./promisor.ts";
+import { phaseEnd, phaseStart, timePhase } from "../../base/profile.ts";
 
 /** The refs an http(s) remote advertises: one GET, no objects. */
 export async function listHttpRefs(url: string, signal: AbortSignal): Promise<RemoteRefs> {
@@ -51,7 +52,7 @@ export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal
   throwIfAborted(signal);
   try {
     const limits = transferLimits();
-    const ad = await advertise(url, signal, limits);
+    const ad = await timePhase("http.advertise", () => advertise(url, signal, limits));
     const boundary = readShallow(gitdir);
     const deepen = opts.depth !== undefined && opts.depth > 0 && (opts.depth !== INFINITE_DEPTH || boundary.size > 0);
     const remote = deepen || boundary.size > 0 ? narrowRefs(gitdir, ad.remote, opts.ref) : ad.remote;
@@ -68,13 +69,14 @@ export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal
       if (filter !== undefined && !ad.capabilities.has("filter")) {
         opts.warn?.(`${displayUrl(url)} does not offer partial clones (no 'filter' capability), so everything is fetched, as git does ("filtering not recognized by server, ignoring").`);
       }
-      const pack = await uploadPack(url, ad, wants, haves, signal, limits, { filter, shallow: { ours: [...boundary].sort(), depth: deepen ? opts.depth : undefined } });
+      const shallow = { ours: [...boundary].sort(), depth: deepen ? opts.depth : undefined };
+      const pack = await timePhase("http.pack-first-byte", () => uploadPack(url, ad, wants, haves, signal, limits, { filter, shallow }));
       const store = new ObjectStore(gitdir);
       // A first fetch keeps the pack and checks its history from what the indexer records.
       if (haves.length === 0) links = new PackLinks();
       const promisor = promised ? promisorFileText(plan.writes) : undefined;
       try {
-        await storePackStream(gitdir, pack, { store, keepPack: haves.length === 0 || promised, signal, limits, links, promisor });
+        await timePhase("pack.store", () => storePackStream(gitdir, pack, { store, keepPack: haves.length === 0 || promised, signal, limits, links, promisor }));
       } finally {
         store.close();
         await pack.close();
@@ -84,15 +86,19 @@ export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal
     }
     throwIfAborted(signal);
     // Objects first, refs after: a ref never points at something we lack, nor at a commit whose trees or blobs are missing.
+    const t0 = phaseStart();
     try {
       assertConnected(gitdir, url, plan.writes.map(([, oid]) => oid), links);
     } catch (err) {
       if (before !== null) writeShallow(gitdir, before);
       throw err;
     }
+    const t1 = phaseStart();
+    phaseEnd("connectivity", t0);
     writeRefsSync(gitdir, plan.writes);
     deleteRefsSync(gitdir, plan.prunes);
     writeOriginHead(gitdir, remote.defaultBranch);
+    phaseEnd("refs.write", t1);
     return { defaultBranch: remote.defaultBranch, changed: plan.writes.length + plan.prunes.length > 0 };
   } catch (err) {
     throw transportError(url, err);
