@@ -75,7 +75,7 @@ const cases: Array<[string, string[]]> = [
   ["no-op sync", ["sync", "--parallel", "8", "--json"]],
 ];
 const results = new Map<string, { ms: number[]; rss: number }>();
-for (const [label, args] of cases) for (const n of [SMALL, BIG]) once(args, workspaces.get(n) as string); // warm caches
+for (const [, args] of cases) for (const n of [SMALL, BIG]) once(args, workspaces.get(n) as string); // warm caches
 for (let r = 0; r < RUNS; r++) {
   for (const [label, args] of cases) {
     for (const n of [SMALL, BIG]) {

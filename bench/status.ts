@@ -27,7 +27,6 @@ import { benchResident } from "./status-resident.ts";
 const N = Number(process.env.BENCH_N ?? 100);
 const RUNS = Number(process.env.BENCH_RUNS ?? 10);
 const PAR = 8;
-const repo = join(import.meta.dir, "..");
 const bun = process.execPath;
 const root = mkdtempSync(join(tmpdir(), "grex-bench-status-"));
 const home = join(root, "home");

@@ -1,6 +1,6 @@
 // `grex import`: register existing repositories (a REPOS.json index and/or
 // untracked git dirs found by --scan). Registers only; `grex sync` clones.
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
 import { desc } from "./describe.ts";

@@ -40,7 +40,6 @@ import { configBool, parseConfig, readGitdirConfigValue, setRepoConfig } from ".
 import { ObjectStore } from "./objects/object-store.ts";
 import { gitdirOf, readHeadSync, resolveRefSync } from "./refs/refs.ts";
 import { flatTree } from "./objects/tree-read.ts";
-import { configPath } from "./layout/layout.ts";
 import { checkedFetchUrl } from "./transport/url-rewrite.ts";
 import { absorbSubmodule, addDefaultBranch, layoutState, moduleGitdir } from "./submodule-layout.ts";
 

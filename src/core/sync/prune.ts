@@ -8,7 +8,6 @@ import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Step } from "../actions/types.ts";
 import { toGrexError } from "../base/errors.ts";
-import { backendFor, isGitRepo } from "../git/backend.ts";
 import { updateIgnoreFile } from "../workspace/gitignore.ts";
 import { withPackLock } from "../locks/locks.ts";
 import type { LockEntry } from "../workspace/lockfile.ts";

@@ -1,7 +1,7 @@
 // Synchronous reads and writes of a repository's refs straight from the files
 // (loose refs override packed-refs, as in git). Cheap enough for `grex ls` and
 // for the no-op check before any fetch, and never loads isomorphic-git.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { packOpError } from "../../base/grex-error.ts";
 import { acquireGitLock, awaitUnlocked, type GitLockOptions, PACKED_REFS_LOCK_TIMEOUT_MS, REF_LOCK_TIMEOUT_MS, updateThroughLock, writeThroughLock } from "../layout/git-lock.ts";

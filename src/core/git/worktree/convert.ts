@@ -232,14 +232,6 @@ export class Conversion {
   }
 }
 
-function readBytes(path: string): Buffer | null {
-  try {
-    return fs.readFileSync(path);
-  } catch {
-    return null;
-  }
-}
-
 // The dirty check hashes files in one synchronous loop: one Conversion per
 // work tree serves that loop and is dropped when it yields (a microtask), so
 // an edited .gitattributes or config is read afresh by the next check.

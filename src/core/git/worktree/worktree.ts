@@ -13,7 +13,7 @@
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { readGitdirConfigValue } from "../refs/config.ts";
-import { ASSUME_VALID, entryFor, INTENT_TO_ADD, type IndexEntry, type IndexRead, readIndexForStatus, SKIP_WORKTREE, sharedIndexIn, statTimes } from "../objects/index-file.ts";
+import { ASSUME_VALID, entryFor, INTENT_TO_ADD, type IndexEntry, type IndexRead, readIndexForStatus, SKIP_WORKTREE, sharedIndexIn } from "../objects/index-file.ts";
 import { IgnoreRules } from "./ignore-rules.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import { flatTree } from "../objects/tree-read.ts";
