@@ -33,6 +33,8 @@ export const DEFAULT_LOCK_WAIT_MS = 1000;
 
 export class LockFile {
   private fd: number | null;
+  /** Written without fsync (`write(data, false)`): committed without the directory's either. */
+  private lazy = false;
   private constructor(
     /** The file the lock replaces. */
     readonly path: string,
@@ -69,12 +71,18 @@ export class LockFile {
     }
   }
 
-  /** Write `data` as the file's new content and fsync it (not yet visible: `commit` makes it so). */
-  write(data: Uint8Array): void {
+  /**
+   * Write `data` as the file's new content and fsync it (not yet visible:
+   * `commit` makes it so). `durable` false leaves out the fsync here and of
+   * the directory at `commit`, as git writes a file core.fsync does not name
+   * (the index, by default): a kill still leaves the old content or the new.
+   */
+  write(data: Uint8Array, durable = true): void {
     if (this.fd === null) throw new Error(`lock ${this.lockPath} is no longer held`);
     let off = 0;
     while (off < data.length) off += writeSync(this.fd, data, off, data.length - off);
-    fsyncSync(this.fd);
+    if (durable) fsyncSync(this.fd);
+    else this.lazy = true;
   }
 
   /** Rename the lock over the file: readers see the old content or the new, never a part. */
@@ -89,7 +97,7 @@ export class LockFile {
       throw err;
     }
     forgetLock(this.lockPath);
-    fsyncDir(dirname(this.path));
+    if (!this.lazy) fsyncDir(dirname(this.path));
   }
 
   /** Let go without changing the file. Safe to call after `commit` (then it does nothing). */
