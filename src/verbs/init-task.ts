@@ -56,7 +56,7 @@ export async function initTask(ctx: VerbContext, root: string, params: InitTaskP
   const { selectPacks } = await import("./select.ts");
   const { packs: tops } = await selectPacks(ctx, view, view.packs.filter((n) => n.parent === null), params.filter);
   const nodes = tw.subtreesOf(view, new Set(tops.map((n) => n.id)));
-  tw.preflight(nodes, topic);
+  tw.preflight(nodes, topic, root);
   const base = { workspace: root, cloned: [] as string[], dry_run: params.dry_run, source: source.root, branch: topic };
   if (params.dry_run) {
     const created = await (await import("./init-files.ts")).createWorkspaceFiles(root, true);

@@ -5,15 +5,15 @@
 // so the topic's commits are there the moment they are made; the task
 // workspace has its own HEADs, indexes, grex.jsonl and grex.lock.jsonl. Each
 // `add` line of its grex.jsonl names the source in `from`.
-import { existsSync } from "node:fs";
-import { join, relative, resolve, sep } from "node:path";
+import { existsSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
 import { usageError } from "../base/errors.ts";
 import { branchNameProblem } from "../base/branch-name.ts";
 import { MANIFEST_FILE, type Workspace, workspaceAt } from "../base/workspace.ts";
-import { dotGitOf } from "../git/layout/layout.ts";
+import { dotGitOf, layoutOfGitdir, linkedAdminFiles, worktreesDir } from "../git/layout/layout.ts";
 import { RefFiles } from "../git/refs/refs.ts";
 import { addWorktree } from "../git/worktree/linked-worktrees.ts";
-import { checkedOutAt } from "../git/worktree/worktree-list.ts";
+import { checkedOutAt, listWorktrees } from "../git/worktree/worktree-list.ts";
 import type { LockEntry } from "../workspace/lockfile.ts";
 import type { ManifestEvent, PackEntry } from "../workspace/manifest.ts";
 import type { PackNode, WorkspaceView } from "../workspace/packs.ts";
@@ -72,21 +72,65 @@ function startCommit(gitdir: string, n: PackNode): string | null {
   return refs.resolve("HEAD");
 }
 
-/** Refuse before anything is made: a pack missing in the source, or <topic> checked out in another worktree. */
-export function preflight(nodes: readonly PackNode[], topic: string): void {
+/**
+ * Refuse before anything is made: a pack missing in the source, or <topic>
+ * checked out in another worktree. A worktree at the pack's own place in
+ * `root` is not another: an earlier `init --from` here was cut short, and
+ * makeWorktrees replaces what it left (clearLeftover).
+ */
+export function preflight(nodes: readonly PackNode[], topic: string, root: string): void {
   for (const n of nodes) {
     const gitdir = dotGitOf(n.dir);
     if (gitdir === null) {
       throw usageError(`pack '${n.id}' is not on disk in the source workspace (${n.dir}), so it has no repository to share; run grex sync there first, or leave it out with --filter.`, { pack: n.id });
     }
     const other = checkedOutAt(gitdir, topic);
-    if (other !== null) {
+    if (other !== null && !samePath(other.path, join(root, n.path))) {
       throw usageError(`branch '${topic}' of pack '${n.id}' is already checked out at '${other.path}', and git lets a branch be checked out in one worktree only; pick another --branch or remove that worktree.`, {
         pack: n.id,
         worktree: other.path,
       });
     }
   }
+}
+
+function samePath(a: string, b: string): boolean {
+  const real = (p: string) => (existsSync(p) ? realpathSync(p) : resolve(p));
+  return real(a) === real(b);
+}
+
+/**
+ * What an `init --from` into this directory cut short (killed) left at
+ * `path`: a linked worktree of this same repository, made in part (still
+ * locked "initializing") or whole but never registered in the task
+ * workspace's grex.jsonl. Removed (work tree and registration; its branch
+ * stays) so it is made again; a whole one with changes is refused instead.
+ */
+async function clearLeftover(gitdir: string, path: string, id: string): Promise<void> {
+  // The registrations pointing at `path` (its work tree may be gone), and the one its .git file names (a registration made before its back-pointer).
+  const admins = new Set(listWorktrees(gitdir).filter((w) => w.name !== null && samePath(w.path, path)).map((w) => w.gitdir));
+  let text = "";
+  try {
+    text = readFileSync(join(path, ".git"), "utf8");
+  } catch {
+    // no .git file
+  }
+  const m = /^gitdir: (.+?)\r?\n?$/.exec(text);
+  const registry = worktreesDir(layoutOfGitdir(layoutOfGitdir(gitdir).commonDir));
+  // Only this repository's; a .git of another one stays, and addWorktree refuses the directory.
+  if (m !== null && existsSync(registry) && dirname(resolve(m[1] as string)) === realpathSync(registry)) admins.add(resolve(m[1] as string));
+  for (const admin of admins) await clearOne(admin, path, id);
+}
+
+async function clearOne(admin: string, path: string, id: string): Promise<void> {
+  if (existsSync(path) && !existsSync(linkedAdminFiles(admin).locked)) {
+    const { worktreeHasChanges } = await import("../git/worktree/linked-worktrees.ts");
+    if (await worktreeHasChanges(path)) {
+      throw usageError(`pack '${id}' has a worktree at ${path}, left by an earlier grex init --from that was cut short, with changes in it; commit or remove them, or remove that directory, then run grex init --from again.`, { pack: id, path });
+    }
+  }
+  rmSync(path, { recursive: true, force: true });
+  rmSync(admin, { recursive: true, force: true });
 }
 
 /** Make the linked worktree of each pack under `root`, a few at a time; on a failure the others already made are removed again. */
@@ -100,6 +144,7 @@ export async function makeWorktrees(root: string, nodes: readonly PackNode[], to
       const n = queue[next++] as PackNode;
       const gitdir = dotGitOf(n.dir) as string;
       const path = join(root, n.path);
+      await clearLeftover(gitdir, path, n.id);
       const added = await addWorktree({ repoGitdir: gitdir, path, branch: topic, start: startCommit(gitdir, n), env });
       made.push(path);
       out.push({ id: n.id, path: n.path, branch: topic, sha: added.head, created_branch: added.createdBranch });

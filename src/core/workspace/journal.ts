@@ -3,7 +3,7 @@
 // They say what happened on this machine, not what the team intends, so they
 // stay out of the committed grex.jsonl (whose bytes then change only when a
 // pack is added, re-pinned or removed). Same durability as grex.jsonl: one
-// write + fsync per line under the manifest lock, a torn last line cut away
+// write + fsync per append (all its lines) under the manifest lock, a torn last line cut away
 // before the next append. Reading is lenient: the journal is local state, so
 // a line that is not a valid event is skipped with a warning, never fatal.
 //

@@ -202,7 +202,7 @@ function entryLine(entry: LockEntry): string {
   return `${JSON.stringify(shared)}\n`;
 }
 
-/** Append entries while already holding the manifest lock: validated first, then one write + fsync each. */
+/** Append entries while already holding the manifest lock: validated first, then one write + fsync for all of them. */
 export function appendLockEntriesLocked(ws: Workspace, entries: Iterable<LockEntry>, opts?: WarnSink): void {
   const lines = [...entries].map(entryLine);
   if (lines.length === 0) return;

@@ -1,6 +1,6 @@
 // grex.jsonl, the intent log (SPEC §2.1): append-only JSON lines folded into
-// the set of registered packs. Appends are one write + fsync per line under
-// the manifest lock; a torn last line (crash mid-append) is truncated away.
+// the set of registered packs. An append is one write + fsync (all its lines)
+// under the manifest lock; a torn last line (crash mid-append) is truncated away.
 //
 // Reading is on the hot path of every command, so lines are checked by
 // `checkEvent` (plain typeof/regex checks) rather than by running the valibot
@@ -340,7 +340,7 @@ function headChars(s: string, n: number): string {
 
 /**
  * Append events while already holding the manifest lock: every line is
- * validated first, then one write + fsync each. Intent (add, update, rm, ops
+ * validated first, then one write + fsync for all of them. Intent (add, update, rm, ops
  * of a newer grex) goes to grex.jsonl, each event naming the lines it
  * supersedes (`prev`, manifest-conflicts.ts); runtime events (sync markers,
  * action brackets) go to the journal under .grex/.state/ (journal.ts).

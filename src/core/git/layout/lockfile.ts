@@ -34,6 +34,8 @@ export const DEFAULT_LOCK_WAIT_MS = 1000;
 
 export class LockFile {
   private fd: number | null;
+  /** Written without fsync (`write(data, false)`): committed without the directory's either. */
+  private lazy = false;
   private constructor(
     /** The file the lock replaces. */
     readonly path: string,
@@ -70,35 +72,41 @@ export class LockFile {
     }
   }
 
-  /** Write `data` as the file's new content and fsync it (not yet visible: `commit` makes it so). */
-  write(data: Uint8Array): void {
-    const fd = this.put(data);
-    if (!deferFsync(this.path)) fsyncSync(fd);
+  /**
+   * Write `data` as the file's new content and fsync it (not yet visible:
+   * `commit` makes it so). `durable` false leaves out the fsync here and of
+   * the directory at `commit`, as git writes a file core.fsync does not name
+   * (the index, by default): a kill still leaves the old content or the new.
+   */
+  write(data: Uint8Array, durable = true): void {
+    const fd = this.put(data, durable);
+    if (durable && !deferFsync(this.path)) fsyncSync(fd);
   }
 
   /** `write`, its fsync on the I/O thread pool (the event loop goes on meanwhile). */
-  async writeAsync(data: Uint8Array): Promise<void> {
-    const fd = this.put(data);
-    if (!deferFsync(this.path)) await fsyncAsync(fd);
+  async writeAsync(data: Uint8Array, durable = true): Promise<void> {
+    const fd = this.put(data, durable);
+    if (durable && !deferFsync(this.path)) await fsyncAsync(fd);
   }
 
-  private put(data: Uint8Array): number {
+  private put(data: Uint8Array, durable: boolean): number {
     if (this.fd === null) throw new Error(`lock ${this.lockPath} is no longer held`);
     let off = 0;
     while (off < data.length) off += writeSync(this.fd, data, off, data.length - off);
+    if (!durable) this.lazy = true;
     return this.fd;
   }
 
   /** Rename the lock over the file: readers see the old content or the new, never a part. */
   commit(): void {
     this.publish();
-    if (!deferFsync(this.path)) fsyncDir(dirname(this.path));
+    if (!this.lazy && !deferFsync(this.path)) fsyncDir(dirname(this.path));
   }
 
   /** `commit`, the directory's fsync on the I/O thread pool. */
   async commitAsync(): Promise<void> {
     this.publish();
-    if (!deferFsync(this.path)) await fsyncDirAsync(dirname(this.path));
+    if (!this.lazy && !deferFsync(this.path)) await fsyncDirAsync(dirname(this.path));
   }
 
   private publish(): void {

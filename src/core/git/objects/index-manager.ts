@@ -69,10 +69,11 @@ export class IndexLock {
    * Replace the index with these entries (and cache-tree): serialised as
    * index-file.ts writes it, into the lock, fsync'd, renamed over the index.
    * `version` 4 keeps a v4 index v4; by default the current file's version decides.
+   * `durable` false: no fsync, as git writes the index (core.fsync leaves it out by default).
    */
-  commit(entries: IndexEntry[], cacheTree?: CacheTreeNode, version: number | undefined = indexVersionOf(this.path)): void {
+  commit(entries: IndexEntry[], cacheTree?: CacheTreeNode, version: number | undefined = indexVersionOf(this.path), durable = true): void {
     try {
-      this.lock.write(serializeIndex(entries, cacheTree, version));
+      this.lock.write(serializeIndex(entries, cacheTree, version), durable);
     } catch (err) {
       this.lock.rollback();
       throw err;
@@ -81,9 +82,9 @@ export class IndexLock {
   }
 
   /** `commit` with its fsyncs on the I/O thread pool: other packs of a sync go on meanwhile. */
-  async commitAsync(entries: IndexEntry[], cacheTree?: CacheTreeNode, version: number | undefined = indexVersionOf(this.path)): Promise<void> {
+  async commitAsync(entries: IndexEntry[], cacheTree?: CacheTreeNode, version: number | undefined = indexVersionOf(this.path), durable = true): Promise<void> {
     try {
-      await this.lock.writeAsync(serializeIndex(entries, cacheTree, version));
+      await this.lock.writeAsync(serializeIndex(entries, cacheTree, version), durable);
     } catch (err) {
       this.lock.rollback();
       throw err;
@@ -115,9 +116,9 @@ export function readIndexLocked(repo: Repo, what: string, wait?: LockWait): Prom
 /**
  * Write the index of `repo` under its lock, provided it is still the one read
  * earlier (`expected`: its checksum, null for no index); otherwise nothing is
- * written and a `lock` error says so.
+ * written and a `lock` error says so. `durable` false: written without fsync (IndexLock.commit).
  */
-export function commitIndex(repo: Repo, what: string, expected: string | null, entries: IndexEntry[], cacheTree?: CacheTreeNode, wait?: LockWait): Promise<void> {
+export function commitIndex(repo: Repo, what: string, expected: string | null, entries: IndexEntry[], cacheTree?: CacheTreeNode, wait?: LockWait, durable = true): Promise<void> {
   return withIndexLock(
     repo,
     what,
@@ -129,7 +130,7 @@ export function commitIndex(repo: Repo, what: string, expected: string | null, e
           { path: lock.path },
         );
       }
-      await lock.commitAsync(entries, cacheTree);
+      await lock.commitAsync(entries, cacheTree, undefined, durable);
     },
     wait,
   );

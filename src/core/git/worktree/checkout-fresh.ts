@@ -24,12 +24,14 @@ const NO_FOLLOW_WRITE = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.consta
  * Check out commit `oid`, whose verified flat tree (path → "mode oid") is
  * `tree`, into `dir`, whose work tree must be empty and which must have no
  * index yet. `shown` names the pack in a message (a clone is built under a temp name).
+ * `durable` false writes the index without fsync, as git does (a linked
+ * worktree's: a crash before it is complete leaves the registration locked, which a re-run replaces).
  */
-export async function checkoutFresh(dir: string, gitdir: string, oid: string, tree: ReadonlyMap<string, string>, shown = dir): Promise<void> {
+export async function checkoutFresh(dir: string, gitdir: string, oid: string, tree: ReadonlyMap<string, string>, shown = dir, durable = true): Promise<void> {
   const store = new ObjectStore(gitdir);
   try {
     const entries = await writeFiles(dir, gitdir, oid, tree, store);
-    await commitIndex(gitdir, shown, null, entries, cacheTreeOf(store, oid) ?? undefined);
+    await commitIndex(gitdir, shown, null, entries, cacheTreeOf(store, oid) ?? undefined, undefined, durable);
   } finally {
     store.close();
   }

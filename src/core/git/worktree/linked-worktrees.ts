@@ -113,7 +113,7 @@ export async function addWorktree(o: AddWorktreeOptions): Promise<AddedWorktree>
       createdBranch = true;
     }
     fs.writeFileSync(files.head, `ref: refs/heads/${o.branch}\n`);
-    await checkoutFresh(path, admin, head, tree);
+    await checkoutFresh(path, admin, head, tree, path, false); // the index as git writes it: no fsync
     fs.mkdirSync(dirname(files.logsHead), { recursive: true });
     fs.writeFileSync(files.logsHead, `${"0".repeat(40)} ${head} ${reflogIdent(common.gitdir, o.env ?? process.env)}\tcheckout: moving to ${o.branch}\n`);
     fs.rmSync(files.locked, { force: true });
