@@ -5,7 +5,9 @@
 //          (every pack a linked worktree of the source's clone)
 //   fresh  `grex init` of a new directory holding the source's grex.jsonl
 //          (every pack cloned from its upstream: what a copy costs without
-//          task workspaces)
+//          task workspaces). The upstreams are local paths by default;
+//          BENCH_UPSTREAM=http serves bare copies over the loopback smart-HTTP
+//          server instead, as a team's packs come from a git server.
 // and the disk each takes (du -sk, blocks): the task workspace plus what it
 // adds to the source (`.git/worktrees/<name>/`: index, HEAD, logs) against the
 // checked-out files alone (the fresh workspace without its .git directories).
@@ -21,6 +23,7 @@ import { join } from "node:path";
 import { makeReposScript } from "./fixtures/repos.ts";
 import { benchEnv } from "./fixtures/env.ts";
 import { grexBuildCommand } from "../scripts/compile.ts";
+import { type GitHttpServer, startGitHttpServer } from "../test/helpers/git-http-server.ts";
 
 const PACKS = Number(process.env.BENCH_PACKS ?? 100);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -37,6 +40,14 @@ function sh(cmd: string[], cwd = root): string {
   return r.stdout.toString();
 }
 
+/** `sh` without blocking the event loop: the smart-HTTP server (BENCH_UPSTREAM=http) answers from this process. */
+async function shAsync(cmd: string[], cwd = root): Promise<string> {
+  const p = Bun.spawn(cmd, { cwd, env, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  if (code !== 0) throw new Error(`${cmd.join(" ")}: ${err.slice(0, 2000)}`);
+  return out;
+}
+
 let grex: string[];
 if (process.env.BENCH_COMPILED === "1") {
   const bin = join(root, "grex");
@@ -44,6 +55,8 @@ if (process.env.BENCH_COMPILED === "1") {
   grex = [bin];
 } else grex = [process.execPath, join(import.meta.dir, "..", "src", "cli", "main.ts")];
 
+const overHttp = process.env.BENCH_UPSTREAM === "http";
+let server: GitHttpServer | null = null;
 try {
   log(`bench/task-workspaces: making ${PACKS} repositories (${shape.commits} commits, ${shape.files} files each)`);
   const up = join(root, "upstream");
@@ -51,16 +64,20 @@ try {
   mkdirSync(up);
   mkdirSync(streams);
   const names = Array.from({ length: PACKS }, (_, i) => `r${String(i).padStart(3, "0")}`);
-  writeFileSync(join(root, "make.sh"), makeReposScript(names, up, streams, undefined, shape));
+  const bare = join(root, "served");
+  if (overHttp) mkdirSync(bare);
+  writeFileSync(join(root, "make.sh"), makeReposScript(names, up, streams, overHttp ? bare : undefined, shape));
   sh(["sh", join(root, "make.sh")]);
+  server = overHttp ? await startGitHttpServer(bare) : null;
+  const urlOf = (name: string) => (server ? `${server.url}/${name}.git` : join(up, name));
 
   const source = join(root, "source");
   mkdirSync(source);
-  writeFileSync(join(source, "REPOS.json"), JSON.stringify(names.map((name) => ({ url: join(up, name), path: name }))));
+  writeFileSync(join(source, "REPOS.json"), JSON.stringify(names.map((name) => ({ url: urlOf(name), path: name }))));
   sh([...grex, "init"], source);
   sh([...grex, "import", "--from-repos-json", "REPOS.json"], source);
   log(`bench/task-workspaces: cloning the ${PACKS}-pack source`);
-  sh([...grex, "sync", "--parallel", "8"], source);
+  await shAsync([...grex, "sync", "--parallel", "8"], source);
 
   const task = join(root, "task");
   const fresh = join(root, "fresh");
@@ -72,19 +89,17 @@ try {
   writeFileSync(join(root, "prep-fresh.sh"), `rm -rf "${fresh}" && mkdir "${fresh}" && cp "${source}/grex.jsonl" "${fresh}/grex.jsonl"\n`);
 
   // Wall time (median) and CPU time (user + system, hyperfine's mean): on a loaded machine the wall time stretches with everyone else's work, the CPU time far less.
-  const hyperfine = (cmd: string[], prepare: string): { median: number; cpu: number; runs: number[] } => {
+  const hyperfine = async (cmd: string[], prepare: string): Promise<{ median: number; cpu: number; runs: number[] }> => {
     const out = join(root, "hf.json");
-    const args = ["hyperfine", "-N", "--runs", String(RUNS), "--export-json", out, "--style", "none", "--prepare", `sh ${prepare}`, cmd.join(" ")];
-    const r = Bun.spawnSync(args, { cwd: root, env, stdout: "ignore", stderr: "pipe" });
-    if (r.exitCode !== 0) throw new Error(`hyperfine failed for ${cmd.join(" ")}:\n${r.stderr.toString()}`);
+    await shAsync(["hyperfine", "-N", "--runs", String(RUNS), "--export-json", out, "--style", "none", "--prepare", `sh ${prepare}`, cmd.join(" ")]);
     type Result = { median: number; user: number; system: number; times: number[] };
     const res = (JSON.parse(readFileSync(out, "utf8")) as { results: Result[] }).results[0] as Result;
     return { median: res.median * 1000, cpu: (res.user + res.system) * 1000, runs: res.times.map((s) => s * 1000) };
   };
 
   log(`bench/task-workspaces: timing (${RUNS} runs each)`);
-  const taskTime = hyperfine([...grex, "--manifest", join(task, "grex.jsonl"), "init", "--from", source, "--branch", "topic"], join(root, "prep-task.sh"));
-  const freshTime = hyperfine([...grex, "--manifest", join(fresh, "grex.jsonl"), "init"], join(root, "prep-fresh.sh"));
+  const taskTime = await hyperfine([...grex, "--manifest", join(task, "grex.jsonl"), "init", "--from", source, "--branch", "topic"], join(root, "prep-task.sh"));
+  const freshTime = await hyperfine([...grex, "--manifest", join(fresh, "grex.jsonl"), "init"], join(root, "prep-fresh.sh"));
 
   // Disk, after the last run of each (both left in place), in KiB of blocks (and of bytes, --apparent-size).
   const kib = (args: string[]) => Number(sh(["du", "-sk", ...args]).trim().split(/\s+/)[0]);
@@ -106,7 +121,7 @@ try {
   const ratio = taskTime.median / freshTime.median;
   const over = (taskDisk / checkedOut - 1) * 100;
   const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
-  console.log(`\n### Task workspaces: ${PACKS} packs (${shape.commits} commits, ${shape.files} files each), ${RUNS} runs, load average ${load}\n`);
+  console.log(`\n### Task workspaces: ${PACKS} packs (${shape.commits} commits, ${shape.files} files each), upstreams ${overHttp ? "over loopback smart HTTP" : "local paths"}, ${RUNS} runs, load average ${load}\n`);
   const row = (a: string, b: string, c: string, d: string) => `| ${a} | ${b} | ${c} | ${d} |`;
   console.log(row("", "time (median ms)", "CPU (user + sys, mean ms)", "disk (KiB)"));
   console.log(row("---", "---:", "---:", "---:"));
@@ -119,5 +134,6 @@ try {
   console.log(`in bytes (--apparent-size): task ${taskBytes} KiB vs checked-out files ${checkedBytes} KiB (+${((taskBytes / checkedBytes - 1) * 100).toFixed(1)}%)`);
   console.log(`runs (ms): task ${taskTime.runs.map((x) => x.toFixed(0)).join(", ")}; fresh ${freshTime.runs.map((x) => x.toFixed(0)).join(", ")}`);
 } finally {
+  await server?.stop();
   rmSync(root, { recursive: true, force: true });
 }

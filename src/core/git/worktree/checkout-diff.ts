@@ -31,7 +31,7 @@ import { ObjectStore } from "../objects/object-store.ts";
 import { writeRefSync } from "../refs/refs.ts";
 import { type CheckoutJournal, clearJournal, onDisk, parseModeOid as parse, sameVersion, tempNameOf, writeJournal } from "./checkout-journal.ts";
 import { cacheTreeOf, flatTree, readBlobBytes, UnsafeTreeError, verifiedFlatTree } from "../objects/tree-read.ts";
-import { fileChanged } from "./worktree.ts";
+import { fileChanged, statDataMatches } from "./worktree.ts";
 import { beyondLink, makeParents, parentsOf, RealDirs, removeEmptyParents, removeEntry, writeEntry } from "./worktree-guard.ts";
 import { Conversion, attributePaths } from "./convert.ts";
 
@@ -122,14 +122,14 @@ function smudgeRacy(plan: Plan, written: Set<string>, filemode: boolean): void {
   for (const [p, e] of plan.index) {
     if (written.has(p) || e.size === 0 || e.mode === GITLINK || e.mtimeSeconds < second) continue;
     if (e.flags && e.flags & (SKIP_WORKTREE | ASSUME_VALID)) continue;
-    let size: number;
+    let st: fs.Stats;
     try {
-      size = fs.lstatSync(join(plan.dir, p)).size;
+      st = fs.lstatSync(join(plan.dir, p));
     } catch {
       continue; // gone: a deletion shows without hashing
     }
-    // Another size is a change without hashing (git smudges only entries whose stat data still matches).
-    if (size % 2 ** 32 === e.size && fileChanged(plan.dir, e, filemode, plan.indexMtime)) plan.index.set(p, { ...e, size: 0 });
+    // Other stat data is a change without hashing: git smudges only entries whose stat data still matches (ce_match_stat_basic).
+    if (statDataMatches(e, st) && fileChanged(plan.dir, e, filemode, plan.indexMtime)) plan.index.set(p, { ...e, size: 0 });
   }
 }
 

@@ -34,6 +34,16 @@ function sameTime(s1: number, n1: number, ms: number): boolean {
   return s1 === s2 && Math.abs(n1 - Math.floor((ms - s2 * 1000) * 1000000)) < 1000;
 }
 
+/** The file's stat data is what the index recorded (git's ce_match_stat_basic: size, inode, mtime, ctime). */
+export function statDataMatches(e: IndexEntry, st: fs.Stats): boolean {
+  return (
+    st.size % 2 ** 32 === e.size &&
+    st.ino % 2 ** 32 === e.ino &&
+    sameTime(e.mtimeSeconds, e.mtimeNanoseconds, st.mtimeMs) &&
+    sameTime(e.ctimeSeconds, e.ctimeNanoseconds, st.ctimeMs)
+  );
+}
+
 /**
  * Files hashed before (status-cache.ts): `known` is what the cache holds,
  * `proven` collects this check's files shown to hold their entry's content
@@ -69,18 +79,11 @@ export function fileChanged(dir: string, e: IndexEntry, filemode: boolean | (() 
   const want = e.mode;
   if (mode !== want && (mode === SYMLINK || want === SYMLINK || (typeof filemode === "boolean" ? filemode : filemode()))) return true;
   const mtimeSeconds = e.mtimeSeconds;
-  const mtimeNanoseconds = e.mtimeNanoseconds;
   // An entry not older than the index itself may hide a same-size edit made in the same tick. As
   // git built for Linux decides it (is_racy_stat without USE_NSEC): by whole seconds, so an entry
   // whose mtime falls in the index's second is hashed even when the index was written after it.
   const racy = mtimeSeconds >= Math.floor(racyAfterMs / 1000);
-  const statSame =
-    !racy &&
-    st.size % 2 ** 32 === e.size &&
-    st.ino % 2 ** 32 === e.ino &&
-    sameTime(mtimeSeconds, mtimeNanoseconds, st.mtimeMs) &&
-    sameTime(e.ctimeSeconds, e.ctimeNanoseconds, st.ctimeMs);
-  if (statSame) return false;
+  if (!racy && statDataMatches(e, st)) return false;
   // Another size than checkout wrote is a change without hashing, as in git (ie_modified): with
   // line-ending conversion, content that cleans to the same blob still reads as modified there.
   if (e.size !== 0 && st.size % 2 ** 32 !== e.size) return true;
