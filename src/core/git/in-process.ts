@@ -13,6 +13,8 @@ import { initWithOrigin } from "./init.ts";
 import { fetchLocal } from "./transport/local-transport.ts";
 import type { FetchResult } from "./transport/remote-refs.ts";
 import { transportOf } from "./transport/url.ts";
+import { collectAfter } from "./objects/garbage.ts";
+import { indexEntryCount } from "./objects/index-manager.ts";
 import { checkedFetchUrl } from "./transport/url-rewrite.ts";
 
 /** Fetch origin's refs from `url` as the user's url.<base>.insteadOf rewrites it (origin keeps `url`). */
@@ -46,6 +48,8 @@ export const inProcess: GitBackend = {
       }
     }
     const before = await head(dir);
+    // What the caller's dirty check left (an index and its work tree walked) goes before the fetch and checkout allocate.
+    collectAfter(indexEntryCount(gitdir));
     const { defaultBranch } = await fetchInto(gitdir, url, signal);
     throwIfAborted(signal);
     try {

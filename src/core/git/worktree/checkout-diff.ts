@@ -34,6 +34,7 @@ import { cacheTreeOf, flatTree, readBlobBytes, UnsafeTreeError, verifiedFlatTree
 import { fileChanged } from "./worktree.ts";
 import { beyondLink, makeParents, parentsOf, RealDirs, removeEmptyParents, removeEntry, writeEntry } from "./worktree-guard.ts";
 import { Conversion, attributePaths } from "./convert.ts";
+import { collectAfter } from "../objects/garbage.ts";
 
 const GITLINK = 0o160000;
 
@@ -78,6 +79,7 @@ async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: str
   const changed: string[] = [];
   for (const [p, v] of to) if (from.get(p) !== v) changed.push(p);
   for (const p of from.keys()) if (!to.has(p)) changed.push(p);
+  collectAfter(entries.length); // the trees and index parsed on the way are dead
   return { dir, gitdir, from, to, changed, index: new Map(entries.map((e) => [e.path, e])), indexSum: indexChecksum(buf), toOid, dirs: new RealDirs() };
 }
 
@@ -247,6 +249,7 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
   // When the index is now exactly the target commit, say so (cache-tree): later dirty checks skip reading its trees.
   const exact = plan.index.size === plan.to.size && [...plan.index.values()].every((e) => plan.to.get(e.path) === `${e.mode} ${e.oid}`);
   const cacheTree = exact ? withStore(gitdir, (s) => cacheTreeOf(s, plan.toOid)) : null;
+  collectAfter(plan.index.size); // what the writes left goes before the index is built
   await commitIndex(gitdir, dir, plan.indexSum, [...plan.index.values()], cacheTree ?? undefined);
 }
 

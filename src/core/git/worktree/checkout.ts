@@ -21,6 +21,7 @@ import { displayUrl } from "../transport/url.ts";
 import { beyondLink, linkedParent } from "./worktree-guard.ts";
 import { isShallow } from "../layout/layout.ts";
 import { withIndexLock } from "../objects/index-manager.ts";
+import { collectAfter } from "../objects/garbage.ts";
 
 type Target = { kind: "branch"; name: string; oid: string } | { kind: "detached"; oid: string };
 
@@ -213,6 +214,7 @@ async function checkoutTree(o: MoveOptions, headOid: string | null, oid: string,
   let target: Map<string, string>;
   try {
     target = await verifiedFlatTree(o.gitdir, oid);
+    collectAfter(target.size); // the trees parsed on the way are dead; the checkout allocates next
   } catch (err) {
     throw refusedCommit(o, oid, err);
   }
