@@ -14,6 +14,8 @@ import { fetchLocal } from "./transport/local-transport.ts";
 import type { FetchResult } from "./transport/remote-refs.ts";
 import type { FetchDepth } from "./transport/shallow-refs.ts";
 import { transportOf } from "./transport/url.ts";
+import { collectAfter } from "./objects/garbage.ts";
+import { indexEntryCount } from "./objects/index-manager.ts";
 import { checkedFetchUrl } from "./transport/url-rewrite.ts";
 import { borrowsFromCache, fetchThroughCache } from "./object-cache.ts";
 import { currentObjectCache } from "./object-cache-setting.ts";
@@ -73,6 +75,8 @@ export const inProcess: GitBackend = {
       }
     }
     const before = await head(dir);
+    // What the caller's dirty check left (an index and its work tree walked) goes before the fetch and checkout allocate.
+    collectAfter(indexEntryCount(gitdir));
     const { defaultBranch } = await fetchPack(gitdir, url, signal, false, { depth, ref });
     throwIfAborted(signal);
     try {

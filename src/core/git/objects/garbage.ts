@@ -58,3 +58,18 @@ function fullCollection(): void {
 export function collectAtBoundary(): void {
   if (sinceFull >= BOUNDARY_BYTES) fullCollection();
 }
+
+/**
+ * Entries (of a tree, an index) from which a step's leftovers are collected
+ * before the next step allocates: on a large work tree, each step of a
+ * checkout (tree walks, file writes, the index) leaves tens of megabytes of
+ * dead objects that Bun would otherwise keep until after the next step's
+ * peak. A small one's are not worth a full collection (a few milliseconds,
+ * per pack, in a sync of hundreds).
+ */
+export const LARGE_TREE = 4096;
+
+/** Collect everything dead now when `entries` says the step just done was large. */
+export function collectAfter(entries: number): void {
+  if (entries >= LARGE_TREE) fullCollection();
+}

@@ -12,32 +12,9 @@ import type { Stats } from "node:fs";
 import { closeSync, openSync, readFileSync, readSync } from "node:fs";
 import { gitPath, type Repo } from "../layout/layout.ts";
 
-export interface IndexEntry {
-  path: string;
-  mode: number;
-  oid: string;
-  size: number;
-  ctimeSeconds: number;
-  ctimeNanoseconds: number;
-  mtimeSeconds: number;
-  mtimeNanoseconds: number;
-  dev: number;
-  ino: number;
-  uid: number;
-  gid: number;
-  /** Merge stage: 0 normally, 1-3 during a conflict. */
-  stage: number;
-  /** ASSUME_VALID | SKIP_WORKTREE | INTENT_TO_ADD; absent means none. */
-  flags?: number;
-}
-
+import { ASSUME_VALID, INTENT_TO_ADD, type IndexEntry, SKIP_WORKTREE } from "./index-write.ts";
+export { ASSUME_VALID, INTENT_TO_ADD, type IndexEntry, SKIP_WORKTREE };
 import { CANONICAL_INDEX_MODES } from "./path-verify.ts";
-/** `git update-index --assume-unchanged`: git trusts the entry without looking at the file. */
-export const ASSUME_VALID = 1;
-/** Sparse checkout's `--skip-worktree`: the file is not expected in the work tree. */
-export const SKIP_WORKTREE = 2;
-/** `git add -N`: an entry for a file the user means to add (its content is not staged). */
-export const INTENT_TO_ADD = 4;
 
 // Bun's native hasher: node:crypto pulls in Node's stream machinery (~3 ms at startup).
 const sha1 = (data: Uint8Array): Buffer => new Bun.CryptoHasher("sha1").update(data).digest();
@@ -324,96 +301,7 @@ function cacheTreeRoot(ext: Buffer, entryCount: number): string | null {
 }
 
 /** One directory of a cache-tree: its name (within its parent), tree id, entries below it, and its subdirectories. */
-export interface CacheTreeNode {
-  name: string;
-  oid: string;
-  entries: number;
-  children: CacheTreeNode[];
-}
-
-function cacheTreeBytes(node: CacheTreeNode, out: Buffer[]): void {
-  out.push(Buffer.from(`${node.name}\0${node.entries} ${node.children.length}\n`, "utf8"), Buffer.from(node.oid, "hex"));
-  for (const c of node.children) cacheTreeBytes(c, out);
-}
-
-/** git's varint for v4's path compression. */
-function varint(v: number): number[] {
-  const out = [v & 127];
-  for (let n = Math.floor(v / 128); n > 0; n = Math.floor(n / 128)) {
-    n -= 1;
-    out.unshift(128 | (n & 127));
-  }
-  return out;
-}
-
-/**
- * Serialise entries (any order; they are sorted here as git requires) into an
- * index file, with a cache-tree extension when the caller knows the entries
- * are exactly that tree (a checkout of it). The version is 2, or 3 when an
- * entry carries skip-worktree or intent-to-add (as git chooses), or 4 when
- * `version` asks for it.
- */
-export function serializeIndex(entries: IndexEntry[], cacheTree?: CacheTreeNode, version?: number): Buffer {
-  // Never write an index git would abort on ("unsupported ce_mode"): the tree check refuses such entries first.
-  const bad = entries.find((e) => !CANONICAL_INDEX_MODES.has(e.mode));
-  if (bad) throw new Error(`index entry ${JSON.stringify(bad.path)} has mode ${bad.mode.toString(8)}, which git cannot hold`);
-  const named = entries.map((e) => ({ e, name: Buffer.from(e.path, "utf8") }));
-  named.sort((a, b) => Buffer.compare(a.name, b.name) || a.e.stage - b.e.stage);
-  const extended = (e: IndexEntry) => ((e.flags ?? 0) & (SKIP_WORKTREE | INTENT_TO_ADD)) !== 0;
-  const v = version === 4 ? 4 : named.some(({ e }) => extended(e)) ? 3 : 2;
-  const parts: Buffer[] = [];
-  const header = Buffer.alloc(12);
-  header.write("DIRC", 0, "latin1");
-  header.writeUInt32BE(v, 4);
-  header.writeUInt32BE(named.length, 8);
-  parts.push(header);
-  const u32 = (n: number) => n >>> 0;
-  let prev = Buffer.alloc(0);
-  for (const { e, name } of named) {
-    const ext = v >= 3 && extended(e);
-    const fixed = ext ? 64 : 62;
-    let pathBytes: Buffer = name;
-    let prefix: number[] = [];
-    if (v === 4) {
-      let common = 0;
-      while (common < prev.length && common < name.length && prev[common] === name[common]) common++;
-      prefix = varint(prev.length - common);
-      pathBytes = name.subarray(common);
-      prev = name;
-    }
-    // v2/v3: NUL-padded to a multiple of 8; v4: one NUL, no padding.
-    const len = v === 4 ? fixed + prefix.length + pathBytes.length + 1 : (fixed + name.length + 8) & ~7;
-    const b = Buffer.alloc(len); // zero-filled: the NUL padding comes for free
-    b.writeUInt32BE(u32(e.ctimeSeconds), 0);
-    b.writeUInt32BE(u32(e.ctimeNanoseconds), 4);
-    b.writeUInt32BE(u32(e.mtimeSeconds), 8);
-    b.writeUInt32BE(u32(e.mtimeNanoseconds), 12);
-    b.writeUInt32BE(u32(e.dev), 16);
-    b.writeUInt32BE(u32(e.ino), 20);
-    b.writeUInt32BE(u32(e.mode), 24);
-    b.writeUInt32BE(u32(e.uid), 28);
-    b.writeUInt32BE(u32(e.gid), 32);
-    b.writeUInt32BE(u32(e.size), 36);
-    b.write(e.oid, 40, "hex");
-    const f = e.flags ?? 0;
-    b.writeUInt16BE((f & ASSUME_VALID ? 0x8000 : 0) | (ext ? 0x4000 : 0) | ((e.stage & 0x3) << 12) | Math.min(name.length, 0xfff), 60);
-    if (ext) b.writeUInt16BE((f & SKIP_WORKTREE ? 0x4000 : 0) | (f & INTENT_TO_ADD ? 0x2000 : 0), 62);
-    Buffer.from(prefix).copy(b, fixed);
-    pathBytes.copy(b, fixed + prefix.length);
-    parts.push(b);
-  }
-  if (cacheTree && cacheTree.entries === named.length) {
-    const ext: Buffer[] = [];
-    cacheTreeBytes(cacheTree, ext);
-    const data = Buffer.concat(ext);
-    const head = Buffer.alloc(8);
-    head.write("TREE", 0, "latin1");
-    head.writeUInt32BE(data.length, 4);
-    parts.push(head, data);
-  }
-  const body = Buffer.concat(parts);
-  return Buffer.concat([body, sha1(body)]);
-}
+export { type CacheTreeNode, serializeIndex } from "./index-write.ts";
 
 /** Index timestamps as isomorphic-git derives them from a stat (whole milliseconds → nanoseconds), so both agree. */
 export function statTimes(ms: number): [number, number] {

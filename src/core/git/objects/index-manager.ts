@@ -19,7 +19,7 @@
 // writes `index` directly, knowing nothing of `index.lock`, so checkout.ts
 // holds the lock around that call (`withIndexLock`): git is kept out, and
 // reported, while it runs.
-import { readFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync } from "node:fs";
 import { GrexError } from "../../base/errors.ts";
 import { type LockWait, LockFile } from "../layout/lockfile.ts";
 import { indexPath, type Repo } from "../layout/layout.ts";
@@ -31,6 +31,24 @@ export function readIndexBytes(repo: Repo): Buffer | null {
     return readFileSync(indexPath(repo));
   } catch {
     return null;
+  }
+}
+
+/** How many entries the index of `repo` holds (its header's count), or 0 when there is none or it cannot be read. Reads 12 bytes. */
+export function indexEntryCount(repo: Repo): number {
+  let fd: number;
+  try {
+    fd = openSync(indexPath(repo), "r");
+  } catch {
+    return 0;
+  }
+  try {
+    const head = Buffer.alloc(12);
+    return readSync(fd, head, 0, 12, 0) === 12 && head.toString("latin1", 0, 4) === "DIRC" ? head.readUInt32BE(8) : 0;
+  } catch {
+    return 0;
+  } finally {
+    closeSync(fd);
   }
 }
 

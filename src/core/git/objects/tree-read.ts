@@ -6,6 +6,7 @@ import { loadGit } from "./iso.ts";
 import type { CacheTreeNode } from "./index-file.ts";
 import { ObjectStore, type TreeEntry } from "./object-store.ts";
 import { foldedName, pathProblem } from "./path-verify.ts";
+import { Collector, PER_OBJECT_GARBAGE } from "./garbage.ts";
 
 /**
  * A blob's bytes for a checkout. The native reader (object-store.ts) reads
@@ -42,20 +43,48 @@ export async function flatTree(gitdir: string, oid: string, store?: ObjectStore)
   return out;
 }
 
+/**
+ * Each entry of a raw tree: its mode's bytes [start, sp), its name's
+ * [sp + 1, nul), its id at nul + 1. No object per entry: walking a large
+ * tree this way leaves nothing behind but what the caller keeps. False when
+ * the tree is malformed.
+ */
+function scanTree(d: Buffer, each: (start: number, sp: number, nul: number) => boolean): boolean {
+  let i = 0;
+  while (i < d.length) {
+    const sp = d.indexOf(0x20, i);
+    const nul = sp < 0 ? -1 : d.indexOf(0, sp + 1);
+    if (sp < 0 || nul < 0 || nul + 21 > d.length) return false;
+    if (!each(i, sp, nul)) return false;
+    i = nul + 21;
+  }
+  return true;
+}
+
+/** Whether the mode at [start, sp) is a tree's ("40000", or "040000" as some writers put it). */
+const isTreeMode = (d: Buffer, start: number, sp: number): boolean => (sp - start === 5 && d[start] === 0x34 && d[start + 1] === 0x30) || (sp - start === 6 && d[start] === 0x30 && d[start + 1] === 0x34);
+
+/** A raw tree's bytes, or null when it is not a readable tree. */
+function treeBytes(store: ObjectStore, oid: string): Buffer | null {
+  const o = store.read(oid);
+  return o?.type === "tree" ? o.data : null;
+}
+
 /** The same through the native reader; null if any object is unreadable there. */
 function flatTreeNative(store: ObjectStore, oid: string): Map<string, string> | null {
   const commit = store.readCommit(oid);
   if (!commit) return null;
   const out = new Map<string, string>();
   const walk = (treeOid: string, prefix: string): boolean => {
-    const tree = store.readTree(treeOid);
-    if (!tree) return false;
-    for (const e of tree) {
-      if (e.mode === "040000") {
-        if (!walk(e.oid, `${prefix}${e.name}/`)) return false;
-      } else out.set(prefix + e.name, `${Number.parseInt(e.mode, 8)} ${e.oid}`);
-    }
-    return true;
+    const d = treeBytes(store, treeOid);
+    if (!d) return false;
+    return scanTree(d, (start, sp, nul) => {
+      const name = d.toString("utf8", sp + 1, nul);
+      const id = d.toString("hex", nul + 1, nul + 21);
+      if (isTreeMode(d, start, sp)) return walk(id, `${prefix}${name}/`);
+      out.set(prefix + name, `${Number.parseInt(d.toString("latin1", start, sp), 8)} ${id}`);
+      return true;
+    });
   };
   return walk(commit.tree, "") ? out : null;
 }
@@ -65,20 +94,22 @@ export function cacheTreeOf(store: ObjectStore, commitOid: string): CacheTreeNod
   const commit = store.readCommit(commitOid);
   if (!commit) return null;
   const build = (name: string, oid: string): CacheTreeNode | null => {
-    const tree = store.readTree(oid);
-    if (!tree) return null;
+    const d = treeBytes(store, oid);
+    if (!d) return null;
     const node: CacheTreeNode = { name, oid, entries: 0, children: [] };
-    for (const e of tree) {
-      if (e.mode !== "040000") {
+    // Only subtrees are named; a file is counted without decoding anything.
+    const ok = scanTree(d, (start, sp, nul) => {
+      if (!isTreeMode(d, start, sp)) {
         node.entries++;
-        continue;
+        return true;
       }
-      const child = build(e.name, e.oid);
-      if (!child) return null;
+      const child = build(d.toString("utf8", sp + 1, nul), d.toString("hex", nul + 1, nul + 21));
+      if (!child) return false;
       node.entries += child.entries;
       node.children.push(child);
-    }
-    return node;
+      return true;
+    });
+    return ok ? node : null;
   };
   return build("", commit.tree);
 }
@@ -158,11 +189,14 @@ export async function verifiedFlatTree(gitdir: string, oid: string, store?: Obje
     if (!m) throw new UnsafeTreeError("", "a commit without a tree");
     const out = new Map<string, string>();
     const symlinks: string[] = [];
+    // Each entry leaves its parsed fields and path parts behind: collected as they pile up, not after the walk's peak.
+    const gc = new Collector();
     const walk = async (treeOid: string, prefix: string[]): Promise<void> => {
       const entries = parseTreeBytes(await raw(treeOid, "tree", prefix));
       if (!entries) throw new UnsafeTreeError(prefix.join("/"), "a malformed tree");
       const names = new Set<string>();
       for (const e of entries) {
+        gc.add(PER_OBJECT_GARBAGE / 4);
         const parts = [...prefix, e.name];
         const path = parts.join("/");
         const why = pathProblem(parts, e.mode);

@@ -13,10 +13,11 @@ import { firstGap, firstMissing, incompleteFetch, knownTips } from "./connectivi
 import { CANONICAL_MODES } from "../objects/path-verify.ts";
 import { notARepo, transportError } from "./git-errors.ts";
 import { type Git, loadGit } from "../objects/iso.ts";
-import { type GitObject, ObjectStore, writeLooseObjects } from "../objects/object-store.ts";
-import { buildPack } from "../objects/pack-write.ts";
+import { ObjectStore, type ObjectType, parseCommit, writeLooseObjects } from "../objects/object-store.ts";
+import { packStream } from "../objects/pack-write.ts";
+import { Collector, PER_OBJECT_GARBAGE } from "../objects/garbage.ts";
 import { ObjectPresence } from "../objects/objects.ts";
-import { storePack } from "../objects/pack-index.ts";
+import { storePack, storePackStream } from "../objects/pack-index.ts";
 import { deleteRefSync, gitdirOf, listRefsSync, readSymref, resolveRefSync, writeRefSync } from "../refs/refs.ts";
 import { type FetchResult, planRefs, pickDefaultBranch, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
 import { localPath } from "./url.ts";
@@ -89,7 +90,8 @@ function ensureConnected(srcGitdir: string, destGitdir: string, url: string, tip
   if (firstMissing(destGitdir, tips, known) === null) return;
   const store = new ObjectStore(srcGitdir);
   const presence = new ObjectPresence(destGitdir);
-  const found: Array<{ oid: string } & GitObject> = [];
+  // Names and types only: each object is read again when it is written, one at a time.
+  const found: Wanted[] = [];
   try {
     const seen = new Set<string>();
     const stack = tips.filter((t) => !known.has(t));
@@ -104,7 +106,7 @@ function ensureConnected(srcGitdir: string, destGitdir: string, url: string, tip
       const oid = stack.pop() as string;
       const obj = store.read(oid);
       if (!obj) throw packOpError(`${url} lacks object ${oid.slice(0, 7)} that its refs need; the source repository is broken, so check it with git fsck.`, { url });
-      if (!presence.has(oid, { quick: true })) found.push({ oid, ...obj });
+      if (!presence.has(oid, { quick: true })) found.push({ oid, type: obj.type });
       if (obj.type === "commit") {
         const c = store.readCommit(oid);
         if (c) {
@@ -118,10 +120,11 @@ function ensureConnected(srcGitdir: string, destGitdir: string, url: string, tip
         if (m) want(m[1] as string);
       }
     }
+    const bad = copyLoose(store, destGitdir, commitsLast(found)) ? null : found.find((o) => !store.read(o.oid));
+    if (bad) throw packOpError(`${url} lacks object ${bad.oid.slice(0, 7)} that its refs need; the source repository is broken, so check it with git fsck.`, { url });
   } finally {
     store.close();
   }
-  writeLooseObjects(destGitdir, commitsLast(found));
   const gap = firstGap(destGitdir, tips, known);
   if (gap !== null) throw incompleteFetch(gap, url);
 }
@@ -146,13 +149,12 @@ async function copyObjects(srcGitdir: string, destGitdir: string, tips: string[]
     const objects = missingObjectsNative(srcGitdir, presence, tips, readShallow(srcGitdir), signal, blobLimitOf(filter));
     if (objects) {
       if (objects.length === 0) return false;
-      const store = new ObjectStore(destGitdir);
+      const store = new ObjectStore(srcGitdir);
       try {
-        await storePack(destGitdir, buildPack(objects), { store, keepPack: true, signal, promisor: promisorText });
+        if (await streamPack(store, destGitdir, objects, signal, promisorText)) return false;
       } finally {
         store.close();
       }
-      return false;
     }
   }
   if (presence.isEmpty() && filter === null) {
@@ -163,19 +165,15 @@ async function copyObjects(srcGitdir: string, destGitdir: string, tips: string[]
     return whole;
   }
   const missing = missingObjectsNative(srcGitdir, presence, tips, readShallow(srcGitdir), signal);
-  if (missing && missing.length <= LOOSE_LIMIT) {
-    writeLooseObjects(destGitdir, commitsLast(missing));
-    return false;
-  }
   if (missing) {
-    // Many objects: one pack of whole (undeltified) entries, built natively, indexed and stored like a received one.
-    const store = new ObjectStore(destGitdir);
+    // A few objects are written loose, many streamed into one pack: either way one object in memory at a time.
+    const store = new ObjectStore(srcGitdir);
     try {
-      await storePack(destGitdir, buildPack(missing), { store, keepPack: true, signal });
+      const copied = missing.length <= LOOSE_LIMIT ? copyLoose(store, destGitdir, commitsLast(missing)) : await streamPack(store, destGitdir, missing, signal);
+      if (copied) return false;
     } finally {
       store.close();
     }
-    return false;
   }
   const git = await loadGit();
   const cache = {};
@@ -202,9 +200,17 @@ function frontier(presence: ObjectPresence, tips: string[]) {
 /** Up to this many missing objects (a few new commits) are copied as loose objects instead of a new pack. */
 const LOOSE_LIMIT = 256;
 
+/** An object to copy: its name and (for ordering loose writes) its type. */
+interface Wanted {
+  oid: string;
+  type: ObjectType;
+}
+
 /**
- * The missing objects with their contents, read natively; null when one is
- * unreadable here (isomorphic-git's path below handles those).
+ * The missing objects' names and types, found natively: commits, trees and
+ * tags are read to walk on; blobs only named (their type is the tree entry's).
+ * Null when an object to walk through is unreadable here (isomorphic-git's
+ * path below handles those).
  */
 function missingObjectsNative(
   srcGitdir: string,
@@ -213,29 +219,42 @@ function missingObjectsNative(
   shallow: Set<string>,
   signal: AbortSignal,
   blobLimit = -1,
-): Array<{ oid: string } & GitObject> | null {
+): Wanted[] | null {
   const store = new ObjectStore(srcGitdir);
   try {
-    const out: Array<{ oid: string } & GitObject> = [];
+    const out: Wanted[] = [];
+    const gc = new Collector();
     const { stack, want } = frontier(presence, tips);
     // A partial clone's filter (blobLimit >= 0): a blob over the limit is left out (blob:none: every blob).
     const sendBlob = (oid: string): boolean => blobLimit < 0 || (blobLimit > 0 && (store.read(oid)?.data.length ?? 0) <= blobLimit);
+    const blobs: string[] = [];
     while (stack.length > 0) {
       if (out.length % 256 === 0) throwIfAborted(signal);
       const oid = stack.pop() as string;
+      if (blobs.length > 0 && blobs[blobs.length - 1] === oid) {
+        blobs.pop();
+        out.push({ oid, type: "blob" });
+        continue;
+      }
       const obj = store.read(oid);
       if (!obj) return null;
-      out.push({ oid, ...obj });
+      gc.add(obj.data.length + PER_OBJECT_GARBAGE);
+      out.push({ oid, type: obj.type });
       if (obj.type === "commit") {
-        const c = store.readCommit(oid);
+        const c = parseCommit(obj.data);
         if (!c) return null;
         want(c.tree);
         if (!shallow.has(oid)) c.parents.forEach(want);
       } else if (obj.type === "tree") {
         const entries = store.readTree(oid);
         if (!entries) return null;
-        // A submodule's commit lives in the submodule.
-        for (const e of entries) if (e.mode !== "160000" && (e.mode === "040000" || sendBlob(e.oid))) want(e.oid);
+        for (const e of entries) {
+          if (e.mode === "160000") continue; // a submodule's commit lives in the submodule
+          if (e.mode !== "040000" && !sendBlob(e.oid)) continue; // a partial clone's filter leaves it out
+          const before = stack.length;
+          want(e.oid);
+          if (e.mode !== "040000" && stack.length > before) blobs.push(e.oid); // named, not read: nothing below a blob
+        }
       } else if (obj.type === "tag") {
         const m = /^object ([0-9a-f]{40})$/m.exec(obj.data.toString("latin1", 0, Math.min(obj.data.length, 200)));
         if (!m) return null;
@@ -245,6 +264,47 @@ function missingObjectsNative(
     return out;
   } finally {
     store.close();
+  }
+}
+
+/** Copy `objects` from `store` as loose objects, one in memory at a time; false when one is unreadable there. */
+function copyLoose(store: ObjectStore, destGitdir: string, objects: Wanted[]): boolean {
+  const gc = new Collector();
+  for (const { oid } of objects) {
+    const obj = store.read(oid);
+    if (!obj) return false;
+    writeLooseObjects(destGitdir, [{ oid, ...obj }]);
+    gc.add(3 * obj.data.length + PER_OBJECT_GARBAGE); // read, framed and compressed: dead once written
+  }
+  return true;
+}
+
+/**
+ * Copy `objects` from `store` as one new pack of whole (undeltified) entries,
+ * produced as it is stored: read, compressed and written one object at a
+ * time, then indexed and verified like a received pack (`promisor`: marked
+ * as a partial clone's, `.promisor`). False when one is unreadable there
+ * (nothing is kept).
+ */
+async function streamPack(store: ObjectStore, destGitdir: string, objects: Wanted[], signal: AbortSignal, promisor?: string): Promise<boolean> {
+  let i = 0;
+  let unreadable = false;
+  const source = packStream(objects.length, () => {
+    if (i % 256 === 0) throwIfAborted(signal);
+    const w = objects[i++] as Wanted;
+    const obj = store.read(w.oid);
+    if (!obj) unreadable = true;
+    return obj;
+  });
+  const dest = new ObjectStore(destGitdir);
+  try {
+    await storePackStream(destGitdir, source, { store: dest, keepPack: true, signal, ...(promisor !== undefined ? { promisor } : {}) });
+    return true;
+  } catch (err) {
+    if (unreadable) return false;
+    throw err;
+  } finally {
+    dest.close();
   }
 }
 
@@ -330,21 +390,22 @@ async function deepenFrom(srcGitdir: string, destGitdir: string, remote: RemoteR
   const lifted = [...ours].filter((c) => cut.inside.has(c));
   const parents = lifted.flatMap((c) => readCommitOf(srcGitdir, c)?.parents ?? []);
   const missing = missingObjectsNative(srcGitdir, presence, [...tips, ...parents], new Set([...cut.boundary, ...srcShallow]), signal);
-  if (missing === null) throw packOpError(`an object of ${srcGitdir} cannot be read natively, so a shallow copy cannot be made from it; clone it without --depth.`);
+  if (missing === null) throw noShallowCopy(srcGitdir);
   const copied = new Set(missing.map((m) => m.oid));
   // Ours stay unless lifted; the new cut counts where it now ends a history we hold.
   const kept = new Set([...[...ours].filter((c) => !cut.inside.has(c)), ...[...cut.boundary].filter((c) => copied.has(c) || ours.has(c))]);
-  if (missing.length <= LOOSE_LIMIT) writeLooseObjects(destGitdir, commitsLast(missing));
-  else {
-    const store = new ObjectStore(destGitdir);
-    try {
-      await storePack(destGitdir, buildPack(missing), { store, keepPack: true, signal });
-    } finally {
-      store.close();
-    }
+  // As any later fetch: loose or streamed into one pack, one object in memory at a time.
+  const store = new ObjectStore(srcGitdir);
+  try {
+    const done = missing.length <= LOOSE_LIMIT ? copyLoose(store, destGitdir, commitsLast(missing)) : await streamPack(store, destGitdir, missing, signal);
+    if (!done) throw noShallowCopy(srcGitdir);
+  } finally {
+    store.close();
   }
   writeShallow(destGitdir, kept);
 }
+
+const noShallowCopy = (srcGitdir: string) => packOpError(`an object of ${srcGitdir} cannot be read natively, so a shallow copy cannot be made from it; clone it without --depth.`);
 
 function readCommitOf(gitdir: string, oid: string): { tree: string; parents: string[] } | null {
   const store = new ObjectStore(gitdir);

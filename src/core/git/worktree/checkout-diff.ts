@@ -34,6 +34,7 @@ import { cacheTreeOf, flatTree, readBlobBytes, UnsafeTreeError, verifiedFlatTree
 import { fileChanged, statDataMatches } from "./worktree.ts";
 import { beyondLink, makeParents, parentsOf, RealDirs, removeEmptyParents, removeEntry, writeEntry } from "./worktree-guard.ts";
 import { Conversion, attributePaths } from "./convert.ts";
+import { collectAfter } from "../objects/garbage.ts";
 
 const GITLINK = 0o160000;
 
@@ -80,6 +81,7 @@ async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: str
   const changed: string[] = [];
   for (const [p, v] of to) if (from.get(p) !== v) changed.push(p);
   for (const p of from.keys()) if (!to.has(p)) changed.push(p);
+  collectAfter(entries.length); // the trees and index parsed on the way are dead
   const indexMtime = statMtime(indexPath(gitdir)); // if the index changed since it was read, commitIndex refuses anyway
   return { dir, gitdir, from, to, changed, index: new Map(entries.map((e) => [e.path, e])), indexSum: indexChecksum(buf), indexMtime, toOid, dirs: new RealDirs() };
 }
@@ -278,6 +280,7 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
   // When the index is now exactly the target commit, say so (cache-tree): later dirty checks skip reading its trees.
   const exact = plan.index.size === plan.to.size && [...plan.index.values()].every((e) => plan.to.get(e.path) === `${e.mode} ${e.oid}`);
   const cacheTree = exact ? withStore(gitdir, (s) => cacheTreeOf(s, plan.toOid)) : null;
+  collectAfter(plan.index.size); // what the writes left goes before the index is built
   await commitIndex(gitdir, dir, plan.indexSum, [...plan.index.values()], cacheTree ?? undefined);
 }
 

@@ -15,7 +15,7 @@ import { commitIndex } from "../objects/index-manager.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import { cacheTreeOf, readBlobBytes } from "../objects/tree-read.ts";
 import { Conversion, attributePaths } from "./convert.ts";
-import { Collector } from "../objects/garbage.ts";
+import { Collector, collectAfter } from "../objects/garbage.ts";
 
 const GITLINK = 0o160000;
 const NO_FOLLOW_WRITE = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | (fs.constants.O_NOFOLLOW ?? 0);
@@ -31,6 +31,7 @@ export async function checkoutFresh(dir: string, gitdir: string, oid: string, tr
   const store = new ObjectStore(gitdir);
   try {
     const entries = await writeFiles(dir, gitdir, oid, tree, store);
+    collectAfter(entries.length); // what writing every file left (reads, promises, stats) goes before the index is built
     await commitIndex(gitdir, shown, null, entries, cacheTreeOf(store, oid) ?? undefined, undefined, durable);
   } finally {
     store.close();

@@ -22,6 +22,7 @@ import { beyondLink, linkedParent } from "./worktree-guard.ts";
 import { withIndexLock } from "../objects/index-manager.ts";
 import { checkedOutAt } from "./worktree-list.ts";
 import { ensureBlobs } from "../transport/promised-fetch.ts";
+import { collectAfter } from "../objects/garbage.ts";
 
 type Target = { kind: "branch"; name: string; oid: string } | { kind: "detached"; oid: string };
 
@@ -223,6 +224,7 @@ async function checkoutTree(o: MoveOptions, headOid: string | null, oid: string,
   let target: Map<string, string>;
   try {
     target = await verifiedFlatTree(o.gitdir, oid);
+    collectAfter(target.size); // the trees parsed on the way are dead; the checkout allocates next
     // A partial clone: the blobs of the tree that the filter left out come over first, in one batch.
     await ensureBlobs(o.gitdir, o.dir, o.url, target, o.signal ?? new AbortController().signal);
   } catch (err) {

@@ -17,6 +17,7 @@ import { ASSUME_VALID, entryFor, INTENT_TO_ADD, type IndexEntry, type IndexRead,
 import { IgnoreRules } from "./ignore-rules.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import { flatTree } from "../objects/tree-read.ts";
+import { Collector, PER_OBJECT_GARBAGE } from "../objects/garbage.ts";
 import { hashWorktreeFile } from "./convert.ts";
 import { submoduleState } from "./submodule-status.ts";
 import { journaledPathsFor, onDisk, readJournal, sameVersion, tempNameOf } from "./checkout-journal.ts";
@@ -160,6 +161,8 @@ export function listUntracked(dir: string, entries: IndexEntry[], known: Record<
   let tracked: Set<string> | null = null;
   const out: Listing = { untracked: [], stamps: new Map(), dirCount: dirTree.size };
   const now = Date.now();
+  // A listing leaves its directory entries and their paths behind: collected as they pile up (garbage.ts).
+  const gc = new Collector();
   const scan = (rel: string) => {
     const abs = rel ? `${dir}/${rel}` : dir;
     let st: fs.Stats;
@@ -181,6 +184,7 @@ export function listUntracked(dir: string, entries: IndexEntry[], known: Record<
     const before = out.untracked.length;
     const into: string[] = [];
     for (const d of fs.readdirSync(abs, { withFileTypes: true })) {
+      gc.add(PER_OBJECT_GARBAGE / 4);
       if (d.name === ".git") continue;
       const p = rel ? `${rel}/${d.name}` : d.name;
       if (tracked.has(p) || (!d.isDirectory() && moveOwns?.(p))) continue;
@@ -293,7 +297,9 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
   // 1. Tracked files against their index entries (hashes the cache already proved are not repeated).
   const proofs: HashProofs | undefined = cacheFile && key ? { known: cache?.index === key ? cache.hashed : {}, proven: new Map(), now: Date.now() } : undefined;
   const populated: string[] = []; // initialised submodules at the recorded commit: their own work is looked at below
+  const gc = new Collector(); // each file's stat (and, when hashed, its content) is garbage once compared
   for (const e of entries) {
+    gc.add(PER_OBJECT_GARBAGE / 4);
     if (e.mode === GITLINK) {
       // An initialised submodule at another commit than recorded is a change, as git status shows it; so is
       // a gitlink's directory deleted or replaced, even the empty one of an uninitialised submodule.
