@@ -13,6 +13,7 @@ import { fsyncDir } from "../fs/fsutil.ts";
 import { alternateLines, alternatesFileOf, gitdirOf, gitPath, indexPath, objectsDir, readShallow } from "./layout/layout.ts";
 import { parseIndex } from "./objects/index-file.ts";
 import { type GitObject, ObjectStore } from "./objects/object-store.ts";
+import { namedBy } from "./objects/object-links.ts";
 import { storePack } from "./objects/pack-index.ts";
 import { buildPack } from "./objects/pack-write.ts";
 import { listRefsSync, resolveRefSync } from "./refs/refs.ts";
@@ -83,18 +84,7 @@ function reachable(store: ObjectStore, tips: string[], optional: Set<string>, sh
       throw packOpError(`object ${oid.slice(0, 12)} is missing from the repository and from every store it borrows from, so its objects cannot be copied in; check it with git fsck.`, { oid });
     }
     out.push({ oid, ...obj });
-    if (obj.type === "commit") {
-      const c = store.readCommit(oid);
-      if (c) {
-        want(c.tree);
-        if (!shallow.has(oid)) c.parents.forEach(want);
-      }
-    } else if (obj.type === "tree") {
-      for (const e of store.readTree(oid) ?? []) if (e.mode !== "160000") want(e.oid); // a submodule's commit lives in the submodule
-    } else if (obj.type === "tag") {
-      const m = /^object ([0-9a-f]{40})$/m.exec(obj.data.toString("latin1", 0, Math.min(obj.data.length, 200)));
-      if (m) want(m[1] as string);
-    }
+    namedBy(store, oid, obj, shallow).forEach(want);
   }
   return out;
 }

@@ -11,6 +11,7 @@ import * as fs from "node:fs";
 import { packOpError, throwIfAborted } from "../../base/errors.ts";
 import { firstGap, firstMissing, incompleteFetch, knownTips } from "./connectivity.ts";
 import { CANONICAL_MODES } from "../objects/path-verify.ts";
+import { namedBy } from "../objects/object-links.ts";
 import { notARepo, transportError } from "./git-errors.ts";
 import { type Git, loadGit } from "../objects/iso.ts";
 import { ObjectStore, type ObjectType, parseCommit, writeLooseObjects } from "../objects/object-store.ts";
@@ -107,18 +108,7 @@ function ensureConnected(srcGitdir: string, destGitdir: string, url: string, tip
       const obj = store.read(oid);
       if (!obj) throw packOpError(`${url} lacks object ${oid.slice(0, 7)} that its refs need; the source repository is broken, so check it with git fsck.`, { url });
       if (!presence.has(oid, { quick: true })) found.push({ oid, type: obj.type });
-      if (obj.type === "commit") {
-        const c = store.readCommit(oid);
-        if (c) {
-          want(c.tree);
-          if (!shallow.has(oid)) c.parents.forEach(want);
-        }
-      } else if (obj.type === "tree") {
-        for (const e of store.readTree(oid) ?? []) if (e.mode !== "160000" && CANONICAL_MODES.has(e.mode)) want(e.oid);
-      } else if (obj.type === "tag") {
-        const m = /^object ([0-9a-f]{40})$/m.exec(obj.data.toString("latin1", 0, Math.min(obj.data.length, 200)));
-        if (m) want(m[1] as string);
-      }
+      namedBy(store, oid, obj, shallow, (mode) => CANONICAL_MODES.has(mode)).forEach(want);
     }
     const bad = copyLoose(store, destGitdir, commitsLast(found)) ? null : found.find((o) => !store.read(o.oid));
     if (bad) throw packOpError(`${url} lacks object ${bad.oid.slice(0, 7)} that its refs need; the source repository is broken, so check it with git fsck.`, { url });
