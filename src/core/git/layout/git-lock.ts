@@ -56,9 +56,7 @@ function withBackoff<T>(lockPath: string, opts: GitLockOptions, attempt: () => T
 
 /** Create `<path>.lock` exclusively (lockfile.ts `createLock`), waiting as git waits; returns its fd. */
 function acquire(lockPath: string, opts: GitLockOptions): number {
-  // No note beside a loose ref's lock: under refs/ git would read the note as a ref of its own.
-  const withNote = !/[\\/]refs[\\/]/.test(lockPath);
-  return withBackoff(lockPath, opts, () => createLock(lockPath, withNote) ?? undefined);
+  return withBackoff(lockPath, opts, () => createLock(lockPath) ?? undefined);
 }
 
 /**

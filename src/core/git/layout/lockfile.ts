@@ -6,7 +6,7 @@
 //
 // A lock grex holds is removed when the process exits (normally, or on an
 // uncaught error). So that a kill cannot leave one stuck either, grex notes
-// beside it, in `<file>.lock.grex`, its pid and start time and the lock
+// beside it, in `<file>.lock.grex` (`.grex.lock` under refs/), its pid and start time and the lock
 // file's inode: a later grex finding a lock whose note names a process that
 // is gone, and that very file, removes it (a lock git holds has no such note
 // and is only ever waited for). Two grex processes never lock the same
@@ -141,25 +141,14 @@ export class LockFile {
  * With a note there is no moment at which a kill leaves a lock without it:
  * the lock's inode is made first under a name of grex's own, the note naming
  * that inode is written, and only then does `link` give it the lock's name
- * (link fails when the name exists, as O_EXCL does). `withNote` false: no note
- * (beside a loose ref, under refs/, the note would itself read to git as a
- * ref); such a lock a kill leaves is removed by hand, as git's own.
+ * (link fails when the name exists, as O_EXCL does). Beside a loose ref
+ * (under refs/) both side files' names end in `.lock` too (sideName), which
+ * git's reading of loose refs passes over, so a ref's lock a kill leaves is
+ * removed by the next grex as any other.
  */
-export function createLock(lockPath: string, withNote = true): number | null {
-  if (!withNote) {
-    let fd: number;
-    try {
-      fd = openSync(lockPath, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o666);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      return null;
-    }
-    held.add(lockPath);
-    watchExit();
-    return fd;
-  }
+export function createLock(lockPath: string): number | null {
   removeDeadStarts(lockPath);
-  const start = `${lockPath}${START}${process.pid}`;
+  const start = sideName(lockPath, `${START}${process.pid}`);
   const fd = openSync(start, constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC, 0o666);
   const giveUp = () => {
     closeSync(fd);
@@ -171,12 +160,12 @@ export function createLock(lockPath: string, withNote = true): number | null {
       return null;
     }
     const st = fstatSync(fd);
-    writeFileSync(`${lockPath}.grex`, JSON.stringify({ pid: process.pid, start: selfStartTime(), ino: st.ino, dev: st.dev }));
+    writeFileSync(sideName(lockPath, NOTE), JSON.stringify({ pid: process.pid, start: selfStartTime(), ino: st.ino, dev: st.dev }));
     linkSync(start, lockPath);
   } catch (err) {
     giveUp();
     if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-    rmSync(`${lockPath}.grex`, { force: true }); // ours, naming an inode that never became the lock
+    rmSync(sideName(lockPath, NOTE), { force: true }); // ours, naming an inode that never became the lock
     return null;
   }
   rmSync(start, { force: true });
@@ -187,6 +176,17 @@ export function createLock(lockPath: string, withNote = true): number | null {
 
 /** The name a lock's inode has before it becomes the lock: `<lock>.grex-start-<pid>`. */
 const START = ".grex-start-";
+/** The note naming a lock's holder: `<lock>.grex`. */
+const NOTE = ".grex";
+
+/**
+ * A side file of `lockPath` (its note, its start name). Under refs/ the name
+ * ends in `.lock` as well: git takes every other file there for a loose ref,
+ * and passes over names ending in `.lock`.
+ */
+function sideName(lockPath: string, suffix: string): string {
+  return /[\\/]refs[\\/]/.test(lockPath) ? `${lockPath}${suffix}.lock` : `${lockPath}${suffix}`;
+}
 
 /** Start names a killed grex left (its pid gone) beside `lockPath`: removed, so they never pile up. */
 function removeDeadStarts(lockPath: string): void {
@@ -199,7 +199,7 @@ function removeDeadStarts(lockPath: string): void {
     return;
   }
   for (const n of names) {
-    const pid = Number(n.slice(prefix.length));
+    const pid = Number(n.slice(prefix.length).replace(/\.lock$/, ""));
     if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !holderAlive({ pid, startTime: null, purpose: null })) rmSync(join(dir, n), { force: true });
   }
 }
@@ -211,7 +211,7 @@ function watchExit(): void {
   process.on("exit", () => {
     for (const p of held) {
       rmSync(p, { force: true });
-      rmSync(`${p}.grex`, { force: true });
+      rmSync(sideName(p, NOTE), { force: true });
     }
   });
 }
@@ -219,7 +219,7 @@ function watchExit(): void {
 /** The lock was renamed over its file: forget it and its note. */
 export function forgetLock(lockPath: string): void {
   held.delete(lockPath);
-  rmSync(`${lockPath}.grex`, { force: true });
+  rmSync(sideName(lockPath, NOTE), { force: true });
 }
 
 /** Let go of a lock grex created without renaming it: the lock and its note go. */
@@ -232,7 +232,7 @@ export function dropLock(lockPath: string): void {
 function removeIfStale(lockPath: string): boolean {
   let note: { pid?: unknown; start?: unknown; ino?: unknown; dev?: unknown };
   try {
-    note = JSON.parse(readFileSync(`${lockPath}.grex`, "utf8"));
+    note = JSON.parse(readFileSync(sideName(lockPath, NOTE), "utf8"));
     const st = statSync(lockPath);
     if (note.ino !== st.ino || note.dev !== st.dev) return false; // the note is of another lock: this one is not grex's
   } catch {
@@ -241,7 +241,7 @@ function removeIfStale(lockPath: string): boolean {
   const pid = typeof note.pid === "number" && Number.isInteger(note.pid) && note.pid > 0 ? note.pid : null;
   if (pid === null || pid === process.pid || holderAlive({ pid, startTime: typeof note.start === "string" ? note.start : null, purpose: null })) return false;
   rmSync(lockPath, { force: true });
-  rmSync(`${lockPath}.grex`, { force: true });
+  rmSync(sideName(lockPath, NOTE), { force: true });
   return true;
 }
 
