@@ -280,3 +280,24 @@ test("ssh: the system git clones with --filter, and grex's checkout fetches the 
   expect(readFileSync(join(mine, "src/a.txt"), "utf8")).toBe("a1\n");
   expect(git(mine, "fsck", "--no-dangling")).toBe("");
 });
+
+test("a task workspace of a partial clone fetches the blobs its branch needs before writing its files", async () => {
+  const { work, url } = publish("tw");
+  expect((await t.grex("add", url, "pack", "--filter", "blob:none")).code).toBe(0);
+  const source = join(t.ws, "pack");
+  // A branch at the first commit: its blobs were left out by the filter.
+  git(source, "branch", "old", "HEAD~2");
+  const before = (await missing(source)).length;
+  expect(before).toBeGreaterThan(0);
+  const task = join(t.root, `task-${n}`);
+  mkdirSync(task);
+  const r = await t.grex("--manifest", join(task, "grex.jsonl"), "init", "--from", t.ws, "--branch", "old");
+  expect(r.stderr).toBe("");
+  expect(r.code).toBe(0);
+  const linked = join(task, "pack");
+  expect(readFileSync(join(linked, "src/a.txt"), "utf8")).toBe("a1\n");
+  expect(readFileSync(join(linked, "big.bin"), "utf8")).toBe(git(work, "show", "HEAD~2:big.bin"));
+  expect(await gitAsync(linked, "status", "--porcelain")).toBe("");
+  expect((await missing(source)).length).toBeLessThan(before);
+  expect(await gitAsync(source, "fsck", "--no-dangling")).toBe("");
+});

@@ -19,6 +19,7 @@ import { LayeredConfig } from "../refs/config.ts";
 import { deleteRefSync, RefFiles, writeRefSync } from "../refs/refs.ts";
 import { verifiedFlatTree } from "../objects/tree-read.ts";
 import { checkoutFresh } from "./checkout-fresh.ts";
+import { ensureBlobs } from "../transport/promised-fetch.ts";
 import { isDirtyFast } from "./worktree.ts";
 import { checkedOutAt, linkedGitdirOf, listWorktrees, pruneReason, readText, trimNl } from "./worktree-list.ts";
 
@@ -96,6 +97,8 @@ export async function addWorktree(o: AddWorktreeOptions): Promise<AddedWorktree>
   }
   const head = existing ?? (o.start as string);
   const tree = await verifiedFlatTree(common.gitdir, head);
+  // A partial clone: the blobs of the tree its filter left out come over first, in one batch, before anything is written.
+  await ensureBlobs(common.gitdir, path, "", tree, new AbortController().signal);
   const admin = makeAdminDir(common, worktreeName(path));
   const files = linkedAdminFiles(admin);
   const madeDir = !fs.existsSync(path);
