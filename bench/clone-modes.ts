@@ -21,15 +21,19 @@
 // add and git clone take for it, so adding one (e.g. `--filter blob:none`) is
 // one entry. BENCH_MODES=full,depth1,blobless picks some; BENCH_REPOS=long picks
 // repositories; BENCH_RUNS=n repeats each run (median time, largest RSS).
-// Env for the sizes: BENCH_LONG_COMMITS (80000), BENCH_WIDE_FILES (30000).
+// Env for the sizes: BENCH_LONG_COMMITS (80000), BENCH_WIDE_FILES (30000);
+// BENCH_COMPILED=1 times the compiled binary instead of `bun src/cli/main.ts`.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { startGitHttpServer } from "../test/helpers/git-http-server.ts";
 import { benchEnv } from "./fixtures/env.ts";
 import { measure } from "./memory.ts";
+import { grexBuildCommand } from "../scripts/compile.ts";
 
 const GREX_MAIN = join(import.meta.dir, "..", "src", "cli", "main.ts");
+/** How grex is run: from source by default; BENCH_COMPILED=1 builds the single binary first (what users run). */
+let grexCmd: string[] = [process.execPath, GREX_MAIN];
 
 /** One way of cloning: what `grex add` and `git clone` are given for it. */
 export interface CloneMode {
@@ -171,10 +175,10 @@ async function cloneOnce(who: "grex" | "git", url: string, mode: CloneMode, root
   let dir: string;
   let cmd: string[];
   if (who === "grex") {
-    const init = Bun.spawnSync([process.execPath, GREX_MAIN, "init"], { cwd: ws, env, stdout: "ignore", stderr: "pipe" });
+    const init = Bun.spawnSync([...grexCmd, "init"], { cwd: ws, env, stdout: "ignore", stderr: "pipe" });
     if (init.exitCode !== 0) throw new Error(`grex init failed: ${init.stderr}`);
     dir = join(ws, "repo");
-    cmd = [process.execPath, GREX_MAIN, "add", url, "repo", ...mode.grex];
+    cmd = [...grexCmd, "add", url, "repo", ...mode.grex];
   } else {
     dir = join(ws, "repo");
     cmd = ["git", "clone", "--quiet", ...mode.git, url, dir];
@@ -214,6 +218,12 @@ async function main(): Promise<void> {
   const names = new Map<string, string>();
   for (const spec of repos) names.set(spec.key, await served(spec, servedDir));
   const root = mkdtempSync(join(tmpdir(), "grex-bench-clone-modes-"));
+  if (process.env.BENCH_COMPILED === "1") {
+    const bin = join(root, "grex");
+    const built = Bun.spawnSync(grexBuildCommand(bin), { stdout: "ignore", stderr: "inherit" });
+    if (built.exitCode !== 0) throw new Error("bun build --compile failed");
+    grexCmd = [bin];
+  }
   const home = join(root, "home");
   mkdirSync(home);
   const env = benchEnv(home);
