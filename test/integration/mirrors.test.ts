@@ -3,26 +3,17 @@
 // points at with url.<base>.insteadOf: a loopback smart-HTTP server, or a
 // local directory. The manifest and the clone's origin keep the URL they were
 // given; git, with the same config, fetches from the same mirror.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
+import type { GitHttpServer } from "../helpers/git-http-server.ts";
+import { servedWorkspace } from "../helpers/served-workspace.ts";
 import { git, GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
 
 let t: TestWorkspace;
 let served: string;
 let server: GitHttpServer;
-
-beforeAll(async () => {
-  t = new TestWorkspace("grex-mirrors-");
-  served = join(t.root, "served");
-  mkdirSync(served);
-  server = await startGitHttpServer(served);
-});
-afterAll(async () => {
-  await server.stop();
-  t.cleanup();
-});
+servedWorkspace("grex-mirrors-", (f) => ({ t, served, server } = f));
 
 let n = 0;
 let ws: string;

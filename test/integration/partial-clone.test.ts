@@ -6,27 +6,18 @@
 // and which objects are missing; a later move to another commit fetches the
 // blobs it needs (as git pull / git checkout do), and the git CLI works in
 // grex's clone, fetching lazily from the same promisor remote.
-import { afterAll, beforeAll, beforeEach, expect, test } from "bun:test";
+import { beforeEach, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gitAsync } from "../helpers/git-fixtures.ts";
-import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
+import type { GitHttpServer } from "../helpers/git-http-server.ts";
+import { servedWorkspace } from "../helpers/served-workspace.ts";
 import { git, GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
 
 let t: TestWorkspace;
 let served: string;
 let server: GitHttpServer;
-
-beforeAll(async () => {
-  t = new TestWorkspace("grex-partial-");
-  served = join(t.root, "served");
-  mkdirSync(served);
-  server = await startGitHttpServer(served);
-});
-afterAll(async () => {
-  await server.stop();
-  t.cleanup();
-});
+servedWorkspace("grex-partial-", (f) => ({ t, served, server } = f));
 
 let n = 0;
 beforeEach(async () => {

@@ -3,26 +3,17 @@
 // commits beside `git fetch` + `git merge --ff-only` in git's shallow clone,
 // `grex update --depth 0` beside `git fetch --unshallow`, and the git CLI
 // working in grex's shallow clone (`git log`, `git pull`, `git fsck`).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
+import type { GitHttpServer } from "../helpers/git-http-server.ts";
+import { servedWorkspace } from "../helpers/served-workspace.ts";
 import { git, GIT_ENV, GREX_MAIN, TestWorkspace } from "../helpers/workspace.ts";
 
 let t: TestWorkspace;
 let served: string;
 let server: GitHttpServer;
-
-beforeAll(async () => {
-  t = new TestWorkspace("grex-shallow-");
-  served = join(t.root, "served");
-  mkdirSync(served);
-  server = await startGitHttpServer(served);
-});
-afterAll(async () => {
-  await server.stop();
-  t.cleanup();
-});
+servedWorkspace("grex-shallow-", (f) => ({ t, served, server } = f));
 
 /** git as a process that may talk to the in-process HTTP server (a blocking spawn would starve it). */
 async function gitA(cwd: string, ...args: string[]): Promise<string> {
