@@ -78,12 +78,17 @@ export class TestWorkspace {
   }
 
   /** Run the CLI in process in the workspace. */
-  async grex(...argv: string[]): Promise<RunResult> {
+  grex(...argv: string[]): Promise<RunResult> {
+    return this.grexAt(this.ws, argv);
+  }
+
+  /** Run the CLI in process in `cwd` (another workspace, a task workspace), with this workspace's environment or `env`. */
+  async grexAt(cwd: string, argv: string[], env: Record<string, string | undefined> = this.env): Promise<RunResult> {
     let stdout = "";
     let stderr = "";
     const code = await runCli(argv, {
-      cwd: this.ws,
-      env: this.env,
+      cwd,
+      env,
       stdout: (t) => {
         stdout += t;
       },

@@ -5,30 +5,10 @@
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { runCli } from "../../src/cli/run.ts";
 import { git, TestWorkspace } from "../helpers/workspace.ts";
 
 let t: TestWorkspace;
 afterEach(() => t?.cleanup());
-
-/** The CLI with HOME set to `home` (the test root: the workspace then lies inside HOME, as for most users). */
-async function grexWithHome(home: string, ...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(argv, {
-    cwd: t.ws,
-    env: { ...t.env, HOME: home },
-    stdout: (s) => {
-      stdout += s;
-    },
-    stderr: (s) => {
-      stderr += s;
-    },
-    stdoutTTY: false,
-    stderrTTY: false,
-  });
-  return { code, stdout, stderr };
-}
 
 const yaml = (actions: string[]) => `schema_version: "1"\nname: p\ntype: declarative\nactions:\n${actions.map((a) => `  ${a}\n`).join("")}`;
 
@@ -53,14 +33,14 @@ for (const [name, insideHome, extra] of [
   test(`a path through the pack's own link to the workspace is refused (${name}); nothing is created in the workspace`, async () => {
     t = new TestWorkspace("grex-hostile-actions-");
     const home = insideHome ? t.root : t.home;
-    expect((await grexWithHome(home, "init")).code).toBe(0);
+    expect((await t.grexAt(t.ws, ["init"], { ...t.env, HOME: home })).code).toBe(0);
     for (const [action, field, raw] of [
       ["- mkdir: { path: lnk/x }", "mkdir.path", "lnk/x"],
       ["- symlink: { src: files/a, dst: lnk/x }", "symlink.dst", "lnk/x"],
     ] as const) {
       const up = linkedPack([action]);
       for (const dry of [["--dry-run"], []]) {
-        const r = await grexWithHome(home, "add", up, "p", ...extra, ...dry);
+        const r = await t.grexAt(t.ws, ["add", up, "p", ...extra, ...dry], { ...t.env, HOME: home });
         expect(r.stderr).toContain(`refusing actions[0].${field} of pack 'p' ('${raw}', real path`);
         // A dry run plans in a temporary clone outside the workspace: there the link leads out of the pack and HOME.
         expect(r.stderr).toContain(dry.length > 0 ? "a symlink in the pack leads it out of the pack and HOME" : "it is inside the workspace but in no pack");
@@ -71,7 +51,7 @@ for (const [name, insideHome, extra] of [
     }
     // The pack's own directories and HOME stay open to it.
     const ok = linkedPack(["- mkdir: { path: build }", "- mkdir: { path: $HOME/.p }"]);
-    const r = await grexWithHome(home, "add", ok, "p", ...extra);
+    const r = await t.grexAt(t.ws, ["add", ok, "p", ...extra], { ...t.env, HOME: home });
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(existsSync(join(t.ws, "p", "build"))).toBe(true);

@@ -9,7 +9,6 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { runCli } from "../../src/cli/run.ts";
 import { SessionTransport, serverOptions } from "../helpers/mcp.ts";
 import { git, TestWorkspace } from "../helpers/workspace.ts";
 
@@ -21,24 +20,6 @@ const taskDir = (name: string) => join(t.root, "tasks", name);
 /** The three packs task `i` commits in. */
 const touched = (i: number) => [PACKS[i] as string, PACKS[i + 5] as string, PACKS[i + 10] as string];
 const commits = new Map<string, string>();
-
-async function grexIn(cwd: string, argv: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(argv, {
-    cwd,
-    env: t.env,
-    stdout: (s) => {
-      stdout += s;
-    },
-    stderr: (s) => {
-      stderr += s;
-    },
-    stdoutTTY: false,
-    stderrTTY: false,
-  });
-  return { code, stdout, stderr, json: argv.includes("--json") && stdout.trim() ? (JSON.parse(stdout) as Record<string, unknown>) : {} };
-}
 
 async function viaProcess(name: string): Promise<Record<string, unknown>> {
   const p = t.spawnGrex(["init", "--from", t.ws, "--branch", `topic-${name}`, "--json"], { cwd: taskDir(name) });
@@ -107,14 +88,14 @@ describe("four task workspaces from one 20-pack workspace, made at once", () => 
   test("removing one task workspace's packs keeps its branches; a dirty worktree is refused", async () => {
     const dir = taskDir("cli-a");
     for (const id of PACKS) {
-      const r = await grexIn(dir, ["rm", id]);
+      const r = await t.grexAt(dir, ["rm", id]);
       expect({ id, code: r.code, err: r.stderr }).toEqual({ id, code: 0, err: "" });
     }
     for (const id of touched(0)) expect(git(join(t.ws, id), "rev-parse", "refs/heads/topic-cli-a")).toBe(commits.get(`cli-a/${id}`) as string);
     for (const id of PACKS) expect(git(join(t.ws, id), "worktree", "list", "--porcelain")).not.toContain(join(dir, id));
     const dirty = join(taskDir("cli-b"), PACKS[3] as string);
     writeFileSync(join(dirty, "README.md"), "unsaved\n");
-    const refused = await grexIn(taskDir("cli-b"), ["rm", PACKS[3] as string]);
+    const refused = await t.grexAt(taskDir("cli-b"), ["rm", PACKS[3] as string]);
     expect(refused.code).toBe(4);
     expect(refused.stderr.trim().split("\n")).toHaveLength(1);
     expect(refused.stderr).toContain(`Refusing to delete uncommitted or untracked changes in the worktree of '${PACKS[3]}'`);
@@ -123,7 +104,7 @@ describe("four task workspaces from one 20-pack workspace, made at once", () => 
 
   test("a deleted task directory is pruned by doctor --fix; git fsck is clean everywhere", async () => {
     rmSync(taskDir("mcp-a"), { recursive: true });
-    const fixed = await grexIn(t.ws, ["doctor", "--fix", "--json"]);
+    const fixed = await t.grexAt(t.ws, ["doctor", "--fix", "--json"]);
     expect(fixed.json.fixed).toContain("worktrees");
     for (const id of PACKS) {
       const src = join(t.ws, id);

@@ -5,31 +5,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { runCli } from "../../src/cli/run.ts";
 import { git, snapshot, TestWorkspace } from "../helpers/workspace.ts";
 
 let t: TestWorkspace;
 let tool: string;
-
-/** The CLI in process, in `cwd`. */
-async function grexIn(cwd: string, argv: string[], env: Record<string, string | undefined> = t.env) {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(argv, {
-    cwd,
-    env,
-    stdout: (s) => {
-      stdout += s;
-    },
-    stderr: (s) => {
-      stderr += s;
-    },
-    stdoutTTY: false,
-    stderrTTY: false,
-  });
-  const json = argv.includes("--json") && stdout.trim() !== "" ? (JSON.parse(stdout) as Record<string, unknown>) : {};
-  return { code, stdout, stderr, json };
-}
 
 const TOOL_PACK = `schema_version: "1"
 name: tool
@@ -66,7 +45,7 @@ describe("grex init --from", () => {
   test("makes every pack, children included, a linked worktree on the topic; HOME setup is skipped and listed", async () => {
     one = task("one");
     const home = snapshot(t.home);
-    const r = await grexIn(one, ["init", "--from", t.ws, "--branch", "topic", "--json"]);
+    const r = await t.grexAt(one, ["init", "--from", t.ws, "--branch", "topic", "--json"]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     result = r.json;
@@ -99,13 +78,13 @@ describe("grex init --from", () => {
   });
 
   test("the task workspace is a workspace: status, and sync fetches into the shared repository without moving the source", async () => {
-    const st = await grexIn(one, ["status", "--json"]);
+    const st = await t.grexAt(one, ["status", "--json"]);
     expect(st.code).toBe(0);
     const rows = st.json.packs as Array<{ id: string; branch: string; drift: string }>;
     expect(rows.map((r) => [r.id, r.branch, r.drift])).toEqual(PACKS.map((id) => [id, "topic", "topic"]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))));
     const before = git(join(t.ws, "libs/tool"), "rev-parse", "HEAD");
     const upstream = t.commit(tool, { "NEW.md": "new\n" }, "upstream moved");
-    const sync = await grexIn(one, ["sync", "--json"]);
+    const sync = await t.grexAt(one, ["sync", "--json"]);
     expect(sync.code).toBe(0);
     const src = join(t.ws, "libs/tool");
     expect(git(src, "rev-parse", "refs/remotes/origin/main")).toBe(upstream);
@@ -118,12 +97,12 @@ describe("grex init --from", () => {
   test("a commit in the task workspace is on the topic in the source at once; the source's status lists the worktrees", async () => {
     const sha = t.commit(join(one, "libs/tool"), { "WORK.md": "work\n" }, "task work");
     expect(git(join(t.ws, "libs/tool"), "rev-parse", "refs/heads/topic")).toBe(sha);
-    const plain = await grexIn(t.ws, ["status"]);
+    const plain = await t.grexAt(t.ws, ["status"]);
     expect(plain.stdout).not.toContain("worktree");
-    const long = await grexIn(t.ws, ["status", "--long"]);
+    const long = await t.grexAt(t.ws, ["status", "--long"]);
     expect(long.stdout).toContain(`libs/tool: worktree ${join(one, "libs/tool")} on topic`);
     writeFileSync(join(one, "libs/tool", "scratch.txt"), "x\n");
-    const st = await grexIn(t.ws, ["status", "--json"]);
+    const st = await t.grexAt(t.ws, ["status", "--json"]);
     const row = (st.json.packs as Array<{ id: string; worktrees?: unknown[] }>).find((r) => r.id === "libs/tool");
     expect(row?.worktrees).toEqual([{ path: join(one, "libs/tool"), branch: "topic", dirty: true, prunable: null }]);
     rmSync(join(one, "libs/tool", "scratch.txt"));
@@ -132,7 +111,7 @@ describe("grex init --from", () => {
   test("--setup-home runs the setup that writes into HOME too", async () => {
     const home = join(t.root, "other-home");
     mkdirSync(home);
-    const r = await grexIn(task("home"), ["init", "--from", t.ws, "--branch", "with-home", "--filter", "libs/tool", "--setup-home", "--json"], { ...t.env, HOME: home });
+    const r = await t.grexAt(task("home"), ["init", "--from", t.ws, "--branch", "with-home", "--filter", "libs/tool", "--setup-home", "--json"], { ...t.env, HOME: home });
     expect(r.code).toBe(0);
     expect(r.json.setup_skipped).toEqual([]);
     expect(existsSync(join(home, ".config", "tool"))).toBe(true);
@@ -155,7 +134,7 @@ describe("bad input: one sentence, exit 2, nothing made", () => {
     test(name, async () => {
       const dir = name.includes("inside") ? join(t.ws, "inner") : task(`bad-${name.replaceAll(" ", "-")}`);
       mkdirSync(dir, { recursive: true });
-      const r = await grexIn(dir, ["init", ...args(dir)]);
+      const r = await t.grexAt(dir, ["init", ...args(dir)]);
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(message);
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
@@ -168,7 +147,7 @@ describe("bad input: one sentence, exit 2, nothing made", () => {
 describe("what init --from would do, and a source pack not on disk", () => {
   test("--dry-run lists the packs and makes nothing", async () => {
     const dir = task("dry");
-    const r = await grexIn(dir, ["init", "--from", t.ws, "--branch", "dry-topic", "--filter", "meta-basic", "--dry-run", "--json"]);
+    const r = await t.grexAt(dir, ["init", "--from", t.ws, "--branch", "dry-topic", "--filter", "meta-basic", "--dry-run", "--json"]);
     expect(r.code).toBe(0);
     expect((r.json.packs as Array<{ id: string }>).map((p) => p.id)).toEqual(["meta-basic", "meta-basic/child-a", "meta-basic/second"]);
     expect(readdirSync(dir)).toEqual([]);
@@ -179,9 +158,9 @@ describe("what init --from would do, and a source pack not on disk", () => {
     const other = join(t.root, "uncloned-source");
     mkdirSync(other);
     writeFileSync(join(other, "grex.jsonl"), readFileSync(join(t.ws, "grex.jsonl")));
-    expect((await grexIn(other, ["init", "--no-clone"])).code).toBe(0);
+    expect((await t.grexAt(other, ["init", "--no-clone"])).code).toBe(0);
     const dir = task("uncloned");
-    const r = await grexIn(dir, ["init", "--from", other, "--branch", "x"]);
+    const r = await t.grexAt(dir, ["init", "--from", other, "--branch", "x"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^grex: pack '.*' is not on disk in the source workspace \(.*\), so it has no repository to share; run grex sync there first, or leave it out with --filter\.\n$/);
     expect(readdirSync(dir)).toEqual([]);
@@ -191,15 +170,15 @@ describe("what init --from would do, and a source pack not on disk", () => {
 describe("removal never loses work", () => {
   test("rm in the task workspace refuses changes, then removes the worktree; the commits stay on the topic", async () => {
     const dir = task("two");
-    expect((await grexIn(dir, ["init", "--from", t.ws, "--branch", "second-topic", "--filter", "libs/tool"])).code).toBe(0);
+    expect((await t.grexAt(dir, ["init", "--from", t.ws, "--branch", "second-topic", "--filter", "libs/tool"])).code).toBe(0);
     const sha = t.commit(join(dir, "libs/tool"), { "TWO.md": "two\n" }, "second task");
     writeFileSync(join(dir, "libs/tool/README.md"), "edited\n");
-    const refused = await grexIn(dir, ["rm", "libs/tool"]);
+    const refused = await t.grexAt(dir, ["rm", "libs/tool"]);
     expect(refused.code).toBe(4);
     expect(refused.stderr).toContain("Refusing to delete uncommitted or untracked changes in the worktree of 'libs/tool'");
     expect(readFileSync(join(dir, "libs/tool/README.md"), "utf8")).toBe("edited\n");
     git(join(dir, "libs/tool"), "checkout", "--", "README.md");
-    const rm = await grexIn(dir, ["rm", "libs/tool"]);
+    const rm = await t.grexAt(dir, ["rm", "libs/tool"]);
     expect(rm.stderr).toBe("");
     expect(rm.code).toBe(0);
     const src = join(t.ws, "libs/tool");
@@ -210,7 +189,7 @@ describe("removal never loses work", () => {
   });
 
   test("the source refuses to rm a pack that still has worktrees, naming them", async () => {
-    const r = await grexIn(t.ws, ["rm", "libs/tool"]);
+    const r = await t.grexAt(t.ws, ["rm", "libs/tool"]);
     expect(r.code).toBe(4);
     expect(r.stderr).toContain(`Refusing to delete 'libs/tool': its repository still has worktrees in other workspaces (${join(t.root, "tasks", "one", "libs/tool")} (topic)`);
     expect(existsSync(join(t.ws, "libs/tool"))).toBe(true);
@@ -218,12 +197,12 @@ describe("removal never loses work", () => {
 
   test("a deleted task directory: doctor reports the stale registrations, doctor --fix prunes them, the branches stay", async () => {
     const dir = task("gone");
-    expect((await grexIn(dir, ["init", "--from", t.ws, "--branch", "gone-topic"])).code).toBe(0);
+    expect((await t.grexAt(dir, ["init", "--from", t.ws, "--branch", "gone-topic"])).code).toBe(0);
     rmSync(dir, { recursive: true });
-    const doctor = await grexIn(t.ws, ["doctor", "--json"]);
+    const doctor = await t.grexAt(t.ws, ["doctor", "--json"]);
     const stale = (doctor.json.findings as Array<{ check: string; pack: string; severity: string }>).filter((f) => f.check === "worktrees" && f.severity === "warning");
     expect(stale.map((f) => f.pack).sort()).toEqual([...PACKS].sort());
-    const fixed = await grexIn(t.ws, ["doctor", "--fix", "--json"]);
+    const fixed = await t.grexAt(t.ws, ["doctor", "--fix", "--json"]);
     expect(fixed.json.fixed).toContain("worktrees");
     for (const id of PACKS) {
       const src = join(t.ws, id);
@@ -231,7 +210,7 @@ describe("removal never loses work", () => {
       expect(git(src, "rev-parse", "--verify", "refs/heads/gone-topic")).toMatch(/^[0-9a-f]{40}$/);
       git(src, "fsck");
     }
-    const again = await grexIn(t.ws, ["doctor", "--json"]);
+    const again = await t.grexAt(t.ws, ["doctor", "--json"]);
     expect((again.json.findings as Array<{ check: string; severity: string }>).filter((f) => f.check === "worktrees" && f.severity !== "ok")).toEqual([]);
   });
 });
@@ -239,10 +218,10 @@ describe("removal never loses work", () => {
 describe("a full workspace, sharing its repositories safely", () => {
   test("exec, run and the MCP server work in a task workspace", async () => {
     const dir = join(t.root, "tasks", "one");
-    const ex = await grexIn(dir, ["exec", "--json", "--", "git", "rev-parse", "--abbrev-ref", "HEAD"]);
+    const ex = await t.grexAt(dir, ["exec", "--json", "--", "git", "rev-parse", "--abbrev-ref", "HEAD"]);
     expect(ex.code).toBe(0);
     expect(JSON.stringify(ex.json)).toContain("topic");
-    const run = await grexIn(dir, ["run", "exec", "--filter", "libs/tool", "--json"]);
+    const run = await t.grexAt(dir, ["run", "exec", "--filter", "libs/tool", "--json"]);
     expect(run.code).toBe(0);
     const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
     const { SessionTransport, serverOptions } = await import("../helpers/mcp.ts");
