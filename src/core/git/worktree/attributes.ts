@@ -131,7 +131,7 @@ const escapeRe = (c: string) => c.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 /** git's wildmatch as a regular expression; `pathname`: `*` and `?` stop at `/` (WM_PATHNAME). */
 export function wildmatchRegex(p: string, pathname: boolean): RegExp {
   let re = "";
-  const any = pathname ? "[^/]" : ".";
+  const oneChar = pathname ? "[^/]" : ".";
   for (let i = 0; i < p.length; i++) {
     const c = p[i] as string;
     if (c === "*") {
@@ -146,9 +146,9 @@ export function wildmatchRegex(p: string, pathname: boolean): RegExp {
           re += "(?:.*/)?"; // `**/`: zero or more directories
           j++; // the slash is part of it
         }
-      } else re += `${any}*`;
+      } else re += `${oneChar}*`;
       i = j;
-    } else if (c === "?") re += any;
+    } else if (c === "?") re += oneChar;
     else if (c === "[") {
       const cls = charClass(p, i + 1);
       if (cls === null) re += "\\[";
