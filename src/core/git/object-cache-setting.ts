@@ -39,6 +39,8 @@ export function objectCacheSetting(root: string | null, env: Record<string, stri
 
 /** Run `fn` with `dir` as the object cache of everything it does (null: none). */
 export function withObjectCache<T>(dir: string | null, fn: () => T): T {
+  // The usual case (no cache anywhere in this process) costs nothing: no context is made or carried.
+  if (dir === null && scope === undefined) return fn();
   scope ??= new (import.meta.require("node:async_hooks") as typeof import("node:async_hooks")).AsyncLocalStorage();
   return scope.run(dir, fn);
 }
