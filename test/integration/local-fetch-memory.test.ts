@@ -8,33 +8,17 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { backendPeakGrowth } from "../helpers/backend-memory.ts";
 import { git, makeRepo, tempDir } from "../helpers/git-fixtures.ts";
 
 let tmp: { path: string; cleanup: () => void };
 let up: string;
 let clone: string;
-const backend = join(import.meta.dir, "..", "..", "src", "core", "git", "backend.ts");
 const MiB = 1024 * 1024;
 
 /** Fetch `up` into `clone` in a child process; its memory growth (peak over start), in bytes. */
 function fetchInChild(name: string): number {
-  const script = join(tmp.path, `${name}.ts`);
-  writeFileSync(
-    script,
-    [
-      `import { readFileSync } from "node:fs";`,
-      `const rss = (k: string) => Number(new RegExp(k + ":\\\\s+(\\\\d+) kB").exec(readFileSync("/proc/self/status", "utf8"))?.[1]);`,
-      `const { backendFor } = await import(${JSON.stringify(backend)});`,
-      `const start = rss("VmRSS");`,
-      `await backendFor(${JSON.stringify(up)}).fetch(${JSON.stringify(clone)}, ${JSON.stringify(up)}, { signal: new AbortController().signal });`,
-      `console.log(JSON.stringify({ start, peak: rss("VmHWM") }));`,
-    ].join("\n"),
-  );
-  const run = Bun.spawnSync([process.execPath, script], { cwd: tmp.path });
-  expect(run.stderr.toString()).toBe("");
-  expect(run.exitCode).toBe(0);
-  const { start, peak } = JSON.parse(run.stdout.toString()) as { start: number; peak: number };
-  return (peak - start) * 1024;
+  return backendPeakGrowth(tmp.path, name, up, `fetch(${JSON.stringify(clone)}, ${JSON.stringify(up)}, { signal })`);
 }
 
 /** Commit `count` random (incompressible) files of `size` bytes each in `up`, left as loose objects. */
@@ -51,7 +35,7 @@ beforeAll(async () => {
   up = join(tmp.path, "up");
   makeRepo(up, { "README.md": "up\n" });
   clone = join(tmp.path, "clone");
-  const { backendFor } = await import(backend);
+  const { backendFor } = await import("../../src/core/git/backend.ts");
   await backendFor(up).clone(up, clone, { ref: null, signal: new AbortController().signal });
 }, 60_000);
 afterAll(() => tmp.cleanup());
