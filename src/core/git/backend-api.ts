@@ -13,6 +13,12 @@ export interface CloneOptions {
   warn?: (message: string) => void;
   /** A shallow clone of this many commits (`git clone --depth n`); absent: full history. */
   depth?: number;
+  /**
+   * A local repository of the same upstream to clone from instead (a linked
+   * worktree's submodule from the main worktree's: objects hard-linked, no
+   * network); its remote-tracking refs become the clone's, origin stays `url`.
+   */
+  from?: string;
 }
 
 export interface GitBackend {

@@ -47,12 +47,13 @@ function fetchPack(gitdir: string, url: string, signal: AbortSignal, clone: bool
 }
 
 export const inProcess: GitBackend = {
-  clone(url, dir, { ref, signal, depth, filter, warn }) {
+  clone(url, dir, { ref, signal, depth, filter, warn, from }) {
     return timePhase("clone", () => cloneAtomically(dir, signal, async (tmp) => {
       const t0 = phaseStart();
       const gitdir = initWithOrigin(tmp, url, filter);
       phaseEnd("clone.init", t0);
-      const { defaultBranch } = await fetchPack(gitdir, url, signal, true, { ...(depth ? { depth, ref } : {}), warn });
+      const { defaultBranch } =
+        from !== undefined ? await fetchLocal(gitdir, from, signal, { asCopy: true }) : await fetchPack(gitdir, url, signal, true, { ...(depth ? { depth, ref } : {}), warn });
       throwIfAborted(signal);
       // What the fetch left (a large pack's indexing) goes before the checkout allocates: the two peaks never add up.
       const t1 = phaseStart();

@@ -33,7 +33,8 @@ import * as fs from "node:fs";
 import { isAbsolute, join, resolve as resolvePath } from "node:path";
 import { GrexError, packOpError, throwIfAborted } from "../base/errors.ts";
 import { controlCharIn, controlCharProblem } from "../base/naming.ts";
-import { backendFor } from "./backend.ts";
+import { backendFor, inProcessBackend } from "./backend.ts";
+import { isGitDirectory, layoutOfGitdir } from "./layout/layout.ts";
 import { budgetFor, fileProtocolAllowed } from "./submodule-budget.ts";
 import { displayUrl, transportOf } from "./transport/url.ts";
 import { configBool, parseConfig, readGitdirConfigValue, setRepoConfig } from "./refs/config.ts";
@@ -181,11 +182,14 @@ export async function updateSubmodules(
   env: Record<string, string | undefined> = process.env,
   depth = 0,
   prefix = "",
+  copyOf: string | null = null,
 ): Promise<SubmoduleOutcome[]> {
   throwIfAborted(signal);
   const gitdir = gitdirOf(dir);
   const head = gitdir ? resolveRefSync(gitdir, "HEAD") : null;
   if (!gitdir || !head) return [];
+  // A linked worktree's submodules (a task workspace's) are copies of the main worktree's: cloned from those.
+  const source = copyOf ?? mainWorktreeGitdir(gitdir);
   const store = new ObjectStore(gitdir);
   let tree: Map<string, string>;
   let gitmodules: string | null = null;
@@ -269,10 +273,12 @@ export async function updateSubmodules(
       err instanceof GrexError && err.data?.ref === sha
         ? packOpError(`${where} records commit ${sha}, which ${displayUrl(subUrl)} does not have; ask the pack's owner to push that commit or to fix the submodule.`, { dir, commit: sha })
         : err;
+    const copy = copyHolding(source, d.name, sha);
     if (!populated) {
       budget.take(where);
       try {
-        await backend.clone(subUrl, subDir, { ref: sha, signal });
+        if (copy !== null) await inProcessBackend.clone(subUrl, subDir, { ref: sha, signal, from: copy });
+        else await backend.clone(subUrl, subDir, { ref: sha, signal });
       } catch (err) {
         throw missing(err);
       }
@@ -298,9 +304,35 @@ export async function updateSubmodules(
         out.push({ path: shown, name: d.name, sha, result: "updated", message: `${(now ?? "none").slice(0, 7)}..${sha.slice(0, 7)}` });
       }
     }
-    out.push(...(await updateSubmodules(subDir, subUrl, signal, env, depth + 1, `${shown}/`)));
+    out.push(...(await updateSubmodules(subDir, subUrl, signal, env, depth + 1, `${shown}/`, copy)));
   }
   return out;
+}
+
+/** The main worktree's repository when `gitdir` is a linked worktree's, else null. */
+function mainWorktreeGitdir(gitdir: string): string | null {
+  const common = layoutOfGitdir(gitdir).commonDir;
+  return resolvePath(common) === resolvePath(gitdir) ? null : common;
+}
+
+/**
+ * Submodule `name` of the repository `source` (the same superproject in the
+ * main worktree), when it is a repository holding `commit`: the clone then
+ * links its objects instead of fetching them (`git clone` by path does the
+ * same; hard links, so its gc cannot take them away).
+ */
+function copyHolding(source: string | null, name: string, commit: string): string | null {
+  if (source === null) return null;
+  const placed = moduleGitdir(source, name);
+  if ("refused" in placed || !isGitDirectory(placed.gitdir)) return null;
+  const store = new ObjectStore(placed.gitdir);
+  try {
+    return store.readCommit(commit) === null ? null : placed.gitdir;
+  } catch {
+    return null;
+  } finally {
+    store.close();
+  }
 }
 
 /**

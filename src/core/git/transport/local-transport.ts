@@ -29,11 +29,23 @@ import { type FetchDepth, narrowRefs, shallowBoundary } from "./shallow-refs.ts"
 import { blobLimitOf } from "../../base/clone-filter.ts";
 import { partialCloneFilter, promisorFileText } from "./promisor.ts";
 
-/** The refs of a local repository, read from its files. */
-export function readLocalRefs(srcGitdir: string): RemoteRefs {
+/**
+ * The refs of a local repository, read from its files: its branches; or, for
+ * a copy of the same upstream (`asCopy`: a main worktree's submodule, which a
+ * linked worktree's is cloned from), its remote-tracking branches and
+ * `origin/HEAD`, as that upstream advertised them when the copy last fetched.
+ */
+export function readLocalRefs(srcGitdir: string, asCopy = false): RemoteRefs {
   const strip = (m: Map<string, string>, prefix: string) => new Map([...m].map(([k, v]) => [k.slice(prefix.length), v]));
-  const branches = strip(listRefsSync(srcGitdir, "refs/heads/"), "refs/heads/");
   const tags = strip(listRefsSync(srcGitdir, "refs/tags/"), "refs/tags/");
+  if (asCopy) {
+    const tracking = "refs/remotes/origin/";
+    const branches = strip(listRefsSync(srcGitdir, tracking), tracking);
+    branches.delete("HEAD");
+    const head = readSymref(srcGitdir, `${tracking}HEAD`);
+    return { branches, tags, defaultBranch: head?.startsWith(tracking) && branches.has(head.slice(tracking.length)) ? head.slice(tracking.length) : null };
+  }
+  const branches = strip(listRefsSync(srcGitdir, "refs/heads/"), "refs/heads/");
   const defaultBranch = pickDefaultBranch(branches, readSymref(srcGitdir, "HEAD"), resolveRefSync(srcGitdir, "HEAD"));
   return { branches, tags, defaultBranch };
 }
@@ -45,14 +57,14 @@ export function readLocalRefs(srcGitdir: string): RemoteRefs {
  * below the tips as upload-pack does, INFINITE_DEPTH copies what lies below
  * our boundary (`git fetch --unshallow`).
  */
-export async function fetchLocal(destGitdir: string, url: string, signal: AbortSignal, opts: FetchDepth = {}): Promise<FetchResult> {
+export async function fetchLocal(destGitdir: string, url: string, signal: AbortSignal, opts: FetchDepth & { asCopy?: boolean } = {}): Promise<FetchResult> {
   throwIfAborted(signal);
   const srcPath = localPath(url);
   const srcGitdir = gitdirOf(srcPath);
   if (!srcGitdir) throw notARepo(srcPath);
   const boundary = readShallow(destGitdir);
   const deepen = opts.depth !== undefined && opts.depth > 0 && (opts.depth !== INFINITE_DEPTH || boundary.size > 0);
-  const all = readLocalRefs(srcGitdir);
+  const all = readLocalRefs(srcGitdir, opts.asCopy);
   const remote = deepen || boundary.size > 0 ? narrowRefs(destGitdir, all, opts.ref) : all;
   const plan = planRefs(destGitdir, remote);
   if (deepen) {
