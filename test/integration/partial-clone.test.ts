@@ -179,6 +179,23 @@ test("a local source: grex's own server side leaves the blobs out as git's uploa
   expect(readFileSync(join(mine, "src/a.txt"), "utf8")).toBe("a1\n");
 });
 
+test("--depth with --filter from a local source: a shallow partial clone, as git clone --depth --filter makes over file://", async () => {
+  const { bare } = publish("dl");
+  const add = await t.grex("add", bare, "pack", "--depth", "2", "--filter", "blob:none");
+  expect(add.stderr).toBe("");
+  expect(add.code).toBe(0);
+  const mine = join(t.ws, "pack");
+  const theirs = join(t.root, `git-clone-${n}`);
+  await gitAsync(t.root, "clone", "-q", "--depth", "2", "--filter=blob:none", `file://${bare}`, theirs);
+  expect(readFileSync(join(mine, ".git", "shallow"), "utf8")).toBe(readFileSync(join(theirs, ".git", "shallow"), "utf8"));
+  expect(await promisorConfig(mine)).toEqual(await promisorConfig(theirs));
+  // The history (commits, trees) came in a pack marked .promisor, so git takes the blobs it lacks for promised ones.
+  expect(promisorPacks(mine).length).toBeGreaterThan(0);
+  expect(await gitView(mine)).toEqual(await gitView(theirs));
+  expect(await missing(mine)).toEqual(await missing(theirs));
+  expect((await missing(mine)).length).toBeGreaterThan(0);
+});
+
 test("blob:limit=<n> leaves out only the larger files", async () => {
   const { url } = publish("lim");
   const add = await t.grex("add", url, "pack", "--filter", "blob:limit=1k");

@@ -69,7 +69,7 @@ export async function fetchLocal(destGitdir: string, url: string, signal: AbortS
   const plan = planRefs(destGitdir, remote);
   if (deepen) {
     try {
-      await deepenFrom(srcGitdir, destGitdir, remote, opts.depth as number, signal);
+      await deepenFrom(srcGitdir, destGitdir, remote, opts.depth as number, signal, promisorFileText(plan.writes));
       ensureConnected(srcGitdir, destGitdir, url, plan.writes.map(([, oid]) => oid), signal);
     } catch (err) {
       writeShallow(destGitdir, boundary);
@@ -376,7 +376,7 @@ function mergeShallow(srcGitdir: string, destGitdir: string): void {
  * boundary becomes the commits where the copy stopped. The boundary is
  * written before the objects are checked, so the check ends where history does.
  */
-async function deepenFrom(srcGitdir: string, destGitdir: string, remote: RemoteRefs, depth: number, signal: AbortSignal): Promise<void> {
+async function deepenFrom(srcGitdir: string, destGitdir: string, remote: RemoteRefs, depth: number, signal: AbortSignal, promisorText: string): Promise<void> {
   const srcShallow = readShallow(srcGitdir);
   const tips = [...new Set([...remote.branches.values(), ...remote.tags.values()])];
   const src = new ObjectStore(srcGitdir);
@@ -391,7 +391,9 @@ async function deepenFrom(srcGitdir: string, destGitdir: string, remote: RemoteR
   // Our boundary commits inside the new depth are present but their history is not: walk through them (upload-pack's unshallow).
   const lifted = [...ours].filter((c) => cut.inside.has(c));
   const parents = lifted.flatMap((c) => readCommitOf(srcGitdir, c)?.parents ?? []);
-  const missing = missingObjectsNative(srcGitdir, presence, [...tips, ...parents], new Set([...cut.boundary, ...srcShallow]), signal);
+  // A shallow partial clone (`--depth n --filter …`) leaves out what the filter names, as a deep one does (copyObjects).
+  const filter = partialCloneFilter(destGitdir);
+  const missing = missingObjectsNative(srcGitdir, presence, [...tips, ...parents], new Set([...cut.boundary, ...srcShallow]), signal, filter === null ? -1 : blobLimitOf(filter));
   if (missing === null) throw noShallowCopy(srcGitdir);
   const copied = new Set(missing.map((m) => m.oid));
   // Ours stay unless lifted; the new cut counts where it now ends a history we hold.
@@ -399,7 +401,9 @@ async function deepenFrom(srcGitdir: string, destGitdir: string, remote: RemoteR
   // As any later fetch: loose or streamed into one pack, one object in memory at a time.
   const store = new ObjectStore(srcGitdir);
   try {
-    const done = missing.length <= LOOSE_LIMIT ? copyLoose(store, destGitdir, commitsLast(missing)) : await streamPack(store, destGitdir, missing, signal);
+    // A partial clone's objects come in one pack marked `.promisor`, however few, as upload-pack sends them.
+    const done =
+      filter !== null ? missing.length === 0 || (await streamPack(store, destGitdir, missing, signal, promisorText)) : missing.length <= LOOSE_LIMIT ? copyLoose(store, destGitdir, commitsLast(missing)) : await streamPack(store, destGitdir, missing, signal);
     if (!done) throw noShallowCopy(srcGitdir);
   } finally {
     store.close();
