@@ -37,6 +37,11 @@ function publish(name: string): { work: string; bare: string } {
   t.commit(work, { "side.txt": "s\n", "dir/deep.txt": "d\n" }, "side");
   git(work, "checkout", "-q", "main");
   git(work, "merge", "-q", "--no-ff", "side", "-m", "merge side");
+  // Tags inside the history a --depth 2 clone gets (lightweight, annotated, a tag of a tag) and one below it.
+  git(work, "tag", "light", "side");
+  git(work, "tag", "-a", "near", "-m", "near", "main~1");
+  git(work, "tag", "-a", "outer", "-m", "outer", "near");
+  git(work, "tag", "far", "main~4");
   const bare = join(served, `${name}.git`);
   git(t.root, "clone", "-q", "--bare", work, bare);
   return { work, bare };
@@ -56,6 +61,7 @@ async function seen(dir: string) {
     log: await gitA(dir, "log", "--format=%H"),
     status: await gitA(dir, "status", "--porcelain"),
     head: await gitA(dir, "rev-parse", "HEAD"),
+    tags: await gitA(dir, "for-each-ref", "--format=%(refname) %(objectname)", "refs/tags"),
   };
 }
 
@@ -93,6 +99,8 @@ for (const kind of ["http", "file"] as const) {
       await gitA(t.root, "clone", "-q", "--depth", "2", url, theirs);
       const ours = await seen(join(ws, "pack"));
       expect(ours).toEqual(await seen(theirs));
+      // The tags into the history fetched are followed, as git's clone follows them; the one below the boundary is not.
+      expect(ours.tags.split("\n").map((l) => l.split(" ")[0])).toEqual(["refs/tags/light", "refs/tags/near", "refs/tags/outer"]);
       // The merge's two parents at depth 2 end the history: git's boundary, sorted.
       expect(ours.shallow?.trim().split("\n").length).toBe(2);
       expect(ours.log.split("\n").length).toBe(3);
@@ -104,6 +112,8 @@ for (const kind of ["http", "file"] as const) {
     test("a sync brings the new commits only, as git fetch + merge --ff-only does in git's shallow clone", async () => {
       push(up.work, up.bare, { "new.txt": "new\n" }, "new one");
       push(up.work, up.bare, { "new.txt": "newer\n" }, "new two");
+      git(up.work, "tag", "-a", "fresh", "-m", "fresh", "main");
+      git(up.work, "push", "-q", up.bare, "fresh");
       const sync = await grex(ws, "sync");
       expect(sync.code).toBe(0);
       await gitA(theirs, "fetch", "-q");
@@ -111,6 +121,7 @@ for (const kind of ["http", "file"] as const) {
       const ours = await seen(join(ws, "pack"));
       expect(ours).toEqual(await seen(theirs));
       expect(ours.log.split("\n").length).toBe(5);
+      expect(ours.tags).toContain("refs/tags/fresh ");
       await fsckClean(join(ws, "pack"));
       // The depth stays recorded: a later clone of the pack (another machine) is shallow too.
       expect(manifestLines(ws).filter((e) => e.op === "update")).toEqual([]);

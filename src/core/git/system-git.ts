@@ -142,7 +142,8 @@ async function fetchRemote(dir: string, gitdir: string, url: string, signal: Abo
     const specs = targets.map(([dst]) =>
       (dst as string).startsWith("refs/tags/") ? `${dst}:${dst}` : `+refs/heads/${(dst as string).slice(`refs/remotes/${REMOTE}/`.length)}:${dst}`,
     );
-    await runGit(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", ...(lift ? ["--unshallow"] : []), "--", url, ...specs], url, signal, dir);
+    // A shallow repository follows the tags into what it fetches (git's default tag following, as grex's own transports do); a full one names its tags.
+    await runGit(["fetch", "--quiet", ...(shallow ? [] : ["--no-tags"]), "--no-write-fetch-head", ...(lift ? ["--unshallow"] : []), "--", url, ...specs], url, signal, dir);
   }
   for (const r of plan.prunes) deleteRefSync(gitdir, r);
   writeOriginHead(gitdir, remote.defaultBranch);

@@ -14,7 +14,7 @@ import { type FetchResult, planRefs, type RemoteRefs, writeOriginHead } from "./
 import { advertise, uploadPack } from "./smart-http.ts";
 import { readShallow } from "../layout/layout.ts";
 import { INFINITE_DEPTH, updateShallow, writeShallow } from "../layout/shallow-file.ts";
-import { type FetchDepth, narrowRefs } from "./shallow-refs.ts";
+import { type FetchDepth, followedTags, narrowRefs } from "./shallow-refs.ts";
 import { displayUrl } from "./url.ts";
 import { isPartialClone, partialCloneFilter, promisorFileText } from "./promisor.ts";
 import { phaseEnd, phaseStart, timePhase } from "../../base/profile.ts";
@@ -55,7 +55,8 @@ export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal
     const ad = await timePhase("http.advertise", () => advertise(url, signal, limits));
     const boundary = readShallow(gitdir);
     const deepen = opts.depth !== undefined && opts.depth > 0 && (opts.depth !== INFINITE_DEPTH || boundary.size > 0);
-    const remote = deepen || boundary.size > 0 ? narrowRefs(gitdir, ad.remote, opts.ref) : ad.remote;
+    const narrowed = deepen || boundary.size > 0;
+    const remote = narrowed ? narrowRefs(gitdir, ad.remote, opts.ref) : ad.remote;
     const plan = planRefs(gitdir, remote);
     let links: PackLinks | undefined;
     // Deepening wants the tips even when they are here: the history below them is what is asked for.
@@ -85,21 +86,22 @@ export async function fetchHttp(gitdir: string, url: string, signal: AbortSignal
       if (deepen) before = updateShallow(gitdir, pack.shallow.added, pack.shallow.removed);
     }
     throwIfAborted(signal);
+    const writes = narrowed ? [...plan.writes, ...followedTags(gitdir, ad.remote, remote)] : plan.writes;
     // Objects first, refs after: a ref never points at something we lack, nor at a commit whose trees or blobs are missing.
     const t0 = phaseStart();
     try {
-      assertConnected(gitdir, url, plan.writes.map(([, oid]) => oid), links);
+      assertConnected(gitdir, url, writes.map(([, oid]) => oid), links);
     } catch (err) {
       if (before !== null) writeShallow(gitdir, before);
       throw err;
     }
     const t1 = phaseStart();
     phaseEnd("connectivity", t0);
-    writeRefsSync(gitdir, plan.writes);
+    writeRefsSync(gitdir, writes);
     deleteRefsSync(gitdir, plan.prunes);
     writeOriginHead(gitdir, remote.defaultBranch);
     phaseEnd("refs.write", t1);
-    return { defaultBranch: remote.defaultBranch, changed: plan.writes.length + plan.prunes.length > 0 };
+    return { defaultBranch: remote.defaultBranch, changed: writes.length + plan.prunes.length > 0 };
   } catch (err) {
     throw transportError(url, err);
   }

@@ -25,7 +25,7 @@ import { localPath } from "./url.ts";
 import { objectsDir, readShallow } from "../layout/layout.ts";
 import { borrowAlternates, linkObjectStore } from "./local-link.ts";
 import { INFINITE_DEPTH, writeShallow } from "../layout/shallow-file.ts";
-import { type FetchDepth, narrowRefs, shallowBoundary } from "./shallow-refs.ts";
+import { type FetchDepth, followedTags, narrowRefs, shallowBoundary, taggedObject } from "./shallow-refs.ts";
 import { blobLimitOf } from "../../base/clone-filter.ts";
 import { partialCloneFilter, promisorFileText } from "./promisor.ts";
 
@@ -65,7 +65,8 @@ export async function fetchLocal(destGitdir: string, url: string, signal: AbortS
   const boundary = readShallow(destGitdir);
   const deepen = opts.depth !== undefined && opts.depth > 0 && (opts.depth !== INFINITE_DEPTH || boundary.size > 0);
   const all = readLocalRefs(srcGitdir, opts.asCopy);
-  const remote = deepen || boundary.size > 0 ? narrowRefs(destGitdir, all, opts.ref) : all;
+  const narrowed = deepen || boundary.size > 0;
+  const remote = narrowed ? narrowRefs(destGitdir, all, opts.ref) : all;
   const plan = planRefs(destGitdir, remote);
   if (deepen) {
     try {
@@ -85,11 +86,41 @@ export async function fetchLocal(destGitdir: string, url: string, signal: AbortS
     }
   }
   throwIfAborted(signal);
+  if (narrowed) copyTagObjects(srcGitdir, destGitdir, all.tags);
+  const writes = narrowed ? [...plan.writes, ...followedTags(destGitdir, all, remote)] : plan.writes;
   // Objects first (checked complete), refs after: a ref never points at something we lack.
-  for (const [ref, oid] of plan.writes) writeRefSync(destGitdir, ref, oid);
+  for (const [ref, oid] of writes) writeRefSync(destGitdir, ref, oid);
   for (const ref of plan.prunes) deleteRefSync(destGitdir, ref);
   writeOriginHead(destGitdir, remote.defaultBranch);
-  return { defaultBranch: remote.defaultBranch, changed: plan.writes.length + plan.prunes.length > 0 };
+  return { defaultBranch: remote.defaultBranch, changed: writes.length + plan.prunes.length > 0 };
+}
+
+/**
+ * The annotated tag objects among `tags` whose tagged object is here (for a
+ * tag of a tag, each tag object of the chain), copied loose, innermost first:
+ * what upload-pack's include-tag sends along, so the tags can be followed.
+ */
+function copyTagObjects(srcGitdir: string, destGitdir: string, tags: ReadonlyMap<string, string>): void {
+  const presence = new ObjectPresence(destGitdir);
+  const store = new ObjectStore(srcGitdir);
+  try {
+    for (const oid of new Set(tags.values())) {
+      const chain: Wanted[] = [];
+      let at: string | null = oid;
+      while (at !== null && !presence.has(at) && chain.length < 16) {
+        const o = store.read(at);
+        if (o?.type !== "tag") {
+          at = null;
+          break;
+        }
+        chain.push({ oid: at, type: "tag" });
+        at = taggedObject(o.data);
+      }
+      if (chain.length > 0 && at !== null && presence.has(at)) copyLoose(store, destGitdir, chain.reverse());
+    }
+  } finally {
+    store.close();
+  }
 }
 
 /**

@@ -1,6 +1,7 @@
 // Shallow clones: which refs a shallow repository fetches, and (for the local
 // transport, where grex is the server) where history is cut at depth n.
 import type { ObjectStore } from "../objects/object-store.ts";
+import { ObjectPresence } from "../objects/objects.ts";
 import { listRefsSync, readSymref } from "../refs/refs.ts";
 import { REMOTE, type RemoteRefs } from "./remote-refs.ts";
 
@@ -38,6 +39,31 @@ export function narrowRefs(gitdir: string, remote: RemoteRefs, ref: string | nul
   return { branches, tags, defaultBranch };
 }
 
+/**
+ * The tags a narrowed fetch follows, as git's fetch of a single branch does
+ * (its default tag following): each tag of the remote's advertisement not
+ * fetched by name, that we lack, whose object is here once the fetch's
+ * objects are (a lightweight tag on a commit in the history fetched; an
+ * annotated one whose tag object came along: upload-pack's include-tag, or
+ * the local transport's copy). Tags on history below the boundary stay out.
+ */
+export function followedTags(gitdir: string, all: RemoteRefs, narrowed: RemoteRefs): Array<[string, string]> {
+  const ours = listRefsSync(gitdir, "refs/tags/");
+  const presence = new ObjectPresence(gitdir);
+  const out: Array<[string, string]> = [];
+  for (const [name, oid] of all.tags) {
+    if (narrowed.tags.has(name) || ours.has(`refs/tags/${name}`)) continue;
+    if (presence.has(oid)) out.push([`refs/tags/${name}`, oid]);
+  }
+  return out;
+}
+
+/** The object an annotated tag's body names (its `object` line), or null. */
+export function taggedObject(data: Buffer): string | null {
+  const m = /^object ([0-9a-f]{40})$/m.exec(data.toString("latin1", 0, Math.min(data.length, 200)));
+  return m ? (m[1] as string) : null;
+}
+
 /** The commit a tip names (through annotated tags), or null. */
 function peel(store: ObjectStore, oid: string): string | null {
   for (let i = 0; i < 16; i++) {
@@ -45,9 +71,9 @@ function peel(store: ObjectStore, oid: string): string | null {
     if (!o) return null;
     if (o.type === "commit") return oid;
     if (o.type !== "tag") return null;
-    const m = /^object ([0-9a-f]{40})$/m.exec(o.data.toString("latin1", 0, Math.min(o.data.length, 200)));
-    if (!m) return null;
-    oid = m[1] as string;
+    const next = taggedObject(o.data);
+    if (next === null) return null;
+    oid = next;
   }
   return null;
 }

@@ -246,7 +246,8 @@ export async function uploadPack(
   }
   // A filter is sent only to a server that advertises it (the caller decides what to do when it does not).
   const filter = opts.filter !== undefined && ad.capabilities.has("filter") ? opts.filter : undefined;
-  const wanted = [...(sideband ? ["side-band-64k"] : []), "ofs-delta", ...(cut ? ["shallow"] : []), "no-progress", ...(filter !== undefined ? ["filter"] : [])];
+  // A shallow repository fetches one branch and follows the tags into what it gets (shallow-refs.ts followedTags): include-tag sends their tag objects along.
+  const wanted = [...(sideband ? ["side-band-64k"] : []), "ofs-delta", ...(cut ? ["shallow", "include-tag"] : []), "no-progress", ...(filter !== undefined ? ["filter"] : [])];
   const caps = [...wanted, `agent=${USER_AGENT}`].filter((c) => c.startsWith("agent=") || ad.capabilities.has(c));
   let body = wants.map((oid, i) => pktLine(`want ${oid}${i === 0 ? ` ${caps.join(" ")}` : ""}\n`)).join("");
   // As fetch-pack writes them: our boundary, how deep to go, then the filter, before the flush that ends the wants.
