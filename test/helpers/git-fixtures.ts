@@ -1,7 +1,7 @@
 // Deterministic fixture repositories made with the system git: fixed author,
 // committer and dates, and an isolated HOME/config, so object ids are the same
 // on every machine and no user configuration leaks in.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 
@@ -139,4 +139,19 @@ export function countObjects(dir: string): number {
 export function tempDir(prefix = "grex-git-"): { path: string; cleanup: () => void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
   return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/** Every file of the work tree below `dir` as "path contents", sorted; `.git` entries left out (a submodule's too). */
+export function workTreeFiles(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (rel: string) => {
+    for (const d of readdirSync(join(dir, rel), { withFileTypes: true })) {
+      if (d.name === ".git") continue;
+      const p = rel ? `${rel}/${d.name}` : d.name;
+      if (d.isDirectory()) walk(p);
+      else out.push(`${p} ${readFileSync(join(dir, p), "utf8")}`);
+    }
+  };
+  walk("");
+  return out.sort();
 }

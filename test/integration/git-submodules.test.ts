@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { backendFor } from "../../src/core/git/backend.ts";
 import { movedSubmodulesOf } from "../../src/core/git/worktree/submodule-status.ts";
 import { resolveSubmoduleUrl, submoduleUrl, updateSubmodules, validSubmoduleName, validSubmodulePath } from "../../src/core/git/submodules.ts";
-import { git, tempDir } from "../helpers/git-fixtures.ts";
+import { git, tempDir, workTreeFiles } from "../helpers/git-fixtures.ts";
 
 const never = () => new AbortController().signal;
 /** The user's opt-in to local submodule URLs (git's protocol.file.allow=always), in a global config of its own. */
@@ -45,19 +45,6 @@ function family(root: string) {
   return { inner, lib, sup };
 }
 
-function files(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (rel: string) => {
-    for (const d of readdirSync(join(dir, rel), { withFileTypes: true })) {
-      if (d.name === ".git") continue;
-      const p = rel ? `${rel}/${d.name}` : d.name;
-      if (d.isDirectory()) walk(p);
-      else out.push(`${p} ${readFileSync(join(dir, p), "utf8")}`);
-    }
-  };
-  walk("");
-  return out.sort();
-}
 
 test("submodules are cloned at the recorded commits, recursively, as git clone --recurse-submodules does", async () => {
   const { sup, lib } = family(tmp.path);
@@ -71,7 +58,7 @@ test("submodules are cloned at the recorded commits, recursively, as git clone -
     ["vendor/lib", "cloned"],
     ["vendor/lib/deps/inner", "cloned"],
   ]);
-  expect(files(byGrex)).toEqual(files(byGit));
+  expect(workTreeFiles(byGrex)).toEqual(workTreeFiles(byGit));
   expect(git(byGrex, "status", "--porcelain")).toBe("");
   expect(git(join(byGrex, "vendor", "lib"), "status", "--porcelain")).toBe("");
   // git sees them initialised at the recorded commits (no '-' or '+' in front).
