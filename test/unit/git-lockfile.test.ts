@@ -112,6 +112,21 @@ describe("LockFile", () => {
     expect(LockFile.tryAcquire(file)).toBeNull();
     b.rollback();
   });
+
+  test("start names a killed grex left are removed by the next process that locks in their directory; a live one's stay", () => {
+    const dir = join(fresh(), "refs", "tags");
+    mkdirSync(dir, { recursive: true });
+    const dead = Bun.spawnSync(["true"]).pid;
+    const leftovers = [`v1.lock.grex-start-${dead}.lock`, `v2.lock.grex-start-${dead}.lock`];
+    const live = `v3.lock.grex-start-${process.pid}.lock`;
+    for (const n of [...leftovers, live]) writeFileSync(join(dir, n), "");
+    const lockfile = join(import.meta.dir, "../../src/core/git/layout/lockfile.ts");
+    const child = Bun.spawnSync([process.execPath, "-e", `const { LockFile } = await import(${JSON.stringify(lockfile)}); LockFile.tryAcquire(${JSON.stringify(join(dir, "v9"))}).rollback();`]);
+    expect(child.stderr.toString()).toBe("");
+    expect(child.exitCode).toBe(0);
+    for (const n of leftovers) expect(existsSync(join(dir, n))).toBe(false);
+    expect(existsSync(join(dir, live))).toBe(true);
+  });
 });
 
 describe("the index manager", () => {

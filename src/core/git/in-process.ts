@@ -1,7 +1,7 @@
 // The in-process backend: http(s) through isomorphic-git, paths and file://
 // URLs through our local transport; checkout is shared. Loaded lazily.
 import { GrexError, throwIfAborted } from "../base/errors.ts";
-import { deleteRefSync, listRefsSync } from "./refs/refs.ts";
+import { deleteRefsSync, listRefsSync } from "./refs/refs.ts";
 import type { GitBackend } from "./backend-api.ts";
 import { moveTo, refusedCommit } from "./worktree/checkout.ts";
 import { resumeCheckout } from "./worktree/checkout-diff.ts";
@@ -86,7 +86,7 @@ export const inProcess: GitBackend = {
       if (!(err instanceof GrexError) || typeof err.data?.commit !== "string" || err.data.missing === undefined) throw err;
       const missing = err.data.commit;
       // A ref moved over an incomplete fetch (an older grex, killed): forget it and fetch again, once.
-      for (const [name, oid] of listRefsSync(gitdir, "refs/remotes/")) if (oid === missing) deleteRefSync(gitdir, name);
+      deleteRefsSync(gitdir, [...listRefsSync(gitdir, "refs/remotes/")].filter(([, oid]) => oid === missing).map(([name]) => name));
       const again = await fetchInto(gitdir, url, signal, { ref });
       throwIfAborted(signal);
       return { before, after: await moveTo({ dir, gitdir, url, ref, defaultBranch: again.defaultBranch, signal }) };

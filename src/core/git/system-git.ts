@@ -9,7 +9,7 @@ import type { GitBackend } from "./backend-api.ts";
 import { moveTo } from "./worktree/checkout.ts";
 import { cloneAtomically } from "./clone.ts";
 import { head, isDirty, remoteUrl, requireGitdir } from "./inspect.ts";
-import { deleteRefSync, readSymref } from "./refs/refs.ts";
+import { deleteRefsSync, readSymref } from "./refs/refs.ts";
 import { pickDefaultBranch, planRefs, REMOTE, type RemoteRefs, writeOriginHead } from "./transport/remote-refs.ts";
 import { displayUrl } from "./transport/url.ts";
 import { fetchUrlOf } from "./transport/url-rewrite.ts";
@@ -145,7 +145,7 @@ async function fetchRemote(dir: string, gitdir: string, url: string, signal: Abo
     // A shallow repository follows the tags into what it fetches (git's default tag following, as grex's own transports do); a full one names its tags.
     await runGit(["fetch", "--quiet", ...(shallow ? [] : ["--no-tags"]), "--no-write-fetch-head", ...(lift ? ["--unshallow"] : []), "--", url, ...specs], url, signal, dir);
   }
-  for (const r of plan.prunes) deleteRefSync(gitdir, r);
+  deleteRefsSync(gitdir, plan.prunes);
   writeOriginHead(gitdir, remote.defaultBranch);
   return remote;
 }

@@ -13,7 +13,7 @@
 // repository's file at once (the pack lock, core/locks), so the note is not
 // contended.
 import { closeSync, constants, existsSync, fstatSync, fsyncSync, linkSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
-import { basename, dirname, join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { GrexError } from "../../base/errors.ts";
 import { fsyncAsync, fsyncDir, fsyncDirAsync } from "../../fs/fsutil.ts";
 import { deferFsync } from "./unpublished.ts";
@@ -188,18 +188,29 @@ function sideName(lockPath: string, suffix: string): string {
   return /[\\/]refs[\\/]/.test(lockPath) ? `${lockPath}${suffix}.lock` : `${lockPath}${suffix}`;
 }
 
-/** Start names a killed grex left (its pid gone) beside `lockPath`: removed, so they never pile up. */
+/** Directories this process has cleared of dead start names already. */
+const clearedDirs = new Set<string>();
+
+/**
+ * Start names a killed grex left (its pid gone) in the directory of
+ * `lockPath`: removed, so they never pile up. Once per directory and process:
+ * listing a directory for every lock taken in it would make writing n refs
+ * into one directory (a clone's 20,000 tags) cost n² entries read; a kill
+ * leaves at most one name, which the next process to lock there removes.
+ */
 function removeDeadStarts(lockPath: string): void {
   const dir = dirname(lockPath);
-  const prefix = `${basename(lockPath)}${START}`;
+  if (clearedDirs.has(dir)) return;
+  if (clearedDirs.size >= 4096) clearedDirs.clear(); // a long-running server locks in many directories over its life
+  clearedDirs.add(dir);
   let names: string[];
   try {
-    names = readdirSync(dir).filter((n) => n.startsWith(prefix));
+    names = readdirSync(dir).filter((n) => n.includes(START));
   } catch {
     return;
   }
   for (const n of names) {
-    const pid = Number(n.slice(prefix.length).replace(/\.lock$/, ""));
+    const pid = Number(n.slice(n.lastIndexOf(START) + START.length).replace(/\.lock$/, ""));
     if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !holderAlive({ pid, startTime: null, purpose: null })) rmSync(join(dir, n), { force: true });
   }
 }

@@ -14,18 +14,18 @@ import { CANONICAL_MODES } from "../objects/path-verify.ts";
 import { namedBy } from "../objects/object-links.ts";
 import { notARepo, transportError } from "./git-errors.ts";
 import { type Git, loadGit } from "../objects/iso.ts";
-import { ObjectStore, type ObjectType, parseCommit, writeLooseObjects } from "../objects/object-store.ts";
-import { packStream } from "../objects/pack-write.ts";
+import { ObjectStore, parseCommit } from "../objects/object-store.ts";
 import { Collector, PER_OBJECT_GARBAGE } from "../objects/garbage.ts";
 import { ObjectPresence } from "../objects/objects.ts";
-import { storePack, storePackStream } from "../objects/pack-index.ts";
-import { deleteRefSync, gitdirOf, listRefsSync, readSymref, resolveRefSync, writeRefSync } from "../refs/refs.ts";
+import { storePack } from "../objects/pack-index.ts";
+import { deleteRefsSync, gitdirOf, listRefsSync, readSymref, resolveRefSync, writeRefsSync } from "../refs/refs.ts";
 import { type FetchResult, planRefs, pickDefaultBranch, type RemoteRefs, writeOriginHead } from "./remote-refs.ts";
 import { localPath } from "./url.ts";
 import { objectsDir, readShallow } from "../layout/layout.ts";
 import { borrowAlternates, linkObjectStore } from "./local-link.ts";
 import { INFINITE_DEPTH, writeShallow } from "../layout/shallow-file.ts";
-import { type FetchDepth, followedTags, narrowRefs, shallowBoundary, taggedObject } from "./shallow-refs.ts";
+import { type FetchDepth, followedTags, narrowRefs, shallowBoundary } from "./shallow-refs.ts";
+import { commitsLast, copyLoose, copyTagObjects, LOOSE_LIMIT, streamPack, type Wanted } from "./local-copy.ts";
 import { blobLimitOf } from "../../base/clone-filter.ts";
 import { partialCloneFilter, promisorFileText } from "./promisor.ts";
 
@@ -89,38 +89,10 @@ export async function fetchLocal(destGitdir: string, url: string, signal: AbortS
   if (narrowed) copyTagObjects(srcGitdir, destGitdir, all.tags);
   const writes = narrowed ? [...plan.writes, ...followedTags(destGitdir, all, remote)] : plan.writes;
   // Objects first (checked complete), refs after: a ref never points at something we lack.
-  for (const [ref, oid] of writes) writeRefSync(destGitdir, ref, oid);
-  for (const ref of plan.prunes) deleteRefSync(destGitdir, ref);
+  writeRefsSync(destGitdir, writes); // many at once go into packed-refs in one write, as git's clone puts them
+  deleteRefsSync(destGitdir, plan.prunes);
   writeOriginHead(destGitdir, remote.defaultBranch);
   return { defaultBranch: remote.defaultBranch, changed: writes.length + plan.prunes.length > 0 };
-}
-
-/**
- * The annotated tag objects among `tags` whose tagged object is here (for a
- * tag of a tag, each tag object of the chain), copied loose, innermost first:
- * what upload-pack's include-tag sends along, so the tags can be followed.
- */
-function copyTagObjects(srcGitdir: string, destGitdir: string, tags: ReadonlyMap<string, string>): void {
-  const presence = new ObjectPresence(destGitdir);
-  const store = new ObjectStore(srcGitdir);
-  try {
-    for (const oid of new Set(tags.values())) {
-      const chain: Wanted[] = [];
-      let at: string | null = oid;
-      while (at !== null && !presence.has(at) && chain.length < 16) {
-        const o = store.read(at);
-        if (o?.type !== "tag") {
-          at = null;
-          break;
-        }
-        chain.push({ oid: at, type: "tag" });
-        at = taggedObject(o.data);
-      }
-      if (chain.length > 0 && at !== null && presence.has(at)) copyLoose(store, destGitdir, chain.reverse());
-    }
-  } finally {
-    store.close();
-  }
 }
 
 /**
@@ -160,15 +132,6 @@ function ensureConnected(srcGitdir: string, destGitdir: string, url: string, tip
   }
   const gap = firstGap(destGitdir, tips, known);
   if (gap !== null) throw incompleteFetch(gap, url);
-}
-
-/** Loose objects in an order where a commit is written after everything it names: a kill in between leaves no commit without its tree. */
-function commitsLast<T extends { type: string }>(objects: T[]): T[] {
-  const rank: Record<string, number> = { blob: 0, tree: 1, commit: 2, tag: 3 };
-  const out = [...objects];
-  // Trees: reversed walk order puts most subtrees first; commits: oldest first.
-  out.reverse();
-  return out.sort((a, b) => (rank[a.type] ?? 0) - (rank[b.type] ?? 0));
 }
 
 /** Bring the objects `tips` need; true when the source's store was linked whole (a first fetch). */
@@ -230,15 +193,6 @@ function frontier(presence: ObjectPresence, tips: string[]) {
   return { stack, want, seen };
 }
 
-/** Up to this many missing objects (a few new commits) are copied as loose objects instead of a new pack. */
-const LOOSE_LIMIT = 256;
-
-/** An object to copy: its name and (for ordering loose writes) its type. */
-interface Wanted {
-  oid: string;
-  type: ObjectType;
-}
-
 /**
  * The missing objects' names and types, found natively: commits, trees and
  * tags are read to walk on; blobs only named (their type is the tree entry's).
@@ -297,47 +251,6 @@ function missingObjectsNative(
     return out;
   } finally {
     store.close();
-  }
-}
-
-/** Copy `objects` from `store` as loose objects, one in memory at a time; false when one is unreadable there. */
-function copyLoose(store: ObjectStore, destGitdir: string, objects: Wanted[]): boolean {
-  const gc = new Collector();
-  for (const { oid } of objects) {
-    const obj = store.read(oid);
-    if (!obj) return false;
-    writeLooseObjects(destGitdir, [{ oid, ...obj }]);
-    gc.add(3 * obj.data.length + PER_OBJECT_GARBAGE); // read, framed and compressed: dead once written
-  }
-  return true;
-}
-
-/**
- * Copy `objects` from `store` as one new pack of whole (undeltified) entries,
- * produced as it is stored: read, compressed and written one object at a
- * time, then indexed and verified like a received pack (`promisor`: marked
- * as a partial clone's, `.promisor`). False when one is unreadable there
- * (nothing is kept).
- */
-async function streamPack(store: ObjectStore, destGitdir: string, objects: Wanted[], signal: AbortSignal, promisor?: string): Promise<boolean> {
-  let i = 0;
-  let unreadable = false;
-  const source = packStream(objects.length, () => {
-    if (i % 256 === 0) throwIfAborted(signal);
-    const w = objects[i++] as Wanted;
-    const obj = store.read(w.oid);
-    if (!obj) unreadable = true;
-    return obj;
-  });
-  const dest = new ObjectStore(destGitdir);
-  try {
-    await storePackStream(destGitdir, source, { store: dest, keepPack: true, signal, ...(promisor !== undefined ? { promisor } : {}) });
-    return true;
-  } catch (err) {
-    if (unreadable) return false;
-    throw err;
-  } finally {
-    dest.close();
   }
 }
 
