@@ -1,7 +1,7 @@
 // Synchronous reads and writes of a repository's refs straight from the files
 // (loose refs override packed-refs, as in git). Cheap enough for `grex ls` and
 // for the no-op check before any fetch, and never loads isomorphic-git.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { packOpError } from "../../base/grex-error.ts";
 import { acquireGitLock, awaitUnlocked, type GitLockOptions, PACKED_REFS_LOCK_TIMEOUT_MS, REF_LOCK_TIMEOUT_MS, updateThroughLock, writeThroughLock } from "../layout/git-lock.ts";
@@ -17,11 +17,24 @@ export { gitdirOf };
 /** Refs are shared by linked worktrees: they live in `commondir` when there is one (layout.ts decides). */
 const refStore = (gitdir: string): string => commonDirOf(gitdir);
 
-export function readPackedRefs(gitdir: string): Map<string, string> {
+/**
+ * packed-refs files read lately, by path, with the stat data they were read
+ * at: a fetch asks for its refs several times (planned, known tips, tags),
+ * and a repository with 20,000 tags holds them all there. Reused only while
+ * inode, size and modification time are unchanged (git's own packed-refs
+ * snapshot checks the same); every writer replaces the file by a rename.
+ */
+const packedCache = new Map<string, { ino: number; size: number; mtimeNs: bigint; refs: ReadonlyMap<string, string> }>();
+
+/** The refs packed-refs holds, full name → object id (read only: shared with later callers). */
+export function readPackedRefs(gitdir: string): ReadonlyMap<string, string> {
+  const path = packedRefsPath(gitdir);
+  const st = statSync(path, { bigint: true, throwIfNoEntry: false });
+  if (st === undefined) return new Map(); // common after a fresh clone
+  const seen = packedCache.get(path);
+  if (seen !== undefined && seen.ino === Number(st.ino) && seen.size === Number(st.size) && seen.mtimeNs === st.mtimeNs) return seen.refs;
   const out = new Map<string, string>();
   let text: string;
-  const path = packedRefsPath(gitdir);
-  if (!existsSync(path)) return out; // common after a fresh clone; cheaper than a thrown ENOENT
   try {
     text = readFileSync(path, "utf8");
   } catch {
@@ -32,6 +45,9 @@ export function readPackedRefs(gitdir: string): Map<string, string> {
     const sha = line.slice(0, 40);
     if (OID.test(sha)) out.set(line.slice(41).trim(), sha);
   }
+  if (packedCache.size >= 64) packedCache.clear();
+  // Only a file big enough to be worth it, and whose size matches what was read (not caught mid-replace).
+  if (out.size >= 256 && Buffer.byteLength(text) === Number(st.size)) packedCache.set(path, { ino: Number(st.ino), size: Number(st.size), mtimeNs: st.mtimeNs, refs: out });
   return out;
 }
 

@@ -45,15 +45,26 @@ export function pickDefaultBranch(branches: Map<string, string>, headTarget: str
  */
 export function planRefs(gitdir: string, remote: RemoteRefs): RefPlan {
   const presence = new ObjectPresence(gitdir);
+  const tracking = listRefsSync(gitdir, TRACKING);
+  const tags = listRefsSync(gitdir, "refs/tags/");
   // A tip object alone proves nothing (a killed fetch may have written a commit without its tree): one our refs do not name yet must be complete.
+  // Every such tip is checked in one walk (a fetch of 100 commits and 100 tags walks the new history once, not once per tag); only when
+  // that walk finds a gap is each tip checked on its own, to tell which are whole.
   let known: Set<string> | null = null;
+  let allWhole: boolean | null = null;
+  const unchecked = () => {
+    const out = new Set<string>();
+    for (const [name, oid] of remote.branches) if (tracking.get(`${TRACKING}${name}`) !== oid) out.add(oid);
+    for (const [name, oid] of remote.tags) if (!tags.has(`refs/tags/${name}`)) out.add(oid);
+    return [...out].filter((oid) => presence.has(oid) && !(known as Set<string>).has(oid));
+  };
   const complete = (oid: string) => {
     if (!presence.has(oid)) return false;
     known ??= knownTips(gitdir);
-    return known.has(oid) || firstMissing(gitdir, [oid], known) === null;
+    if (known.has(oid)) return true;
+    allWhole ??= firstMissing(gitdir, unchecked(), known) === null;
+    return allWhole || firstMissing(gitdir, [oid], known) === null;
   };
-  const tracking = listRefsSync(gitdir, TRACKING);
-  const tags = listRefsSync(gitdir, "refs/tags/");
   const writes: Array<[string, string]> = [];
   const missing = new Set<string>();
   for (const [name, oid] of remote.branches) {
