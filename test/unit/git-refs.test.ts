@@ -1,7 +1,7 @@
 // The cheap synchronous readers (no isomorphic-git): URL classification,
 // HEAD and refs from the files, origin's URL, object presence.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { isGitRepo, localPath, originUrlSync, readHeadSync, transportOf } from "../../src/core/git/backend.ts";
 import { ObjectPresence } from "../../src/core/git/objects/objects.ts";
@@ -52,6 +52,26 @@ describe("readHeadSync", () => {
     git(r, "pack-refs", "--all", "--prune");
     expect(readHeadSync(r)).toEqual({ sha: second, branch: "trunk" });
     expect(isGitRepo(r)).toBe(true);
+  });
+
+  test("a packed ref is found by its own line only: names that end or begin like it, peeled lines, no final newline", () => {
+    const r = join(tmp.path, "r");
+    makeRepo(r, { a: "1" });
+    tag(r, "v1", "annotated");
+    const two = commit(r, { a: "2" }, "two");
+    for (const t of ["xv1", "v1.0", "a/v1"]) git(r, "tag", t);
+    git(r, "update-ref", "refs/heads/v1", two);
+    git(r, "pack-refs", "--all", "--prune");
+    const gd = join(r, ".git");
+    const names = ["refs/tags/v1", "refs/tags/xv1", "refs/tags/v1.0", "refs/tags/a/v1", "refs/heads/v1", "refs/heads/main"];
+    const byGit = names.map((n) => git(r, "rev-parse", n));
+    expect(names.map((n) => resolveRefSync(gd, n))).toEqual(byGit);
+    expect(resolveRefSync(gd, "refs/tags/v")).toBeNull();
+    expect(resolveRefSync(gd, "refs/tags/v1.")).toBeNull();
+    // Read as the whole-file parser reads it (git itself refuses such a file as corrupt).
+    const file = join(gd, "packed-refs");
+    writeFileSync(file, readFileSync(file, "utf8").replace(/\n$/, ""));
+    expect(names.map((n) => resolveRefSync(gd, n))).toEqual(byGit);
   });
 
   test("null for an unborn branch or a non-repository", () => {
