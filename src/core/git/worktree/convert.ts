@@ -268,8 +268,12 @@ export function hashWorktreeFile(dir: string, gitdir: string | null, rel: string
       return o?.type === "blob" ? o.data : null;
     });
   }
-  return new Bun.CryptoHasher("sha1").update(`blob ${content.length}\0`).update(content).digest("hex");
+  // One hasher for every file (digest resets it): a hasher each left native memory the collector does not see until it finalises them.
+  fileHasher ??= new Bun.CryptoHasher("sha1");
+  return fileHasher.update(`blob ${content.length}\0`).update(content).digest("hex");
 }
+
+let fileHasher: Bun.CryptoHasher | null = null;
 
 /** The `.gitattributes` files among a tree's regular files (path → oid), for Conversion.forTree. */
 export function attributePaths(files: Iterable<[path: string, mode: number, oid: string]>): Map<string, string> {
