@@ -35,6 +35,8 @@ class ViewEntry implements IndexEntry {
   get gid() { return this.v.field(this.i, 32); }
   get size() { return this.v.field(this.i, 36); }
   get oid() { return this.v.oid(this.i); }
+  pathBytes(): Uint8Array { return this.v.pathBytes(this.i); }
+  oidBytes(): Uint8Array { return this.v.oidBytes(this.i); }
   get stage() { return this.v.stage(this.i); }
   get flags() { return this.v.flags(this.i); }
 }
@@ -114,6 +116,15 @@ export class IndexView {
     const o = (this.at[i] as number) + 40;
     return this.buf.toString("hex", o, o + 20);
   }
+  /** Entry `i`'s path as UTF-8 bytes (a view, not a copy). */
+  pathBytes(i: number): Uint8Array {
+    return this.names.subarray(this.pathStart[i], this.pathEnd[i]);
+  }
+  /** Entry `i`'s object id, 20 bytes (a view, not a copy). */
+  oidBytes(i: number): Uint8Array {
+    const o = (this.at[i] as number) + 40;
+    return this.buf.subarray(o, o + 20);
+  }
   path(i: number): string {
     return this.names.toString("utf8", this.pathStart[i], this.pathEnd[i]);
   }
@@ -145,6 +156,55 @@ export class IndexView {
 
   private compareAt(i: number, key: Uint8Array): number {
     return this.names.compare(key, 0, key.length, this.pathStart[i], this.pathEnd[i]);
+  }
+}
+
+/**
+ * An index being edited by path (a checkout's move): the view's entries, some
+ * replaced, removed or added, without an object per untouched entry until the
+ * new index is written.
+ */
+export class EditedIndex {
+  private readonly edits = new Map<string, IndexEntry | null>();
+  constructor(readonly view: IndexView) {}
+
+  /** The entry at `path` now (stage 0 is the only stage an edited index holds). */
+  get(path: string): IndexEntry | undefined {
+    const e = this.edits.get(path);
+    if (e !== undefined) return e ?? undefined;
+    const i = this.view.find(Buffer.from(path, "utf8"));
+    return i < 0 ? undefined : this.view.entry(i);
+  }
+  set(path: string, e: IndexEntry): void {
+    this.edits.set(path, e);
+  }
+  delete(path: string): void {
+    this.edits.set(path, null);
+  }
+
+  /** Which of the view's entries an edit replaced or removed. */
+  private touched(): Uint8Array {
+    const marks = new Uint8Array(this.view.count);
+    for (const p of this.edits.keys()) {
+      const i = this.view.find(Buffer.from(p, "utf8"));
+      if (i >= 0) marks[i] = 1;
+    }
+    return marks;
+  }
+
+  /** The view's entries no edit touched, by position. */
+  untouched(): number[] {
+    const marks = this.touched();
+    const out: number[] = [];
+    for (let i = 0; i < marks.length; i++) if (marks[i] === 0) out.push(i);
+    return out;
+  }
+
+  /** Every entry of the edited index (untouched ones as views), unsorted. */
+  entries(): IndexEntry[] {
+    const out: IndexEntry[] = this.untouched().map((i) => this.view.entry(i));
+    for (const e of this.edits.values()) if (e !== null) out.push(e);
+    return out;
   }
 }
 
