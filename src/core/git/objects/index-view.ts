@@ -35,8 +35,9 @@ class ViewEntry implements IndexEntry {
   get gid() { return this.v.field(this.i, 32); }
   get size() { return this.v.field(this.i, 36); }
   get oid() { return this.v.oid(this.i); }
-  pathBytes(): Uint8Array { return this.v.pathBytes(this.i); }
-  oidBytes(): Uint8Array { return this.v.oidBytes(this.i); }
+  pathByteLength(): number { return this.v.pathByteLength(this.i); }
+  copyPath(to: Uint8Array, at: number): void { this.v.copyPath(this.i, to, at); }
+  copyOid(to: Uint8Array, at: number): void { this.v.copyOid(this.i, to, at); }
   get stage() { return this.v.stage(this.i); }
   get flags() { return this.v.flags(this.i); }
 }
@@ -116,14 +117,18 @@ export class IndexView {
     const o = (this.at[i] as number) + 40;
     return this.buf.toString("hex", o, o + 20);
   }
-  /** Entry `i`'s path as UTF-8 bytes (a view, not a copy). */
-  pathBytes(i: number): Uint8Array {
-    return this.names.subarray(this.pathStart[i], this.pathEnd[i]);
+  /** How many bytes entry `i`'s path is (UTF-8). */
+  pathByteLength(i: number): number {
+    return (this.pathEnd[i] as number) - (this.pathStart[i] as number);
   }
-  /** Entry `i`'s object id, 20 bytes (a view, not a copy). */
-  oidBytes(i: number): Uint8Array {
+  /** Copy entry `i`'s path bytes into `to` at `at` (no object made). */
+  copyPath(i: number, to: Uint8Array, at: number): void {
+    this.names.copy(to, at, this.pathStart[i], this.pathEnd[i]);
+  }
+  /** Copy entry `i`'s 20-byte object id into `to` at `at`. */
+  copyOid(i: number, to: Uint8Array, at: number): void {
     const o = (this.at[i] as number) + 40;
-    return this.buf.subarray(o, o + 20);
+    this.buf.copy(to, at, o, o + 20);
   }
   path(i: number): string {
     return this.names.toString("utf8", this.pathStart[i], this.pathEnd[i]);

@@ -19,10 +19,12 @@ export interface IndexEntry {
   stage: number;
   /** ASSUME_VALID | SKIP_WORKTREE | INTENT_TO_ADD; absent means none. */
   flags?: number;
-  /** The path's UTF-8 bytes, when the entry has them at hand (a view into an index file): written without decoding. */
-  pathBytes?(): Uint8Array;
-  /** The object id's 20 bytes, likewise. */
-  oidBytes?(): Uint8Array;
+  /** How many bytes the path is in UTF-8, when the entry has them at hand (a view into an index file): then written without decoding. */
+  pathByteLength?(): number;
+  /** Copy the path's UTF-8 bytes to `to` at `at` (with pathByteLength). */
+  copyPath?(to: Uint8Array, at: number): void;
+  /** Copy the object id's 20 bytes to `to` at `at` (with pathByteLength). */
+  copyOid?(to: Uint8Array, at: number): void;
 }
 
 /** `git update-index --assume-unchanged`: git trusts the entry without looking at the file. */
@@ -70,15 +72,14 @@ export function serializeIndex(entries: IndexEntry[], cacheTree?: CacheTreeNode,
   if (bad) throw new Error(`index entry ${JSON.stringify(bad.path)} has mode ${bad.mode.toString(8)}, which git cannot hold`);
   // Every path's UTF-8 bytes in one buffer (a Buffer per entry cost a few hundred bytes each on a large index).
   let nameBytes = 0;
-  for (const e of entries) nameBytes += e.pathBytes ? e.pathBytes().length : Buffer.byteLength(e.path, "utf8");
+  for (const e of entries) nameBytes += e.pathByteLength ? e.pathByteLength() : Buffer.byteLength(e.path, "utf8");
   const names = Buffer.allocUnsafe(nameBytes);
   const start = new Uint32Array(entries.length + 1);
   for (let i = 0, at = 0; i < entries.length; i++) {
     const e = entries[i] as IndexEntry;
-    if (e.pathBytes) {
-      const raw = e.pathBytes();
-      names.set(raw, at);
-      at += raw.length;
+    if (e.pathByteLength && e.copyPath) {
+      e.copyPath(names, at);
+      at += e.pathByteLength();
     } else at += names.write(e.path, at, "utf8");
     start[i + 1] = at;
   }
@@ -137,7 +138,7 @@ export function serializeIndex(entries: IndexEntry[], cacheTree?: CacheTreeNode,
     out.writeUInt32BE(u32(e.uid), at + 28);
     out.writeUInt32BE(u32(e.gid), at + 32);
     out.writeUInt32BE(u32(e.size), at + 36);
-    if (e.oidBytes) out.set(e.oidBytes(), at + 40);
+    if (e.pathByteLength && e.copyOid) e.copyOid(out, at + 40);
     else out.write(e.oid, at + 40, "hex");
     const f = e.flags ?? 0;
     out.writeUInt16BE((f & ASSUME_VALID ? 0x8000 : 0) | (ext ? 0x4000 : 0) | ((e.stage & 0x3) << 12) | Math.min(len, 0xfff), at + 60);

@@ -37,7 +37,7 @@ import { cacheTreeOf, flatTree, readBlobBytes, UnsafeTreeError, verifiedFlatTree
 import { fileChanged, statDataMatches } from "./worktree.ts";
 import { beyondLink, makeParents, parentsOf, RealDirs, removeEmptyParents, removeEntry, writeEntry } from "./worktree-guard.ts";
 import { Conversion, attributePaths } from "./convert.ts";
-import { collectAfter } from "../objects/garbage.ts";
+import { Collector, collectAfter, PER_OBJECT_GARBAGE } from "../objects/garbage.ts";
 
 const GITLINK = 0o160000;
 
@@ -94,7 +94,7 @@ async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: str
   } finally {
     store.close();
   }
-  collectAfter(diff.changed.length); // the trees read on the way are dead
+  collectAfter(view.count); // the trees read on the way are dead (as many as the index is large)
   const indexMtime = statMtime(indexPath(gitdir)); // if the index changed since it was read, commitIndex refuses anyway
   const exactFrom = fromTree !== null && view.rootTree === fromTree;
   return { dir, gitdir, from: diff.from, to, changed: diff.changed, index: new EditedIndex(view), exactFrom, indexSum: indexChecksum(buf), indexMtime, toOid, dirs: new RealDirs() };
@@ -149,8 +149,10 @@ function smudgeRacy(plan: Plan, filemode: boolean): void {
   const second = Math.floor(plan.indexMtime / 1000);
   // Entries the move wrote or removed are edits; every other is one of the old index's, untouched.
   const view = plan.index.view;
+  const gc = new Collector(); // a racy entry's file may be read and hashed: its content is garbage after
   for (const i of plan.index.untouched()) {
     if (view.field(i, 8) < second || view.field(i, 36) === 0 || view.mode(i) === GITLINK) continue; // not racy, or nothing to smudge
+    gc.add(PER_OBJECT_GARBAGE + view.field(i, 36));
     const e = view.entry(i);
     const p = e.path;
     if (e.flags && e.flags & (SKIP_WORKTREE | ASSUME_VALID)) continue;
@@ -322,12 +324,12 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
     plan.index.set(p, entryFor(p, mode, oid, st));
   }
   smudgeRacy(plan, filemode);
-  collectAfter(plan.changed.length); // what the writes left goes before the index is built
   const entries = plan.index.entries();
   // When the index is now exactly the target commit, say so (cache-tree): later dirty checks skip reading its trees.
   // An index that was exactly the old commit is, after the move, exactly the new one; any other is compared entry by entry.
   const exact = entries.length === plan.to.size && (plan.exactFrom || entries.every((e) => plan.to.get(e.path) === `${e.mode} ${e.oid}`));
   const cacheTree = exact ? withStore(gitdir, (s) => cacheTreeOf(s, plan.toOid)) : null;
+  collectAfter(plan.index.view.count); // what the writes and the trees read left goes before the index is built
   await commitIndex(gitdir, dir, plan.indexSum, entries, cacheTree ?? undefined);
 }
 

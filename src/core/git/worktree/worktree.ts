@@ -201,7 +201,7 @@ export function listUntracked(dir: string, tracked: TrackedPaths, known: Record<
     const before = out.untracked.length;
     const into: string[] = [];
     for (const d of fs.readdirSync(abs, { withFileTypes: true })) {
-      gc.add(PER_OBJECT_GARBAGE / 4);
+      gc.add(PER_OBJECT_GARBAGE); // the entry, its name, its path, the path's bytes looked up
       if (d.name === ".git") continue;
       const p = rel ? `${rel}/${d.name}` : d.name;
       if (tracked.has(p) || (!d.isDirectory() && moveOwns?.(p))) continue;
@@ -321,6 +321,7 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
   // 1. Tracked files against their index entries (hashes the cache already proved are not repeated).
   const proofs: HashProofs | undefined = cacheFile && key ? { known: cache?.index === key ? cache.hashed : {}, proven: new Map(), now: Date.now() } : undefined;
   const populated: string[] = []; // initialised submodules at the recorded commit: their own work is looked at below
+  const racySecond = Math.floor(file.mtimeMs / 1000);
   // Each entry leaves garbage once compared: its view, its path twice (relative and absolute), its stat, and, when hashed, its content.
   const gc = new Collector();
   for (let i = 0; i < index.count; i++) {
@@ -339,6 +340,7 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
     if (journal?.has(e.path)) {
       if (!moveOwns(e.path)) return true;
     } else if (fileChanged(dir, e, filemode, file.mtimeMs, proofs)) return true;
+    else if (e.mtimeSeconds >= racySecond) gc.add(e.size); // racy: its content may have been read and hashed
   }
 
   // A submodule with changes of its own is modified content for git status (` m path`).
