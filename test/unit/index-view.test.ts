@@ -77,6 +77,12 @@ for (const version of [2, 3, 4]) {
     expect([...v.entries()].map((e) => [e.path, e.oid, e.flags, e.size])).toEqual((read?.entries ?? []).map((e) => [e.path, e.oid, e.flags ?? 0, e.size]));
     for (const p of git(r, "-c", "core.quotepath=off", "ls-files").split("\n")) expect(v.has(p)).toBe(true);
     for (const p of ["a", "a/", "a.tx", "a/b", "z z", "Übersicht_長い名前", "zz"]) expect(v.has(p)).toBe(false);
+    // Base names compared as bytes: "b.txt" is a/b.txt's, not "a/b" nor "txt".
+    const named = (n: string) => [...v.entries()].map((e, i) => [e.path, i] as const).filter(([, i]) => v.hasBaseName(i, Buffer.from(n))).map(([p]) => p);
+    expect(named("b.txt")).toEqual(["a/b.txt"]);
+    expect(named("données.txt")).toEqual(["Übersicht_長い名前/données.txt"]);
+    expect(named("a.txt")).toEqual(["a.txt"]);
+    expect(named("txt")).toEqual([]);
   });
 }
 

@@ -121,6 +121,14 @@ export class IndexView {
   pathByteLength(i: number): number {
     return (this.pathEnd[i] as number) - (this.pathStart[i] as number);
   }
+  /** Whether entry `i`'s path is `name` or ends in `/` + `name` (compared as bytes: no string made). */
+  hasBaseName(i: number, name: Uint8Array): boolean {
+    const start = this.pathStart[i] as number;
+    const end = this.pathEnd[i] as number;
+    const from = end - name.length;
+    if (from < start || (from > start && this.names[from - 1] !== 0x2f)) return false;
+    return this.names.compare(name, 0, name.length, from, end) === 0;
+  }
   /** Copy entry `i`'s path bytes into `to` at `at` (no object made). */
   copyPath(i: number, to: Uint8Array, at: number): void {
     this.names.copy(to, at, this.pathStart[i], this.pathEnd[i]);

@@ -93,9 +93,11 @@ function flatTreeNative(store: ObjectStore, oid: string): Map<string, string> | 
 export function cacheTreeOf(store: ObjectStore, commitOid: string): CacheTreeNode | null {
   const commit = store.readCommit(commitOid);
   if (!commit) return null;
+  const gc = new Collector(); // each tree read leaves its inflated (and delta-applied) bytes behind
   const build = (name: string, oid: string): CacheTreeNode | null => {
     const d = treeBytes(store, oid);
     if (!d) return null;
+    gc.add(PER_OBJECT_GARBAGE + 2 * d.length);
     const node: CacheTreeNode = { name, oid, entries: 0, children: [] };
     // Only subtrees are named; a file is counted without decoding anything.
     const ok = scanTree(d, (start, sp, nul) => {

@@ -86,8 +86,10 @@ async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: str
     fromTree = store.readCommit(fromOid)?.tree ?? null;
     const toTree = store.readCommit(toOid)?.tree ?? null;
     // Only the subtrees whose ids differ are read; flat trees compared when the native reader cannot read one.
+    const gc = new Collector(); // each tree read leaves its inflated (and delta-applied) bytes behind
     const read = (oid: string) => {
       const o = store.read(oid);
+      gc.add(PER_OBJECT_GARBAGE + 2 * (o?.data.length ?? 0));
       return o?.type === "tree" ? Buffer.from(o.data.buffer, o.data.byteOffset, o.data.byteLength) : null;
     };
     diff = (fromTree && toTree && diffTrees(read, fromTree, toTree)) || flatDiff(await flatTree(gitdir, fromOid, store), to);
