@@ -107,3 +107,30 @@ test("refuses a damaged index when asked to verify it", () => {
   expect(IndexView.of(buf, undefined, true)).toBeNull();
   expect(IndexView.of(buf.subarray(0, 30))).toBeNull();
 });
+
+test("an edited index writes what git reads: untouched entries byte for byte, edits in their place", async () => {
+  const { EditedIndex } = await import("../../src/core/git/objects/index-view.ts");
+  const { entryFor, serializeIndex } = await import("../../src/core/git/objects/index-file.ts");
+  const r = join(tmp.path, "edit");
+  repoWithLongPath(r);
+  const before = gitListing(r);
+  const index = new EditedIndex(view(r));
+  const blob = git(r, "hash-object", "-w", "--stdin");
+  // Replace one, remove one, add one that sorts between two untouched ones.
+  const was = index.get("a.b/c");
+  expect(was?.mode).toBe(0o100644);
+  index.set("a.b/c", entryFor("a.b/c", 0o100755, blob, null));
+  index.delete("z z/sp ace");
+  index.set("a.b/b", entryFor("a.b/b", 0o100644, blob, null));
+  expect(index.get("z z/sp ace")).toBeUndefined();
+  expect(index.get("a.b/b")?.oid).toBe(blob);
+  writeFileSync(join(r, ".git", "index"), serializeIndex(index.entries()));
+  const stage = git(r, "-c", "core.quotepath=off", "ls-files", "--stage").split("\n");
+  expect(stage).toContain(`100755 ${blob} 0\ta.b/c`);
+  expect(stage).toContain(`100644 ${blob} 0\ta.b/b`);
+  expect(stage.some((l) => l.endsWith("\tz z/sp ace"))).toBe(false);
+  // Every untouched entry is as git listed it before, stat data and all.
+  const keep = (listing: string) => listing.split(/\n(?=\d{6} )/).filter((b) => !/\t(a\.b\/[bc]|z z\/sp ace)\n/.test(`${b}\n`));
+  expect(keep(gitListing(r))).toEqual(keep(before));
+  expect(git(r, "fsck", "--no-dangling")).toBe("");
+});
