@@ -72,3 +72,55 @@ test("a malformed tree is refused; a malformed base only counts as having nothin
   expect(changedEntries(good, Buffer.from("garbage"))?.map((e) => e.name)).toEqual(["a"]);
   expect(changedEntries(good, good)).toEqual([]);
 });
+
+test("diffTrees finds the paths two commits' flat trees differ in, reading only differing subtrees", async () => {
+  const { diffTrees } = await import("../../src/core/git/objects/tree-changes.ts");
+  const { flatTree } = await import("../../src/core/git/objects/tree-read.ts");
+  const r = join(root, "diff");
+  git(root, "init", "-q", r);
+  const write = (files: Record<string, string | null>) => {
+    for (const [p, body] of Object.entries(files)) {
+      const abs = join(r, p);
+      if (body === null) rmSync(abs, { recursive: true, force: true });
+      else {
+        require("node:fs").mkdirSync(join(abs, ".."), { recursive: true });
+        require("node:fs").writeFileSync(abs, body);
+      }
+    }
+    git(r, "add", "-A");
+    git(r, "commit", "-q", "--allow-empty", "-m", "c");
+    return git(r, "rev-parse", "HEAD");
+  };
+  // Same-named files and directories, a directory replaced by a file and back, non-ASCII and prefix names, a mode change.
+  const c1 = write({ "a/x": "1", "a.b": "2", "a0/y": "3", "d/e/f": "4", "d/e/g": "5", "keep/k": "6", "é/ü": "7", "t": "8", "big/n1": "9", "big/n2": "10" });
+  const c2 = write({ "a/x": "1b", "d/e": null, "keep/k": "6", "é/ü": "7b", "t": null, "new/deep/n": "11", "big/n2": null });
+  require("node:fs").rmSync(join(r, "a"), { recursive: true, force: true });
+  require("node:fs").rmSync(join(r, "d"), { recursive: true, force: true });
+  require("node:fs").writeFileSync(join(r, "a"), "file now");
+  require("node:fs").writeFileSync(join(r, "d"), "d is a file");
+  require("node:fs").chmodSync(join(r, "keep/k"), 0o755);
+  git(r, "add", "-A");
+  git(r, "commit", "-q", "-m", "types");
+  const c3 = git(r, "rev-parse", "HEAD");
+  const store = new ObjectStore(join(r, ".git"));
+  try {
+    const treeOf = (c: string) => store.readCommit(c)?.tree as string;
+    const read = (oid: string) => {
+      const o = store.read(oid);
+      return o?.type === "tree" ? Buffer.from(o.data) : null;
+    };
+    for (const [x, y] of [[c1, c2], [c2, c1], [c2, c3], [c3, c1], [c1, c3], [c3, c3]] as const) {
+      const fx = await flatTree(join(r, ".git"), x);
+      const fy = await flatTree(join(r, ".git"), y);
+      const want = new Set([...[...fy].filter(([p, v]) => fx.get(p) !== v).map(([p]) => p), ...[...fx.keys()].filter((p) => !fy.has(p))]);
+      const d = diffTrees(read, treeOf(x), treeOf(y));
+      expect(d).not.toBeNull();
+      expect(new Set(d?.changed)).toEqual(want);
+      expect(d?.changed.length).toBe(want.size);
+      for (const p of want) expect(d?.from.get(p)).toBe(fx.get(p));
+    }
+    expect(diffTrees(() => null, treeOf(c1), treeOf(c2))).toBeNull();
+  } finally {
+    store.close();
+  }
+});

@@ -80,6 +80,8 @@ export const inProcess: GitBackend = {
     collectAfter(indexEntryCount(gitdir));
     const { defaultBranch } = await fetchPack(gitdir, url, signal, false, { depth, ref });
     throwIfAborted(signal);
+    // What the fetch left (a pack received and indexed, its objects walked) goes before the checkout allocates.
+    collectAfter(indexEntryCount(gitdir));
     try {
       return { before, after: await timePhase("checkout.move", () => moveTo({ dir, gitdir, url, ref, defaultBranch, signal })) };
     } catch (err) {

@@ -19,7 +19,7 @@
 // writes `index` directly, knowing nothing of `index.lock`, so checkout.ts
 // holds the lock around that call (`withIndexLock`): git is kept out, and
 // reported, while it runs.
-import { closeSync, openSync, readFileSync, readSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readFileSync, readSync } from "node:fs";
 import { GrexError } from "../../base/errors.ts";
 import { type LockWait, LockFile } from "../layout/lockfile.ts";
 import { indexPath, type Repo } from "../layout/layout.ts";
@@ -110,6 +110,26 @@ export class IndexLock {
     await this.lock.commitAsync();
   }
 
+  /** The checksum of the index as it is now (indexChecksum of its bytes), read from its last 20 bytes alone; null when there is none. */
+  checksum(): string | null {
+    let fd: number;
+    try {
+      fd = openSync(this.path, "r");
+    } catch {
+      return null;
+    }
+    try {
+      const size = fstatSync(fd).size;
+      if (size < 20) return null;
+      const tail = Buffer.alloc(20);
+      return readSync(fd, tail, 0, 20, size - 20) === 20 ? tail.toString("hex") : null;
+    } catch {
+      return null;
+    } finally {
+      closeSync(fd);
+    }
+  }
+
   /** Let go, leaving the index as it was. Does nothing after `commit`. */
   rollback(): void {
     this.lock.rollback();
@@ -141,7 +161,7 @@ export function commitIndex(repo: Repo, what: string, expected: string | null, e
     repo,
     what,
     async (lock) => {
-      if (indexChecksum(lock.read()) !== expected) {
+      if (lock.checksum() !== expected) {
         throw new GrexError(
           "lock",
           `the index of ${what} was changed by another process (a git command?) while grex updated the work tree, and grex kept that index; run grex sync again to finish the update.`,

@@ -19,6 +19,12 @@ export interface IndexEntry {
   stage: number;
   /** ASSUME_VALID | SKIP_WORKTREE | INTENT_TO_ADD; absent means none. */
   flags?: number;
+  /** How many bytes the path is in UTF-8, when the entry has them at hand (a view into an index file): then written without decoding. */
+  pathByteLength?(): number;
+  /** Copy the path's UTF-8 bytes to `to` at `at` (with pathByteLength). */
+  copyPath?(to: Uint8Array, at: number): void;
+  /** Copy the object id's 20 bytes to `to` at `at` (with pathByteLength). */
+  copyOid?(to: Uint8Array, at: number): void;
 }
 
 /** `git update-index --assume-unchanged`: git trusts the entry without looking at the file. */
@@ -66,11 +72,15 @@ export function serializeIndex(entries: IndexEntry[], cacheTree?: CacheTreeNode,
   if (bad) throw new Error(`index entry ${JSON.stringify(bad.path)} has mode ${bad.mode.toString(8)}, which git cannot hold`);
   // Every path's UTF-8 bytes in one buffer (a Buffer per entry cost a few hundred bytes each on a large index).
   let nameBytes = 0;
-  for (const e of entries) nameBytes += Buffer.byteLength(e.path, "utf8");
+  for (const e of entries) nameBytes += e.pathByteLength ? e.pathByteLength() : Buffer.byteLength(e.path, "utf8");
   const names = Buffer.allocUnsafe(nameBytes);
   const start = new Uint32Array(entries.length + 1);
   for (let i = 0, at = 0; i < entries.length; i++) {
-    at += names.write((entries[i] as IndexEntry).path, at, "utf8");
+    const e = entries[i] as IndexEntry;
+    if (e.pathByteLength && e.copyPath) {
+      e.copyPath(names, at);
+      at += e.pathByteLength();
+    } else at += names.write(e.path, at, "utf8");
     start[i + 1] = at;
   }
   const order = Array.from({ length: entries.length }, (_, i) => i);
@@ -128,7 +138,8 @@ export function serializeIndex(entries: IndexEntry[], cacheTree?: CacheTreeNode,
     out.writeUInt32BE(u32(e.uid), at + 28);
     out.writeUInt32BE(u32(e.gid), at + 32);
     out.writeUInt32BE(u32(e.size), at + 36);
-    out.write(e.oid, at + 40, "hex");
+    if (e.pathByteLength && e.copyOid) e.copyOid(out, at + 40);
+    else out.write(e.oid, at + 40, "hex");
     const f = e.flags ?? 0;
     out.writeUInt16BE((f & ASSUME_VALID ? 0x8000 : 0) | (ext ? 0x4000 : 0) | ((e.stage & 0x3) << 12) | Math.min(len, 0xfff), at + 60);
     if (ext) out.writeUInt16BE((f & SKIP_WORKTREE ? 0x4000 : 0) | (f & INTENT_TO_ADD ? 0x2000 : 0), at + 62);

@@ -36,7 +36,7 @@ function isHfsDot(name: string, needle: string): boolean {
   for (const ch of name) {
     const cp = ch.codePointAt(0) as number;
     if (cp === 0x2f || cp === 0x5c) break; // a separator ends the component
-    if (!HFS_IGNORED.has(cp)) chars.push(cp);
+    if (!HFS_IGNORED.has(cp) && chars.push(cp) > needle.length + 1) return false; // longer than the name looked for
   }
   if (chars.length !== needle.length + 1 || chars[0] !== 0x2e) return false;
   for (let i = 0; i < needle.length; i++) {
@@ -110,6 +110,21 @@ export function pathProblem(parts: readonly string[], mode: string): string | nu
   }
   // A drive prefix ("C:") makes the first component absolute on Windows.
   if (/^[A-Za-z]:/.test(parts[0] ?? "")) return "a Windows drive prefix";
+  return null;
+}
+
+/**
+ * pathProblem for one tree entry whose leading directories were accepted
+ * already (a walk checks each directory's entry before it goes in): only
+ * its own name is looked at, with the drive-prefix rule when `top`. The same
+ * answer as pathProblem on the whole path, without re-checking every leading
+ * component for every file below it.
+ */
+export function entryProblem(name: string, mode: string, top: boolean): string | null {
+  if (!CANONICAL_MODES.has(mode)) return `a non-canonical mode ${JSON.stringify(mode.slice(0, 24))}`;
+  const why = componentProblem(name, mode === "120000", true);
+  if (why) return why;
+  if (top && /^[A-Za-z]:/.test(name)) return "a Windows drive prefix";
   return null;
 }
 

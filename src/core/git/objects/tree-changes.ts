@@ -95,3 +95,55 @@ export function changedEntries(data: Buffer, base: Buffer | null): ChangedEntry[
   }
   return out;
 }
+
+/** What a tree diff found: each differing path's version in the old tree ("mode oid" as flatTree gives it; absent when added), every such path in order found. */
+export interface TreeDiff {
+  from: Map<string, string>;
+  changed: string[];
+}
+
+const EMPTY = Buffer.alloc(0);
+const isTreeEntry = (e: ChangedEntry) => e.mode === "040000";
+const flatValue = (e: ChangedEntry) => `${Number.parseInt(e.mode, 8)} ${e.oid}`;
+
+/**
+ * The paths (blobs, symlinks, gitlinks) whose mode or id differ between the
+ * trees `from` and `to`, as flatTree's two maps compared would find them, but
+ * reading only the subtrees whose ids differ and turning only differing
+ * entries into strings. `read` gives a tree's raw bytes (null when it cannot:
+ * then the answer is null, and the caller compares flat trees instead).
+ */
+export function diffTrees(read: (oid: string) => Buffer | null, from: string, to: string): TreeDiff | null {
+  const out: TreeDiff = { from: new Map(), changed: [] };
+  const walk = (a: Buffer | null, b: Buffer | null, prefix: string): boolean => {
+    const removed = changedEntries(a ?? EMPTY, b);
+    const added = changedEntries(b ?? EMPTY, a);
+    if (!removed || !added) return false;
+    for (const e of removed) {
+      const p = prefix + e.name;
+      if (!isTreeEntry(e)) {
+        out.from.set(p, flatValue(e));
+        out.changed.push(p);
+      } else if (e.baseTree === undefined) {
+        // A directory the new tree does not hold as one: everything below it goes.
+        const sub = read(e.oid);
+        if (!sub || !walk(sub, null, `${p}/`)) return false;
+      } // a directory in both: walked from the added side
+    }
+    for (const e of added) {
+      const p = prefix + e.name;
+      if (!isTreeEntry(e)) {
+        if (!out.from.has(p)) out.changed.push(p);
+        continue;
+      }
+      const sub = read(e.oid);
+      const base = e.baseTree === undefined ? null : read(e.baseTree);
+      if (!sub || (e.baseTree !== undefined && !base) || !walk(base, sub, `${p}/`)) return false;
+    }
+    return true;
+  };
+  if (from === to) return out;
+  const a = read(from);
+  const b = read(to);
+  return a && b && walk(a, b, "") ? out : null;
+}

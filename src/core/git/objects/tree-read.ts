@@ -4,8 +4,8 @@
 import * as fs from "node:fs";
 import { loadGit } from "./iso.ts";
 import type { CacheTreeNode } from "./index-file.ts";
-import { ObjectStore, type TreeEntry } from "./object-store.ts";
-import { foldedName, pathProblem } from "./path-verify.ts";
+import { ObjectStore } from "./object-store.ts";
+import { entryProblem, foldedName } from "./path-verify.ts";
 import { Collector, PER_OBJECT_GARBAGE } from "./garbage.ts";
 
 /**
@@ -93,9 +93,11 @@ function flatTreeNative(store: ObjectStore, oid: string): Map<string, string> | 
 export function cacheTreeOf(store: ObjectStore, commitOid: string): CacheTreeNode | null {
   const commit = store.readCommit(commitOid);
   if (!commit) return null;
+  const gc = new Collector(); // each tree read leaves its inflated (and delta-applied) bytes behind
   const build = (name: string, oid: string): CacheTreeNode | null => {
     const d = treeBytes(store, oid);
     if (!d) return null;
+    gc.add(PER_OBJECT_GARBAGE + 2 * d.length);
     const node: CacheTreeNode = { name, oid, entries: 0, children: [] };
     // Only subtrees are named; a file is counted without decoding anything.
     const ok = scanTree(d, (start, sp, nul) => {
@@ -137,19 +139,27 @@ export class MissingObjectError extends Error {
   }
 }
 
-function parseTreeBytes(d: Uint8Array): TreeEntry[] | null {
-  const b = Buffer.from(d.buffer, d.byteOffset, d.byteLength);
-  const out: TreeEntry[] = [];
+const asBuffer = (d: Uint8Array): Buffer => (Buffer.isBuffer(d) ? d : Buffer.from(d.buffer, d.byteOffset, d.byteLength));
+
+/** scanTree for a walk that awaits between entries. */
+async function scanTreeAsync(d: Buffer, each: (start: number, sp: number, nul: number) => Promise<void>): Promise<boolean> {
   let i = 0;
-  while (i < b.length) {
-    const sp = b.indexOf(0x20, i);
-    const nul = sp < 0 ? -1 : b.indexOf(0, sp + 1);
-    if (sp < 0 || nul < 0 || nul + 21 > b.length) return null;
-    const mode = b.toString("latin1", i, sp);
-    out.push({ mode: mode.length === 5 ? `0${mode}` : mode, name: b.toString("utf8", sp + 1, nul), oid: b.toString("hex", nul + 1, nul + 21) });
+  while (i < d.length) {
+    const sp = d.indexOf(0x20, i);
+    const nul = sp < 0 ? -1 : d.indexOf(0, sp + 1);
+    if (sp < 0 || nul < 0 || nul + 21 > d.length) return false;
+    await each(i, sp, nul);
     i = nul + 21;
   }
-  return out;
+  return true;
+}
+
+/** The mode at [start, sp) as six digits ("040000" for git's "40000"); the common ones without building a string. */
+function modeString(d: Buffer, start: number, sp: number): string {
+  const n = sp - start;
+  if (n === 6 && d[start] === 0x31 && d[start + 1] === 0x30 && d[start + 2] === 0x30 && d[start + 3] === 0x36 && d[start + 4] === 0x34 && d[start + 5] === 0x34) return "100644";
+  const m = d.toString("latin1", start, sp);
+  return m.length === 5 ? `0${m}` : m;
 }
 
 /**
@@ -191,26 +201,29 @@ export async function verifiedFlatTree(gitdir: string, oid: string, store?: Obje
     const symlinks: string[] = [];
     // Each entry leaves its parsed fields and path parts behind: collected as they pile up, not after the walk's peak.
     const gc = new Collector();
-    const walk = async (treeOid: string, prefix: string[]): Promise<void> => {
-      const entries = parseTreeBytes(await raw(treeOid, "tree", prefix));
-      if (!entries) throw new UnsafeTreeError(prefix.join("/"), "a malformed tree");
+    // Straight from the tree's bytes: no object per entry, and each name checked once (its directories were checked on the way in).
+    const walk = async (treeOid: string, prefix: string, dirs: string[]): Promise<void> => {
+      const d = asBuffer(await raw(treeOid, "tree", dirs));
       const names = new Set<string>();
-      for (const e of entries) {
+      const ok = await scanTreeAsync(d, async (start, sp, nul) => {
         gc.add(PER_OBJECT_GARBAGE / 4);
-        const parts = [...prefix, e.name];
-        const path = parts.join("/");
-        const why = pathProblem(parts, e.mode);
+        const name = d.toString("utf8", sp + 1, nul);
+        const path = prefix + name;
+        const mode = modeString(d, start, sp);
+        const why = entryProblem(name, mode, prefix === "");
         if (why) throw new UnsafeTreeError(path, why);
-        if (names.has(e.name)) throw new UnsafeTreeError(path, "two entries of the same name");
-        names.add(e.name);
-        if (e.mode === "040000") await walk(e.oid, parts);
+        if (names.has(name)) throw new UnsafeTreeError(path, "two entries of the same name");
+        names.add(name);
+        const id = d.toString("hex", nul + 1, nul + 21);
+        if (mode === "040000") await walk(id, `${path}/`, [...dirs, name]);
         else {
-          out.set(path, `${Number.parseInt(e.mode, 8)} ${e.oid}`);
-          if (e.mode === "120000") symlinks.push(path);
+          out.set(path, `${Number.parseInt(mode, 8)} ${id}`);
+          if (mode === "120000") symlinks.push(path);
         }
-      }
+      });
+      if (!ok) throw new UnsafeTreeError(dirs.join("/"), "a malformed tree");
     };
-    await walk(m[1] as string, []);
+    await walk(m[1] as string, "", []);
     // Only a tree with links can collide dangerously on a case-insensitive file system (most have none: no folding then).
     if (symlinks.length > 0) {
       const links = new Map(symlinks.map((p) => [foldedName(p), p]));

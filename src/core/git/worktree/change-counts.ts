@@ -15,7 +15,7 @@ import { ObjectStore } from "../objects/object-store.ts";
 import { flatTree } from "../objects/tree-read.ts";
 import { IgnoreRules } from "./ignore-rules.ts";
 import { submoduleState } from "./submodule-status.ts";
-import { expandSparse, fileChanged, isRepository, listUntracked, readIndexFile } from "./worktree.ts";
+import { expandSparse, fileChanged, isRepository, listUntracked, readIndexFile, trackedOf } from "./worktree.ts";
 
 export interface ChangeCounts {
   staged: number;
@@ -66,7 +66,7 @@ export async function countChanges(dir: string, gitdir: string): Promise<ChangeC
 
   // Untracked: every file not ignored, looked for inside directories that are not ignored.
   let untracked = 0;
-  const listed = listUntracked(dir, entries, {}, null).untracked;
+  const listed = listUntracked(dir, trackedOf(entries), {}, null).untracked;
   if (listed.length > 0) {
     const rules = new IgnoreRules(dir, gitdir);
     const pending = [...listed];

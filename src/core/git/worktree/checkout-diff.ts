@@ -22,8 +22,11 @@ import * as fs from "node:fs";
 import { dirname, join } from "node:path";
 import { packOpError } from "../../base/errors.ts";
 import { readConfigValueSync } from "../refs/config.ts";
-import { ASSUME_VALID, entryFor, type IndexEntry, parseIndex, SKIP_WORKTREE, sharedIndexIn } from "../objects/index-file.ts";
+import { ASSUME_VALID, entryFor, type IndexEntry, SKIP_WORKTREE, sharedIndexIn } from "../objects/index-file.ts";
+import { EditedIndex, IndexView } from "../objects/index-view.ts";
+import { diffTrees } from "../objects/tree-changes.ts";
 import { commitIndex, indexChecksum, readIndexLocked } from "../objects/index-manager.ts";
+import { CANONICAL_INDEX_MODES } from "../objects/path-verify.ts";
 import { indexPath } from "../layout/layout.ts";
 import { SparseCheckout } from "./sparse-checkout.ts";
 import { isNotFound, missingObject } from "../transport/git-errors.ts";
@@ -34,7 +37,7 @@ import { cacheTreeOf, flatTree, readBlobBytes, UnsafeTreeError, verifiedFlatTree
 import { fileChanged, statDataMatches } from "./worktree.ts";
 import { beyondLink, makeParents, parentsOf, RealDirs, removeEmptyParents, removeEntry, writeEntry } from "./worktree-guard.ts";
 import { Conversion, attributePaths } from "./convert.ts";
-import { collectAfter } from "../objects/garbage.ts";
+import { Collector, collectAfter, PER_OBJECT_GARBAGE } from "../objects/garbage.ts";
 
 const GITLINK = 0o160000;
 
@@ -50,10 +53,13 @@ function withStore<T>(gitdir: string, use: (s: ObjectStore) => T): T {
 interface Plan {
   dir: string;
   gitdir: string;
+  /** The changed paths' versions in the old commit (absent: added by the move); unchanged paths are not in it. */
   from: Map<string, string>;
   to: Map<string, string>;
   changed: string[];
-  index: Map<string, IndexEntry>;
+  index: EditedIndex;
+  /** The old commit's tree, when the index was exactly that tree (its cache-tree said so): then the new index is exactly the new commit. */
+  exactFrom: boolean;
   /** The checksum of the index the plan was made from: the new one replaces only that one. */
   indexSum: string | null;
   /** That index file's mtime: entries not older are racy (smudgeRacy). */
@@ -66,24 +72,46 @@ interface Plan {
 async function makePlan(dir: string, gitdir: string, fromOid: string, toOid: string, verified?: Map<string, string>): Promise<Plan | null> {
   const buf = await readIndexLocked(gitdir, dir);
   if (buf === null) return null;
-  const entries = parseIndex(buf, sharedIndexIn(gitdir));
+  // Viewed in its bytes (index-view.ts): only the entries the move touches become objects.
+  const view = IndexView.of(buf, sharedIndexIn(gitdir), true);
+  if (!view) return null;
   // A conflict, or a sparse index's directory entries: the full checkout handles those.
-  if (!entries || entries.some((e) => e.stage !== 0 || e.mode === 0o040000)) return null;
+  for (let i = 0; i < view.count; i++) if (view.stage(i) !== 0 || view.mode(i) === 0o040000 || !CANONICAL_INDEX_MODES.has(view.mode(i))) return null;
   const store = new ObjectStore(gitdir);
-  let from: Map<string, string>;
+  let diff: { from: Map<string, string>; changed: string[] };
   let to: Map<string, string>;
+  let fromTree: string | null;
   try {
-    from = await flatTree(gitdir, fromOid, store);
     to = verified ?? (await verifiedFlatTree(gitdir, toOid, store));
+    fromTree = store.readCommit(fromOid)?.tree ?? null;
+    const toTree = store.readCommit(toOid)?.tree ?? null;
+    // Only the subtrees whose ids differ are read; flat trees compared when the native reader cannot read one.
+    const gc = new Collector(); // each tree read leaves its inflated (and delta-applied) bytes behind
+    const read = (oid: string) => {
+      const o = store.read(oid);
+      gc.add(PER_OBJECT_GARBAGE + 2 * (o?.data.length ?? 0));
+      return o?.type === "tree" ? Buffer.from(o.data.buffer, o.data.byteOffset, o.data.byteLength) : null;
+    };
+    diff = (fromTree && toTree && diffTrees(read, fromTree, toTree)) || flatDiff(await flatTree(gitdir, fromOid, store), to);
   } finally {
     store.close();
   }
-  const changed: string[] = [];
-  for (const [p, v] of to) if (from.get(p) !== v) changed.push(p);
-  for (const p of from.keys()) if (!to.has(p)) changed.push(p);
-  collectAfter(entries.length); // the trees and index parsed on the way are dead
+  collectAfter(view.count); // the trees read on the way are dead (as many as the index is large)
   const indexMtime = statMtime(indexPath(gitdir)); // if the index changed since it was read, commitIndex refuses anyway
-  return { dir, gitdir, from, to, changed, index: new Map(entries.map((e) => [e.path, e])), indexSum: indexChecksum(buf), indexMtime, toOid, dirs: new RealDirs() };
+  const exactFrom = fromTree !== null && view.rootTree === fromTree;
+  return { dir, gitdir, from: diff.from, to, changed: diff.changed, index: new EditedIndex(view), exactFrom, indexSum: indexChecksum(buf), indexMtime, toOid, dirs: new RealDirs() };
+}
+
+/** The changed paths of two flat trees, with their old versions (diffTrees's answer, the slow way). */
+function flatDiff(from: Map<string, string>, to: Map<string, string>): { from: Map<string, string>; changed: string[] } {
+  const out = { from: new Map<string, string>(), changed: [] as string[] };
+  for (const [p, v] of to) if (from.get(p) !== v) out.changed.push(p);
+  for (const p of from.keys()) if (!to.has(p)) out.changed.push(p);
+  for (const p of out.changed) {
+    const was = from.get(p);
+    if (was !== undefined) out.from.set(p, was);
+  }
+  return out;
 }
 
 /** A directory where the move puts a file: fine if everything in it is a file the move removes. */
@@ -119,10 +147,16 @@ function statMtime(path: string): number {
  * stat data hides (a same-size change in the tick the stat was taken in)
  * would be clean for good; with size 0, git and grex hash the file again.
  */
-function smudgeRacy(plan: Plan, written: Set<string>, filemode: boolean): void {
+function smudgeRacy(plan: Plan, filemode: boolean): void {
   const second = Math.floor(plan.indexMtime / 1000);
-  for (const [p, e] of plan.index) {
-    if (written.has(p) || e.size === 0 || e.mode === GITLINK || e.mtimeSeconds < second) continue;
+  // Entries the move wrote or removed are edits; every other is one of the old index's, untouched.
+  const view = plan.index.view;
+  const gc = new Collector(); // a racy entry's file may be read and hashed: its content is garbage after
+  for (const i of plan.index.untouched()) {
+    if (view.field(i, 8) < second || view.field(i, 36) === 0 || view.mode(i) === GITLINK) continue; // not racy, or nothing to smudge
+    gc.add(PER_OBJECT_GARBAGE + view.field(i, 36));
+    const e = view.entry(i);
+    const p = e.path;
     if (e.flags && e.flags & (SKIP_WORKTREE | ASSUME_VALID)) continue;
     let st: fs.Stats;
     try {
@@ -131,7 +165,16 @@ function smudgeRacy(plan: Plan, written: Set<string>, filemode: boolean): void {
       continue; // gone: a deletion shows without hashing
     }
     // Other stat data is a change without hashing: git smudges only entries whose stat data still matches (ce_match_stat_basic).
-    if (statDataMatches(e, st) && fileChanged(plan.dir, e, filemode, plan.indexMtime)) plan.index.set(p, { ...e, size: 0 });
+    if (statDataMatches(e, st) && fileChanged(plan.dir, e, filemode, plan.indexMtime)) plan.index.set(p, { ...copyEntry(e), size: 0 });
+  }
+}
+
+/** The `.gitattributes` files of a flat tree, as attributePaths takes them (no array per entry for the rest). */
+function* gitattributesOf(tree: Map<string, string>): Generator<[string, number, string]> {
+  for (const [p, v] of tree) {
+    if (p !== ".gitattributes" && !p.endsWith("/.gitattributes")) continue;
+    const { mode, oid } = parse(v);
+    yield [p, mode, oid];
   }
 }
 
@@ -185,6 +228,12 @@ function conflicts(plan: Plan, resuming: boolean): string[] {
   return [...new Set(out)];
 }
 
+/** An entry's fields as a plain object (a view's are getters, which a spread would not copy). */
+function copyEntry(e: IndexEntry): IndexEntry {
+  const { path, mode, oid, size, ctimeSeconds, ctimeNanoseconds, mtimeSeconds, mtimeNanoseconds, dev, ino, uid, gid, stage, flags } = e;
+  return { path, mode, oid, size, ctimeSeconds, ctimeNanoseconds, mtimeSeconds, mtimeNanoseconds, dev, ino, uid, gid, stage, flags };
+}
+
 async function readBlob(store: ObjectStore, gitdir: string, oid: string): Promise<Buffer> {
   return Buffer.from(await readBlobBytes(store, gitdir, oid));
 }
@@ -233,7 +282,7 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
   let conv: Conversion | null = null;
   try {
     // gitattributes of the target tree: line endings and filters for each written file (convert.ts).
-    const attrFiles = attributePaths([...plan.to].map(([p, v]) => [p, parse(v).mode, parse(v).oid] as [string, number, string]));
+    const attrFiles = attributePaths(gitattributesOf(plan.to));
     for (const [p, o] of attrFiles) attrFiles.set(p, (await readBlob(store, gitdir, o)).toString("utf8"));
     conv = Conversion.forTree(dir, gitdir, attrFiles);
     for (const p of writes) {
@@ -276,12 +325,14 @@ async function apply(plan: Plan, filemode: boolean, resuming: boolean): Promise<
     const st = mode !== GITLINK || madeLinks.has(p) ? fs.lstatSync(join(dir, p)) : null;
     plan.index.set(p, entryFor(p, mode, oid, st));
   }
-  smudgeRacy(plan, new Set(writes), filemode);
+  smudgeRacy(plan, filemode);
+  const entries = plan.index.entries();
   // When the index is now exactly the target commit, say so (cache-tree): later dirty checks skip reading its trees.
-  const exact = plan.index.size === plan.to.size && [...plan.index.values()].every((e) => plan.to.get(e.path) === `${e.mode} ${e.oid}`);
+  // An index that was exactly the old commit is, after the move, exactly the new one; any other is compared entry by entry.
+  const exact = entries.length === plan.to.size && (plan.exactFrom || entries.every((e) => plan.to.get(e.path) === `${e.mode} ${e.oid}`));
   const cacheTree = exact ? withStore(gitdir, (s) => cacheTreeOf(s, plan.toOid)) : null;
-  collectAfter(plan.index.size); // what the writes left goes before the index is built
-  await commitIndex(gitdir, dir, plan.indexSum, [...plan.index.values()], cacheTree ?? undefined);
+  collectAfter(plan.index.view.count); // what the writes and the trees read left goes before the index is built
+  await commitIndex(gitdir, dir, plan.indexSum, entries, cacheTree ?? undefined);
 }
 
 /**

@@ -33,6 +33,7 @@ import { type AttrState, Attributes } from "./attributes.ts";
 import { LayeredConfig, configBool, envBool, expandConfigPath, xdgConfigPath } from "../refs/config.ts";
 import { type EolSettings, crlfAction, eolSettings, hasCrlfText, toGit, toWorktree } from "./eol.ts";
 import { parseIndex } from "../objects/index-file.ts";
+import { IndexView } from "../objects/index-view.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import { gitPath } from "../layout/layout.ts";
 import { readIndexBytes } from "../objects/index-manager.ts";
@@ -107,8 +108,11 @@ export class Conversion {
       if (gitdir === null) return null;
       if (indexed === null) {
         indexed = new Map();
+        // Viewed, not parsed: a path string per entry of a large index would be made only to find a handful.
         const buf = readIndexBytes(gitdir);
-        for (const e of (buf && parseIndex(buf)) || []) if (e.path === ".gitattributes" || e.path.endsWith("/.gitattributes")) indexed.set(e.path, e.oid);
+        const view = buf && IndexView.of(buf);
+        const name = Buffer.from(".gitattributes");
+        if (view) for (let i = 0; i < view.count; i++) if (view.hasBaseName(i, name)) indexed.set(view.path(i), view.oid(i));
       }
       const oid = indexed.get(rel);
       if (oid === undefined) return null;
@@ -268,8 +272,12 @@ export function hashWorktreeFile(dir: string, gitdir: string | null, rel: string
       return o?.type === "blob" ? o.data : null;
     });
   }
-  return new Bun.CryptoHasher("sha1").update(`blob ${content.length}\0`).update(content).digest("hex");
+  // One hasher for every file (digest resets it): a hasher each left native memory the collector does not see until it finalises them.
+  fileHasher ??= new Bun.CryptoHasher("sha1");
+  return fileHasher.update(`blob ${content.length}\0`).update(content).digest("hex");
 }
+
+let fileHasher: Bun.CryptoHasher | null = null;
 
 /** The `.gitattributes` files among a tree's regular files (path → oid), for Conversion.forTree. */
 export function attributePaths(files: Iterable<[path: string, mode: number, oid: string]>): Map<string, string> {

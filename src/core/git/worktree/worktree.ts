@@ -13,7 +13,8 @@
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { readGitdirConfigValue } from "../refs/config.ts";
-import { ASSUME_VALID, entryFor, INTENT_TO_ADD, type IndexEntry, type IndexRead, readIndexForStatus, SKIP_WORKTREE, sharedIndexIn } from "../objects/index-file.ts";
+import { ASSUME_VALID, entryFor, INTENT_TO_ADD, type IndexEntry, type IndexRead, readIndexForStatus, type SharedIndexReader, SKIP_WORKTREE, sharedIndexIn } from "../objects/index-file.ts";
+import { IndexView } from "../objects/index-view.ts";
 import { IgnoreRules } from "./ignore-rules.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import { flatTree } from "../objects/tree-read.ts";
@@ -124,12 +125,30 @@ export function readIndexFile(gitdir: string): { buf: Buffer; mtimeMs: number } 
 
 const parentOf = (rel: string): string => rel.slice(0, Math.max(0, rel.lastIndexOf("/")));
 
+/** The tracked paths a listing compares a directory's entries with: an index view, or entries already read. */
+export interface TrackedPaths {
+  readonly count: number;
+  path(i: number): string;
+  /** Whether `path` is tracked (any stage). */
+  has(path: string): boolean;
+}
+
+/** Entries already read (in index order) as TrackedPaths. */
+export function trackedOf(entries: IndexEntry[]): TrackedPaths {
+  let set: Set<string> | null = null;
+  return {
+    count: entries.length,
+    path: (i) => (entries[i] as IndexEntry).path,
+    has: (p) => (set ??= new Set(entries.map((e) => e.path))).has(p),
+  };
+}
+
 /** Every directory holding a tracked path, as parent → its tracked subdirectories ("" is the root). */
-function trackedDirTree(entries: IndexEntry[]): Map<string, string[]> {
+function trackedDirTree(entries: TrackedPaths): Map<string, string[]> {
   const tree = new Map<string, string[]>([["", []]]);
   let last = "";
-  for (const e of entries) {
-    const d = parentOf(e.path);
+  for (let i = 0; i < entries.count; i++) {
+    const d = parentOf(entries.path(i));
     if (d === last) continue; // entries are sorted: a directory's files come together
     last = d;
     const missing: string[] = [];
@@ -156,9 +175,8 @@ interface Listing {
  * holds its current stamp, meaning it held only tracked entries when last
  * listed and has gained or lost none since.
  */
-export function listUntracked(dir: string, entries: IndexEntry[], known: Record<string, DirStamp>, moveOwns: ((rel: string) => boolean) | null): Listing {
-  const dirTree = trackedDirTree(entries);
-  let tracked: Set<string> | null = null;
+export function listUntracked(dir: string, tracked: TrackedPaths, known: Record<string, DirStamp>, moveOwns: ((rel: string) => boolean) | null): Listing {
+  const dirTree = trackedDirTree(tracked);
   const out: Listing = { untracked: [], stamps: new Map(), dirCount: dirTree.size };
   const now = Date.now();
   // A listing leaves its directory entries and their paths behind: collected as they pile up (garbage.ts).
@@ -180,11 +198,10 @@ export function listUntracked(dir: string, entries: IndexEntry[], known: Record<
       for (const d of subdirs) scan(d);
       return;
     }
-    tracked ??= new Set(entries.map((e) => e.path));
     const before = out.untracked.length;
     const into: string[] = [];
     for (const d of fs.readdirSync(abs, { withFileTypes: true })) {
-      gc.add(PER_OBJECT_GARBAGE / 4);
+      gc.add(PER_OBJECT_GARBAGE); // the entry, its name, its path, the path's bytes looked up
       if (d.name === ".git") continue;
       const p = rel ? `${rel}/${d.name}` : d.name;
       if (tracked.has(p) || (!d.isDirectory() && moveOwns?.(p))) continue;
@@ -267,19 +284,26 @@ export function expandSparse(index: IndexRead, gitdir: string): IndexEntry[] | n
   }
 }
 
+/** A sparse index with its directory entries expanded (expandSparse), viewed; null when a tree cannot be read. */
+function expandedView(buf: Buffer, shared: SharedIndexReader, gitdir: string): IndexView | null {
+  const read = readIndexForStatus(buf, shared, false);
+  const entries = read && expandSparse(read, gitdir);
+  return read && entries ? IndexView.fromRead({ entries, rootTree: read.rootTree, sparseDirs: false }) : null;
+}
+
 /** true = dirty, false = clean, null = could not tell (use statusMatrix). */
 export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckOptions = {}): Promise<boolean | null> {
   const file = readIndexFile(gitdir);
   if (!file) return null;
   const shared = sharedIndexIn(gitdir);
-  // Entries are only read here: built lazily either way; the checksum is verified unless this is a report.
-  const index = readIndexForStatus(file.buf, shared, !opts.statusCache);
+  // Entries are only read here: viewed in the index's bytes (index-view.ts); the checksum is verified unless this is a report.
+  const view = IndexView.of(file.buf, shared, !opts.statusCache);
   const head = opts.head ?? resolveRefSync(gitdir, "HEAD");
-  if (!index || !head) return null;
-  const entries = expandSparse(index, gitdir);
-  if (!entries) return null;
+  if (!view || !head) return null;
+  const index = view.sparseDirs ? expandedView(file.buf, shared, gitdir) : view;
+  if (!index) return null;
   // An unresolved merge conflict, or a `git add -N` entry (git status lists it as added): changes either way.
-  if (entries.some((e) => e.stage !== 0 || (e.flags && e.flags & INTENT_TO_ADD))) return true;
+  for (let i = 0; i < index.count; i++) if (index.stage(i) !== 0 || index.flags(i) & INTENT_TO_ADD) return true;
 
   let filemodeValue: boolean | undefined;
   const filemode = () => (filemodeValue ??= readGitdirConfigValue(gitdir, "core", null, "filemode") !== "false");
@@ -297,9 +321,12 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
   // 1. Tracked files against their index entries (hashes the cache already proved are not repeated).
   const proofs: HashProofs | undefined = cacheFile && key ? { known: cache?.index === key ? cache.hashed : {}, proven: new Map(), now: Date.now() } : undefined;
   const populated: string[] = []; // initialised submodules at the recorded commit: their own work is looked at below
-  const gc = new Collector(); // each file's stat (and, when hashed, its content) is garbage once compared
-  for (const e of entries) {
-    gc.add(PER_OBJECT_GARBAGE / 4);
+  const racySecond = Math.floor(file.mtimeMs / 1000);
+  // Each entry leaves garbage once compared: its view, its path twice (relative and absolute), its stat, and, when hashed, its content.
+  const gc = new Collector();
+  for (let i = 0; i < index.count; i++) {
+    gc.add(PER_OBJECT_GARBAGE);
+    const e = index.entry(i);
     if (e.mode === GITLINK) {
       // An initialised submodule at another commit than recorded is a change, as git status shows it; so is
       // a gitlink's directory deleted or replaced, even the empty one of an uninitialised submodule.
@@ -313,6 +340,7 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
     if (journal?.has(e.path)) {
       if (!moveOwns(e.path)) return true;
     } else if (fileChanged(dir, e, filemode, file.mtimeMs, proofs)) return true;
+    else if (e.mtimeSeconds >= racySecond) gc.add(e.size); // racy: its content may have been read and hashed
   }
 
   // A submodule with changes of its own is modified content for git status (` m path`).
@@ -326,7 +354,7 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
   // A directory is listed unless the cache shows it unchanged since it held only tracked entries.
   const known = cache?.index === key ? cache.dirs : {};
   // null: every directory with a tracked path is remembered and as it was, so nothing new is anywhere.
-  const listed = cache?.complete && cache.index === key && unchangedDirs(dir, known) ? null : listUntracked(dir, entries, known, journal ? moveOwns : null);
+  const listed = cache?.complete && cache.index === key && unchangedDirs(dir, known) ? null : listUntracked(dir, index, known, journal ? moveOwns : null);
   const untracked = listed?.untracked ?? [];
 
   // 3. The index against HEAD's commit: staged changes. A valid cache-tree
@@ -346,12 +374,11 @@ export async function isDirtyFast(dir: string, gitdir: string, opts: DirtyCheckO
   }
   if (journal && tree) {
     // Mid-move, the index may hold either version of the move's paths; every other path must match HEAD.
-    for (const e of entries) if (!journal.has(e.path) && tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
-    const indexed = new Set(entries.map((e) => e.path));
-    for (const p of tree.keys()) if (!journal.has(p) && !indexed.has(p)) return true;
+    for (const e of index.entries()) if (!journal.has(e.path) && tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
+    for (const p of tree.keys()) if (!journal.has(p) && !index.has(p)) return true;
   } else if (tree) {
-    if (tree.size !== entries.length) return true;
-    for (const e of entries) if (tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
+    if (tree.size !== index.count) return true;
+    for (const e of index.entries()) if (tree.get(e.path) !== `${e.mode} ${e.oid}`) return true;
   }
   if (cacheFile && key) rememberStatus(cacheFile, { key, cache, commit: headTree === null ? null : head, tree: headTree, listed, known, proven: (proofs as HashProofs).proven });
 
