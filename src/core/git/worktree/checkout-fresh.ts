@@ -26,15 +26,18 @@ const NO_FOLLOW_WRITE = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.consta
  * index yet. `shown` names the pack in a message (a clone is built under a temp name).
  * `durable` false writes the index without fsync, as git does (a linked
  * worktree's: a crash before it is complete leaves the registration locked, which a re-run replaces).
+ * `opened`: the repository's object store as the caller already has it open
+ * (the one `verifiedFlatTree` read the trees through: its packs stay mapped,
+ * and the cache-tree's trees come from its cache); the caller closes it.
  */
-export async function checkoutFresh(dir: string, gitdir: string, oid: string, tree: ReadonlyMap<string, string>, shown = dir, durable = true): Promise<void> {
-  const store = new ObjectStore(gitdir);
+export async function checkoutFresh(dir: string, gitdir: string, oid: string, tree: ReadonlyMap<string, string>, shown = dir, durable = true, opened?: ObjectStore): Promise<void> {
+  const store = opened ?? new ObjectStore(gitdir);
   try {
     const entries = await writeFiles(dir, gitdir, oid, tree, store);
     collectAfter(entries.length); // what writing every file left (reads, promises, stats) goes before the index is built
     await commitIndex(gitdir, shown, null, entries, cacheTreeOf(store, oid) ?? undefined, undefined, durable);
   } finally {
-    store.close();
+    if (opened === undefined) store.close();
   }
 }
 
