@@ -16,7 +16,14 @@
 //
 // Both sides run the same grex (`bun src/cli/main.ts`, or the compiled binary
 // with BENCH_COMPILED=1), so the start-up cost is in both. Env: BENCH_PACKS,
-// BENCH_RUNS (default 3), BENCH_COMMITS / BENCH_FILES (default 30 / 50).
+// BENCH_RUNS (default 3), BENCH_COMMITS / BENCH_FILES (default 30 / 50),
+// BENCH_SIZES: "tiny" (default: every file about 400 bytes) or "spread"
+// (sizes as in a source repository: most files 1-20 KiB, a few up to 256 KiB,
+// about 13 KiB on average; bench/fixtures/repos.ts).
+// Before each timed run the previous run's directory is moved aside, not
+// deleted: ext4 skips inodes freed in the last minutes when it allocates new
+// ones, so creating thousands of files right after deleting thousands costs
+// several times the usual system time, and would be charged to the next run.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,7 +34,8 @@ import { type GitHttpServer, startGitHttpServer } from "../test/helpers/git-http
 
 const PACKS = Number(process.env.BENCH_PACKS ?? 100);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
-const shape = { commits: Number(process.env.BENCH_COMMITS ?? 30), files: Number(process.env.BENCH_FILES ?? 50) };
+const sizes = process.env.BENCH_SIZES === "spread" ? "spread" : "tiny";
+const shape = { commits: Number(process.env.BENCH_COMMITS ?? 30), files: Number(process.env.BENCH_FILES ?? 50), sizes } as const;
 if (!Bun.which("hyperfine")) throw new Error("hyperfine is needed (https://github.com/sharkdp/hyperfine)");
 const root = mkdtempSync(join(tmpdir(), "grex-bench-task-"));
 const env = benchEnv(join(root, "home"));
@@ -58,7 +66,8 @@ if (process.env.BENCH_COMPILED === "1") {
 const overHttp = process.env.BENCH_UPSTREAM === "http";
 let server: GitHttpServer | null = null;
 try {
-  log(`bench/task-workspaces: making ${PACKS} repositories (${shape.commits} commits, ${shape.files} files each)`);
+  const shapeText = `${shape.commits} commits, ${shape.files} files each, ${sizes === "spread" ? "sizes spread as in a source repository" : "every file about 400 bytes"}`;
+  log(`bench/task-workspaces: making ${PACKS} repositories (${shapeText})`);
   const up = join(root, "upstream");
   const streams = join(root, "streams");
   mkdirSync(up);
@@ -81,12 +90,15 @@ try {
 
   const task = join(root, "task");
   const fresh = join(root, "fresh");
-  // Before each timed run: an empty directory again, and no registration or topic left in the source.
+  // Before each timed run: an empty directory again (the last run's moved aside, see above), and no registration or topic left in the source.
+  const trash = join(root, "trash");
+  mkdirSync(trash);
+  const aside = (dir: string) => `if [ -d "${dir}" ]; then mv "${dir}" "${trash}/$(date +%s%N)"; fi; mkdir "${dir}"`;
   writeFileSync(
     join(root, "prep-task.sh"),
-    `rm -rf "${task}" && mkdir "${task}" && for p in "${source}"/r*; do git -C "$p" worktree prune && git -C "$p" branch -q -D topic 2>/dev/null; done; true\n`,
+    `${aside(task)} && for p in "${source}"/r*; do git -C "$p" worktree prune && git -C "$p" branch -q -D topic 2>/dev/null; done; true\n`,
   );
-  writeFileSync(join(root, "prep-fresh.sh"), `rm -rf "${fresh}" && mkdir "${fresh}" && cp "${source}/grex.jsonl" "${fresh}/grex.jsonl"\n`);
+  writeFileSync(join(root, "prep-fresh.sh"), `${aside(fresh)} && cp "${source}/grex.jsonl" "${fresh}/grex.jsonl"\n`);
 
   // Wall time (median) and CPU time (user + system, hyperfine's mean): on a loaded machine the wall time stretches with everyone else's work, the CPU time far less.
   const hyperfine = async (cmd: string[], prepare: string): Promise<{ median: number; cpu: number; runs: number[] }> => {
@@ -121,7 +133,7 @@ try {
   const ratio = taskTime.median / freshTime.median;
   const over = (taskDisk / checkedOut - 1) * 100;
   const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
-  console.log(`\n### Task workspaces: ${PACKS} packs (${shape.commits} commits, ${shape.files} files each), upstreams ${overHttp ? "over loopback smart HTTP" : "local paths"}, ${RUNS} runs, load average ${load}\n`);
+  console.log(`\n### Task workspaces: ${PACKS} packs (${shapeText}), upstreams ${overHttp ? "over loopback smart HTTP" : "local paths"}, ${RUNS} runs, load average ${load}\n`);
   const row = (a: string, b: string, c: string, d: string) => `| ${a} | ${b} | ${c} | ${d} |`;
   console.log(row("", "time (median ms)", "CPU (user + sys, mean ms)", "disk (KiB)"));
   console.log(row("---", "---:", "---:", "---:"));
