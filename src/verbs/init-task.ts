@@ -57,7 +57,7 @@ export async function initTask(ctx: VerbContext, root: string, params: InitTaskP
   const { selectPacks } = await import("./select.ts");
   const { packs: tops } = await selectPacks(ctx, view, view.packs.filter((n) => n.parent === null), params.filter);
   const nodes = tw.subtreesOf(view, new Set(tops.map((n) => n.id)));
-  tw.preflight(nodes, topic, root);
+  const leftovers = tw.preflight(nodes, topic, root);
   const base = { workspace: root, cloned: [] as string[], dry_run: params.dry_run, source: source.root, branch: topic };
   if (params.dry_run) {
     const created = await (await import("./init-files.ts")).createWorkspaceFiles(root, true);
@@ -68,7 +68,7 @@ export async function initTask(ctx: VerbContext, root: string, params: InitTaskP
   const { withWorkspaceLock } = await import("../core/locks/locks.ts");
   // As plain init's clone pass: the workspace may not have existed for invoke to lock, so init takes the lock itself.
   const { packs, skipped } = await withWorkspaceLock(ws, "init", "exclusive", async () => {
-    const made = await timePhase("task.worktrees", () => tw.makeWorktrees(root, nodes, topic, ctx.env));
+    const made = await timePhase("task.worktrees", () => tw.makeWorktrees(root, nodes, topic, ctx.env, leftovers));
     const t0 = phaseStart();
     const { appendEvents } = await import("../core/workspace/manifest.ts");
     await appendEvents(ws, await tw.taskEvents(source, view, nodes), signal, { warn: ctx.warn });
