@@ -16,7 +16,19 @@
 //
 // Both sides run the same grex (`bun src/cli/main.ts`, or the compiled binary
 // with BENCH_COMPILED=1), so the start-up cost is in both. Env: BENCH_PACKS,
-// BENCH_RUNS (default 3), BENCH_COMMITS / BENCH_FILES (default 30 / 50).
+// BENCH_RUNS (default 3), BENCH_COMMITS / BENCH_FILES (default 30 / 50),
+// BENCH_SIZES: "tiny" (default: every file about 400 bytes) or "spread"
+// (sizes as in a source repository: most files 1-20 KiB, a few up to 256 KiB,
+// about 13 KiB on average; bench/fixtures/repos.ts).
+// Before each timed run the previous run's directory (and, for a task
+// workspace, the registrations in the source's .git/worktrees, which is what
+// `git worktree prune` would delete) is moved aside, not deleted: ext4 skips
+// inodes freed in the last minutes when it allocates new ones, so creating
+// thousands of files right after deleting thousands costs several times the
+// usual system time, and would be charged to the next run.
+// BENCH_GREX_BASE=<grex>: another grex (an earlier commit's `src/cli/main.ts`,
+// run with bun, or a compiled binary) timed against this one, both sides
+// interleaved run by run, for a before/after from one run.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,7 +39,8 @@ import { type GitHttpServer, startGitHttpServer } from "../test/helpers/git-http
 
 const PACKS = Number(process.env.BENCH_PACKS ?? 100);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
-const shape = { commits: Number(process.env.BENCH_COMMITS ?? 30), files: Number(process.env.BENCH_FILES ?? 50) };
+const sizes = process.env.BENCH_SIZES === "spread" ? "spread" : "tiny";
+const shape = { commits: Number(process.env.BENCH_COMMITS ?? 30), files: Number(process.env.BENCH_FILES ?? 50), sizes } as const;
 if (!Bun.which("hyperfine")) throw new Error("hyperfine is needed (https://github.com/sharkdp/hyperfine)");
 const root = mkdtempSync(join(tmpdir(), "grex-bench-task-"));
 const env = benchEnv(join(root, "home"));
@@ -58,7 +71,8 @@ if (process.env.BENCH_COMPILED === "1") {
 const overHttp = process.env.BENCH_UPSTREAM === "http";
 let server: GitHttpServer | null = null;
 try {
-  log(`bench/task-workspaces: making ${PACKS} repositories (${shape.commits} commits, ${shape.files} files each)`);
+  const shapeText = `${shape.commits} commits, ${shape.files} files each, ${sizes === "spread" ? "sizes spread as in a source repository" : "every file about 400 bytes"}`;
+  log(`bench/task-workspaces: making ${PACKS} repositories (${shapeText})`);
   const up = join(root, "upstream");
   const streams = join(root, "streams");
   mkdirSync(up);
@@ -81,12 +95,15 @@ try {
 
   const task = join(root, "task");
   const fresh = join(root, "fresh");
-  // Before each timed run: an empty directory again, and no registration or topic left in the source.
+  // Before each timed run: an empty directory again (the last run's moved aside, see above), and no registration or topic left in the source.
+  const trash = join(root, "trash");
+  mkdirSync(trash);
+  const aside = (dir: string) => `if [ -d "${dir}" ]; then mv "${dir}" "${trash}/$(date +%s%N)"; fi; mkdir "${dir}"`;
   writeFileSync(
     join(root, "prep-task.sh"),
-    `rm -rf "${task}" && mkdir "${task}" && for p in "${source}"/r*; do git -C "$p" worktree prune && git -C "$p" branch -q -D topic 2>/dev/null; done; true\n`,
+    `${aside(task)} && for p in "${source}"/r*; do if [ -d "$p/.git/worktrees" ]; then mv "$p/.git/worktrees" "${trash}/w$(date +%s%N)"; fi; git -C "$p" branch -q -D topic 2>/dev/null; done; true\n`,
   );
-  writeFileSync(join(root, "prep-fresh.sh"), `rm -rf "${fresh}" && mkdir "${fresh}" && cp "${source}/grex.jsonl" "${fresh}/grex.jsonl"\n`);
+  writeFileSync(join(root, "prep-fresh.sh"), `${aside(fresh)} && cp "${source}/grex.jsonl" "${fresh}/grex.jsonl"\n`);
 
   // Wall time (median) and CPU time (user + system, hyperfine's mean): on a loaded machine the wall time stretches with everyone else's work, the CPU time far less.
   const hyperfine = async (cmd: string[], prepare: string): Promise<{ median: number; cpu: number; runs: number[] }> => {
@@ -121,7 +138,7 @@ try {
   const ratio = taskTime.median / freshTime.median;
   const over = (taskDisk / checkedOut - 1) * 100;
   const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
-  console.log(`\n### Task workspaces: ${PACKS} packs (${shape.commits} commits, ${shape.files} files each), upstreams ${overHttp ? "over loopback smart HTTP" : "local paths"}, ${RUNS} runs, load average ${load}\n`);
+  console.log(`\n### Task workspaces: ${PACKS} packs (${shapeText}), upstreams ${overHttp ? "over loopback smart HTTP" : "local paths"}, ${RUNS} runs, load average ${load}\n`);
   const row = (a: string, b: string, c: string, d: string) => `| ${a} | ${b} | ${c} | ${d} |`;
   console.log(row("", "time (median ms)", "CPU (user + sys, mean ms)", "disk (KiB)"));
   console.log(row("---", "---:", "---:", "---:"));
@@ -133,7 +150,44 @@ try {
   console.log(`task disk over the checked-out files: ${over >= 0 ? "+" : ""}${over.toFixed(1)}% (goal <= +5%) ${over <= 5 ? "MET" : "NOT MET"}; git worktree add's: +${((gitDisk / checkedOut - 1) * 100).toFixed(1)}%`);
   console.log(`in bytes (--apparent-size): task ${taskBytes} KiB vs checked-out files ${checkedBytes} KiB (+${((taskBytes / checkedBytes - 1) * 100).toFixed(1)}%)`);
   console.log(`runs (ms): task ${taskTime.runs.map((x) => x.toFixed(0)).join(", ")}; fresh ${freshTime.runs.map((x) => x.toFixed(0)).join(", ")}`);
+  const base = process.env.BENCH_GREX_BASE;
+  if (base) await beforeAfter(base.endsWith(".ts") ? [process.execPath, base] : [base], { task, fresh, source });
 } finally {
   await server?.stop();
   rmSync(root, { recursive: true, force: true });
+}
+
+/** This grex against `baseCmd`, each side's task workspace and fresh init run by turns (prepared as above): wall and CPU time, medians. */
+async function beforeAfter(baseCmd: string[], at: { task: string; fresh: string; source: string }): Promise<void> {
+  log(`bench/task-workspaces: before/after against ${baseCmd.join(" ")} (${RUNS} runs each, interleaved)`);
+  type Side = { name: string; cmd: string[]; prep: string; wall: number[]; cpu: number[] };
+  const taskArgs = ["--manifest", join(at.task, "grex.jsonl"), "init", "--from", at.source, "--branch", "topic"];
+  const freshArgs = ["--manifest", join(at.fresh, "grex.jsonl"), "init"];
+  const sides: Side[] = [
+    { name: "task workspace, base grex", cmd: [...baseCmd, ...taskArgs], prep: "prep-task.sh", wall: [], cpu: [] },
+    { name: "task workspace, this grex", cmd: [...grex, ...taskArgs], prep: "prep-task.sh", wall: [], cpu: [] },
+    { name: "fresh init + clone, base grex", cmd: [...baseCmd, ...freshArgs], prep: "prep-fresh.sh", wall: [], cpu: [] },
+    { name: "fresh init + clone, this grex", cmd: [...grex, ...freshArgs], prep: "prep-fresh.sh", wall: [], cpu: [] },
+  ];
+  for (let r = 0; r < RUNS; r++) {
+    for (const side of sides) {
+      await shAsync(["sh", join(root, side.prep)]);
+      const t0 = performance.now();
+      const p = Bun.spawn(side.cmd, { cwd: root, env, stdout: "ignore", stderr: "pipe" });
+      const err = await new Response(p.stderr).text();
+      if ((await p.exited) !== 0) throw new Error(`${side.cmd.join(" ")}: ${err.slice(0, 2000)}`);
+      side.wall.push(performance.now() - t0);
+      const use = p.resourceUsage();
+      side.cpu.push(use ? Number(use.cpuTime.user + use.cpuTime.system) / 1000 : Number.NaN);
+    }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+  const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+  console.log(`\n#### Before/after: ${RUNS} interleaved runs each, load average ${load}\n`);
+  console.log("| | time (median ms) | CPU (user + sys, median ms) |");
+  console.log("| --- | ---: | ---: |");
+  for (const side of sides) console.log(`| ${side.name} | ${median(side.wall).toFixed(0)} | ${median(side.cpu).toFixed(0)} |`);
+  const [tb, tn, fb, fn] = sides as [Side, Side, Side, Side];
+  console.log(`\ntask workspace, this / base: time ${(median(tn.wall) / median(tb.wall)).toFixed(3)}x, CPU ${(median(tn.cpu) / median(tb.cpu)).toFixed(3)}x; fresh init, this / base: time ${(median(fn.wall) / median(fb.wall)).toFixed(3)}x, CPU ${(median(fn.cpu) / median(fb.cpu)).toFixed(3)}x`);
+  console.log(`task / fresh, this grex: time ${(median(tn.wall) / median(fn.wall)).toFixed(3)}x, CPU ${(median(tn.cpu) / median(fn.cpu)).toFixed(3)}x; base grex: time ${(median(tb.wall) / median(fb.wall)).toFixed(3)}x, CPU ${(median(tb.cpu) / median(fb.cpu)).toFixed(3)}x`);
 }

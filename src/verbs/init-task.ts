@@ -6,6 +6,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { packOpError, usageError } from "../core/base/errors.ts";
+import { phaseEnd, phaseStart, timePhase } from "../core/base/profile.ts";
 import { type Workspace, workspaceAt } from "../core/base/workspace.ts";
 import type { PackNode } from "../core/workspace/packs.ts";
 import type { Progress, VerbContext } from "./types.ts";
@@ -56,7 +57,7 @@ export async function initTask(ctx: VerbContext, root: string, params: InitTaskP
   const { selectPacks } = await import("./select.ts");
   const { packs: tops } = await selectPacks(ctx, view, view.packs.filter((n) => n.parent === null), params.filter);
   const nodes = tw.subtreesOf(view, new Set(tops.map((n) => n.id)));
-  tw.preflight(nodes, topic, root);
+  const leftovers = tw.preflight(nodes, topic, root);
   const base = { workspace: root, cloned: [] as string[], dry_run: params.dry_run, source: source.root, branch: topic };
   if (params.dry_run) {
     const created = await (await import("./init-files.ts")).createWorkspaceFiles(root, true);
@@ -67,12 +68,14 @@ export async function initTask(ctx: VerbContext, root: string, params: InitTaskP
   const { withWorkspaceLock } = await import("../core/locks/locks.ts");
   // As plain init's clone pass: the workspace may not have existed for invoke to lock, so init takes the lock itself.
   const { packs, skipped } = await withWorkspaceLock(ws, "init", "exclusive", async () => {
-    const made = await tw.makeWorktrees(root, nodes, topic, ctx.env);
+    const made = await timePhase("task.worktrees", () => tw.makeWorktrees(root, nodes, topic, ctx.env, leftovers));
+    const t0 = phaseStart();
     const { appendEvents } = await import("../core/workspace/manifest.ts");
     await appendEvents(ws, await tw.taskEvents(source, view, nodes), signal, { warn: ctx.warn });
     const { writeLockfile } = await import("../core/workspace/lockfile.ts");
     await writeLockfile(ws, tw.taskLockEntries(nodes, made), signal);
     await copyIgnoreBlocks(source.root, root, tops.map((n) => n.id));
+    phaseEnd("task.register", t0);
     // Setup, as sync installs it: what stays inside the task workspace runs; what writes into HOME only with setup_home.
     const { runSync } = await import("../core/sync/engine.ts");
     const report = await runSync(
@@ -81,7 +84,7 @@ export async function initTask(ctx: VerbContext, root: string, params: InitTaskP
       signal,
       progress,
     );
-    await keepTrackedBranches(ws, nodes, signal);
+    await timePhase("task.keep-branches", () => keepTrackedBranches(ws, nodes, signal));
     const failed = report.packs.find((p) => p.result === "failed");
     if (failed) throw packOpError(`the task workspace ${root} was made, but the setup of pack '${failed.id}' failed (${failed.message}); fix it there and run grex sync.`, { pack: failed.id });
     const skipped: SkippedSetup[] = report.steps

@@ -67,6 +67,19 @@ describe("linked worktrees, grex vs git", () => {
     ]);
   });
 
+  test("the index holds each written file's own stat data: git diff-files, which compares it without refreshing, finds nothing", async () => {
+    const { root, b } = twin();
+    const start = git(b, "rev-parse", "HEAD");
+    const wt = join(root, "b", "stat");
+    await addWorktree({ repoGitdir: join(b, ".git"), path: wt, branch: "stat", start });
+    // Before anything refreshes the index (git status would rewrite it).
+    expect(git(wt, "diff-files")).toBe("");
+    const index = readFileSync(join(b, ".git", "worktrees", "stat", "index"));
+    expect(git(wt, "diff-files")).toBe(""); // read only: the index is as grex wrote it
+    expect(readFileSync(join(b, ".git", "worktrees", "stat", "index")).equals(index)).toBe(true);
+    expect(git(wt, "ls-files", "-s")).toBe(git(b, "ls-files", "-s"));
+  });
+
   test("a taken name gets git's counter; an existing branch is checked out; one checked out elsewhere is refused", async () => {
     const { root, a, b } = twin();
     git(a, "branch", "feature");

@@ -128,3 +128,36 @@ test("eol conversion: git's rules for text, auto and binary content", () => {
   expect(crlfAction(new Map(), { autocrlf: "input", eol: "native" })).toBe("auto-input");
   expect(crlfAction(new Map([["text", false]]), { autocrlf: "true", eol: "native" })).toBe("binary");
 });
+
+test("smudgeSync writes what smudge writes, and leaves a long-running filter's files to smudge", async () => {
+  const repo = join(tmp.path, "smudge");
+  mkdirSync(repo);
+  Bun.spawnSync(["git", "init", "-q", repo], { env: gitEnv() });
+  const env = {
+    ...gitEnv(),
+    GIT_CONFIG_COUNT: "2",
+    GIT_CONFIG_KEY_0: "filter.up.smudge",
+    GIT_CONFIG_VALUE_0: "tr a-z A-Z",
+    GIT_CONFIG_KEY_1: "filter.proc.process",
+    GIT_CONFIG_VALUE_1: "false",
+  };
+  const attrs = new Map([[".gitattributes", "*.txt text eol=crlf\n*.up filter=up\n*.p filter=proc\n*.bin binary\n"]]);
+  const conv = Conversion.forTree(repo, join(repo, ".git"), attrs, env);
+  const str = (x: Uint8Array | null) => (x === null ? null : Buffer.from(x).toString("latin1"));
+  try {
+    const cases: Array<[string, string, string]> = [
+      ["a.txt", "a\nb\n", "a\r\nb\r\n"],
+      ["x.up", "hello\n", "HELLO\n"],
+      ["f.bin", "a\nb\n", "a\nb\n"],
+      ["plain", "a\nb\n", "a\nb\n"],
+    ];
+    for (const [path, stored, written] of cases) {
+      expect({ path, got: str(conv.smudgeSync(path, Buffer.from(stored))) }).toEqual({ path, got: written });
+      expect({ path, got: str(await conv.smudge(path, Buffer.from(stored))) }).toEqual({ path, got: written });
+    }
+    // A filter.<driver>.process file: only the awaited smudge talks to the process.
+    expect(conv.smudgeSync("y.p", Buffer.from("z\n"))).toBeNull();
+  } finally {
+    conv.close();
+  }
+});

@@ -13,7 +13,7 @@ import { MANIFEST_FILE, type Workspace, workspaceAt } from "../base/workspace.ts
 import { dotGitOf, layoutOfGitdir, linkedAdminFiles, worktreesDir } from "../git/layout/layout.ts";
 import { RefFiles } from "../git/refs/refs.ts";
 import { addWorktree } from "../git/worktree/linked-worktrees.ts";
-import { checkedOutAt, listWorktrees } from "../git/worktree/worktree-list.ts";
+import { listWorktrees } from "../git/worktree/worktree-list.ts";
 import type { LockEntry } from "../workspace/lockfile.ts";
 import type { ManifestEvent, PackEntry } from "../workspace/manifest.ts";
 import type { PackNode, WorkspaceView } from "../workspace/packs.ts";
@@ -73,25 +73,41 @@ function startCommit(gitdir: string, n: PackNode): string | null {
 }
 
 /**
+ * The registrations (their admin directories) of each pack's repository that
+ * point at the pack's place in the task workspace, as `preflight` found them:
+ * what an earlier `init --from` here left, for makeWorktrees to replace.
+ */
+export type Leftovers = ReadonlyMap<string, readonly string[]>;
+
+/**
  * Refuse before anything is made: a pack missing in the source, or <topic>
  * checked out in another worktree. A worktree at the pack's own place in
  * `root` is not another: an earlier `init --from` here was cut short, and
- * makeWorktrees replaces what it left (clearLeftover).
+ * makeWorktrees replaces what it left (clearLeftover), from the
+ * registrations returned here (one listing of each repository's worktrees).
  */
-export function preflight(nodes: readonly PackNode[], topic: string, root: string): void {
+export function preflight(nodes: readonly PackNode[], topic: string, root: string): Leftovers {
+  const leftovers = new Map<string, string[]>();
   for (const n of nodes) {
     const gitdir = dotGitOf(n.dir);
     if (gitdir === null) {
       throw usageError(`pack '${n.id}' is not on disk in the source workspace (${n.dir}), so it has no repository to share; run grex sync there first, or leave it out with --filter.`, { pack: n.id });
     }
-    const other = checkedOutAt(gitdir, topic);
-    if (other !== null && !samePath(other.path, join(root, n.path))) {
+    const place = join(root, n.path);
+    const worktrees = listWorktrees(gitdir);
+    leftovers.set(
+      n.id,
+      worktrees.filter((w) => w.name !== null && samePath(w.path, place)).map((w) => w.gitdir),
+    );
+    const other = worktrees.find((w) => !w.bare && w.branch === topic) ?? null; // checkedOutAt, on the same listing
+    if (other !== null && !samePath(other.path, place)) {
       throw usageError(`branch '${topic}' of pack '${n.id}' is already checked out at '${other.path}', and git lets a branch be checked out in one worktree only; pick another --branch or remove that worktree.`, {
         pack: n.id,
         worktree: other.path,
       });
     }
   }
+  return leftovers;
 }
 
 function samePath(a: string, b: string): boolean {
@@ -106,9 +122,9 @@ function samePath(a: string, b: string): boolean {
  * workspace's grex.jsonl. Removed (work tree and registration; its branch
  * stays) so it is made again; a whole one with changes is refused instead.
  */
-async function clearLeftover(gitdir: string, path: string, id: string): Promise<void> {
-  // The registrations pointing at `path` (its work tree may be gone), and the one its .git file names (a registration made before its back-pointer).
-  const admins = new Set(listWorktrees(gitdir).filter((w) => w.name !== null && samePath(w.path, path)).map((w) => w.gitdir));
+async function clearLeftover(gitdir: string, path: string, id: string, found: readonly string[] | undefined): Promise<void> {
+  // The registrations pointing at `path` (its work tree may be gone; preflight's listing, else listed now), and the one its .git file names (a registration made before its back-pointer).
+  const admins = new Set(found ?? listWorktrees(gitdir).filter((w) => w.name !== null && samePath(w.path, path)).map((w) => w.gitdir));
   let text = "";
   try {
     text = readFileSync(join(path, ".git"), "utf8");
@@ -134,7 +150,7 @@ async function clearOne(admin: string, path: string, id: string): Promise<void> 
 }
 
 /** Make the linked worktree of each pack under `root`, a few at a time; on a failure the others already made are removed again. */
-export async function makeWorktrees(root: string, nodes: readonly PackNode[], topic: string, env: Record<string, string | undefined>): Promise<TaskPack[]> {
+export async function makeWorktrees(root: string, nodes: readonly PackNode[], topic: string, env: Record<string, string | undefined>, leftovers?: Leftovers): Promise<TaskPack[]> {
   const out: TaskPack[] = [];
   const made: string[] = [];
   let next = 0;
@@ -144,7 +160,7 @@ export async function makeWorktrees(root: string, nodes: readonly PackNode[], to
       const n = queue[next++] as PackNode;
       const gitdir = dotGitOf(n.dir) as string;
       const path = join(root, n.path);
-      await clearLeftover(gitdir, path, n.id);
+      await clearLeftover(gitdir, path, n.id, leftovers?.get(n.id));
       const added = await addWorktree({ repoGitdir: gitdir, path, branch: topic, start: startCommit(gitdir, n), env });
       made.push(path);
       out.push({ id: n.id, path: n.path, branch: topic, sha: added.head, created_branch: added.createdBranch });

@@ -209,8 +209,8 @@ async function bringUp(node: TreeNode, opts: FetchOptions): Promise<void> {
       clones.removeDeadClones(dirname(node.dir), basename(node.dir));
       for (const left of clones.deadClonesInside(node.dir)) rmSync(left, { recursive: true, force: true });
     }
-    node.shaBefore = readHeadSync(node.dir)?.sha ?? null;
     node.head = readHeadSync(node.dir);
+    node.shaBefore = node.head?.sha ?? null;
     if (opts.updateExisting) await updateExisting(node, opts, backend);
   }
   node.manifest = await opts.loadPack(node.dir);

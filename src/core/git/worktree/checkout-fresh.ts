@@ -26,15 +26,37 @@ const NO_FOLLOW_WRITE = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.consta
  * index yet. `shown` names the pack in a message (a clone is built under a temp name).
  * `durable` false writes the index without fsync, as git does (a linked
  * worktree's: a crash before it is complete leaves the registration locked, which a re-run replaces).
+ * `opened`: the repository's object store as the caller already has it open
+ * (the one `verifiedFlatTree` read the trees through: its packs stay mapped,
+ * and the cache-tree's trees come from its cache); the caller closes it.
  */
-export async function checkoutFresh(dir: string, gitdir: string, oid: string, tree: ReadonlyMap<string, string>, shown = dir, durable = true): Promise<void> {
-  const store = new ObjectStore(gitdir);
+export async function checkoutFresh(dir: string, gitdir: string, oid: string, tree: ReadonlyMap<string, string>, shown = dir, durable = true, opened?: ObjectStore): Promise<void> {
+  const store = opened ?? new ObjectStore(gitdir);
   try {
     const entries = await writeFiles(dir, gitdir, oid, tree, store);
     collectAfter(entries.length); // what writing every file left (reads, promises, stats) goes before the index is built
     await commitIndex(gitdir, shown, null, entries, cacheTreeOf(store, oid) ?? undefined, undefined, durable);
   } finally {
-    store.close();
+    if (opened === undefined) store.close();
+  }
+}
+
+/**
+ * Write one file (or symlink) of the checkout, never through a link: two
+ * names that are one on a case-insensitive file system must not write
+ * elsewhere. Returns its stat data for the index.
+ */
+function writeNow(abs: string, mode: string, bytes: Uint8Array): fs.Stats {
+  if (mode === "120000") {
+    fs.symlinkSync(Buffer.from(bytes).toString("utf8"), abs);
+    return fs.lstatSync(abs);
+  }
+  const fd = fs.openSync(abs, NO_FOLLOW_WRITE, mode === "100755" ? 0o755 : 0o644);
+  try {
+    for (let at = 0; at < bytes.length; ) at += fs.writeSync(fd, bytes, at, bytes.length - at);
+    return fs.fstatSync(fd);
+  } finally {
+    fs.closeSync(fd);
   }
 }
 
@@ -47,6 +69,16 @@ async function writeFiles(dir: string, gitdir: string, oid: string, tree: Readon
       return await readBlobBytes(store, gitdir, blobOid, cache);
     } catch (err) {
       throw isNotFound(err) ? missingObject(`the file '${rel}' of commit ${oid.slice(0, 12)}`, readGitdirConfigValue(gitdir, "remote", "origin", "url")) : err;
+    }
+  };
+  /** The blob as the open pack holds it, or null for what only isomorphic-git reads (`blobOf`). */
+  const blobNow = (blobOid: string): Uint8Array | null => {
+    try {
+      const o = store.read(blobOid);
+      return o?.type === "blob" ? o.data : null;
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw err;
     }
   };
   const entries: IndexEntry[] = [];
@@ -70,27 +102,44 @@ async function writeFiles(dir: string, gitdir: string, oid: string, tree: Readon
   const attrFiles = attributePaths(files.map((f) => [f.rel, Number.parseInt(f.mode, 8), f.oid] as [string, number, string]));
   for (const [p, o] of attrFiles) attrFiles.set(p, Buffer.from(await blobOf(o, p)).toString("utf8"));
   const conv = Conversion.forTree(dir, gitdir, attrFiles);
-  // Then the files, many at a time: each read and write waits on I/O, and
-  // one-by-one the waits add up to several times the work.
+  // Then the files. Read from the open pack, converted and written with
+  // synchronous calls: the writes land in the page cache, and one await per
+  // file system call (writes handed to the I/O threads by the hundred, all
+  // creating files in the same few directories) cost several times the work
+  // itself. Each file's stat data comes from its still-open descriptor, as
+  // git's checkout takes it (fstat before close). What cannot be done at once
+  // — a blob the native reader leaves to isomorphic-git, a file for a
+  // long-running filter process — is written afterwards, many at a time.
   const garbage = new Collector();
-  const writeOne = async (f: { rel: string; mode: string; oid: string }) => {
-    const blob = await blobOf(f.oid, f.rel);
-    garbage.add(blob.length + 4096); // and what reading it left behind (a delta chain's windows and bases)
-    const abs = join(dir, f.rel);
-    if (f.mode === "120000") await fs.promises.symlink(Buffer.from(blob).toString("utf8"), abs);
-    // Never through a link: two names one on a case-insensitive file system must not write elsewhere.
-    else await fs.promises.writeFile(abs, await conv.smudge(f.rel, blob), { mode: f.mode === "100755" ? 0o755 : 0o644, flag: NO_FOLLOW_WRITE }); // gitattributes conversion
-    const st = await fs.promises.lstat(abs);
-    entries.push(entryFor(f.rel, Number.parseInt(f.mode, 8), f.oid, st));
-  };
+  const later: typeof files = [];
   try {
-    for (let i = 0; i < files.length; i += 128) {
+    for (let i = 0; i < files.length; i++) {
+      const f = files[i] as (typeof files)[number];
+      const blob = blobNow(f.oid);
+      const bytes = blob === null || f.mode === "120000" ? blob : conv.smudgeSync(f.rel, blob);
+      if (bytes === null) later.push(f);
+      else {
+        garbage.add((blob as Uint8Array).length + 4096); // and what reading it left behind (a delta chain's windows and bases)
+        entries.push(entryFor(f.rel, Number.parseInt(f.mode, 8), f.oid, writeNow(join(dir, f.rel), f.mode, bytes)));
+      }
+      if ((i + 1) % 256 === 0 && i + 1 < files.length) {
+        reportActivity({ phase: "checking out", done: i + 1, total: files.length });
+        await new Promise((r) => setImmediate(r)); // a big tree leaves the event loop (other packs, a cancel) its turn
+      }
+    }
+    const writeOne = async (f: { rel: string; mode: string; oid: string }) => {
+      const blob = await blobOf(f.oid, f.rel);
+      garbage.add(blob.length + 4096);
+      const bytes = f.mode === "120000" ? blob : await conv.smudge(f.rel, blob);
+      entries.push(entryFor(f.rel, Number.parseInt(f.mode, 8), f.oid, writeNow(join(dir, f.rel), f.mode, bytes)));
+    };
+    for (let i = 0; i < later.length; i += 128) {
       // allSettled: on failure, no write may still be running when the caller removes the directory.
-      const results = await Promise.allSettled(files.slice(i, i + 128).map(writeOne));
+      const results = await Promise.allSettled(later.slice(i, i + 128).map(writeOne));
       const failed = results.find((r) => r.status === "rejected");
       if (failed) throw failed.reason;
-      reportActivity({ phase: "checking out", done: Math.min(i + 128, files.length), total: files.length });
     }
+    reportActivity({ phase: "checking out", done: files.length, total: files.length });
   } finally {
     conv.close(); // a long-running filter process serves the whole checkout, then exits
   }

@@ -9,6 +9,7 @@ import type { HeadInfo } from "../refs/head.ts";
 import { diverged, noBranches, refNotFound, transportError } from "../transport/git-errors.ts";
 import { type Git, loadGit } from "../objects/iso.ts";
 import { ObjectPresence } from "../objects/objects.ts";
+import { ObjectStore } from "../objects/object-store.ts";
 import { countLeftRight } from "../refs/ahead-behind.ts";
 import { awaitRefsUnlocked, readSymref, resolveRefSync, writeRefSync } from "../refs/refs.ts";
 import { REMOTE } from "../transport/remote-refs.ts";
@@ -220,25 +221,31 @@ async function isAncestor(git: Git, gitdir: string, ancestor: string, oid: strin
  * back to isomorphic-git's full checkout.
  */
 async function checkoutTree(o: MoveOptions, headOid: string | null, oid: string, branch: string | null): Promise<void> {
-  // The whole target tree is checked before anything is written: a refused tree changes nothing.
-  let target: Map<string, string>;
+  // A new clone's checkout reads the trees and blobs through one object store (its packs opened once, its trees cached for the index's cache-tree).
+  const store = o.fresh ? new ObjectStore(o.gitdir) : undefined;
   try {
-    target = await verifiedFlatTree(o.gitdir, oid);
-    collectAfter(target.size); // the trees parsed on the way are dead; the checkout allocates next
-    // A partial clone: the blobs of the tree that the filter left out come over first, in one batch.
-    await ensureBlobs(o.gitdir, o.dir, o.url, target, o.signal ?? new AbortController().signal);
-  } catch (err) {
-    throw refusedCommit(o, oid, err);
-  }
-  try {
-    await writeTree(o, headOid, oid, branch, target);
-  } catch (err) {
-    throw refusedCommit(o, oid, err);
+    // The whole target tree is checked before anything is written: a refused tree changes nothing.
+    let target: Map<string, string>;
+    try {
+      target = await verifiedFlatTree(o.gitdir, oid, store);
+      collectAfter(target.size); // the trees parsed on the way are dead; the checkout allocates next
+      // A partial clone: the blobs of the tree that the filter left out come over first, in one batch.
+      await ensureBlobs(o.gitdir, o.dir, o.url, target, o.signal ?? new AbortController().signal);
+    } catch (err) {
+      throw refusedCommit(o, oid, err);
+    }
+    try {
+      await writeTree(o, headOid, oid, branch, target, store);
+    } catch (err) {
+      throw refusedCommit(o, oid, err);
+    }
+  } finally {
+    store?.close();
   }
 }
 
-async function writeTree(o: MoveOptions, headOid: string | null, oid: string, branch: string | null, target: Map<string, string>): Promise<void> {
-  if (o.fresh) return checkoutFresh(o.dir, o.gitdir, oid, target, o.shown ?? o.dir);
+async function writeTree(o: MoveOptions, headOid: string | null, oid: string, branch: string | null, target: Map<string, string>, store?: ObjectStore): Promise<void> {
+  if (o.fresh) return checkoutFresh(o.dir, o.gitdir, oid, target, o.shown ?? o.dir, true, store);
   if (headOid !== null && (await checkoutDiff(o.dir, o.gitdir, headOid, oid, branch, target))) return;
   assertNoLinkedParents(o, target);
   const git = await loadGit();

@@ -198,7 +198,24 @@ export class Conversion {
    * written; a per-file `smudge` command runs synchronously.
    */
   async smudge(path: string, data: Uint8Array): Promise<Uint8Array> {
+    return this.smudgeSync(path, data) ?? this.smudgeByProcess(path, data);
+  }
+
+  /**
+   * `smudge` without waiting: the bytes to write, or null when the path's
+   * driver is a long-running process (its answer is awaited: `smudge`).
+   */
+  smudgeSync(path: string, data: Uint8Array): Uint8Array | null {
     if (this.identity) return data;
+    const a = this.attrs.get(path);
+    const out = toWorktree(data, crlfAction(a, this.eol), this.eol);
+    const drv = this.driver(a);
+    if (drv === null) return out;
+    if (this.drivers.get("filter", drv.name, "process")) return null;
+    return this.runFilter(path, out, drv, "smudge");
+  }
+
+  private async smudgeByProcess(path: string, data: Uint8Array): Promise<Uint8Array> {
     const a = this.attrs.get(path);
     const out = toWorktree(data, crlfAction(a, this.eol), this.eol);
     const drv = this.driver(a);

@@ -17,6 +17,7 @@ import { packOpError } from "../../base/errors.ts";
 import { dotGitOf, dotGitPathOf, layoutOfGitdir, linkedAdminFiles, type RepoLayout, worktreesDir } from "../layout/layout.ts";
 import { LayeredConfig } from "../refs/config.ts";
 import { deleteRefSync, RefFiles, writeRefSync } from "../refs/refs.ts";
+import { ObjectStore } from "../objects/object-store.ts";
 import { verifiedFlatTree } from "../objects/tree-read.ts";
 import { checkoutFresh } from "./checkout-fresh.ts";
 import { ensureBlobs } from "../transport/promised-fetch.ts";
@@ -96,7 +97,17 @@ export async function addWorktree(o: AddWorktreeOptions): Promise<AddedWorktree>
     throw packOpError(`cannot make a worktree at ${path} on branch '${o.branch}': the branch does not exist and there is no commit to start it at; fetch the pack first.`, { path });
   }
   const head = existing ?? (o.start as string);
-  const tree = await verifiedFlatTree(common.gitdir, head);
+  // One object store for the worktree: the trees are read (and cached) once, the packs opened once.
+  const store = new ObjectStore(common.gitdir);
+  try {
+    return await makeWorktree(o, common, path, head, existing === null, store);
+  } finally {
+    store.close();
+  }
+}
+
+async function makeWorktree(o: AddWorktreeOptions, common: RepoLayout, path: string, head: string, newBranch: boolean, store: ObjectStore): Promise<AddedWorktree> {
+  const tree = await verifiedFlatTree(common.gitdir, head, store);
   // A partial clone: the blobs of the tree its filter left out come over first, in one batch, before anything is written.
   await ensureBlobs(common.gitdir, path, "", tree, new AbortController().signal);
   const admin = makeAdminDir(common, worktreeName(path));
@@ -111,12 +122,12 @@ export async function addWorktree(o: AddWorktreeOptions): Promise<AddedWorktree>
     fs.writeFileSync(dotGitPathOf(path), `gitdir: ${realAdmin}\n`);
     fs.writeFileSync(files.gitdir, `${dotGitPathOf(real)}\n`);
     fs.writeFileSync(files.commondir, "../..\n");
-    if (existing === null) {
+    if (newBranch) {
       writeRefSync(common.gitdir, `refs/heads/${o.branch}`, head);
       createdBranch = true;
     }
     fs.writeFileSync(files.head, `ref: refs/heads/${o.branch}\n`);
-    await checkoutFresh(path, admin, head, tree, path, false); // the index as git writes it: no fsync
+    await checkoutFresh(path, admin, head, tree, path, false, store); // the index as git writes it: no fsync
     fs.mkdirSync(dirname(files.logsHead), { recursive: true });
     fs.writeFileSync(files.logsHead, `${"0".repeat(40)} ${head} ${reflogIdent(common.gitdir, o.env ?? process.env)}\tcheckout: moving to ${o.branch}\n`);
     fs.rmSync(files.locked, { force: true });
