@@ -1,12 +1,16 @@
-// A task workspace of a pack with submodules: each submodule of a linked
-// worktree is cloned from the same submodule of the source's clone (objects
-// hard-linked, no fetch from its URL), laid out where git puts a linked
-// worktree's submodules (`.git/worktrees/<name>/modules/<name>`), and equal
-// to what `git worktree add` + `git submodule update --init --recursive`
-// make of the same repositories.
+// What a task workspace's pack takes from the source pack's worktree, compared
+// with git on the same repositories:
+//  - submodules: each submodule of a linked worktree is cloned from the same
+//    submodule of the source's clone (objects hard-linked, no fetch from its
+//    URL), laid out where git puts a linked worktree's submodules
+//    (`.git/worktrees/<name>/modules/<name>`), equal to what `git worktree add`
+//    + `git submodule update --init --recursive` make;
+//  - a sparse checkout: its patterns and per-worktree config, as `git worktree
+//    add` run in the source copies them, and the same files left out.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { workTreeFiles } from "../helpers/git-fixtures.ts";
 import { git, TestWorkspace } from "../helpers/workspace.ts";
 
 let t: TestWorkspace;
@@ -39,20 +43,6 @@ beforeAll(async () => {
 });
 afterAll(() => t.cleanup());
 
-/** Work-tree files below `dir` with their contents, `.git` entries left out. */
-function files(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (rel: string) => {
-    for (const d of readdirSync(join(dir, rel), { withFileTypes: true })) {
-      if (d.name === ".git") continue;
-      const p = rel ? `${rel}/${d.name}` : d.name;
-      if (d.isDirectory()) walk(p);
-      else out.push(`${p} ${readFileSync(join(dir, p), "utf8")}`);
-    }
-  };
-  walk("");
-  return out.sort();
-}
 
 const status = (dir: string) => git(dir, "submodule", "status", "--recursive");
 
@@ -82,7 +72,7 @@ test("a task workspace's submodules come from the source's, with their upstreams
   git(source, "worktree", "add", "-q", "-b", "by-git", byGit);
   git(byGit, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init", "--recursive");
 
-  expect(files(pack)).toEqual(files(byGit));
+  expect(workTreeFiles(pack)).toEqual(workTreeFiles(byGit));
   const strip = (s: string) => s.replace(/ \(.*\)$/gm, "");
   expect(strip(status(pack))).toBe(strip(before));
   expect(strip(status(pack))).toBe(strip(status(byGit)));
@@ -121,4 +111,34 @@ test("a later sync of the task workspace moves its submodules with new upstream 
   expect(git(join(pack, "vendor/lib"), "rev-parse", "HEAD")).toBe(next);
   expect(readFileSync(join(pack, "vendor/lib/lib.txt"), "utf8")).toBe("lib 2\n");
   git(join(pack, "vendor/lib"), "fsck", "--strict");
+});
+
+test("a sparse source pack gives a sparse task workspace, as git worktree add run in the source does", async () => {
+  const up = t.repo("sparse", { "a/one.txt": "1\n", "a/deep/two.txt": "2\n", "b/three.txt": "3\n", "top.txt": "top\n" });
+  expect((await t.grexAt(t.ws, ["add", up], env)).code).toBe(0);
+  const source = join(t.ws, "sparse");
+  git(source, "sparse-checkout", "set", "a");
+  const task = join(t.root, "task-sparse");
+  mkdirSync(task);
+  const r = await t.grexAt(task, ["init", "--from", t.ws, "--branch", "sparse-topic", "--filter", "sparse", "--json"], env);
+  expect(r.stderr).toBe("");
+  expect(r.code).toBe(0);
+  const pack = join(task, "sparse");
+  const byGit = join(t.root, "by-git-sparse");
+  git(source, "worktree", "add", "-q", "-b", "by-git-sparse", byGit);
+
+  const adminOf = (dir: string) => git(dir, "rev-parse", "--absolute-git-dir");
+  for (const f of ["config.worktree", "info/sparse-checkout"]) expect(readFileSync(join(adminOf(pack), f), "utf8")).toBe(readFileSync(join(adminOf(byGit), f), "utf8"));
+  expect(workTreeFiles(pack)).toEqual(workTreeFiles(byGit));
+  expect(workTreeFiles(pack)).not.toContain("b/three.txt 3\n");
+  // The index marks what is left out skip-worktree (`S`), as git's does.
+  expect(git(pack, "ls-files", "-t")).toBe(git(byGit, "ls-files", "-t"));
+  expect(git(pack, "status", "--porcelain")).toBe("");
+  expect(git(pack, "sparse-checkout", "list")).toBe("a");
+  git(pack, "fsck");
+  // grex sees it as git does: clean, the files left out not missing.
+  const st = await t.grexAt(task, ["status", "--json"], env);
+  expect(st.code).toBe(0);
+  const packs = st.json.packs as Array<{ id: string; dirty: boolean }>;
+  expect(packs.find((p) => p.id === "sparse")?.dirty).toBe(false);
 });

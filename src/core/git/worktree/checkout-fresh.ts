@@ -10,7 +10,8 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { isNotFound, missingObject } from "../transport/git-errors.ts";
 import { readGitdirConfigValue } from "../refs/config.ts";
-import { entryFor, type IndexEntry } from "../objects/index-file.ts";
+import { entryFor, type IndexEntry, SKIP_WORKTREE } from "../objects/index-file.ts";
+import { SparseCheckout } from "./sparse-checkout.ts";
 import { commitIndex } from "../objects/index-manager.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import { cacheTreeOf, readBlobBytes } from "../objects/tree-read.ts";
@@ -86,9 +87,15 @@ async function writeFiles(dir: string, gitdir: string, oid: string, tree: Readon
   const dirs = new Set<string>();
   const files: Array<{ rel: string; mode: string; oid: string }> = [];
   const links: Array<{ rel: string; oid: string }> = [];
+  // A new linked worktree of a sparse checkout (worktree-inherit.ts): paths outside its patterns stay out, skip-worktree in the index.
+  const sparse = SparseCheckout.of(gitdir);
   for (const [rel, value] of tree) {
     const sp = value.indexOf(" ");
     const mode = Number.parseInt(value.slice(0, sp), 10);
+    if (sparse !== null && !sparse.includes(rel)) {
+      entries.push({ ...entryFor(rel, mode, value.slice(sp + 1), null), flags: SKIP_WORKTREE });
+      continue;
+    }
     for (let i = rel.indexOf("/"); i !== -1; i = rel.indexOf("/", i + 1)) dirs.add(rel.slice(0, i));
     if (mode === GITLINK) {
       dirs.add(rel); // an empty directory where the submodule would go, as git leaves it

@@ -20,6 +20,7 @@ import { deleteRefSync, RefFiles, writeRefSync } from "../refs/refs.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import { verifiedFlatTree } from "../objects/tree-read.ts";
 import { checkoutFresh } from "./checkout-fresh.ts";
+import { inheritWorktreeState } from "./worktree-inherit.ts";
 import { ensureBlobs } from "../transport/promised-fetch.ts";
 import { isDirtyFast } from "./worktree.ts";
 import { checkedOutAt, linkedGitdirOf, listWorktrees, pruneReason, readText, trimNl } from "./worktree-list.ts";
@@ -127,6 +128,7 @@ async function makeWorktree(o: AddWorktreeOptions, common: RepoLayout, path: str
       createdBranch = true;
     }
     fs.writeFileSync(files.head, `ref: refs/heads/${o.branch}\n`);
+    inheritWorktreeState(o.repoGitdir, admin); // a sparse source gives a sparse worktree, as git's worktree add copies it
     await checkoutFresh(path, admin, head, tree, path, false, store); // the index as git writes it: no fsync
     fs.mkdirSync(dirname(files.logsHead), { recursive: true });
     fs.writeFileSync(files.logsHead, `${"0".repeat(40)} ${head} ${reflogIdent(common.gitdir, o.env ?? process.env)}\tcheckout: moving to ${o.branch}\n`);
