@@ -3,17 +3,26 @@
 // declares, the name of a whole object, and the per-entry table (typed
 // arrays, a few dozen bytes an object) that pack-index.ts fills and
 // pack-idx.ts writes out. Pure functions over bytes: no file, no store.
-import { inflateSync } from "node:zlib";
+import { inflateZlib } from "./inflate.ts";
 import { OFS_DELTA, type ObjectType, REF_DELTA } from "./object-store.ts";
 
 /** A pack that is not what it says: the indexer turns it into one sentence naming the pack. */
 export class BadPack extends Error {}
 
+/** One hasher for every object named (a digest resets it): a pack names hundreds of thousands. */
+const hasher = new Bun.CryptoHasher("sha1");
+const HEADS: Record<ObjectType, Buffer> = { commit: Buffer.from("commit "), tree: Buffer.from("tree "), blob: Buffer.from("blob "), tag: Buffer.from("tag ") };
+const head = Buffer.alloc(32);
+
+/** The name of the object of `type` holding `data`: SHA-1 of "<type> <size>\0" and the data. */
 export function objectId(type: ObjectType, data: Uint8Array): Buffer {
-  const h = new Bun.CryptoHasher("sha1");
-  h.update(`${type} ${data.length}\0`);
-  h.update(data);
-  return h.digest() as Buffer;
+  const prefix = HEADS[type];
+  prefix.copy(head, 0);
+  const n = prefix.length + head.write(String(data.length), prefix.length, "latin1");
+  head[n] = 0;
+  hasher.update(head.subarray(0, n + 1));
+  hasher.update(data);
+  return hasher.digest() as Buffer;
 }
 
 /** A varint of a delta's header (base size, result size) at `at`: its value and where the next starts. */
@@ -144,17 +153,11 @@ export class Entries {
 
 /** Inflate one entry's zlib stream from `b[at..end)`: its data and the bytes it used, or "more" when the stream goes on past `end`. */
 export function inflateEntry(b: Buffer, at: number, end: number, size: number, where: number): { data: Buffer; used: number } | "more" {
-  try {
-    // maxOutputLength stops an entry that inflates past its declared size (an inflate bomb) at that size.
-    // chunkSize past the declared size: the output is one buffer, never chunks joined into a second copy.
-    const r = inflateSync(b.subarray(at, end), { info: true, maxOutputLength: Math.max(size, 1), chunkSize: Math.max(64, size + 64) }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
-    if (r.buffer.length !== size) throw new BadPack(`the entry at offset ${where} inflates to ${r.buffer.length} bytes, not the ${size} it declares`);
-    return { data: r.buffer, used: r.engine.bytesWritten };
-  } catch (err) {
-    if (err instanceof BadPack) throw err;
-    const code = (err as { code?: string }).code;
-    if (code === "ERR_BUFFER_TOO_LARGE") throw new BadPack(`the entry at offset ${where} inflates to more than the ${size} bytes it declares`);
-    if (code === "Z_BUF_ERROR") return "more";
-    throw new BadPack(`the entry at offset ${where} is not valid zlib data`);
-  }
+  // Output goes into one buffer of the declared size: an entry that inflates past it (an inflate bomb) stops there.
+  const r = inflateZlib(b, at, end, size);
+  if (r === "more") return r;
+  if (r === "too-large") throw new BadPack(`the entry at offset ${where} inflates to more than the ${size} bytes it declares`);
+  if (r === "corrupt") throw new BadPack(`the entry at offset ${where} is not valid zlib data`);
+  if (r.data.length !== size) throw new BadPack(`the entry at offset ${where} inflates to ${r.data.length} bytes, not the ${size} it declares`);
+  return r;
 }
