@@ -239,10 +239,9 @@ function adler32(b: Uint8Array, n: number): number {
 }
 
 /** Decode one block's symbols with `lit`/`dist` into `out` from `op`: the new output position, or a failure (FAIL_*). */
-function codes(lit: Huffman, dist: Huffman, out: Uint8Array, op: number): number {
+function codes(lit: Huffman, dist: Huffman, out: Uint8Array, op: number, size: number): number {
   const src = r.src;
   const end = r.end;
-  const size = out.length;
   const lt = lit.table;
   const lmask = lit.mask;
   const dt = dist.table;
@@ -350,9 +349,11 @@ function codes(lit: Huffman, dist: Huffman, out: Uint8Array, op: number): number
  * Inflate the zlib stream at `src[at..end)`, which declares (from the pack
  * entry's header) that it holds `size` bytes: the output, which is shorter
  * than `size` only when the stream ends early, and the number of bytes the
- * stream used; or why not.
+ * stream used; or why not. The output is written into `into` when it is
+ * given and large enough (a caller's scratch buffer, for data it drops before
+ * the next call), else into a new buffer.
  */
-export function inflateZlib(src: Uint8Array, at: number, end: number, size: number): { data: Buffer; used: number } | InflateFailure {
+export function inflateZlib(src: Uint8Array, at: number, end: number, size: number, into?: Buffer): { data: Buffer; used: number } | InflateFailure {
   if (end - at < 2) return "more";
   const cmf = src[at] as number;
   const flg = src[at + 1] as number;
@@ -362,7 +363,7 @@ export function inflateZlib(src: Uint8Array, at: number, end: number, size: numb
   r.end = end;
   r.buf = 0;
   r.cnt = 0;
-  const out = Buffer.allocUnsafe(size);
+  const out = into !== undefined && into.length >= size ? into : Buffer.allocUnsafe(size);
   let op = 0;
   try {
     let last = 0;
@@ -383,10 +384,10 @@ export function inflateZlib(src: Uint8Array, at: number, end: number, size: numb
         out.set(src.subarray(r.pos + 4, r.pos + 4 + len), op);
         op += len;
         r.pos += 4 + len;
-      } else if (type === 1) op = checked(codes(FIXED_LIT, FIXED_DIST, out, op));
+      } else if (type === 1) op = checked(codes(FIXED_LIT, FIXED_DIST, out, op, size));
       else if (type === 2) {
         readDynamic();
-        op = checked(codes(dynLit, dynDist, out, op));
+        op = checked(codes(dynLit, dynDist, out, op, size));
       } else throw CORRUPT;
     }
     r.pos -= r.cnt >>> 3;
@@ -394,7 +395,7 @@ export function inflateZlib(src: Uint8Array, at: number, end: number, size: numb
     const p = r.pos;
     const check = ((src[p] as number) * 0x1000000 + (((src[p + 1] as number) << 16) | ((src[p + 2] as number) << 8) | (src[p + 3] as number))) >>> 0;
     if (check !== adler32(out, op)) return "corrupt";
-    return { data: op === size ? out : out.subarray(0, op), used: p + 4 - at };
+    return { data: op === out.length ? out : out.subarray(0, op), used: p + 4 - at };
   } catch (err) {
     if (err instanceof Stop) return err.why;
     throw err;

@@ -151,10 +151,33 @@ export class Entries {
   }
 }
 
-/** Inflate one entry's zlib stream from `b[at..end)`: its data and the bytes it used, or "more" when the stream goes on past `end`. */
-export function inflateEntry(b: Buffer, at: number, end: number, size: number, where: number): { data: Buffer; used: number } | "more" {
+/**
+ * A buffer reused for data dropped before the next entry is inflated (a
+ * delta's instructions, an object only named): hundreds of thousands of
+ * small allocations less on a long history. It grows to SCRATCH_BYTES at
+ * most; a larger entry gets its own buffer.
+ */
+export class Scratch {
+  private buf = Buffer.allocUnsafe(64 * 1024);
+
+  /** The scratch buffer if `size` bytes fit in what it may grow to, else undefined. */
+  room(size: number): Buffer | undefined {
+    if (size > SCRATCH_BYTES) return undefined;
+    if (size > this.buf.length) this.buf = Buffer.allocUnsafe(Math.min(SCRATCH_BYTES, Math.max(size, this.buf.length * 2)));
+    return this.buf;
+  }
+
+  /** True when `data` lies in the scratch buffer (it is not garbage once dropped). */
+  holds(data: Uint8Array): boolean {
+    return data.buffer === this.buf.buffer;
+  }
+}
+const SCRATCH_BYTES = 1024 * 1024;
+
+/** Inflate one entry's zlib stream from `b[at..end)`: its data and the bytes it used, or "more" when the stream goes on past `end`. With `scratch`, the data is only valid until its next use. */
+export function inflateEntry(b: Buffer, at: number, end: number, size: number, where: number, scratch?: Scratch): { data: Buffer; used: number } | "more" {
   // Output goes into one buffer of the declared size: an entry that inflates past it (an inflate bomb) stops there.
-  const r = inflateZlib(b, at, end, size);
+  const r = inflateZlib(b, at, end, size, scratch?.room(size));
   if (r === "more") return r;
   if (r === "too-large") throw new BadPack(`the entry at offset ${where} inflates to more than the ${size} bytes it declares`);
   if (r === "corrupt") throw new BadPack(`the entry at offset ${where} is not valid zlib data`);

@@ -14,7 +14,7 @@ import { atomicWriteFilesAsync, fsyncAsync, fsyncDirAsync } from "../../fs/fsuti
 import { phaseEnd, phaseStart } from "../../base/profile.ts";
 import { deferFsync } from "../layout/unpublished.ts";
 import { limitError, type TransferLimits, transferLimits } from "./limits.ts";
-import { BadPack, Entries, inflateEntry, objectId, parseHeader } from "./pack-entries.ts";
+import { BadPack, Entries, inflateEntry, objectId, parseHeader, Scratch } from "./pack-entries.ts";
 import { Receiver, receive, type ByteSource } from "./pack-receive.ts";
 import { buildIndex, completeThinPack, nameOrder } from "./pack-idx.ts";
 import type { PackLinks } from "./pack-links.ts";
@@ -36,10 +36,17 @@ export interface StoreOptions {
   promisor?: string;
 }
 
+/** Bytes read from the pack file at a time in delta resolution: an entry's neighbours (often the next to resolve) come with it. */
+const READ_BLOCK = 256 * 1024;
+
 /** Reads entries back from the pack file for delta resolution. */
 class PackFile {
-  /** One read buffer, grown as needed: an entry's compressed bytes are dead once inflated. */
-  private scratch = Buffer.allocUnsafe(64 * 1024);
+  /** The bytes last read, [from, from + got) of the pack: one buffer, grown only for an entry larger than a block. */
+  private block = Buffer.allocUnsafe(READ_BLOCK);
+  private from = 0;
+  private got = 0;
+  /** Where a delta's instructions are inflated: they are dropped once applied. */
+  private readonly scratch = new Scratch();
 
   constructor(
     private readonly fd: number,
@@ -47,30 +54,40 @@ class PackFile {
     private readonly end: number,
   ) {}
 
-  /** Entry `i`'s inflated data (whole object, or delta instructions). */
-  inflate(i: number): Buffer {
+  /** Entry `i`'s inflated data (whole object, or delta instructions); with `transient`, valid only until the next transient call. */
+  inflate(i: number, transient = false): Buffer {
     const from = this.e.offset[i] as number;
     const to = i + 1 < this.e.n ? (this.e.offset[i + 1] as number) : this.end;
-    if (this.scratch.length < to - from) this.scratch = Buffer.allocUnsafe(Math.max(to - from, this.scratch.length * 2));
-    const buf = this.scratch;
-    const want = to - from;
+    if (from < this.from || to > this.from + this.got) this.read(from, to);
+    const at = from - this.from;
+    const end = Math.min(to - this.from, this.got);
+    const h = parseHeader(this.block, at, end);
+    if (!h) throw new BadPack(`the entry at offset ${from} is cut off`);
+    const r = inflateEntry(this.block, at + h.len, end, h.size, from, transient ? this.scratch : undefined);
+    if (r === "more") throw new BadPack(`the entry at offset ${from} is cut off`);
+    return r.data;
+  }
+
+  /** Read the block starting at `from` that holds at least [from, to). */
+  private read(from: number, to: number): void {
+    const want = Math.min(Math.max(to - from, READ_BLOCK), this.end - from);
+    if (this.block.length < want) this.block = Buffer.allocUnsafe(want);
+    else if (this.block.length > READ_BLOCK && want <= READ_BLOCK) this.block = Buffer.allocUnsafe(READ_BLOCK); // a large entry's room is let go
     let got = 0;
     while (got < want) {
-      const r = readSync(this.fd, buf, got, want - got, from + got);
+      const r = readSync(this.fd, this.block, got, want - got, from + got);
       if (r <= 0) break;
       got += r;
     }
-    const h = parseHeader(buf, 0, got);
-    if (!h) throw new BadPack(`the entry at offset ${from} is cut off`);
-    const r = inflateEntry(buf, h.len, got, h.size, from);
-    if (r === "more") throw new BadPack(`the entry at offset ${this.e.offset[i]} is cut off`);
-    return r.data;
+    this.from = from;
+    this.got = got;
   }
 }
 
 interface Frame {
   /** Entry index, or -1 for a base taken from our own store (a thin pack's). */
   idx: number;
+  /** Its id: set for a base from our store, and whenever ref deltas wait on a base ("" otherwise). */
   oid: string;
   type: ObjectType;
   depth: number;
@@ -127,7 +144,7 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
     if (f.data) return f.data;
     let data: Buffer;
     if (f.idx < 0 || (e.kind[f.idx] as number) < OFS_DELTA) data = f.idx < 0 ? (external.get(f.oid) as GitObject).data : file.inflate(f.idx);
-    else data = applyDelta(dataOf(k - 1), file.inflate(f.idx)) as Buffer;
+    else data = applyDelta(dataOf(k - 1), file.inflate(f.idx, true)) as Buffer;
     f.data = data;
     held += data.length;
     gc.add(data.length);
@@ -161,14 +178,15 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
       }
       if (f.depth + 1 > limits.maxDeltaDepth) throw limitError("maxDeltaDepth", `the pack holds a delta chain longer than ${limits.maxDeltaDepth}`, limits.maxDeltaDepth);
       const base = dataOf(top);
-      const delta = file.inflate(k);
+      const delta = file.inflate(k, true);
       const data = applyDelta(base, delta);
       if (!data) throw new BadPack(`the delta at offset ${e.offset[k]} does not apply to its base`);
-      if (!keep) gc.add(delta.length + data.length + PER_OBJECT_GARBAGE);
+      if (!keep) gc.add(data.length + PER_OBJECT_GARBAGE);
       const oid = objectId(f.type, data);
       e.setOid(k, oid);
       links?.record(k, f.type, data);
-      const hex = oid.toString("hex");
+      // The id as text only where something looks it up (ref deltas waiting on it, loose writing).
+      const hex = keep || refKids.size > 0 ? oid.toString("hex") : "";
       keep?.set(hex, { type: f.type, data });
       // The base is no longer needed once its last child is built (a plain chain holds two objects at a time).
       if (f.next >= f.kids.length && f.data) {
@@ -183,8 +201,8 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
     }
   };
   for (let i = 0; i < e.n; i++) {
-    if ((e.kind[i] as number) >= OFS_DELTA) continue;
-    const oid = e.oidHex(i);
+    if ((e.kind[i] as number) >= OFS_DELTA || (start[i] === start[i + 1] && refKids.size === 0)) continue;
+    const oid = refKids.size > 0 ? e.oidHex(i) : "";
     const kids = kidsOf(i, oid);
     if (kids.length === 0) continue;
     walk({ idx: i, oid, type: TYPES[e.kind[i] as number] as ObjectType, depth: 0, data: null, kids, next: 0 });

@@ -9,7 +9,7 @@ import { createInflate } from "node:zlib";
 import { ByteWindow } from "../../base/byte-window.ts";
 import { throwIfAborted } from "../../base/errors.ts";
 import { limitError, showBytes, type TransferLimits } from "./limits.ts";
-import { BadPack, deltaResultSize, type Entries, type Header, inflateEntry, objectId, parseHeader } from "./pack-entries.ts";
+import { BadPack, deltaResultSize, type Entries, type Header, inflateEntry, objectId, parseHeader, Scratch } from "./pack-entries.ts";
 import type { PackLinks } from "./pack-links.ts";
 import { Collector, PER_OBJECT_GARBAGE } from "./garbage.ts";
 import { type GitObject, OFS_DELTA, type ObjectType, REF_DELTA, TYPES } from "./object-store.ts";
@@ -173,6 +173,7 @@ export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, 
   sum.update(v.buf.subarray(v.start, v.start + 12));
   rx.consume(12);
   e.reserve(count);
+  const scratch = new Scratch();
   for (let n = 0; n < count; n++) {
     if (n % 256 === 0) {
       throwIfAborted(signal);
@@ -205,17 +206,19 @@ export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, 
       continue;
     }
     // Inflate, reading more until the entry's stream ends inside the window; the window is at least doubled each time, so a large entry costs a few attempts, not one per chunk.
+    // What is only named (or, for a delta, sized) goes to the scratch buffer; what is kept for loose writing gets its own.
+    const into = keep && !isDelta ? undefined : scratch;
     let got: { data: Buffer; used: number } | "more";
     for (;;) {
       v = rx.view();
-      got = inflateEntry(v.buf, v.start + h.len, v.end, h.size, offset);
+      got = inflateEntry(v.buf, v.start + h.len, v.end, h.size, offset, into);
       if (got !== "more") break;
       // Deflate barely grows what it cannot compress: a stream much longer than its declared output is not an honest entry.
       if (rx.available - h.len > h.size + (h.size >> 2) + 65536) throw new BadPack(`the entry at offset ${offset} goes on far past the ${h.size} bytes it declares`);
       if (!(await rx.need(rx.available * 2 + 4096))) {
         // The stream ended: the entry must end in what arrived.
         v = rx.view();
-        got = inflateEntry(v.buf, v.start + h.len, v.end, h.size, offset);
+        got = inflateEntry(v.buf, v.start + h.len, v.end, h.size, offset, into);
         if (got === "more") throw new BadPack(`it ends inside the entry at offset ${offset}`);
         break;
       }
@@ -237,9 +240,9 @@ export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, 
       keep?.set(oid.toString("hex"), { type, data: got.data });
     }
     rx.consume(len);
-    const size = got.data.length;
+    const garbage = scratch.holds(got.data) ? 0 : got.data.length;
     got = "more"; // dropped before collecting: a large object is handed back before the next one is inflated
-    if (!keep) gc.add(size + PER_OBJECT_GARBAGE);
+    if (!keep) gc.add(garbage + PER_OBJECT_GARBAGE);
   }
   reportActivity({ phase: "receiving", done: count, total: count });
   const end = rx.view().pos;
