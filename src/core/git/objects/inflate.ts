@@ -47,15 +47,15 @@ class Huffman {
   }
 
   /**
-   * Build the code whose lengths are `lengths[0..n)`: false for a set zlib
+   * Build the code whose lengths are `lengths[first..first + n)`: false for a set zlib
    * refuses (over-subscribed; incomplete, unless it is one code of one bit and
    * `single` allows it, as for literal/length and distance codes).
    */
-  build(lengths: Uint8Array, n: number, single: boolean): boolean {
+  build(lengths: Uint8Array, n: number, single: boolean, first = 0): boolean {
     const { count, offs, symbol, table } = this;
     count.fill(0);
     for (let s = 0; s < n; s++) {
-      const len = lengths[s] as number;
+      const len = lengths[first + s] as number;
       count[len] = (count[len] as number) + 1;
     }
     count[0] = 0;
@@ -77,7 +77,7 @@ class Huffman {
     offs[1] = 0;
     for (let len = 1; len < 15; len++) offs[len + 1] = (offs[len] as number) + (count[len] as number);
     for (let s = 0; s < n; s++) {
-      const len = lengths[s] as number;
+      const len = lengths[first + s] as number;
       if (len === 0) continue;
       const at = offs[len] as number;
       symbol[at] = s;
@@ -219,7 +219,7 @@ function readDynamic(): void {
   }
   if (lengths[256] === 0) throw CORRUPT; // no end-of-block code
   if (!dynLit.build(lengths, nlit, true)) throw CORRUPT;
-  if (!dynDist.build(lengths.subarray(nlit), ndist, true)) throw CORRUPT;
+  if (!dynDist.build(lengths, ndist, true, nlit)) throw CORRUPT;
 }
 
 function adler32(b: Uint8Array, n: number): number {

@@ -13,16 +13,25 @@ export class BadPack extends Error {}
 const hasher = new Bun.CryptoHasher("sha1");
 const HEADS: Record<ObjectType, Buffer> = { commit: Buffer.from("commit "), tree: Buffer.from("tree "), blob: Buffer.from("blob "), tag: Buffer.from("tag ") };
 const head = Buffer.alloc(32);
+/** Where digests are written (the hasher asks for room for any digest), and its first 20 bytes. */
+const digestRoom = new Uint8Array(64);
+const digest20 = digestRoom.subarray(0, 20);
 
 /** The name of the object of `type` holding `data`: SHA-1 of "<type> <size>\0" and the data. */
 export function objectId(type: ObjectType, data: Uint8Array): Buffer {
+  return Buffer.from(nameOf(type, data));
+}
+
+/** objectId's 20 bytes in a buffer reused by the next call: for a caller that copies them at once. */
+export function nameOf(type: ObjectType, data: Uint8Array): Uint8Array {
   const prefix = HEADS[type];
   prefix.copy(head, 0);
   const n = prefix.length + head.write(String(data.length), prefix.length, "latin1");
   head[n] = 0;
   hasher.update(head.subarray(0, n + 1));
   hasher.update(data);
-  return hasher.digest() as Buffer;
+  hasher.digest(digestRoom);
+  return digest20;
 }
 
 /** A varint of a delta's header (base size, result size) at `at`: its value and where the next starts. */
@@ -128,7 +137,8 @@ export class Entries {
   }
 
   setOid(i: number, oid: Uint8Array): void {
-    this.oid.set(oid, i * 20);
+    const to = i * 20;
+    for (let k = 0; k < 20; k++) this.oid[to + k] = oid[k] as number;
     this.named[i] = 1;
   }
 

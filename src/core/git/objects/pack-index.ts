@@ -14,7 +14,7 @@ import { atomicWriteFilesAsync, fsyncAsync, fsyncDirAsync } from "../../fs/fsuti
 import { phaseEnd, phaseStart } from "../../base/profile.ts";
 import { deferFsync } from "../layout/unpublished.ts";
 import { limitError, type TransferLimits, transferLimits } from "./limits.ts";
-import { BadPack, Entries, inflateEntry, objectId, parseHeader, Scratch } from "./pack-entries.ts";
+import { BadPack, Entries, inflateEntry, nameOf, parseHeader, Scratch } from "./pack-entries.ts";
 import { Receiver, receive, type ByteSource } from "./pack-receive.ts";
 import { buildIndex, completeThinPack, nameOrder } from "./pack-idx.ts";
 import type { PackLinks } from "./pack-links.ts";
@@ -182,11 +182,10 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
       const data = applyDelta(base, delta);
       if (!data) throw new BadPack(`the delta at offset ${e.offset[k]} does not apply to its base`);
       if (!keep) gc.add(data.length + PER_OBJECT_GARBAGE);
-      const oid = objectId(f.type, data);
-      e.setOid(k, oid);
+      e.setOid(k, nameOf(f.type, data));
       links?.record(k, f.type, data);
       // The id as text only where something looks it up (ref deltas waiting on it, loose writing).
-      const hex = keep || refKids.size > 0 ? oid.toString("hex") : "";
+      const hex = keep || refKids.size > 0 ? e.oidHex(k) : "";
       keep?.set(hex, { type: f.type, data });
       // The base is no longer needed once its last child is built (a plain chain holds two objects at a time).
       if (f.next >= f.kids.length && f.data) {

@@ -9,7 +9,7 @@ import { createInflate } from "node:zlib";
 import { ByteWindow } from "../../base/byte-window.ts";
 import { throwIfAborted } from "../../base/errors.ts";
 import { limitError, showBytes, type TransferLimits } from "./limits.ts";
-import { BadPack, deltaResultSize, type Entries, type Header, inflateEntry, objectId, parseHeader, Scratch } from "./pack-entries.ts";
+import { BadPack, deltaResultSize, type Entries, type Header, inflateEntry, nameOf, parseHeader, Scratch } from "./pack-entries.ts";
 import type { PackLinks } from "./pack-links.ts";
 import { Collector, PER_OBJECT_GARBAGE } from "./garbage.ts";
 import { type GitObject, OFS_DELTA, type ObjectType, REF_DELTA, TYPES } from "./object-store.ts";
@@ -74,10 +74,17 @@ export class Receiver {
     return true;
   }
 
-  /** The window: bytes [pos, pos + available) of the pack, at buf[start…]. */
+  /** The window: bytes [pos, pos + available) of the pack, at buf[start…]; the same object each time, valid until the window next changes. */
   view(): { buf: Buffer; start: number; end: number; pos: number } {
-    return { buf: this.w.buf, start: this.w.start, end: this.w.end, pos: this.pos };
+    // One object, brought up to date on each call (it is asked for several times per entry).
+    const v = this.current;
+    v.buf = this.w.buf;
+    v.start = this.w.start;
+    v.end = this.w.end;
+    v.pos = this.pos;
+    return v;
   }
+  private readonly current: { buf: Buffer; start: number; end: number; pos: number } = { buf: Buffer.alloc(0), start: 0, end: 0, pos: 0 };
 
   consume(n: number): void {
     this.w.start += n;
@@ -234,10 +241,9 @@ export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, 
       if (h.baseOid) refKids.set(h.baseOid, [...(refKids.get(h.baseOid) ?? []), i]);
     } else {
       const type = TYPES[h.kind] as ObjectType;
-      const oid = objectId(type, got.data);
-      e.setOid(i, oid);
+      e.setOid(i, nameOf(type, got.data));
       links?.record(i, type, got.data);
-      keep?.set(oid.toString("hex"), { type, data: got.data });
+      keep?.set(e.oidHex(i), { type, data: got.data });
     }
     rx.consume(len);
     const garbage = scratch.holds(got.data) ? 0 : got.data.length;
