@@ -65,11 +65,32 @@ export function nameOrder(e: Entries): Int32Array {
     order[next[k] as number] = i;
     next[k] = (next[k] as number) + 1;
   }
-  const byName = (a: number, b: number) => oids.compare(oids, b * 20, b * 20 + 20, a * 20, a * 20 + 20);
+  // Each bucket (a handful of names) by insertion sort on the remaining 18 bytes, compared in place.
+  const less = (a: number, b: number): boolean => {
+    for (let k = 2; k < 20; k++) {
+      const x = oids[a * 20 + k] as number;
+      const y = oids[b * 20 + k] as number;
+      if (x !== y) return x < y;
+    }
+    return false;
+  };
   for (let k = 0; k < 65536; k++) {
     const from = starts[k] as number;
     const to = starts[k + 1] as number;
-    if (to - from > 1) order.subarray(from, to).sort(byName);
+    if (to - from > 64) {
+      const byName = (a: number, b: number) => oids.compare(oids, b * 20, b * 20 + 20, a * 20, a * 20 + 20);
+      order.subarray(from, to).sort(byName);
+      continue;
+    }
+    for (let i = from + 1; i < to; i++) {
+      const v = order[i] as number;
+      let j = i - 1;
+      while (j >= from && less(v, order[j] as number)) {
+        order[j + 1] = order[j] as number;
+        j--;
+      }
+      order[j + 1] = v;
+    }
   }
   return order;
 }
@@ -100,7 +121,7 @@ export function buildIndex(e: Entries, trailer: Buffer, order: Int32Array): Buff
   let nextLarge = 0;
   for (let r = 0; r < n; r++) {
     const i = order[r] as number;
-    oids.copy(out, names + r * 20, i * 20, i * 20 + 20);
+    for (let k = 0; k < 20; k++) out[names + r * 20 + k] = oids[i * 20 + k] as number;
     out.writeUInt32BE(e.crc[i] as number, crcs + r * 4);
     const off = e.offset[i] as number;
     if (off < 0x80000000) out.writeUInt32BE(off, offsets + r * 4);
