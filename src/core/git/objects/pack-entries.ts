@@ -184,6 +184,63 @@ export class Scratch {
 }
 const SCRATCH_BYTES = 1024 * 1024;
 
+/** The stash's pieces: a delta is kept whole in one of them. */
+const STASH_CHUNK = 1024 * 1024;
+/** Deltas larger than this are read again from the file, never stashed. */
+const STASH_LARGEST = 64 * 1024;
+
+/**
+ * Deltas' instructions as inflated on arrival, kept for their resolution up
+ * to a byte budget, so that most deltas of a history (small tree and commit
+ * deltas) are not read back and inflated a second time. Stored in chunks of a
+ * megabyte, placed by typed arrays: nothing per delta for the collector.
+ */
+export class DeltaStash {
+  private readonly chunks: Buffer[] = [];
+  private used = STASH_CHUNK;
+  private at = new Float64Array(0);
+  private len = new Int32Array(0);
+  private held = 0;
+
+  constructor(private readonly budget: number) {}
+
+  /** Keep entry `i`'s delta `data` if it fits in the budget. */
+  put(i: number, data: Uint8Array): void {
+    const n = data.length;
+    if (n === 0 || n > STASH_LARGEST || this.held + n > this.budget) return;
+    if (this.used + n > STASH_CHUNK) {
+      if ((this.chunks.length + 1) * STASH_CHUNK > this.budget + STASH_CHUNK) return;
+      this.chunks.push(Buffer.allocUnsafe(STASH_CHUNK));
+      this.used = 0;
+    }
+    if (i >= this.len.length) {
+      const cap = Math.max(i + 1, this.len.length * 2, 1024);
+      const at = new Float64Array(cap);
+      at.set(this.at);
+      const len = new Int32Array(cap);
+      len.set(this.len);
+      this.at = at;
+      this.len = len;
+    }
+    const chunk = this.chunks[this.chunks.length - 1] as Buffer;
+    chunk.set(data, this.used);
+    this.at[i] = (this.chunks.length - 1) * STASH_CHUNK + this.used;
+    this.len[i] = n;
+    this.used += n;
+    this.held += n;
+  }
+
+  /** Entry `i`'s delta if it was kept, else null. */
+  get(i: number): Buffer | null {
+    const n = i < this.len.length ? (this.len[i] as number) : 0;
+    if (n === 0) return null;
+    const at = this.at[i] as number;
+    const chunk = this.chunks[Math.floor(at / STASH_CHUNK)] as Buffer;
+    const from = at % STASH_CHUNK;
+    return chunk.subarray(from, from + n);
+  }
+}
+
 /** Inflate one entry's zlib stream from `b[at..end)`: its data and the bytes it used, or "more" when the stream goes on past `end`. With `scratch`, the data is only valid until its next use. */
 export function inflateEntry(b: Buffer, at: number, end: number, size: number, where: number, scratch?: Scratch): { data: Buffer; used: number } | "more" {
   // Output goes into one buffer of the declared size: an entry that inflates past it (an inflate bomb) stops there.

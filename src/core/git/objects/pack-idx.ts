@@ -101,7 +101,8 @@ export function buildIndex(e: Entries, trailer: Buffer, order: Int32Array): Buff
   const oids = Buffer.from(e.oid.buffer, e.oid.byteOffset, n * 20);
   let large = 0;
   for (let i = 0; i < n; i++) if ((e.offset[i] as number) >= 0x80000000) large++;
-  const out = Buffer.alloc(8 + 1024 + n * 28 + large * 8 + 40);
+  // Its own memory (never a slice of Buffer's shared pool), so that the name table is 4-byte aligned.
+  const out = Buffer.from(new ArrayBuffer(8 + 1024 + n * 28 + large * 8 + 40));
   out.writeUInt32BE(0xff744f63, 0);
   out.writeUInt32BE(2, 4);
   const fanout = new Uint32Array(256);
@@ -119,9 +120,12 @@ export function buildIndex(e: Entries, trailer: Buffer, order: Int32Array): Buff
   const offsets = crcs + n * 4;
   const larges = offsets + n * 4;
   let nextLarge = 0;
+  // Names copied as 32-bit words (both tables are 4-byte aligned): no native call per entry.
+  const src32 = new Uint32Array(e.oid.buffer, e.oid.byteOffset, n * 5);
+  const names32 = new Uint32Array(out.buffer, out.byteOffset + names, n * 5);
   for (let r = 0; r < n; r++) {
     const i = order[r] as number;
-    for (let k = 0; k < 20; k++) out[names + r * 20 + k] = oids[i * 20 + k] as number;
+    for (let k = 0; k < 5; k++) names32[r * 5 + k] = src32[i * 5 + k] as number;
     out.writeUInt32BE(e.crc[i] as number, crcs + r * 4);
     const off = e.offset[i] as number;
     if (off < 0x80000000) out.writeUInt32BE(off, offsets + r * 4);

@@ -14,7 +14,7 @@ import { atomicWriteFilesAsync, fsyncAsync, fsyncDirAsync } from "../../fs/fsuti
 import { phaseEnd, phaseStart } from "../../base/profile.ts";
 import { deferFsync } from "../layout/unpublished.ts";
 import { limitError, type TransferLimits, transferLimits } from "./limits.ts";
-import { BadPack, Entries, inflateEntry, nameOf, parseHeader, Scratch } from "./pack-entries.ts";
+import { BadPack, DeltaStash, Entries, inflateEntry, nameOf, parseHeader, Scratch } from "./pack-entries.ts";
 import { Receiver, receive, type ByteSource } from "./pack-receive.ts";
 import { buildIndex, completeThinPack, nameOrder } from "./pack-idx.ts";
 import type { PackLinks } from "./pack-links.ts";
@@ -52,10 +52,13 @@ class PackFile {
     private readonly fd: number,
     private readonly e: Entries,
     private readonly end: number,
+    private readonly stash: DeltaStash | null = null,
   ) {}
 
-  /** Entry `i`'s inflated data (whole object, or delta instructions); with `transient`, valid only until the next transient call. */
+  /** Entry `i`'s inflated data (whole object, or delta instructions, from the stash if kept there); with `transient`, valid only until the next transient call. */
   inflate(i: number, transient = false): Buffer {
+    const kept = transient ? this.stash?.get(i) : null;
+    if (kept) return kept;
     const from = this.e.offset[i] as number;
     const to = i + 1 < this.e.n ? (this.e.offset[i + 1] as number) : this.end;
     if (from < this.from || to > this.from + this.got) this.read(from, to);
@@ -268,10 +271,12 @@ export async function storePackStream(gitdir: string, source: ByteSource, opts: 
       if (v.buf.readUInt32BE(v.start + 8) < UNPACK_LIMIT) keep = new Map();
     }
     const t0 = phaseStart();
-    let { trailer, end } = await receive(rx, e, limits, keep, refKids, opts.links, signal);
+    // Deltas kept from arrival for their resolution: a quarter of the delta-base cache's budget, 16 MiB at most.
+    const stash = keep ? null : new DeltaStash(Math.min(16 * 1024 * 1024, Math.floor(limits.deltaCacheBytes / 4)));
+    let { trailer, end } = await receive(rx, e, limits, keep, refKids, opts.links, signal, stash ?? undefined);
     const t1 = phaseStart();
     phaseEnd("pack.receive", t0);
-    const external = resolveDeltas(new PackFile(fd, e, end), e, refKids, store, limits, keep, opts.links, signal);
+    const external = resolveDeltas(new PackFile(fd, e, end, stash), e, refKids, store, limits, keep, opts.links, signal);
     phaseEnd("pack.resolve-deltas", t1);
     throwIfAborted(signal);
     if (keep) {

@@ -9,7 +9,7 @@ import { createInflate } from "node:zlib";
 import { ByteWindow } from "../../base/byte-window.ts";
 import { throwIfAborted } from "../../base/errors.ts";
 import { limitError, showBytes, type TransferLimits } from "./limits.ts";
-import { BadPack, deltaResultSize, type Entries, type Header, inflateEntry, nameOf, parseHeader, Scratch } from "./pack-entries.ts";
+import { BadPack, deltaResultSize, type DeltaStash, type Entries, type Header, inflateEntry, nameOf, parseHeader, Scratch } from "./pack-entries.ts";
 import type { PackLinks } from "./pack-links.ts";
 import { Collector, PER_OBJECT_GARBAGE } from "./garbage.ts";
 import { type GitObject, OFS_DELTA, type ObjectType, REF_DELTA, TYPES } from "./object-store.ts";
@@ -166,8 +166,8 @@ async function streamBlob(rx: Receiver, h: Header, offset: number): Promise<{ oi
   }
 }
 
-/** Walk the pack as it arrives: every entry's header, extent, CRC and (for whole objects) name. */
-export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: Map<string, GitObject> | null, refKids: Map<string, number[]>, links: PackLinks | undefined, signal: AbortSignal): Promise<{ trailer: Buffer; end: number }> {
+/** Walk the pack as it arrives: every entry's header, extent, CRC and (for whole objects) name; deltas go to `stash` as far as it takes them. */
+export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: Map<string, GitObject> | null, refKids: Map<string, number[]>, links: PackLinks | undefined, signal: AbortSignal, stash?: DeltaStash): Promise<{ trailer: Buffer; end: number }> {
   if (!(await rx.need(12))) throw new BadPack("it ends before its header");
   const gc = new Collector();
   let v = rx.view();
@@ -239,6 +239,7 @@ export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, 
       const result = deltaResultSize(got.data);
       if (result > limits.maxObjectBytes) throw limitError("maxObjectBytes", `a delta in the pack at offset ${offset} builds an object of ${showBytes(result)}, over the largest allowed`, limits.maxObjectBytes);
       if (h.baseOid) refKids.set(h.baseOid, [...(refKids.get(h.baseOid) ?? []), i]);
+      stash?.put(i, got.data);
     } else {
       const type = TYPES[h.kind] as ObjectType;
       e.setOid(i, nameOf(type, got.data));
