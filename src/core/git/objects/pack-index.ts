@@ -272,11 +272,12 @@ export async function storePackStream(gitdir: string, source: ByteSource, opts: 
     }
     const t0 = phaseStart();
     // Deltas kept from arrival for their resolution: a quarter of the delta-base cache's budget, 16 MiB at most.
-    const stash = keep ? null : new DeltaStash(Math.min(16 * 1024 * 1024, Math.floor(limits.deltaCacheBytes / 4)));
+    let stash = keep ? null : new DeltaStash(Math.min(16 * 1024 * 1024, Math.floor(limits.deltaCacheBytes / 4)));
     let { trailer, end } = await receive(rx, e, limits, keep, refKids, opts.links, signal, stash ?? undefined);
     const t1 = phaseStart();
     phaseEnd("pack.receive", t0);
     const external = resolveDeltas(new PackFile(fd, e, end, stash), e, refKids, store, limits, keep, opts.links, signal);
+    stash = null; // garbage before the index is built
     phaseEnd("pack.resolve-deltas", t1);
     throwIfAborted(signal);
     if (keep) {
