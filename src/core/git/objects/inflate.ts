@@ -37,6 +37,9 @@ class Huffman {
   readonly symbol: Uint16Array;
   private readonly offs = new Uint16Array(16);
   mask = 0;
+  /** The table's width in bits, and whether some codes are longer. */
+  private root = 0;
+  private long = false;
 
   constructor(
     private readonly maxRoot: number,
@@ -70,39 +73,57 @@ class Huffman {
       // No codes at all: allowed (a block may use no distance); any code read is then invalid.
       if (!single) return false;
       this.mask = 0;
+      this.root = 0;
+      this.long = false;
       table[0] = 0;
       return true;
     }
     if (left > 0 && (!single || max !== 1)) return false;
-    offs[1] = 0;
-    for (let len = 1; len < 15; len++) offs[len + 1] = (offs[len] as number) + (count[len] as number);
-    for (let s = 0; s < n; s++) {
-      const len = lengths[first + s] as number;
-      if (len === 0) continue;
-      const at = offs[len] as number;
-      symbol[at] = s;
-      offs[len] = at + 1;
-    }
     const root = Math.min(max, this.maxRoot);
     const size = 1 << root;
     this.mask = size - 1;
-    table.fill(0, 0, size);
-    let code = 0;
-    let k = 0;
-    for (let len = 1; len <= root; len++) {
-      for (let c = count[len] as number; c > 0; c--) {
-        const rev = (REV15[code] as number) >>> (15 - len);
-        const entry = ((symbol[k++] as number) << 4) | len;
-        for (let j = rev; j < size; j += 1 << len) table[j] = entry;
-        code++;
+    this.root = root;
+    this.long = max > root;
+    if (this.long) {
+      // Codes longer than the table: their symbols in canonical order, for decoding bit by bit (`slow`).
+      offs[1] = 0;
+      for (let len = 1; len < 15; len++) offs[len + 1] = (offs[len] as number) + (count[len] as number);
+      for (let s = 0; s < n; s++) {
+        const len = lengths[first + s] as number;
+        if (len === 0) continue;
+        const at = offs[len] as number;
+        symbol[at] = s;
+        offs[len] = at + 1;
       }
-      code <<= 1;
+    }
+    // Entries no code of at most `root` bits fills stay 0: the prefixes of longer codes, and the hole of an incomplete code.
+    if (this.long || left > 0) table.fill(0, 0, size);
+    // Canonical codes: the first code of each length, then symbols in order take the next code of their length.
+    let code = 0;
+    for (let len = 1; len <= max; len++) {
+      code = (code + (count[len - 1] as number)) << 1;
+      offs[len] = code;
+    }
+    for (let s = 0; s < n; s++) {
+      const len = lengths[first + s] as number;
+      if (len === 0) continue;
+      const c = offs[len] as number;
+      offs[len] = c + 1;
+      if (len > root) continue;
+      const rev = (REV15[c] as number) >>> (15 - len);
+      const entry = (s << 4) | len;
+      for (let j = rev; j < size; j += 1 << len) table[j] = entry;
     }
     return true;
   }
 
-  /** Decode a code longer than the table's root from the low `cnt` bits of `buf`: symbol << 4 | length, -1 for no code, -2 when more bits are needed. */
+  /**
+   * Decode what the table did not (a code longer than its root, a hole, or
+   * too few bits left) from the low `cnt` bits of `buf`: symbol << 4 | length,
+   * -1 for no code, -2 when more bits are needed.
+   */
   slow(buf: number, cnt: number): number {
+    if (!this.long) return cnt >= this.root ? -1 : -2;
     const { count, symbol } = this;
     let code = 0;
     let first = 0;
@@ -173,50 +194,108 @@ function bits(n: number): number {
   return v;
 }
 
-/** One symbol of `h` from the reader (code-length codes). */
-function symbolOf(h: Huffman): number {
-  while (r.cnt < 24 && r.pos < r.end) {
-    r.buf |= (r.src[r.pos++] as number) << r.cnt;
-    r.cnt += 8;
-  }
-  let e = h.table[r.buf & h.mask] as number;
-  if (e === 0 || (e & 15) > r.cnt) e = h.slow(r.buf, r.cnt);
-  if (e === -2) throw MORE;
-  if (e < 0) throw CORRUPT;
-  r.buf >>>= e & 15;
-  r.cnt -= e & 15;
-  return e >>> 4;
-}
-
-/** A dynamic block's header: its literal/length and distance codes into dynLit and dynDist. */
+/** A dynamic block's header: its literal/length and distance codes into dynLit and dynDist (the reader in locals: this runs once per block of every small object). */
 function readDynamic(): void {
-  const nlit = bits(5) + 257;
-  const ndist = bits(5) + 1;
-  const ncl = bits(4) + 4;
-  if (nlit > 286 || ndist > 30) throw CORRUPT;
-  lengths.fill(0, 0, 19);
-  for (let i = 0; i < ncl; i++) lengths[CL_ORDER[i] as number] = bits(3);
-  if (!clCode.build(lengths, 19, false)) throw CORRUPT;
-  const total = nlit + ndist;
-  let i = 0;
-  while (i < total) {
-    const sym = symbolOf(clCode);
-    if (sym < 16) {
-      lengths[i++] = sym;
-      continue;
+  const { src, end } = r;
+  let { pos, buf, cnt } = r;
+  let fail: Stop | null = null;
+  let total = 0;
+  let nlit = 0;
+  let ndist = 0;
+  decode: {
+    while (cnt < 24 && pos < end) {
+      buf |= (src[pos++] as number) << cnt;
+      cnt += 8;
     }
-    let repeat: number;
-    let value = 0;
-    if (sym === 16) {
-      if (i === 0) throw CORRUPT;
-      value = lengths[i - 1] as number;
-      repeat = 3 + bits(2);
-    } else if (sym === 17) repeat = 3 + bits(3);
-    else repeat = 11 + bits(7);
-    if (i + repeat > total) throw CORRUPT;
-    lengths.fill(value, i, i + repeat);
-    i += repeat;
+    if (cnt < 14) {
+      fail = MORE;
+      break decode;
+    }
+    nlit = (buf & 31) + 257;
+    ndist = ((buf >>> 5) & 31) + 1;
+    const ncl = ((buf >>> 10) & 15) + 4;
+    buf >>>= 14;
+    cnt -= 14;
+    if (nlit > 286 || ndist > 30) {
+      fail = CORRUPT;
+      break decode;
+    }
+    lengths.fill(0, 0, 19);
+    for (let i = 0; i < ncl; i++) {
+      if (cnt < 3) {
+        while (cnt < 24 && pos < end) {
+          buf |= (src[pos++] as number) << cnt;
+          cnt += 8;
+        }
+        if (cnt < 3) {
+          fail = MORE;
+          break decode;
+        }
+      }
+      lengths[CL_ORDER[i] as number] = buf & 7;
+      buf >>>= 3;
+      cnt -= 3;
+    }
+    if (!clCode.build(lengths, 19, false)) {
+      fail = CORRUPT;
+      break decode;
+    }
+    // The code-length code is complete and at most 7 bits long: its table holds every code.
+    const table = clCode.table;
+    const mask = clCode.mask;
+    total = nlit + ndist;
+    let i = 0;
+    while (i < total) {
+      while (cnt < 24 && pos < end) {
+        buf |= (src[pos++] as number) << cnt;
+        cnt += 8;
+      }
+      const e = table[buf & mask] as number;
+      const len = e & 15;
+      if (e === 0 || len > cnt) {
+        fail = e === 0 ? CORRUPT : MORE;
+        break decode;
+      }
+      buf >>>= len;
+      cnt -= len;
+      const sym = e >>> 4;
+      if (sym < 16) {
+        lengths[i++] = sym;
+        continue;
+      }
+      let value = 0;
+      let extra = 7;
+      let repeat = 11;
+      if (sym === 16) {
+        if (i === 0) {
+          fail = CORRUPT;
+          break decode;
+        }
+        value = lengths[i - 1] as number;
+        extra = 2;
+        repeat = 3;
+      } else if (sym === 17) {
+        extra = 3;
+        repeat = 3;
+      }
+      if (cnt < extra) {
+        fail = MORE;
+        break decode;
+      }
+      repeat += buf & ((1 << extra) - 1);
+      buf >>>= extra;
+      cnt -= extra;
+      if (i + repeat > total) {
+        fail = CORRUPT;
+        break decode;
+      }
+      for (const stop = i + repeat; i < stop; i++) lengths[i] = value;
+    }
   }
+  r.pos = pos;
+  r.buf = buf;
+  r.cnt = cnt;
+  if (fail) throw fail;
   if (lengths[256] === 0) throw CORRUPT; // no end-of-block code
   if (!dynLit.build(lengths, nlit, true)) throw CORRUPT;
   if (!dynDist.build(lengths, ndist, true, nlit)) throw CORRUPT;
