@@ -249,7 +249,7 @@ export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, 
     rx.consume(len);
     const garbage = scratch.holds(got.data) ? 0 : got.data.length;
     got = "more"; // dropped before collecting: a large object is handed back before the next one is inflated
-    if (!keep) gc.add(garbage + PER_OBJECT_GARBAGE);
+    if (!keep) gc.add(garbage === 0 ? PER_OBJECT_GARBAGE / 4 : garbage + PER_OBJECT_GARBAGE);
   }
   reportActivity({ phase: "receiving", done: count, total: count });
   const end = rx.view().pos;
