@@ -26,6 +26,9 @@ export class Receiver {
   private pos = 0;
   private ended = false;
   received = 0;
+  /** SHA-1 of the pack's bytes consumed; the last `unhashed` of them are still in the window, before `start`. */
+  readonly sum = new Bun.CryptoHasher("sha1");
+  private unhashed = 0;
   /** Bytes not yet written to the file: the network's small chunks go out in large writes. */
   private out = Buffer.allocUnsafe(1 << 20);
   private outLen = 0;
@@ -57,6 +60,7 @@ export class Receiver {
       this.out.set(chunk, this.outLen);
       this.outLen += chunk.length;
     }
+    this.hashConsumed(); // the window may move what was consumed
     this.w.append(chunk);
     return true;
   }
@@ -86,9 +90,18 @@ export class Receiver {
   }
   private readonly current: { buf: Buffer; start: number; end: number; pos: number } = { buf: Buffer.alloc(0), start: 0, end: 0, pos: 0 };
 
-  consume(n: number): void {
+  /** Take `n` bytes; they go into the pack's checksum (`sum`) in large spans, not entry by entry (unless `hashed` is false: the trailer). */
+  consume(n: number, hashed = true): void {
     this.w.start += n;
     this.pos += n;
+    if (hashed) this.unhashed += n;
+  }
+
+  /** The checksum of every byte consumed so far. */
+  hashConsumed(): void {
+    if (this.unhashed === 0) return;
+    this.sum.update(this.w.buf.subarray(this.w.start - this.unhashed, this.w.start));
+    this.unhashed = 0;
   }
 
   /** Anything after the trailer is an error: the stream must end there. */
@@ -176,8 +189,6 @@ export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, 
   if (version !== 2 && version !== 3) throw new BadPack(`version ${version} is not supported`);
   const count = v.buf.readUInt32BE(v.start + 8);
   if (count > limits.maxPackObjects) throw limitError("maxPackObjects", `the pack says it holds ${count} objects`, limits.maxPackObjects);
-  const sum = new Bun.CryptoHasher("sha1");
-  sum.update(v.buf.subarray(v.start, v.start + 12));
   rx.consume(12);
   e.reserve(count);
   const scratch = new Scratch();
@@ -206,7 +217,6 @@ export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, 
       const { oid, used } = await streamBlob(rx, h, offset);
       v = rx.view();
       const bytes = v.buf.subarray(v.start, v.start + h.len + used);
-      sum.update(bytes);
       e.setOid(e.push(offset, h.kind, Bun.hash.crc32(bytes) >>> 0, base), oid);
       rx.consume(h.len + used);
       gc.add(bytes.length + PER_OBJECT_GARBAGE);
@@ -233,7 +243,6 @@ export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, 
     v = rx.view();
     const len = h.len + got.used;
     const bytes = v.buf.subarray(v.start, v.start + len);
-    sum.update(bytes);
     const i = e.push(offset, h.kind, Bun.hash.crc32(bytes) >>> 0, base);
     if (isDelta) {
       const result = deltaResultSize(got.data);
@@ -256,8 +265,9 @@ export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, 
   if (!(await rx.need(20))) throw new BadPack(`it ends after its last object, without its checksum`);
   v = rx.view();
   const trailer = Buffer.from(v.buf.subarray(v.start, v.start + 20));
-  if (!(sum.digest() as Buffer).equals(trailer)) throw new BadPack("its checksum does not match");
-  rx.consume(20);
+  rx.hashConsumed();
+  if (!(rx.sum.digest() as Buffer).equals(trailer)) throw new BadPack("its checksum does not match");
+  rx.consume(20, false);
   if (!(await rx.atEnd())) throw new BadPack("it has bytes after its checksum");
   rx.flush();
   return { trailer, end };
