@@ -58,6 +58,7 @@ test("object ids match git's, one call after another", () => {
     ["blob", Buffer.alloc(0)],
     ["blob", Buffer.from("hello\n")],
     ["blob", Buffer.alloc(100_000, 7)],
+    ...[9, 10, 99, 100, 101, 999, 1000, 65536].map((n): [string, Buffer] => ["tree", Buffer.alloc(n, 0x41)]),
     ["commit", Buffer.from("tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor a <a@b> 1 +0000\ncommitter a <a@b> 1 +0000\n\nm\n")],
   ];
   for (const [type, data] of samples) {

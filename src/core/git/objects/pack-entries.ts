@@ -13,6 +13,8 @@ export class BadPack extends Error {}
 const hasher = new Bun.CryptoHasher("sha1");
 const HEADS: Record<ObjectType, Buffer> = { commit: Buffer.from("commit "), tree: Buffer.from("tree "), blob: Buffer.from("blob "), tag: Buffer.from("tag ") };
 const head = Buffer.alloc(32);
+/** head's first n bytes, for each n: no view made per object. */
+const HEAD_VIEWS = Array.from({ length: 33 }, (_, n) => head.subarray(0, n));
 /** Where digests are written (the hasher asks for room for any digest), and its first 20 bytes. */
 const digestRoom = new Uint8Array(64);
 const digest20 = digestRoom.subarray(0, 20);
@@ -25,10 +27,14 @@ export function objectId(type: ObjectType, data: Uint8Array): Buffer {
 /** objectId's 20 bytes in a buffer reused by the next call: for a caller that copies them at once. */
 export function nameOf(type: ObjectType, data: Uint8Array): Uint8Array {
   const prefix = HEADS[type];
-  prefix.copy(head, 0);
-  const n = prefix.length + head.write(String(data.length), prefix.length, "latin1");
-  head[n] = 0;
-  hasher.update(head.subarray(0, n + 1));
+  for (let k = 0; k < prefix.length; k++) head[k] = prefix[k] as number;
+  // The size in decimal, written backwards from its last digit.
+  let digits = 1;
+  for (let v = data.length; v >= 10; v = Math.floor(v / 10)) digits++;
+  let at = prefix.length + digits;
+  head[at] = 0;
+  for (let v = data.length; at > prefix.length; v = Math.floor(v / 10)) head[--at] = 0x30 + (v % 10);
+  hasher.update(HEAD_VIEWS[prefix.length + digits + 1] as Uint8Array);
   hasher.update(data);
   hasher.digest(digestRoom);
   return digest20;
