@@ -312,7 +312,7 @@ export function inflateZlib(src: Uint8Array, at: number, end: number, size: numb
   r.end = end;
   r.buf = 0;
   r.cnt = 0;
-  const out = into !== undefined && into.length >= size ? into : Buffer.allocUnsafe(size);
+  const out = into !== undefined && into.length >= size ? into : Buffer.allocUnsafeSlow(size);
   let op = 0;
   try {
     let last = 0;

@@ -229,7 +229,7 @@ export class DeltaStash {
       this.len = len;
     }
     const chunk = this.chunks[this.chunks.length - 1] as Buffer;
-    chunk.set(data, this.used);
+    Buffer.prototype.copy.call(data, chunk, this.used);
     this.at[i] = (this.chunks.length - 1) * STASH_CHUNK + this.used;
     this.len[i] = n;
     this.used += n;

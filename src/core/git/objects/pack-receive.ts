@@ -242,8 +242,7 @@ export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, 
     }
     v = rx.view();
     const len = h.len + got.used;
-    const bytes = v.buf.subarray(v.start, v.start + len);
-    const i = e.push(offset, h.kind, Bun.hash.crc32(bytes) >>> 0, base);
+    const i = e.push(offset, h.kind, Bun.hash.crc32(new Uint8Array(v.buf.buffer, v.buf.byteOffset + v.start, len)) >>> 0, base);
     if (isDelta) {
       const result = deltaResultSize(got.data);
       if (result > limits.maxObjectBytes) throw limitError("maxObjectBytes", `a delta in the pack at offset ${offset} builds an object of ${showBytes(result)}, over the largest allowed`, limits.maxObjectBytes);
