@@ -229,7 +229,8 @@ export class DeltaStash {
       this.len = len;
     }
     const chunk = this.chunks[this.chunks.length - 1] as Buffer;
-    Buffer.prototype.copy.call(data, chunk, this.used);
+    if (Buffer.isBuffer(data)) data.copy(chunk, this.used);
+    else chunk.set(data, this.used);
     this.at[i] = (this.chunks.length - 1) * STASH_CHUNK + this.used;
     this.len[i] = n;
     this.used += n;

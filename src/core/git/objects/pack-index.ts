@@ -125,7 +125,10 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
     }
   }
   if (kidList.length === 0 && refKids.size === 0) return external;
+  const none: number[] = [];
   const kidsOf = (idx: number, oid: string): number[] => {
+    // Most entries have no children: no array made for them.
+    if ((idx < 0 || start[idx] === start[idx + 1]) && (refKids.size === 0 || !refKids.has(oid))) return none;
     const out: number[] = [];
     if (idx >= 0) for (let k = start[idx] as number; k < (start[idx + 1] as number); k++) out.push(kidList[k] as number);
     const byRef = refKids.get(oid);
