@@ -233,6 +233,8 @@ describe("inflateZlib", () => {
     // The code-length code over-subscribed (three codes of one bit), or incomplete (two of two bits): refused.
     expect(agree(block({ 0: 1, 1: 1, 18: 1 }, [zeros128, zeros128, [1], [0]], [0]))).toBe(false);
     expect(agree(block({ 0: 2, 1: 2, 18: 0 }, [[0], [1]], [0]))).toBe(false);
+    // A code-length code with no codes at all.
+    expect(agree(block({}, [[0]], [0]))).toBe(false);
     // A run longer than the lengths left, and a repeat with nothing before it.
     expect(agree(block(cl, [zeros128, zeros128, [18, 0]], [0]))).toBe(false);
     expect(agree(block({ 0: 2, 1: 2, 16: 2, 18: 2 }, [[16, 0]], [0]))).toBe(false);
