@@ -185,8 +185,8 @@ function packBytes(p: Pack): Buffer {
   return p.bytes;
 }
 
-/** Apply a git delta to `base`. */
-export function applyDelta(base: Buffer, delta: Buffer): Buffer | null {
+/** Apply a git delta to `base`; the result is written into `into` when it is given and large enough. */
+export function applyDelta(base: Buffer, delta: Buffer, into?: Buffer): Buffer | null {
   let i = 0;
   const varint = () => {
     let v = 0;
@@ -201,7 +201,8 @@ export function applyDelta(base: Buffer, delta: Buffer): Buffer | null {
   };
   if (varint() !== base.length) return null;
   // Its own memory: Buffer's shared pool costs more per call than it saves for the many trees a pack's deltas build.
-  const out = Buffer.allocUnsafeSlow(varint());
+  const size = varint();
+  const out = into !== undefined && into.length >= size ? into.subarray(0, size) : Buffer.allocUnsafeSlow(size);
   let at = 0;
   while (i < delta.length) {
     const cmd = delta[i++] as number;

@@ -14,7 +14,7 @@ import { atomicWriteFilesAsync, fsyncAsync, fsyncDirAsync } from "../../fs/fsuti
 import { phaseEnd, phaseStart } from "../../base/profile.ts";
 import { deferFsync } from "../layout/unpublished.ts";
 import { limitError, type TransferLimits, transferLimits } from "./limits.ts";
-import { BadPack, DeltaStash, Entries, inflateEntry, nameOf, parseHeader, Scratch } from "./pack-entries.ts";
+import { BadPack, DeltaStash, deltaResultSize, Entries, inflateEntry, nameOf, parseHeader, Scratch } from "./pack-entries.ts";
 import { Receiver, receive, type ByteSource } from "./pack-receive.ts";
 import { buildIndex, completeThinPack, nameOrder } from "./pack-idx.ts";
 import type { PackLinks } from "./pack-links.ts";
@@ -35,6 +35,9 @@ export interface StoreOptions {
   /** A pack from a promisor remote (a partial clone's origin): its `.promisor` file's text, written before the pack appears (keepPack must be true). */
   promisor?: string;
 }
+
+/** Objects up to this size let go in delta resolution are kept for reuse (8 at most). */
+const SPARE_LARGEST = 1024 * 1024;
 
 /** Bytes read from the pack file at a time in delta resolution: an entry's neighbours (often the next to resolve) come with it. */
 const READ_BLOCK = 256 * 1024;
@@ -156,14 +159,30 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
     gc.add(data.length);
     return data;
   };
-  const trim = () => {
-    for (let k = 0; held > limits.deltaCacheBytes && k < stack.length - 1; k++) {
-      const f = stack[k] as Frame;
-      if (f.data) {
-        held -= f.data.length;
-        f.data = null;
-      }
+  // Objects let go are reused for the next results (a plain chain of tree deltas then alternates two buffers):
+  // only when nothing else holds them (no loose writing), never a base borrowed from our store, each in its own memory.
+  const spare: Buffer[] = [];
+  const recycle = (data: Buffer) => {
+    if (!keep && spare.length < 8 && data.byteOffset === 0 && data.buffer.byteLength <= SPARE_LARGEST) spare.push(data);
+  };
+  const release = (f: Frame) => {
+    if (!f.data) return;
+    held -= f.data.length;
+    if (f.idx >= 0) recycle(f.data);
+    f.data = null;
+  };
+  const reuse = (size: number): Buffer | undefined => {
+    for (let s = 0; s < spare.length; s++) {
+      const b = spare[s] as Buffer;
+      if (b.buffer.byteLength < size) continue;
+      spare[s] = spare[spare.length - 1] as Buffer;
+      spare.pop();
+      return Buffer.from(b.buffer, 0, b.buffer.byteLength);
     }
+    return undefined;
+  };
+  const trim = () => {
+    for (let k = 0; held > limits.deltaCacheBytes && k < stack.length - 1; k++) release(stack[k] as Frame);
   };
   const walk = (root: Frame) => {
     stack.push(root);
@@ -172,7 +191,7 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
       const top = stack.length - 1;
       const f = stack[top] as Frame;
       if (f.next >= f.kids.length) {
-        held -= f.data?.length ?? 0;
+        release(f);
         stack.pop();
         continue;
       }
@@ -185,21 +204,22 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
       if (f.depth + 1 > limits.maxDeltaDepth) throw limitError("maxDeltaDepth", `the pack holds a delta chain longer than ${limits.maxDeltaDepth}`, limits.maxDeltaDepth);
       const base = dataOf(top);
       const delta = file.inflate(k, true);
-      const data = applyDelta(base, delta);
+      const into = keep ? undefined : reuse(deltaResultSize(delta));
+      const data = applyDelta(base, delta, into);
       if (!data) throw new BadPack(`the delta at offset ${e.offset[k]} does not apply to its base`);
-      if (!keep) gc.add(data.length + PER_OBJECT_GARBAGE);
+      if (!keep) gc.add(into && data.buffer === into.buffer ? PER_OBJECT_GARBAGE / 4 : data.length + PER_OBJECT_GARBAGE);
       e.setOid(k, nameOf(f.type, data));
       links?.record(k, f.type, data);
       // The id as text only where something looks it up (ref deltas waiting on it, loose writing).
       const hex = keep || refKids.size > 0 ? e.oidHex(k) : "";
       keep?.set(hex, { type: f.type, data });
       // The base is no longer needed once its last child is built (a plain chain holds two objects at a time).
-      if (f.next >= f.kids.length && f.data) {
-        held -= f.data.length;
-        f.data = null;
-      }
+      if (f.next >= f.kids.length) release(f);
       const kids = kidsOf(k, hex);
-      if (kids.length === 0) continue;
+      if (kids.length === 0) {
+        recycle(data);
+        continue;
+      }
       stack.push({ idx: k, oid: hex, type: f.type, depth: f.depth + 1, data, kids, next: 0 });
       held += data.length;
       trim();
