@@ -10,7 +10,9 @@
 // every blob) and repacked as a hosting server would serve them; they are
 // cached under $XDG_CACHE_HOME/grex-bench (or ~/.cache/grex-bench).
 //
-// Per run: wall time; peak RSS of the process tree (VmRSS summed, sampled
+// Per run: wall time; CPU time (user + system of the clone's process and the
+// children it waited for: git clone's index-pack; the server's is not counted);
+// peak RSS of the process tree (VmRSS summed, sampled
 // every 20 ms: git clone runs index-pack as a child, grex works in one
 // process); bytes transferred, counted as the pack the clone received and
 // kept (`objects/pack/*.pack`: both keep the one pack a clone receives, and
@@ -20,7 +22,7 @@
 // The modes are one list (MODES): a mode is its name and the arguments grex
 // add and git clone take for it, so adding one (e.g. `--filter blob:none`) is
 // one entry. BENCH_MODES=full,depth1,blobless picks some; BENCH_REPOS=long picks
-// repositories; BENCH_RUNS=n repeats each run (median time, largest RSS).
+// repositories; BENCH_RUNS=n repeats each run (median time and CPU, largest RSS).
 // Env for the sizes: BENCH_LONG_COMMITS (80000), BENCH_WIDE_FILES (30000);
 // BENCH_COMPILED=1 times the compiled binary instead of `bun src/cli/main.ts`.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
@@ -162,6 +164,7 @@ function diskBytes(path: string): number {
 interface Result {
   code: number;
   seconds: number;
+  cpuSeconds: number;
   rssMB: number;
   packBytes: number;
   gitDirBytes: number;
@@ -188,6 +191,7 @@ async function cloneOnce(who: "grex" | "git", url: string, mode: CloneMode, root
   const out = {
     code: run.code,
     seconds: run.seconds,
+    cpuSeconds: run.cpuSeconds,
     rssMB: run.peakTree,
     packBytes: packBytes(gitdir),
     gitDirBytes: diskBytes(gitdir),
@@ -203,7 +207,8 @@ async function measureMany(who: "grex" | "git", url: string, mode: CloneMode, ro
   for (let i = 0; i < runs; i++) all.push(await cloneOnce(who, url, mode, root, env, i));
   const sorted = [...all].sort((a, b) => a.seconds - b.seconds);
   const median = sorted[Math.floor(sorted.length / 2)] as Result;
-  return { ...median, rssMB: Math.max(...all.map((r) => r.rssMB)), code: all.find((r) => r.code !== 0)?.code ?? 0 };
+  const cpu = all.map((r) => r.cpuSeconds).sort((x, y) => x - y);
+  return { ...median, cpuSeconds: cpu[Math.floor(cpu.length / 2)] as number, rssMB: Math.max(...all.map((r) => r.rssMB)), code: all.find((r) => r.code !== 0)?.code ?? 0 };
 }
 
 const mb = (b: number) => (b / 1e6).toFixed(1);
@@ -237,12 +242,13 @@ async function main(): Promise<void> {
         const git = await measureMany("git", url, mode, root, env, runs);
         const grex = await measureMany("grex", url, mode, root, env, runs);
         for (const [who, r] of [["git", git], ["grex", grex]] as const) {
-          rows.push(`| ${spec.key} | ${mode.name} | ${who} | ${r.code} | ${r.seconds.toFixed(2)} | ${r.rssMB.toFixed(0)} | ${mb(r.packBytes)} | ${mb(r.gitDirBytes)} | ${mb(r.totalBytes)} |`);
+          rows.push(`| ${spec.key} | ${mode.name} | ${who} | ${r.code} | ${r.seconds.toFixed(2)} | ${r.cpuSeconds.toFixed(2)} | ${r.rssMB.toFixed(0)} | ${mb(r.packBytes)} | ${mb(r.gitDirBytes)} | ${mb(r.totalBytes)} |`);
           if (r.code !== 0) console.error(`${who} ${spec.key} ${mode.name}: ${r.stderr}`);
         }
         const time = grex.seconds / git.seconds;
+        const cpu = grex.cpuSeconds / git.cpuSeconds;
         const disk = grex.totalBytes / git.totalBytes;
-        goals.push(`${spec.key} ${mode.name}: time ${time.toFixed(2)}x git (goal <= 1.5x${time <= 1.5 ? ", met" : ", NOT met"}), disk ${disk.toFixed(2)}x git (goal <= 1x${disk <= 1 ? ", met" : ", NOT met"})`);
+        goals.push(`${spec.key} ${mode.name}: time ${time.toFixed(2)}x git (goal <= 1.5x${time <= 1.5 ? ", met" : ", NOT met"}; CPU ${cpu.toFixed(2)}x), disk ${disk.toFixed(2)}x git (goal <= 1x${disk <= 1 ? ", met" : ", NOT met"})`);
       }
     }
   } finally {
@@ -250,8 +256,8 @@ async function main(): Promise<void> {
     rmSync(root, { recursive: true, force: true });
   }
   console.log(`\nrepositories: ${repos.map((r) => `${r.key} = ${r.describe}`).join("; ")}; served over loopback smart HTTP; ${runs} run(s) each\n`);
-  console.log("| repo | mode | tool | exit | wall s | peak RSS MB (tree) | pack received MB | .git on disk MB | clone on disk MB |");
-  console.log("|---|---|---|---|---|---|---|---|---|");
+  console.log("| repo | mode | tool | exit | wall s | CPU s | peak RSS MB (tree) | pack received MB | .git on disk MB | clone on disk MB |");
+  console.log("|---|---|---|---|---|---|---|---|---|---|");
   for (const r of rows) console.log(r);
   console.log("");
   for (const g of goals) console.log(g);

@@ -111,6 +111,8 @@ interface Run {
   peakProcess: number;
   /** Largest sampled sum of VmRSS over the tree, MB. */
   peakTree: number;
+  /** CPU time (user + system) of the process and the children it waited for, seconds. */
+  cpuSeconds: number;
   stderr: string;
 }
 
@@ -137,7 +139,8 @@ export async function measure(cmd: string[], opts: { cwd: string; env: Record<st
     await Bun.sleep(20);
   }
   const code = await p.exited;
-  return { code, seconds: (performance.now() - t0) / 1000, peakProcess: Math.max(0, ...hwm.values()) / 1024, peakTree: peakTree / 1024, stderr: (await stderr).trim() };
+  const cpuSeconds = Number(p.resourceUsage()?.cpuTime.total ?? 0) / 1e6;
+  return { code, seconds: (performance.now() - t0) / 1000, peakProcess: Math.max(0, ...hwm.values()) / 1024, peakTree: peakTree / 1024, cpuSeconds, stderr: (await stderr).trim() };
 }
 
 async function main(): Promise<void> {

@@ -185,8 +185,8 @@ function packBytes(p: Pack): Buffer {
   return p.bytes;
 }
 
-/** Apply a git delta to `base`. */
-export function applyDelta(base: Buffer, delta: Buffer): Buffer | null {
+/** Apply a git delta to `base`; the result is written into `into` when it is given and large enough. */
+export function applyDelta(base: Buffer, delta: Buffer, into?: Buffer): Buffer | null {
   let i = 0;
   const varint = () => {
     let v = 0;
@@ -200,7 +200,9 @@ export function applyDelta(base: Buffer, delta: Buffer): Buffer | null {
     return v;
   };
   if (varint() !== base.length) return null;
-  const out = Buffer.allocUnsafe(varint());
+  // Its own memory: Buffer's shared pool costs more per call than it saves for the many trees a pack's deltas build.
+  const size = varint();
+  const out = into !== undefined && into.length >= size ? into.subarray(0, size) : Buffer.allocUnsafeSlow(size);
   let at = 0;
   while (i < delta.length) {
     const cmd = delta[i++] as number;

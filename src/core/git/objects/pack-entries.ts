@@ -3,17 +3,41 @@
 // declares, the name of a whole object, and the per-entry table (typed
 // arrays, a few dozen bytes an object) that pack-index.ts fills and
 // pack-idx.ts writes out. Pure functions over bytes: no file, no store.
-import { inflateSync } from "node:zlib";
+import { inflateZlib } from "./inflate.ts";
 import { OFS_DELTA, type ObjectType, REF_DELTA } from "./object-store.ts";
 
 /** A pack that is not what it says: the indexer turns it into one sentence naming the pack. */
 export class BadPack extends Error {}
 
+/** One hasher for every object named (a digest resets it): a pack names hundreds of thousands. */
+const hasher = new Bun.CryptoHasher("sha1");
+const HEADS: Record<ObjectType, Buffer> = { commit: Buffer.from("commit "), tree: Buffer.from("tree "), blob: Buffer.from("blob "), tag: Buffer.from("tag ") };
+const head = Buffer.alloc(32);
+/** head's first n bytes, for each n: no view made per object. */
+const HEAD_VIEWS = Array.from({ length: 33 }, (_, n) => head.subarray(0, n));
+/** Where digests are written (the hasher asks for room for any digest), and its first 20 bytes. */
+const digestRoom = new Uint8Array(64);
+const digest20 = digestRoom.subarray(0, 20);
+
+/** The name of the object of `type` holding `data`: SHA-1 of "<type> <size>\0" and the data. */
 export function objectId(type: ObjectType, data: Uint8Array): Buffer {
-  const h = new Bun.CryptoHasher("sha1");
-  h.update(`${type} ${data.length}\0`);
-  h.update(data);
-  return h.digest() as Buffer;
+  return Buffer.from(nameOf(type, data));
+}
+
+/** objectId's 20 bytes in a buffer reused by the next call: for a caller that copies them at once. */
+export function nameOf(type: ObjectType, data: Uint8Array): Uint8Array {
+  const prefix = HEADS[type];
+  for (let k = 0; k < prefix.length; k++) head[k] = prefix[k] as number;
+  // The size in decimal, written backwards from its last digit.
+  let digits = 1;
+  for (let v = data.length; v >= 10; v = Math.floor(v / 10)) digits++;
+  let at = prefix.length + digits;
+  head[at] = 0;
+  for (let v = data.length; at > prefix.length; v = Math.floor(v / 10)) head[--at] = 0x30 + (v % 10);
+  hasher.update(HEAD_VIEWS[prefix.length + digits + 1] as Uint8Array);
+  hasher.update(data);
+  hasher.digest(digestRoom);
+  return digest20;
 }
 
 /** A varint of a delta's header (base size, result size) at `at`: its value and where the next starts. */
@@ -119,7 +143,8 @@ export class Entries {
   }
 
   setOid(i: number, oid: Uint8Array): void {
-    this.oid.set(oid, i * 20);
+    const to = i * 20;
+    for (let k = 0; k < 20; k++) this.oid[to + k] = oid[k] as number;
     this.named[i] = 1;
   }
 
@@ -142,19 +167,94 @@ export class Entries {
   }
 }
 
-/** Inflate one entry's zlib stream from `b[at..end)`: its data and the bytes it used, or "more" when the stream goes on past `end`. */
-export function inflateEntry(b: Buffer, at: number, end: number, size: number, where: number): { data: Buffer; used: number } | "more" {
-  try {
-    // maxOutputLength stops an entry that inflates past its declared size (an inflate bomb) at that size.
-    // chunkSize past the declared size: the output is one buffer, never chunks joined into a second copy.
-    const r = inflateSync(b.subarray(at, end), { info: true, maxOutputLength: Math.max(size, 1), chunkSize: Math.max(64, size + 64) }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
-    if (r.buffer.length !== size) throw new BadPack(`the entry at offset ${where} inflates to ${r.buffer.length} bytes, not the ${size} it declares`);
-    return { data: r.buffer, used: r.engine.bytesWritten };
-  } catch (err) {
-    if (err instanceof BadPack) throw err;
-    const code = (err as { code?: string }).code;
-    if (code === "ERR_BUFFER_TOO_LARGE") throw new BadPack(`the entry at offset ${where} inflates to more than the ${size} bytes it declares`);
-    if (code === "Z_BUF_ERROR") return "more";
-    throw new BadPack(`the entry at offset ${where} is not valid zlib data`);
+/**
+ * A buffer reused for data dropped before the next entry is inflated (a
+ * delta's instructions, an object only named): hundreds of thousands of
+ * small allocations less on a long history. It grows to SCRATCH_BYTES at
+ * most; a larger entry gets its own buffer.
+ */
+export class Scratch {
+  private buf = Buffer.allocUnsafe(64 * 1024);
+
+  /** The scratch buffer if `size` bytes fit in what it may grow to, else undefined. */
+  room(size: number): Buffer | undefined {
+    if (size > SCRATCH_BYTES) return undefined;
+    if (size > this.buf.length) this.buf = Buffer.allocUnsafe(Math.min(SCRATCH_BYTES, Math.max(size, this.buf.length * 2)));
+    return this.buf;
   }
+
+  /** True when `data` lies in the scratch buffer (it is not garbage once dropped). */
+  holds(data: Uint8Array): boolean {
+    return data.buffer === this.buf.buffer;
+  }
+}
+const SCRATCH_BYTES = 1024 * 1024;
+
+/** The stash's pieces: a delta is kept whole in one of them. */
+const STASH_CHUNK = 1024 * 1024;
+/** Deltas larger than this are read again from the file, never stashed. */
+const STASH_LARGEST = 64 * 1024;
+
+/**
+ * Deltas' instructions as inflated on arrival, kept for their resolution up
+ * to a byte budget, so that most deltas of a history (small tree and commit
+ * deltas) are not read back and inflated a second time. Stored in chunks of a
+ * megabyte, placed by typed arrays: nothing per delta for the collector.
+ */
+export class DeltaStash {
+  private readonly chunks: Buffer[] = [];
+  private used = STASH_CHUNK;
+  private at = new Float64Array(0);
+  private len = new Int32Array(0);
+  private held = 0;
+
+  constructor(private readonly budget: number) {}
+
+  /** Keep entry `i`'s delta `data` if it fits in the budget. */
+  put(i: number, data: Uint8Array): void {
+    const n = data.length;
+    if (n === 0 || n > STASH_LARGEST || this.held + n > this.budget) return;
+    if (this.used + n > STASH_CHUNK) {
+      if ((this.chunks.length + 1) * STASH_CHUNK > this.budget + STASH_CHUNK) return;
+      this.chunks.push(Buffer.allocUnsafe(STASH_CHUNK));
+      this.used = 0;
+    }
+    if (i >= this.len.length) {
+      const cap = Math.max(i + 1, this.len.length * 2, 1024);
+      const at = new Float64Array(cap);
+      at.set(this.at);
+      const len = new Int32Array(cap);
+      len.set(this.len);
+      this.at = at;
+      this.len = len;
+    }
+    const chunk = this.chunks[this.chunks.length - 1] as Buffer;
+    if (Buffer.isBuffer(data)) data.copy(chunk, this.used);
+    else chunk.set(data, this.used);
+    this.at[i] = (this.chunks.length - 1) * STASH_CHUNK + this.used;
+    this.len[i] = n;
+    this.used += n;
+    this.held += n;
+  }
+
+  /** Entry `i`'s delta if it was kept, else null. */
+  get(i: number): Buffer | null {
+    const n = i < this.len.length ? (this.len[i] as number) : 0;
+    if (n === 0) return null;
+    const at = this.at[i] as number;
+    const chunk = this.chunks[Math.floor(at / STASH_CHUNK)] as Buffer;
+    const from = at % STASH_CHUNK;
+    return chunk.subarray(from, from + n);
+  }
+}
+
+/** Inflate one entry's zlib stream from `b[at..end)`: its data and the bytes it used, or "more" when the stream goes on past `end`. With `scratch`, the data is only valid until its next use. */
+export function inflateEntry(b: Buffer, at: number, end: number, size: number, where: number, scratch?: Scratch): { data: Buffer; used: number } | "more" {
+  // Output goes into one buffer of the declared size: an entry that inflates past it (an inflate bomb) stops there.
+  const r = inflateZlib(b, at, end, size, scratch?.room(size));
+  if (r === "more") return r;
+  if (r === "too-large") throw new BadPack(`the entry at offset ${where} inflates to more than the ${size} bytes it declares`);
+  if (r === "corrupt") throw new BadPack(`the entry at offset ${where} is not valid zlib data`);
+  if (r.data.length !== size) throw new BadPack(`the entry at offset ${where} inflates to ${r.data.length} bytes, not the ${size} it declares`);
+  return r;
 }

@@ -65,11 +65,32 @@ export function nameOrder(e: Entries): Int32Array {
     order[next[k] as number] = i;
     next[k] = (next[k] as number) + 1;
   }
-  const byName = (a: number, b: number) => oids.compare(oids, b * 20, b * 20 + 20, a * 20, a * 20 + 20);
+  // Each bucket (a handful of names) by insertion sort on the remaining 18 bytes, compared in place.
+  const less = (a: number, b: number): boolean => {
+    for (let k = 2; k < 20; k++) {
+      const x = oids[a * 20 + k] as number;
+      const y = oids[b * 20 + k] as number;
+      if (x !== y) return x < y;
+    }
+    return false;
+  };
   for (let k = 0; k < 65536; k++) {
     const from = starts[k] as number;
     const to = starts[k + 1] as number;
-    if (to - from > 1) order.subarray(from, to).sort(byName);
+    if (to - from > 64) {
+      const byName = (a: number, b: number) => oids.compare(oids, b * 20, b * 20 + 20, a * 20, a * 20 + 20);
+      order.subarray(from, to).sort(byName);
+      continue;
+    }
+    for (let i = from + 1; i < to; i++) {
+      const v = order[i] as number;
+      let j = i - 1;
+      while (j >= from && less(v, order[j] as number)) {
+        order[j + 1] = order[j] as number;
+        j--;
+      }
+      order[j + 1] = v;
+    }
   }
   return order;
 }
@@ -80,7 +101,8 @@ export function buildIndex(e: Entries, trailer: Buffer, order: Int32Array): Buff
   const oids = Buffer.from(e.oid.buffer, e.oid.byteOffset, n * 20);
   let large = 0;
   for (let i = 0; i < n; i++) if ((e.offset[i] as number) >= 0x80000000) large++;
-  const out = Buffer.alloc(8 + 1024 + n * 28 + large * 8 + 40);
+  // Its own memory (never a slice of Buffer's shared pool), so that the name table is 4-byte aligned.
+  const out = Buffer.from(new ArrayBuffer(8 + 1024 + n * 28 + large * 8 + 40));
   out.writeUInt32BE(0xff744f63, 0);
   out.writeUInt32BE(2, 4);
   const fanout = new Uint32Array(256);
@@ -98,9 +120,12 @@ export function buildIndex(e: Entries, trailer: Buffer, order: Int32Array): Buff
   const offsets = crcs + n * 4;
   const larges = offsets + n * 4;
   let nextLarge = 0;
+  // Names copied as 32-bit words (both tables are 4-byte aligned): no native call per entry.
+  const src32 = new Uint32Array(e.oid.buffer, e.oid.byteOffset, n * 5);
+  const names32 = new Uint32Array(out.buffer, out.byteOffset + names, n * 5);
   for (let r = 0; r < n; r++) {
     const i = order[r] as number;
-    oids.copy(out, names + r * 20, i * 20, i * 20 + 20);
+    for (let k = 0; k < 5; k++) names32[r * 5 + k] = src32[i * 5 + k] as number;
     out.writeUInt32BE(e.crc[i] as number, crcs + r * 4);
     const off = e.offset[i] as number;
     if (off < 0x80000000) out.writeUInt32BE(off, offsets + r * 4);

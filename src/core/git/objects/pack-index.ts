@@ -14,7 +14,7 @@ import { atomicWriteFilesAsync, fsyncAsync, fsyncDirAsync } from "../../fs/fsuti
 import { phaseEnd, phaseStart } from "../../base/profile.ts";
 import { deferFsync } from "../layout/unpublished.ts";
 import { limitError, type TransferLimits, transferLimits } from "./limits.ts";
-import { BadPack, Entries, inflateEntry, objectId, parseHeader } from "./pack-entries.ts";
+import { BadPack, DeltaStash, deltaResultSize, Entries, inflateEntry, nameOf, parseHeader, Scratch } from "./pack-entries.ts";
 import { Receiver, receive, type ByteSource } from "./pack-receive.ts";
 import { buildIndex, completeThinPack, nameOrder } from "./pack-idx.ts";
 import type { PackLinks } from "./pack-links.ts";
@@ -36,41 +36,64 @@ export interface StoreOptions {
   promisor?: string;
 }
 
+/** Objects up to this size let go in delta resolution are kept for reuse (8 at most). */
+const SPARE_LARGEST = 1024 * 1024;
+
+/** Bytes read from the pack file at a time in delta resolution: an entry's neighbours (often the next to resolve) come with it. */
+const READ_BLOCK = 256 * 1024;
+
 /** Reads entries back from the pack file for delta resolution. */
 class PackFile {
-  /** One read buffer, grown as needed: an entry's compressed bytes are dead once inflated. */
-  private scratch = Buffer.allocUnsafe(64 * 1024);
+  /** The bytes last read, [from, from + got) of the pack: one buffer, grown only for an entry larger than a block. */
+  private block = Buffer.allocUnsafe(READ_BLOCK);
+  private from = 0;
+  private got = 0;
+  /** Where a delta's instructions are inflated: they are dropped once applied. */
+  private readonly scratch = new Scratch();
 
   constructor(
     private readonly fd: number,
     private readonly e: Entries,
     private readonly end: number,
+    private readonly stash: DeltaStash | null = null,
   ) {}
 
-  /** Entry `i`'s inflated data (whole object, or delta instructions). */
-  inflate(i: number): Buffer {
+  /** Entry `i`'s inflated data (whole object, or delta instructions, from the stash if kept there); with `transient`, valid only until the next transient call. */
+  inflate(i: number, transient = false): Buffer {
+    const kept = transient ? this.stash?.get(i) : null;
+    if (kept) return kept;
     const from = this.e.offset[i] as number;
     const to = i + 1 < this.e.n ? (this.e.offset[i + 1] as number) : this.end;
-    if (this.scratch.length < to - from) this.scratch = Buffer.allocUnsafe(Math.max(to - from, this.scratch.length * 2));
-    const buf = this.scratch;
-    const want = to - from;
+    if (from < this.from || to > this.from + this.got) this.read(from, to);
+    const at = from - this.from;
+    const end = Math.min(to - this.from, this.got);
+    const h = parseHeader(this.block, at, end);
+    if (!h) throw new BadPack(`the entry at offset ${from} is cut off`);
+    const r = inflateEntry(this.block, at + h.len, end, h.size, from, transient ? this.scratch : undefined);
+    if (r === "more") throw new BadPack(`the entry at offset ${from} is cut off`);
+    return r.data;
+  }
+
+  /** Read the block starting at `from` that holds at least [from, to). */
+  private read(from: number, to: number): void {
+    const want = Math.min(Math.max(to - from, READ_BLOCK), this.end - from);
+    if (this.block.length < want) this.block = Buffer.allocUnsafe(want);
+    else if (this.block.length > READ_BLOCK && want <= READ_BLOCK) this.block = Buffer.allocUnsafe(READ_BLOCK); // a large entry's room is let go
     let got = 0;
     while (got < want) {
-      const r = readSync(this.fd, buf, got, want - got, from + got);
+      const r = readSync(this.fd, this.block, got, want - got, from + got);
       if (r <= 0) break;
       got += r;
     }
-    const h = parseHeader(buf, 0, got);
-    if (!h) throw new BadPack(`the entry at offset ${from} is cut off`);
-    const r = inflateEntry(buf, h.len, got, h.size, from);
-    if (r === "more") throw new BadPack(`the entry at offset ${this.e.offset[i]} is cut off`);
-    return r.data;
+    this.from = from;
+    this.got = got;
   }
 }
 
 interface Frame {
   /** Entry index, or -1 for a base taken from our own store (a thin pack's). */
   idx: number;
+  /** Its id: set for a base from our store, and whenever ref deltas wait on a base ("" otherwise). */
   oid: string;
   type: ObjectType;
   depth: number;
@@ -105,7 +128,10 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
     }
   }
   if (kidList.length === 0 && refKids.size === 0) return external;
+  const none: number[] = [];
   const kidsOf = (idx: number, oid: string): number[] => {
+    // Most entries have no children: no array made for them.
+    if ((idx < 0 || start[idx] === start[idx + 1]) && (refKids.size === 0 || !refKids.has(oid))) return none;
     const out: number[] = [];
     if (idx >= 0) for (let k = start[idx] as number; k < (start[idx + 1] as number); k++) out.push(kidList[k] as number);
     const byRef = refKids.get(oid);
@@ -127,20 +153,36 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
     if (f.data) return f.data;
     let data: Buffer;
     if (f.idx < 0 || (e.kind[f.idx] as number) < OFS_DELTA) data = f.idx < 0 ? (external.get(f.oid) as GitObject).data : file.inflate(f.idx);
-    else data = applyDelta(dataOf(k - 1), file.inflate(f.idx)) as Buffer;
+    else data = applyDelta(dataOf(k - 1), file.inflate(f.idx, true)) as Buffer;
     f.data = data;
     held += data.length;
     gc.add(data.length);
     return data;
   };
-  const trim = () => {
-    for (let k = 0; held > limits.deltaCacheBytes && k < stack.length - 1; k++) {
-      const f = stack[k] as Frame;
-      if (f.data) {
-        held -= f.data.length;
-        f.data = null;
-      }
+  // Objects let go are reused for the next results (a plain chain of tree deltas then alternates two buffers):
+  // only when nothing else holds them (no loose writing), never a base borrowed from our store, each in its own memory.
+  const spare: Buffer[] = [];
+  const recycle = (data: Buffer) => {
+    if (!keep && spare.length < 8 && data.byteOffset === 0 && data.buffer.byteLength <= SPARE_LARGEST) spare.push(data);
+  };
+  const release = (f: Frame) => {
+    if (!f.data) return;
+    held -= f.data.length;
+    if (f.idx >= 0) recycle(f.data);
+    f.data = null;
+  };
+  const reuse = (size: number): Buffer | undefined => {
+    for (let s = 0; s < spare.length; s++) {
+      const b = spare[s] as Buffer;
+      if (b.buffer.byteLength < size) continue;
+      spare[s] = spare[spare.length - 1] as Buffer;
+      spare.pop();
+      return Buffer.from(b.buffer, 0, b.buffer.byteLength);
     }
+    return undefined;
+  };
+  const trim = () => {
+    for (let k = 0; held > limits.deltaCacheBytes && k < stack.length - 1; k++) release(stack[k] as Frame);
   };
   const walk = (root: Frame) => {
     stack.push(root);
@@ -149,7 +191,7 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
       const top = stack.length - 1;
       const f = stack[top] as Frame;
       if (f.next >= f.kids.length) {
-        held -= f.data?.length ?? 0;
+        release(f);
         stack.pop();
         continue;
       }
@@ -161,30 +203,31 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
       }
       if (f.depth + 1 > limits.maxDeltaDepth) throw limitError("maxDeltaDepth", `the pack holds a delta chain longer than ${limits.maxDeltaDepth}`, limits.maxDeltaDepth);
       const base = dataOf(top);
-      const delta = file.inflate(k);
-      const data = applyDelta(base, delta);
+      const delta = file.inflate(k, true);
+      const into = keep ? undefined : reuse(deltaResultSize(delta));
+      const data = applyDelta(base, delta, into);
       if (!data) throw new BadPack(`the delta at offset ${e.offset[k]} does not apply to its base`);
-      if (!keep) gc.add(delta.length + data.length + PER_OBJECT_GARBAGE);
-      const oid = objectId(f.type, data);
-      e.setOid(k, oid);
+      if (!keep) gc.add(into && data.buffer === into.buffer ? PER_OBJECT_GARBAGE / 4 : data.length + PER_OBJECT_GARBAGE);
+      e.setOid(k, nameOf(f.type, data));
       links?.record(k, f.type, data);
-      const hex = oid.toString("hex");
+      // The id as text only where something looks it up (ref deltas waiting on it, loose writing).
+      const hex = keep || refKids.size > 0 ? e.oidHex(k) : "";
       keep?.set(hex, { type: f.type, data });
       // The base is no longer needed once its last child is built (a plain chain holds two objects at a time).
-      if (f.next >= f.kids.length && f.data) {
-        held -= f.data.length;
-        f.data = null;
-      }
+      if (f.next >= f.kids.length) release(f);
       const kids = kidsOf(k, hex);
-      if (kids.length === 0) continue;
+      if (kids.length === 0) {
+        recycle(data);
+        continue;
+      }
       stack.push({ idx: k, oid: hex, type: f.type, depth: f.depth + 1, data, kids, next: 0 });
       held += data.length;
       trim();
     }
   };
   for (let i = 0; i < e.n; i++) {
-    if ((e.kind[i] as number) >= OFS_DELTA) continue;
-    const oid = e.oidHex(i);
+    if ((e.kind[i] as number) >= OFS_DELTA || (start[i] === start[i + 1] && refKids.size === 0)) continue;
+    const oid = refKids.size > 0 ? e.oidHex(i) : "";
     const kids = kidsOf(i, oid);
     if (kids.length === 0) continue;
     walk({ idx: i, oid, type: TYPES[e.kind[i] as number] as ObjectType, depth: 0, data: null, kids, next: 0 });
@@ -251,10 +294,13 @@ export async function storePackStream(gitdir: string, source: ByteSource, opts: 
       if (v.buf.readUInt32BE(v.start + 8) < UNPACK_LIMIT) keep = new Map();
     }
     const t0 = phaseStart();
-    let { trailer, end } = await receive(rx, e, limits, keep, refKids, opts.links, signal);
+    // Deltas kept from arrival for their resolution: a quarter of the delta-base cache's budget, 16 MiB at most.
+    let stash = keep ? null : new DeltaStash(Math.min(16 * 1024 * 1024, Math.floor(limits.deltaCacheBytes / 4)));
+    let { trailer, end } = await receive(rx, e, limits, keep, refKids, opts.links, signal, stash ?? undefined);
     const t1 = phaseStart();
     phaseEnd("pack.receive", t0);
-    const external = resolveDeltas(new PackFile(fd, e, end), e, refKids, store, limits, keep, opts.links, signal);
+    const external = resolveDeltas(new PackFile(fd, e, end, stash), e, refKids, store, limits, keep, opts.links, signal);
+    stash = null; // garbage before the index is built
     phaseEnd("pack.resolve-deltas", t1);
     throwIfAborted(signal);
     if (keep) {

@@ -43,6 +43,7 @@ export class PackLinks {
   private used = 0;
   private names = new Uint8Array(0);
   private order: Int32Array | null = null;
+  private buckets = new Int32Array(0);
   private readonly want = new Uint8Array(20);
 
   /**
@@ -88,6 +89,14 @@ export class PackLinks {
   seal(e: Entries, order: Int32Array): void {
     this.names = e.oid.subarray(0, e.n * 20);
     this.order = order;
+    // Where each value of a name's first two bytes starts in `order`: a look-up searches a bucket of a few names.
+    const starts = new Int32Array(65537);
+    for (let i = 0; i < e.n; i++) {
+      const k = (((this.names[i * 20] as number) << 8) | (this.names[i * 20 + 1] as number)) + 1;
+      starts[k] = (starts[k] as number) + 1;
+    }
+    for (let k = 1; k <= 65536; k++) starts[k] = (starts[k] as number) + (starts[k - 1] as number);
+    this.buckets = starts;
   }
 
   get sealed(): boolean {
@@ -101,15 +110,16 @@ export class PackLinks {
 
   /** The entry whose name is the 20 bytes of `src` at `from`, or -1. */
   private search(src: Uint8Array, from: number): number {
-    const { names, order } = this;
+    const { names, order, buckets } = this;
     if (!order) return -1;
-    let lo = 0;
-    let hi = order.length;
+    const k = ((src[from] as number) << 8) | (src[from + 1] as number);
+    let lo = buckets[k] as number;
+    let hi = buckets[k + 1] as number;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       const i = order[mid] as number;
       let c = 0;
-      for (let k = 0; k < 20 && c === 0; k++) c = (names[i * 20 + k] as number) - (src[from + k] as number);
+      for (let b = 0; b < 20 && c === 0; b++) c = (names[i * 20 + b] as number) - (src[from + b] as number);
       if (c === 0) return i;
       if (c < 0) lo = mid + 1;
       else hi = mid;

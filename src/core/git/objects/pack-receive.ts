@@ -9,7 +9,7 @@ import { createInflate } from "node:zlib";
 import { ByteWindow } from "../../base/byte-window.ts";
 import { throwIfAborted } from "../../base/errors.ts";
 import { limitError, showBytes, type TransferLimits } from "./limits.ts";
-import { BadPack, deltaResultSize, type Entries, type Header, inflateEntry, objectId, parseHeader } from "./pack-entries.ts";
+import { BadPack, deltaResultSize, type DeltaStash, type Entries, type Header, inflateEntry, nameOf, parseHeader, Scratch } from "./pack-entries.ts";
 import type { PackLinks } from "./pack-links.ts";
 import { Collector, PER_OBJECT_GARBAGE } from "./garbage.ts";
 import { type GitObject, OFS_DELTA, type ObjectType, REF_DELTA, TYPES } from "./object-store.ts";
@@ -26,6 +26,9 @@ export class Receiver {
   private pos = 0;
   private ended = false;
   received = 0;
+  /** SHA-1 of the pack's bytes consumed; the last `unhashed` of them are still in the window, before `start`. */
+  readonly sum = new Bun.CryptoHasher("sha1");
+  private unhashed = 0;
   /** Bytes not yet written to the file: the network's small chunks go out in large writes. */
   private out = Buffer.allocUnsafe(1 << 20);
   private outLen = 0;
@@ -57,6 +60,7 @@ export class Receiver {
       this.out.set(chunk, this.outLen);
       this.outLen += chunk.length;
     }
+    this.hashConsumed(); // the window may move what was consumed
     this.w.append(chunk);
     return true;
   }
@@ -74,14 +78,30 @@ export class Receiver {
     return true;
   }
 
-  /** The window: bytes [pos, pos + available) of the pack, at buf[start…]. */
+  /** The window: bytes [pos, pos + available) of the pack, at buf[start…]; the same object each time, valid until the window next changes. */
   view(): { buf: Buffer; start: number; end: number; pos: number } {
-    return { buf: this.w.buf, start: this.w.start, end: this.w.end, pos: this.pos };
+    // One object, brought up to date on each call (it is asked for several times per entry).
+    const v = this.current;
+    v.buf = this.w.buf;
+    v.start = this.w.start;
+    v.end = this.w.end;
+    v.pos = this.pos;
+    return v;
   }
+  private readonly current: { buf: Buffer; start: number; end: number; pos: number } = { buf: Buffer.alloc(0), start: 0, end: 0, pos: 0 };
 
-  consume(n: number): void {
+  /** Take `n` bytes; they go into the pack's checksum (`sum`) in large spans, not entry by entry (unless `hashed` is false: the trailer). */
+  consume(n: number, hashed = true): void {
     this.w.start += n;
     this.pos += n;
+    if (hashed) this.unhashed += n;
+  }
+
+  /** The checksum of every byte consumed so far. */
+  hashConsumed(): void {
+    if (this.unhashed === 0) return;
+    this.sum.update(this.w.buf.subarray(this.w.start - this.unhashed, this.w.start));
+    this.unhashed = 0;
   }
 
   /** Anything after the trailer is an error: the stream must end there. */
@@ -159,8 +179,8 @@ async function streamBlob(rx: Receiver, h: Header, offset: number): Promise<{ oi
   }
 }
 
-/** Walk the pack as it arrives: every entry's header, extent, CRC and (for whole objects) name. */
-export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: Map<string, GitObject> | null, refKids: Map<string, number[]>, links: PackLinks | undefined, signal: AbortSignal): Promise<{ trailer: Buffer; end: number }> {
+/** Walk the pack as it arrives: every entry's header, extent, CRC and (for whole objects) name; deltas go to `stash` as far as it takes them. */
+export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, keep: Map<string, GitObject> | null, refKids: Map<string, number[]>, links: PackLinks | undefined, signal: AbortSignal, stash?: DeltaStash): Promise<{ trailer: Buffer; end: number }> {
   if (!(await rx.need(12))) throw new BadPack("it ends before its header");
   const gc = new Collector();
   let v = rx.view();
@@ -169,10 +189,9 @@ export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, 
   if (version !== 2 && version !== 3) throw new BadPack(`version ${version} is not supported`);
   const count = v.buf.readUInt32BE(v.start + 8);
   if (count > limits.maxPackObjects) throw limitError("maxPackObjects", `the pack says it holds ${count} objects`, limits.maxPackObjects);
-  const sum = new Bun.CryptoHasher("sha1");
-  sum.update(v.buf.subarray(v.start, v.start + 12));
   rx.consume(12);
   e.reserve(count);
+  const scratch = new Scratch();
   for (let n = 0; n < count; n++) {
     if (n % 256 === 0) {
       throwIfAborted(signal);
@@ -198,56 +217,56 @@ export async function receive(rx: Receiver, e: Entries, limits: TransferLimits, 
       const { oid, used } = await streamBlob(rx, h, offset);
       v = rx.view();
       const bytes = v.buf.subarray(v.start, v.start + h.len + used);
-      sum.update(bytes);
       e.setOid(e.push(offset, h.kind, Bun.hash.crc32(bytes) >>> 0, base), oid);
       rx.consume(h.len + used);
       gc.add(bytes.length + PER_OBJECT_GARBAGE);
       continue;
     }
     // Inflate, reading more until the entry's stream ends inside the window; the window is at least doubled each time, so a large entry costs a few attempts, not one per chunk.
+    // What is only named (or, for a delta, sized) goes to the scratch buffer; what is kept for loose writing gets its own.
+    const into = keep && !isDelta ? undefined : scratch;
     let got: { data: Buffer; used: number } | "more";
     for (;;) {
       v = rx.view();
-      got = inflateEntry(v.buf, v.start + h.len, v.end, h.size, offset);
+      got = inflateEntry(v.buf, v.start + h.len, v.end, h.size, offset, into);
       if (got !== "more") break;
       // Deflate barely grows what it cannot compress: a stream much longer than its declared output is not an honest entry.
       if (rx.available - h.len > h.size + (h.size >> 2) + 65536) throw new BadPack(`the entry at offset ${offset} goes on far past the ${h.size} bytes it declares`);
       if (!(await rx.need(rx.available * 2 + 4096))) {
         // The stream ended: the entry must end in what arrived.
         v = rx.view();
-        got = inflateEntry(v.buf, v.start + h.len, v.end, h.size, offset);
+        got = inflateEntry(v.buf, v.start + h.len, v.end, h.size, offset, into);
         if (got === "more") throw new BadPack(`it ends inside the entry at offset ${offset}`);
         break;
       }
     }
     v = rx.view();
     const len = h.len + got.used;
-    const bytes = v.buf.subarray(v.start, v.start + len);
-    sum.update(bytes);
-    const i = e.push(offset, h.kind, Bun.hash.crc32(bytes) >>> 0, base);
+    const i = e.push(offset, h.kind, Bun.hash.crc32(new Uint8Array(v.buf.buffer, v.buf.byteOffset + v.start, len)) >>> 0, base);
     if (isDelta) {
       const result = deltaResultSize(got.data);
       if (result > limits.maxObjectBytes) throw limitError("maxObjectBytes", `a delta in the pack at offset ${offset} builds an object of ${showBytes(result)}, over the largest allowed`, limits.maxObjectBytes);
       if (h.baseOid) refKids.set(h.baseOid, [...(refKids.get(h.baseOid) ?? []), i]);
+      stash?.put(i, got.data);
     } else {
       const type = TYPES[h.kind] as ObjectType;
-      const oid = objectId(type, got.data);
-      e.setOid(i, oid);
+      e.setOid(i, nameOf(type, got.data));
       links?.record(i, type, got.data);
-      keep?.set(oid.toString("hex"), { type, data: got.data });
+      keep?.set(e.oidHex(i), { type, data: got.data });
     }
     rx.consume(len);
-    const size = got.data.length;
+    const garbage = scratch.holds(got.data) ? 0 : got.data.length;
     got = "more"; // dropped before collecting: a large object is handed back before the next one is inflated
-    if (!keep) gc.add(size + PER_OBJECT_GARBAGE);
+    if (!keep) gc.add(garbage === 0 ? PER_OBJECT_GARBAGE / 4 : garbage + PER_OBJECT_GARBAGE);
   }
   reportActivity({ phase: "receiving", done: count, total: count });
   const end = rx.view().pos;
   if (!(await rx.need(20))) throw new BadPack(`it ends after its last object, without its checksum`);
   v = rx.view();
   const trailer = Buffer.from(v.buf.subarray(v.start, v.start + 20));
-  if (!(sum.digest() as Buffer).equals(trailer)) throw new BadPack("its checksum does not match");
-  rx.consume(20);
+  rx.hashConsumed();
+  if (!(rx.sum.digest() as Buffer).equals(trailer)) throw new BadPack("its checksum does not match");
+  rx.consume(20, false);
   if (!(await rx.atEnd())) throw new BadPack("it has bytes after its checksum");
   rx.flush();
   return { trailer, end };
