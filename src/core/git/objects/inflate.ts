@@ -68,104 +68,74 @@ function bits(n: number): number {
 function readDynamic(): void {
   const { src, end } = r;
   let { pos, buf, cnt } = r;
-  let fail: Stop | null = null;
-  let total = 0;
-  let nlit = 0;
-  let ndist = 0;
-  decode: {
-    while (cnt < 24 && pos < end) {
-      buf |= (src[pos++] as number) << cnt;
-      cnt += 8;
-    }
-    if (cnt < 14) {
-      fail = MORE;
-      break decode;
-    }
-    nlit = (buf & 31) + 257;
-    ndist = ((buf >>> 5) & 31) + 1;
-    const ncl = ((buf >>> 10) & 15) + 4;
-    buf >>>= 14;
-    cnt -= 14;
-    if (nlit > 286 || ndist > 30) {
-      fail = CORRUPT;
-      break decode;
-    }
-    lengths.fill(0, 0, 19);
-    for (let i = 0; i < ncl; i++) {
-      if (cnt < 3) {
-        while (cnt < 24 && pos < end) {
-          buf |= (src[pos++] as number) << cnt;
-          cnt += 8;
-        }
-        if (cnt < 3) {
-          fail = MORE;
-          break decode;
-        }
-      }
-      lengths[CL_ORDER[i] as number] = buf & 7;
-      buf >>>= 3;
-      cnt -= 3;
-    }
-    if (!clCode.build(lengths, 19, false)) {
-      fail = CORRUPT;
-      break decode;
-    }
-    // The code-length code is complete and at most 7 bits long: its table holds every code.
-    const table = clCode.table;
-    const mask = clCode.mask;
-    total = nlit + ndist;
-    let i = 0;
-    while (i < total) {
+  // A failure throws at once: the reader state goes with the stream (inflateZlib starts over on more input).
+  while (cnt < 24 && pos < end) {
+    buf |= (src[pos++] as number) << cnt;
+    cnt += 8;
+  }
+  if (cnt < 14) throw MORE;
+  const nlit = (buf & 31) + 257;
+  const ndist = ((buf >>> 5) & 31) + 1;
+  const ncl = ((buf >>> 10) & 15) + 4;
+  buf >>>= 14;
+  cnt -= 14;
+  if (nlit > 286 || ndist > 30) throw CORRUPT;
+  lengths.fill(0, 0, 19);
+  for (let i = 0; i < ncl; i++) {
+    if (cnt < 3) {
       while (cnt < 24 && pos < end) {
         buf |= (src[pos++] as number) << cnt;
         cnt += 8;
       }
-      const e = table[buf & mask] as number;
-      const len = e & 15;
-      if (e === 0 || len > cnt) {
-        fail = e === 0 ? CORRUPT : MORE;
-        break decode;
-      }
-      buf >>>= len;
-      cnt -= len;
-      const sym = e >>> 4;
-      if (sym < 16) {
-        lengths[i++] = sym;
-        continue;
-      }
-      let value = 0;
-      let extra = 7;
-      let repeat = 11;
-      if (sym === 16) {
-        if (i === 0) {
-          fail = CORRUPT;
-          break decode;
-        }
-        value = lengths[i - 1] as number;
-        extra = 2;
-        repeat = 3;
-      } else if (sym === 17) {
-        extra = 3;
-        repeat = 3;
-      }
-      if (cnt < extra) {
-        fail = MORE;
-        break decode;
-      }
-      repeat += buf & ((1 << extra) - 1);
-      buf >>>= extra;
-      cnt -= extra;
-      if (i + repeat > total) {
-        fail = CORRUPT;
-        break decode;
-      }
-      for (const stop = i + repeat; i < stop; i++) lengths[i] = value;
+      if (cnt < 3) throw MORE;
     }
+    lengths[CL_ORDER[i] as number] = buf & 7;
+    buf >>>= 3;
+    cnt -= 3;
+  }
+  if (!clCode.build(lengths, 19, false)) throw CORRUPT;
+  // The code-length code is complete and at most 7 bits long: its table holds every code.
+  const table = clCode.table;
+  const mask = clCode.mask;
+  const total = nlit + ndist;
+  let i = 0;
+  while (i < total) {
+    while (cnt < 24 && pos < end) {
+      buf |= (src[pos++] as number) << cnt;
+      cnt += 8;
+    }
+    const e = table[buf & mask] as number;
+    const len = e & 15;
+    if (e === 0 || len > cnt) throw e === 0 ? CORRUPT : MORE;
+    buf >>>= len;
+    cnt -= len;
+    const sym = e >>> 4;
+    if (sym < 16) {
+      lengths[i++] = sym;
+      continue;
+    }
+    let value = 0;
+    let extra = 7;
+    let repeat = 11;
+    if (sym === 16) {
+      if (i === 0) throw CORRUPT;
+      value = lengths[i - 1] as number;
+      extra = 2;
+      repeat = 3;
+    } else if (sym === 17) {
+      extra = 3;
+      repeat = 3;
+    }
+    if (cnt < extra) throw MORE;
+    repeat += buf & ((1 << extra) - 1);
+    buf >>>= extra;
+    cnt -= extra;
+    if (i + repeat > total) throw CORRUPT;
+    for (const stop = i + repeat; i < stop; i++) lengths[i] = value;
   }
   r.pos = pos;
   r.buf = buf;
   r.cnt = cnt;
-  if (fail) throw fail;
   if (lengths[256] === 0) throw CORRUPT; // no end-of-block code
   if (!dynLit.build(lengths, nlit, true)) throw CORRUPT;
   if (!dynDist.build(lengths, ndist, true, nlit)) throw CORRUPT;
@@ -198,7 +168,7 @@ function codes(lit: Huffman, dist: Huffman, out: Uint8Array, op: number, size: n
   let pos = r.pos;
   let buf = r.buf;
   let cnt = r.cnt;
-  let fail = 0;
+  // A failure returns at once: the reader state goes with the stream (inflateZlib starts over on more input).
   for (;;) {
     while (cnt < 24 && pos < end) {
       buf |= (src[pos++] as number) << cnt;
@@ -207,35 +177,23 @@ function codes(lit: Huffman, dist: Huffman, out: Uint8Array, op: number, size: n
     let e = lt[buf & lmask] as number;
     if (e === 0 || (e & 15) > cnt) {
       e = lit.slow(buf, cnt);
-      if (e < 0) {
-        fail = e === -2 ? FAIL_MORE : FAIL_CORRUPT;
-        break;
-      }
+      if (e < 0) return e === -2 ? FAIL_MORE : FAIL_CORRUPT;
     }
     buf >>>= e & 15;
     cnt -= e & 15;
     let sym = e >>> 4;
     if (sym < 256) {
-      if (op >= size) {
-        fail = FAIL_TOO_LARGE;
-        break;
-      }
+      if (op >= size) return FAIL_TOO_LARGE;
       out[op++] = sym;
       continue;
     }
     if (sym === 256) break;
     sym -= 257;
-    if (sym >= 29) {
-      fail = FAIL_CORRUPT;
-      break;
-    }
+    if (sym >= 29) return FAIL_CORRUPT;
     let n = LEN_BASE[sym] as number;
     let extra = LEN_EXTRA[sym] as number;
     if (extra > 0) {
-      if (cnt < extra) {
-        fail = FAIL_MORE; // the reader holds at least 24 bits unless the input ended
-        break;
-      }
+      if (cnt < extra) return FAIL_MORE; // the reader holds at least 24 bits unless the input ended
       n += buf & ((1 << extra) - 1);
       buf >>>= extra;
       cnt -= extra;
@@ -247,18 +205,12 @@ function codes(lit: Huffman, dist: Huffman, out: Uint8Array, op: number, size: n
     e = dt[buf & dmask] as number;
     if (e === 0 || (e & 15) > cnt) {
       e = dist.slow(buf, cnt);
-      if (e < 0) {
-        fail = e === -2 ? FAIL_MORE : FAIL_CORRUPT;
-        break;
-      }
+      if (e < 0) return e === -2 ? FAIL_MORE : FAIL_CORRUPT;
     }
     buf >>>= e & 15;
     cnt -= e & 15;
     sym = e >>> 4;
-    if (sym >= 30) {
-      fail = FAIL_CORRUPT;
-      break;
-    }
+    if (sym >= 30) return FAIL_CORRUPT;
     let d = DIST_BASE[sym] as number;
     extra = DIST_EXTRA[sym] as number;
     if (extra > 0) {
@@ -266,22 +218,13 @@ function codes(lit: Huffman, dist: Huffman, out: Uint8Array, op: number, size: n
         buf |= (src[pos++] as number) << cnt;
         cnt += 8;
       }
-      if (cnt < extra) {
-        fail = FAIL_MORE;
-        break;
-      }
+      if (cnt < extra) return FAIL_MORE;
       d += buf & ((1 << extra) - 1);
       buf >>>= extra;
       cnt -= extra;
     }
-    if (d > op) {
-      fail = FAIL_CORRUPT; // before the start of the output
-      break;
-    }
-    if (op + n > size) {
-      fail = FAIL_TOO_LARGE;
-      break;
-    }
+    if (d > op) return FAIL_CORRUPT; // before the start of the output
+    if (op + n > size) return FAIL_TOO_LARGE;
     let from = op - d;
     if (d >= n && n > 32) {
       out.copyWithin(op, from, from + n);
@@ -291,7 +234,7 @@ function codes(lit: Huffman, dist: Huffman, out: Uint8Array, op: number, size: n
   r.pos = pos;
   r.buf = buf;
   r.cnt = cnt;
-  return fail === 0 ? op : fail;
+  return op;
 }
 
 /**

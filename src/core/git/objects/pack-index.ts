@@ -102,16 +102,15 @@ interface Frame {
   next: number;
 }
 
-/**
- * Name every delta by applying it to its base (in the pack, or already in
- * `store`), depth first. The chain being walked keeps its objects in memory up
- * to `deltaCacheBytes`; past that the oldest are dropped and rebuilt from
- * their own bases when needed again. Returns the bases borrowed from `store`.
- */
-function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]>, store: ObjectStore, limits: TransferLimits, keep: Map<string, GitObject> | null, links: PackLinks | undefined, signal: AbortSignal): Map<string, GitObject> {
-  const external = new Map<string, GitObject>();
-  const gc = new Collector();
-  // Children of each entry by offset: counting sort into one flat list.
+/** The deltas based on each entry by offset. */
+interface Children {
+  count: number;
+  any(idx: number): boolean;
+  of(idx: number): number[];
+}
+
+/** Each entry's children by offset, counting-sorted into one flat list. */
+function childrenByOffset(e: Entries): Children {
   const start = new Int32Array(e.n + 1);
   for (let i = 0; i < e.n; i++) {
     const b = e.base[i] as number;
@@ -127,23 +126,74 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
       fill[b] = (fill[b] as number) + 1;
     }
   }
-  if (kidList.length === 0 && refKids.size === 0) return external;
+  return {
+    count: kidList.length,
+    any: (idx) => start[idx] !== start[idx + 1],
+    of: (idx) => {
+      const out: number[] = [];
+      for (let k = start[idx] as number; k < (start[idx + 1] as number); k++) out.push(kidList[k] as number);
+      return out;
+    },
+  };
+}
+
+/** An entry's children: by offset, then the ref deltas naming its id (a ref delta's base is resolved once even if it appears twice). */
+function kidsFinder(children: Children, refKids: Map<string, number[]>): (idx: number, oid: string) => number[] {
   const none: number[] = [];
-  const kidsOf = (idx: number, oid: string): number[] => {
+  return (idx, oid) => {
     // Most entries have no children: no array made for them.
-    if ((idx < 0 || start[idx] === start[idx + 1]) && (refKids.size === 0 || !refKids.has(oid))) return none;
-    const out: number[] = [];
-    if (idx >= 0) for (let k = start[idx] as number; k < (start[idx + 1] as number); k++) out.push(kidList[k] as number);
+    if ((idx < 0 || !children.any(idx)) && (refKids.size === 0 || !refKids.has(oid))) return none;
+    const out: number[] = idx >= 0 ? children.of(idx) : [];
     const byRef = refKids.get(oid);
     if (byRef) {
-      refKids.delete(oid); // a ref delta's base is resolved once even if it appears twice
+      refKids.delete(oid);
       out.push(...byRef);
     }
     return out;
   };
+}
+
+/**
+ * Buffers of resolved objects let go, handed out again for the next results
+ * (a plain chain of tree deltas then alternates two buffers): a few, each in
+ * its own memory and not too large; none when results are kept elsewhere.
+ */
+class SpareBuffers {
+  private readonly spare: Buffer[] = [];
+  constructor(private readonly enabled: boolean) {}
+
+  put(data: Buffer): void {
+    if (this.enabled && this.spare.length < 8 && data.byteOffset === 0 && data.buffer.byteLength <= SPARE_LARGEST) this.spare.push(data);
+  }
+
+  /** A spare buffer of at least `size` bytes (its whole memory), or undefined. */
+  take(size: number): Buffer | undefined {
+    for (let s = 0; s < this.spare.length; s++) {
+      const b = this.spare[s] as Buffer;
+      if (b.buffer.byteLength < size) continue;
+      this.spare[s] = this.spare[this.spare.length - 1] as Buffer;
+      this.spare.pop();
+      return Buffer.from(b.buffer, 0, b.buffer.byteLength);
+    }
+    return undefined;
+  }
+}
+
+/**
+ * Name every delta by applying it to its base (in the pack, or already in
+ * `store`), depth first. The chain being walked keeps its objects in memory up
+ * to `deltaCacheBytes`; past that the oldest are dropped and rebuilt from
+ * their own bases when needed again. Returns the bases borrowed from `store`.
+ */
+function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]>, store: ObjectStore, limits: TransferLimits, keep: Map<string, GitObject> | null, links: PackLinks | undefined, signal: AbortSignal): Map<string, GitObject> {
+  const external = new Map<string, GitObject>();
+  const gc = new Collector();
+  const children = childrenByOffset(e);
+  if (children.count === 0 && refKids.size === 0) return external;
+  const kidsOf = kidsFinder(children, refKids);
   let held = 0;
   let resolved = 0;
-  let deltas = kidList.length;
+  let deltas = children.count;
   for (const kids of refKids.values()) deltas += kids.length;
   reportActivity({ phase: "resolving deltas", done: 0, total: deltas });
   const stack: Frame[] = [];
@@ -159,27 +209,13 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
     gc.add(data.length);
     return data;
   };
-  // Objects let go are reused for the next results (a plain chain of tree deltas then alternates two buffers):
-  // only when nothing else holds them (no loose writing), never a base borrowed from our store, each in its own memory.
-  const spare: Buffer[] = [];
-  const recycle = (data: Buffer) => {
-    if (!keep && spare.length < 8 && data.byteOffset === 0 && data.buffer.byteLength <= SPARE_LARGEST) spare.push(data);
-  };
+  // Objects let go are reused for the next results, only when nothing else holds them (no loose writing).
+  const spare = new SpareBuffers(keep === null);
   const release = (f: Frame) => {
     if (!f.data) return;
     held -= f.data.length;
-    if (f.idx >= 0) recycle(f.data);
+    if (f.idx >= 0) spare.put(f.data); // never a base borrowed from our store
     f.data = null;
-  };
-  const reuse = (size: number): Buffer | undefined => {
-    for (let s = 0; s < spare.length; s++) {
-      const b = spare[s] as Buffer;
-      if (b.buffer.byteLength < size) continue;
-      spare[s] = spare[spare.length - 1] as Buffer;
-      spare.pop();
-      return Buffer.from(b.buffer, 0, b.buffer.byteLength);
-    }
-    return undefined;
   };
   const trim = () => {
     for (let k = 0; held > limits.deltaCacheBytes && k < stack.length - 1; k++) release(stack[k] as Frame);
@@ -204,7 +240,7 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
       if (f.depth + 1 > limits.maxDeltaDepth) throw limitError("maxDeltaDepth", `the pack holds a delta chain longer than ${limits.maxDeltaDepth}`, limits.maxDeltaDepth);
       const base = dataOf(top);
       const delta = file.inflate(k, true);
-      const into = keep ? undefined : reuse(deltaResultSize(delta));
+      const into = spare.take(deltaResultSize(delta));
       const data = applyDelta(base, delta, into);
       if (!data) throw new BadPack(`the delta at offset ${e.offset[k]} does not apply to its base`);
       if (!keep) gc.add(into && data.buffer === into.buffer ? PER_OBJECT_GARBAGE / 4 : data.length + PER_OBJECT_GARBAGE);
@@ -217,7 +253,7 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
       if (f.next >= f.kids.length) release(f);
       const kids = kidsOf(k, hex);
       if (kids.length === 0) {
-        recycle(data);
+        spare.put(data);
         continue;
       }
       stack.push({ idx: k, oid: hex, type: f.type, depth: f.depth + 1, data, kids, next: 0 });
@@ -226,7 +262,7 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
     }
   };
   for (let i = 0; i < e.n; i++) {
-    if ((e.kind[i] as number) >= OFS_DELTA || (start[i] === start[i + 1] && refKids.size === 0)) continue;
+    if ((e.kind[i] as number) >= OFS_DELTA || (!children.any(i) && refKids.size === 0)) continue;
     const oid = refKids.size > 0 ? e.oidHex(i) : "";
     const kids = kidsOf(i, oid);
     if (kids.length === 0) continue;
