@@ -32,6 +32,7 @@ import { startGitHttpServer } from "../test/helpers/git-http-server.ts";
 import { benchEnv } from "./fixtures/env.ts";
 import { measure } from "./memory.ts";
 import { grexBuildCommand } from "../scripts/compile.ts";
+import { prng } from "../test/helpers/prng.ts";
 
 const GREX_MAIN = join(import.meta.dir, "..", "src", "cli", "main.ts");
 /** How grex is run: from source by default; BENCH_COMPILED=1 builds the single binary first (what users run). */
@@ -53,19 +54,6 @@ export const MODES: CloneMode[] = [
 
 const LONG_COMMITS = Number(process.env.BENCH_LONG_COMMITS ?? 80_000);
 const WIDE_FILES = Number(process.env.BENCH_WIDE_FILES ?? 30_000);
-
-/** xorshift32: the same bytes on every machine. */
-function prng(seed: number) {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s;
-  };
-}
 
 interface RepoSpec {
   key: string;

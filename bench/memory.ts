@@ -20,6 +20,7 @@ import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { startGitHttpServer } from "../test/helpers/git-http-server.ts";
 import { benchEnv } from "./fixtures/env.ts";
+import { prng } from "../test/helpers/prng.ts";
 
 const COMMITS = Number(process.env.BENCH_COMMITS ?? 50_000);
 const FILES = Number(process.env.BENCH_FILES ?? 4096);
@@ -27,19 +28,6 @@ const BLOB_BYTES = Number(process.env.BENCH_BLOB_BYTES ?? 2800);
 const DIRS = 64;
 const CHANGED_PER_COMMIT = 2;
 const GREX_MAIN = join(import.meta.dir, "..", "src", "cli", "main.ts");
-
-/** xorshift32: the same bytes on every machine. */
-function prng(seed: number) {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s;
-  };
-}
 
 const pathOf = (f: number) => `d${String(f % DIRS).padStart(2, "0")}/f${String(f).padStart(5, "0")}.txt`;
 

@@ -1,12 +1,13 @@
-// A seeded PRNG (mulberry32) for crash and property tests: a failing trial can
-// be replayed from its seed.
+// xorshift32: a seeded source of 32-bit numbers, the same on every run and
+// machine (generated fixtures, property-style cases).
 export function prng(seed: number): () => number {
-  let a = seed >>> 0;
+  let s = seed >>> 0 || 1;
   return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    return s;
   };
 }

@@ -7,19 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { constants, deflateSync, inflateSync } from "node:zlib";
 import { inflateZlib } from "../../src/core/git/objects/inflate.ts";
-
-/** xorshift32: the same cases on every run. */
-function prng(seed: number) {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s;
-  };
-}
+import { prng } from "../helpers/prng.ts";
 
 /** Data of `n` bytes in one of several shapes: noise, text-like, runs, repeats of a short pattern. */
 function sample(rand: () => number, n: number): Buffer {

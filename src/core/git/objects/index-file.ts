@@ -149,7 +149,7 @@ function lazyEntries(buf: Buffer): EntryAt {
 type EntryAt = (buf: Buffer, off: number, path: string, stage: number, flags: number) => IndexEntry;
 
 /** v4's path compression: how many bytes to drop from the previous path (git's offset varint). */
-function readVarint(buf: Buffer, at: number): [number, number] {
+export function readVarint(buf: Buffer, at: number): [number, number] {
   let c = buf[at++] as number;
   let v = c & 127;
   while (c & 128) {
@@ -292,7 +292,7 @@ function comparePaths(a: string, b: string): number {
 }
 
 /** The root entry of a cache-tree extension: `"" NUL count SP subtrees LF oid`, valid when count covers every entry. */
-function cacheTreeRoot(ext: Buffer, entryCount: number): string | null {
+export function cacheTreeRoot(ext: Buffer, entryCount: number): string | null {
   if (ext[0] !== 0) return null;
   const lf = ext.indexOf(0x0a, 1);
   if (lf < 0 || lf + 21 > ext.length) return null;

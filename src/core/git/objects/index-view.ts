@@ -7,7 +7,7 @@
 // readIndexForStatus reads (v2, v3, v4, extended flags, a split index, a
 // sparse index's directory entries expanded by the caller); the rare forms
 // that need merging (a split index) are merged as entries, then viewed.
-import { readIndexForStatus, type IndexEntry, type IndexRead, type SharedIndexReader } from "./index-file.ts";
+import { cacheTreeRoot, readIndexForStatus, readVarint, type IndexEntry, type IndexRead, type SharedIndexReader } from "./index-file.ts";
 import { ASSUME_VALID, INTENT_TO_ADD, serializeIndex, SKIP_WORKTREE } from "./index-write.ts";
 
 // Bun's native hasher: node:crypto pulls in Node's stream machinery (~3 ms at startup).
@@ -221,17 +221,6 @@ export class EditedIndex {
   }
 }
 
-/** v4's path compression: how many bytes to drop from the previous path (git's offset varint). */
-function readVarint(buf: Buffer, at: number): [number, number] {
-  let c = buf[at++] as number;
-  let v = c & 127;
-  while (c & 128) {
-    c = buf[at++] as number;
-    v = (v + 1) * 128 + (c & 127);
-  }
-  return [v, at];
-}
-
 interface Scanned {
   buf: Buffer;
   at: Uint32Array;
@@ -322,11 +311,3 @@ function scan(buf: Buffer, verify: boolean): (Scanned & { rootTree: string | nul
   return { buf, at, names, pathStart, pathEnd, bits, count, version, rootTree: tree ? cacheTreeRoot(tree, count) : null, sparseDirs };
 }
 
-/** The root entry of a cache-tree extension: `"" NUL count SP subtrees LF oid`, valid when count covers every entry. */
-function cacheTreeRoot(ext: Buffer, entryCount: number): string | null {
-  if (ext[0] !== 0) return null;
-  const lf = ext.indexOf(0x0a, 1);
-  if (lf < 0 || lf + 21 > ext.length) return null;
-  const [count] = ext.toString("latin1", 1, lf).split(" ");
-  return Number(count) === entryCount ? ext.toString("hex", lf + 1, lf + 21) : null;
-}

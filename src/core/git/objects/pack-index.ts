@@ -105,7 +105,7 @@ interface Frame {
 /** The deltas based on each entry by offset. */
 interface Children {
   count: number;
-  any(idx: number): boolean;
+  has(idx: number): boolean;
   of(idx: number): number[];
 }
 
@@ -128,7 +128,7 @@ function childrenByOffset(e: Entries): Children {
   }
   return {
     count: kidList.length,
-    any: (idx) => start[idx] !== start[idx + 1],
+    has: (idx) => start[idx] !== start[idx + 1],
     of: (idx) => {
       const out: number[] = [];
       for (let k = start[idx] as number; k < (start[idx + 1] as number); k++) out.push(kidList[k] as number);
@@ -142,7 +142,7 @@ function kidsFinder(children: Children, refKids: Map<string, number[]>): (idx: n
   const none: number[] = [];
   return (idx, oid) => {
     // Most entries have no children: no array made for them.
-    if ((idx < 0 || !children.any(idx)) && (refKids.size === 0 || !refKids.has(oid))) return none;
+    if ((idx < 0 || !children.has(idx)) && (refKids.size === 0 || !refKids.has(oid))) return none;
     const out: number[] = idx >= 0 ? children.of(idx) : [];
     const byRef = refKids.get(oid);
     if (byRef) {
@@ -262,7 +262,7 @@ function resolveDeltas(file: PackFile, e: Entries, refKids: Map<string, number[]
     }
   };
   for (let i = 0; i < e.n; i++) {
-    if ((e.kind[i] as number) >= OFS_DELTA || (!children.any(i) && refKids.size === 0)) continue;
+    if ((e.kind[i] as number) >= OFS_DELTA || (!children.has(i) && refKids.size === 0)) continue;
     const oid = refKids.size > 0 ? e.oidHex(i) : "";
     const kids = kidsOf(i, oid);
     if (kids.length === 0) continue;
