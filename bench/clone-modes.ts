@@ -32,7 +32,7 @@ import { startGitHttpServer } from "../test/helpers/git-http-server.ts";
 import { benchEnv } from "./fixtures/env.ts";
 import { measure } from "./memory.ts";
 import { grexBuildCommand } from "../scripts/compile.ts";
-import { prng } from "../test/helpers/prng.ts";
+import { xorshift32 } from "../test/helpers/prng.ts";
 
 const GREX_MAIN = join(import.meta.dir, "..", "src", "cli", "main.ts");
 /** How grex is run: from source by default; BENCH_COMPILED=1 builds the single binary first (what users run). */
@@ -75,7 +75,7 @@ const REPOS: RepoSpec[] = [
     key: "long",
     describe: `${LONG_COMMITS} commits, 64 files`,
     stream(write) {
-      const rand = prng(0x10ad);
+      const rand = xorshift32(0x10ad);
       for (let c = 0; c < LONG_COMMITS; c++) {
         let out = `commit refs/heads/main\ncommitter Bench <bench@example.invalid> ${WHEN + c * 600} +0000\n${data(`commit ${c}\n`)}`;
         if (c === 0) for (let f = 0; f < 64; f++) out += `M 100644 inline src/f${f}.txt\n${data(text(rand, 60))}`;
@@ -88,7 +88,7 @@ const REPOS: RepoSpec[] = [
     key: "wide",
     describe: `${WIDE_FILES} files in 300 directories, 3 commits`,
     stream(write) {
-      const rand = prng(0x01de);
+      const rand = xorshift32(0x01de);
       const path = (f: number) => `d${String(f % 300).padStart(3, "0")}/f${String(f).padStart(5, "0")}.txt`;
       for (let c = 0; c < 3; c++) {
         let out = `commit refs/heads/main\ncommitter Bench <bench@example.invalid> ${WHEN + c * 600} +0000\n${data(`commit ${c}\n`)}`;

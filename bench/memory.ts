@@ -20,7 +20,7 @@ import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { startGitHttpServer } from "../test/helpers/git-http-server.ts";
 import { benchEnv } from "./fixtures/env.ts";
-import { prng } from "../test/helpers/prng.ts";
+import { xorshift32 } from "../test/helpers/prng.ts";
 
 const COMMITS = Number(process.env.BENCH_COMMITS ?? 50_000);
 const FILES = Number(process.env.BENCH_FILES ?? 4096);
@@ -36,7 +36,7 @@ async function generate(bare: string): Promise<void> {
   const env = { ...benchEnv(join(bare, "..")), GIT_DIR: bare };
   Bun.spawnSync(["git", "init", "--quiet", "--bare", "-b", "main", bare], { env, stdout: "ignore", stderr: "inherit" });
   const fi = Bun.spawn(["git", "fast-import", "--quiet", "--depth=50"], { env, stdin: "pipe", stdout: "ignore", stderr: "inherit" });
-  const rand = prng(0x5eed);
+  const rand = xorshift32(0x5eed);
   const blob = (n: number) => {
     // Base64 of random bytes: text that deflate barely shrinks, as source history adds up over the years.
     const raw = Buffer.allocUnsafe(n);
