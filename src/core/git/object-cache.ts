@@ -10,7 +10,7 @@
 // repository transfers only what the entry lacks.
 //
 // Safety: an entry is created under a hidden temp name and renamed into
-// place; objects arrive as any fetch stores them (pack, then index, renamed
+// place; objects arrive the way every fetch stores them (pack, then index, renamed
 // into place, refs last); the lock (`<entry>.lock`, lockfile.ts, its note
 // naming the holder) is waited for by a second filler and removed when its
 // holder is killed. grex never prunes or repacks an entry, and each entry's

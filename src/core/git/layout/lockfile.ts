@@ -144,7 +144,7 @@ export class LockFile {
  * (link fails when the name exists, as O_EXCL does). Beside a loose ref
  * (under refs/) both side files' names end in `.lock` too (sideName), which
  * git's reading of loose refs passes over, so a ref's lock a kill leaves is
- * removed by the next grex as any other.
+ * removed by the next grex like every other one.
  */
 export function createLock(lockPath: string): number | null {
   removeDeadStarts(lockPath);

@@ -274,7 +274,7 @@ function inodesOf(dir: string): [number, number] | null {
 
 const ENV_KEYS = ["HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_COUNT"];
 
-/** What the scan read outside the pack, as stamps: any change there means scanning again. */
+/** What the scan read outside the pack, as stamps: a change there means scanning again. */
 function externalKey(q: DirtyQuery): string {
   const files = [...userConfigFiles().map((f) => f.path), "/etc/gitattributes", xdgConfigPath("attributes"), excludesFilePath(q.gitdir, q.dir)].filter((f): f is string => f !== null);
   const stamps = files.map((f) => {
