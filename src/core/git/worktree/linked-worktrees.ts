@@ -120,8 +120,10 @@ async function makeWorktree(o: AddWorktreeOptions, common: RepoLayout, path: str
     fs.mkdirSync(path, { recursive: true });
     const real = fs.realpathSync(path);
     const realAdmin = resolve(fs.realpathSync(worktreesDir(common)), basename(admin));
-    fs.writeFileSync(dotGitPathOf(path), `gitdir: ${realAdmin}\n`);
+    // The back-pointer first, as git's add_worktree writes it: killed at any point after it, the registration
+    // names this path, so a re-run finds and replaces what was left (even a `.git` file created but never written).
     fs.writeFileSync(files.gitdir, `${dotGitPathOf(real)}\n`);
+    fs.writeFileSync(dotGitPathOf(path), `gitdir: ${realAdmin}\n`);
     fs.writeFileSync(files.commondir, "../..\n");
     if (newBranch) {
       writeRefSync(common.gitdir, `refs/heads/${o.branch}`, head);
