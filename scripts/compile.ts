@@ -35,9 +35,16 @@ export const COMPILE_FLAGS = [
 
 export const GREX_ENTRY = join(repo, "src", "cli", "main.ts");
 
+/**
+ * Worker threads' modules, compiled in as entry points of their own: the
+ * binary names each by its path under src/ (file-writer.ts starts its worker
+ * by that name).
+ */
+export const WORKER_ENTRIES = [join(repo, "src", "core", "git", "worktree", "file-writer-worker.ts")];
+
 /** The `bun build` command that compiles grex into `outfile` (for `target`, or this machine). */
 export function grexBuildCommand(outfile: string, target?: string): string[] {
-  return [process.execPath, "build", ...COMPILE_FLAGS, ...(target ? [`--target=${target}`] : []), GREX_ENTRY, "--outfile", outfile];
+  return [process.execPath, "build", ...COMPILE_FLAGS, ...(target ? [`--target=${target}`] : []), GREX_ENTRY, ...WORKER_ENTRIES, "--outfile", outfile];
 }
 
 if (import.meta.main) {

@@ -310,7 +310,7 @@ export function statTimes(ms: number): [number, number] {
 }
 
 /** An index entry for a file just written (its stat data), or one not in the work tree (`st` null). */
-export function entryFor(path: string, mode: number, oid: string, st: Stats | null): IndexEntry {
+export function entryFor(path: string, mode: number, oid: string, st: Pick<Stats, "ctimeMs" | "mtimeMs" | "size" | "dev" | "ino" | "uid" | "gid"> | null): IndexEntry {
   const [cs, cn] = st ? statTimes(st.ctimeMs) : [0, 0];
   const [ms, mn] = st ? statTimes(st.mtimeMs) : [0, 0];
   return {

@@ -141,19 +141,6 @@ export class MissingObjectError extends Error {
 
 const asBuffer = (d: Uint8Array): Buffer => (Buffer.isBuffer(d) ? d : Buffer.from(d.buffer, d.byteOffset, d.byteLength));
 
-/** scanTree for a walk that awaits between entries. */
-async function scanTreeAsync(d: Buffer, each: (start: number, sp: number, nul: number) => Promise<void>): Promise<boolean> {
-  let i = 0;
-  while (i < d.length) {
-    const sp = d.indexOf(0x20, i);
-    const nul = sp < 0 ? -1 : d.indexOf(0, sp + 1);
-    if (sp < 0 || nul < 0 || nul + 21 > d.length) return false;
-    await each(i, sp, nul);
-    i = nul + 21;
-  }
-  return true;
-}
-
 /** The mode at [start, sp) as six digits ("040000" for git's "40000"); the common ones without building a string. */
 function modeString(d: Buffer, start: number, sp: number): string {
   const n = sp - start;
@@ -205,23 +192,27 @@ export async function verifiedFlatTree(gitdir: string, oid: string, store?: Obje
     const walk = async (treeOid: string, prefix: string, dirs: string[]): Promise<void> => {
       const d = asBuffer(await raw(treeOid, "tree", dirs));
       const names = new Set<string>();
-      const ok = await scanTreeAsync(d, async (start, sp, nul) => {
+      // Entries in the tree's order, depth first; only a subtree waits (for its own read), a file is done at once.
+      for (let i = 0; i < d.length; ) {
+        const sp = d.indexOf(0x20, i);
+        const nul = sp < 0 ? -1 : d.indexOf(0, sp + 1);
+        if (sp < 0 || nul < 0 || nul + 21 > d.length) throw new UnsafeTreeError(dirs.join("/"), "a malformed tree");
         gc.add(PER_OBJECT_GARBAGE / 4);
         const name = d.toString("utf8", sp + 1, nul);
         const path = prefix + name;
-        const mode = modeString(d, start, sp);
+        const mode = modeString(d, i, sp);
         const why = entryProblem(name, mode, prefix === "");
         if (why) throw new UnsafeTreeError(path, why);
         if (names.has(name)) throw new UnsafeTreeError(path, "two entries of the same name");
         names.add(name);
         const id = d.toString("hex", nul + 1, nul + 21);
+        i = nul + 21;
         if (mode === "040000") await walk(id, `${path}/`, [...dirs, name]);
         else {
           out.set(path, `${Number.parseInt(mode, 8)} ${id}`);
           if (mode === "120000") symlinks.push(path);
         }
-      });
-      if (!ok) throw new UnsafeTreeError(dirs.join("/"), "a malformed tree");
+      }
     };
     await walk(m[1] as string, "", []);
     // Only a tree with links can collide dangerously on a case-insensitive file system (most have none: no folding then).

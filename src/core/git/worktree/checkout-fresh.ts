@@ -17,9 +17,10 @@ import { ObjectStore } from "../objects/object-store.ts";
 import { cacheTreeOf, readBlobBytes } from "../objects/tree-read.ts";
 import { Conversion, attributePaths } from "./convert.ts";
 import { Collector, collectAfter } from "../objects/garbage.ts";
+import { FileWriter, WRITER_THREAD_MIN_FILES } from "./file-writer.ts";
+import { type StatData, kindOf, writeNow } from "./write-now.ts";
 
 const GITLINK = 0o160000;
-const NO_FOLLOW_WRITE = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | (fs.constants.O_NOFOLLOW ?? 0);
 
 /**
  * Check out commit `oid`, whose verified flat tree (path → "mode oid") is
@@ -39,25 +40,6 @@ export async function checkoutFresh(dir: string, gitdir: string, oid: string, tr
     await commitIndex(gitdir, shown, null, entries, cacheTreeOf(store, oid) ?? undefined, undefined, durable);
   } finally {
     if (opened === undefined) store.close();
-  }
-}
-
-/**
- * Write one file (or symlink) of the checkout, never through a link: two
- * names that are one on a case-insensitive file system must not write
- * elsewhere. Returns its stat data for the index.
- */
-function writeNow(abs: string, mode: string, bytes: Uint8Array): fs.Stats {
-  if (mode === "120000") {
-    fs.symlinkSync(Buffer.from(bytes).toString("utf8"), abs);
-    return fs.lstatSync(abs);
-  }
-  const fd = fs.openSync(abs, NO_FOLLOW_WRITE, mode === "100755" ? 0o755 : 0o644);
-  try {
-    for (let at = 0; at < bytes.length; ) at += fs.writeSync(fd, bytes, at, bytes.length - at);
-    return fs.fstatSync(fd);
-  } finally {
-    fs.closeSync(fd);
   }
 }
 
@@ -117,8 +99,10 @@ async function writeFiles(dir: string, gitdir: string, oid: string, tree: Readon
   // git's checkout takes it (fstat before close). What cannot be done at once
   // — a blob the native reader leaves to isomorphic-git, a file for a
   // long-running filter process — is written afterwards, many at a time.
+  // A large tree's files are created by the writer thread while this one reads the next blobs (file-writer.ts).
   const garbage = new Collector();
   const later: typeof files = [];
+  const writer = files.length >= WRITER_THREAD_MIN_FILES ? new FileWriter(dir) : null;
   try {
     for (let i = 0; i < files.length; i++) {
       const f = files[i] as (typeof files)[number];
@@ -127,18 +111,21 @@ async function writeFiles(dir: string, gitdir: string, oid: string, tree: Readon
       if (bytes === null) later.push(f);
       else {
         garbage.add((blob as Uint8Array).length + 4096); // and what reading it left behind (a delta chain's windows and bases)
-        entries.push(entryFor(f.rel, Number.parseInt(f.mode, 8), f.oid, writeNow(join(dir, f.rel), f.mode, bytes)));
+        const record = (st: StatData) => entries.push(entryFor(f.rel, Number.parseInt(f.mode, 8), f.oid, st));
+        if (writer === null) record(writeNow(join(dir, f.rel), kindOf(f.mode), bytes));
+        else await writer.add(f.rel, kindOf(f.mode), bytes, record);
       }
       if ((i + 1) % 256 === 0 && i + 1 < files.length) {
         reportActivity({ phase: "checking out", done: i + 1, total: files.length });
         await new Promise((r) => setImmediate(r)); // a big tree leaves the event loop (other packs, a cancel) its turn
       }
     }
+    await writer?.finish();
     const writeOne = async (f: { rel: string; mode: string; oid: string }) => {
       const blob = await blobOf(f.oid, f.rel);
       garbage.add(blob.length + 4096);
       const bytes = f.mode === "120000" ? blob : await conv.smudge(f.rel, blob);
-      entries.push(entryFor(f.rel, Number.parseInt(f.mode, 8), f.oid, writeNow(join(dir, f.rel), f.mode, bytes)));
+      entries.push(entryFor(f.rel, Number.parseInt(f.mode, 8), f.oid, writeNow(join(dir, f.rel), kindOf(f.mode), bytes)));
     };
     for (let i = 0; i < later.length; i += 128) {
       // allSettled: on failure, no write may still be running when the caller removes the directory.
@@ -148,6 +135,7 @@ async function writeFiles(dir: string, gitdir: string, oid: string, tree: Readon
     }
     reportActivity({ phase: "checking out", done: files.length, total: files.length });
   } finally {
+    await writer?.close(); // no batch is still being written when the caller removes the directory
     conv.close(); // a long-running filter process serves the whole checkout, then exits
   }
   // Files written in the same clock tick as the index stay "racy" (re-hashed by
