@@ -22,7 +22,7 @@
 // The modes are one list (MODES): a mode is its name and the arguments grex
 // add and git clone take for it, so adding one (e.g. `--filter blob:none`) is
 // one entry. BENCH_MODES=full,depth1,blobless picks some; BENCH_REPOS=long picks
-// repositories; BENCH_RUNS=n repeats each run, git and grex taking turns (median time and CPU, largest RSS); each run's clone is moved aside, not deleted, until the end.
+// repositories; BENCH_RUNS=n repeats each run, git and grex taking turns (median time and CPU, largest RSS); each run's clone is moved aside, not deleted, until the end, and the file system is synced before each run (`sync`: the last run's files are written out before, not during, the next).
 // Env for the sizes: BENCH_LONG_COMMITS (80000), BENCH_WIDE_FILES (30000);
 // BENCH_COMPILED=1 times the compiled binary instead of `bun src/cli/main.ts`.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
@@ -174,6 +174,9 @@ async function cloneOnce(who: "grex" | "git", url: string, mode: CloneMode, root
     dir = join(ws, "repo");
     cmd = ["git", "clone", "--quiet", ...mode.git, url, dir];
   }
+  // The page cache's dirty files (the last run's clone) go to disk first, not during this run: the kernel's
+  // writeback of one tool's 30,000 new files, due some seconds later, otherwise ran while the other tool worked.
+  await Bun.spawn(["sync"]).exited;
   const run = await measure(cmd, { cwd: ws, env });
   const gitdir = join(dir, ".git");
   const out = {

@@ -84,7 +84,7 @@ async function entryFor(spec: AddSpec, dir: string) {
   const { loadPackYaml } = await import("../core/pack/load.ts");
   const manifest = await loadPackYaml(dir, { more: actionProblems });
   const type = manifest?.type ?? spec.type ?? "meta";
-  return { entry: { id: spec.id, url: spec.url, path: spec.id, type, ref: spec.ref, ...(spec.depth !== undefined ? { depth: spec.depth } : {}) }, manifest };
+  return { entry: { id: spec.id, url: spec.url, path: spec.id, type, ref: spec.ref, ...(spec.depth !== undefined ? { depth: spec.depth } : {}), ...(spec.filter !== undefined ? { filter: spec.filter } : {}) }, manifest };
 }
 
 /** --no-install: the pack's own plan checks (actions, depends_on) without running anything, not even a dry-run hook. */

@@ -309,3 +309,20 @@ test("a task workspace of a partial clone fetches the blobs its branch needs bef
   expect((await missing(source)).length).toBeLessThan(before);
   expect(await gitAsync(source, "fsck", "--no-dangling")).toBe("");
 });
+
+test("a partial pack's children are cloned with its filter, as git clone --filter=blob:none clones them", async () => {
+  const kid = publish("kid");
+  const parent = t.repo(`parent-partial-${n}`, { ".grex/pack.yaml": `schema_version: "1"\nname: parent\ntype: meta\nchildren:\n  - url: ${kid.url}\n    path: kid\n` });
+  git(t.root, "clone", "-q", "--bare", parent, join(served, `parent-partial-${n}.git`));
+  git(join(served, `parent-partial-${n}.git`), "config", "uploadpack.allowFilter", "true");
+  const add = await t.grex("add", `${server.url}/parent-partial-${n}.git`, "parent", "--filter", "blob:none");
+  expect(add.stderr).toBe("");
+  expect(add.code).toBe(0);
+  const theirs = join(t.root, `git-kid-${n}`);
+  await gitAsync(t.root, "clone", "-q", "--filter=blob:none", kid.url, theirs);
+  const ours = join(t.ws, "parent", "kid");
+  expect(await promisorConfig(ours)).toEqual(await promisorConfig(theirs));
+  expect(await missing(ours)).toEqual(await missing(theirs));
+  expect((await missing(ours)).length).toBeGreaterThan(0);
+  expect(await gitView(ours)).toEqual(await gitView(theirs));
+});

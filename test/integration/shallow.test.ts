@@ -171,6 +171,36 @@ for (const kind of ["http", "file"] as const) {
   });
 }
 
+describe("a shallow pack's children", () => {
+  test("are cloned at the pack's depth, as git clone --depth 2 clones them, and update --depth 0 brings back their history too", async () => {
+    publish("kid");
+    const kidUrl = `${server.url}/kid.git`;
+    const parent = t.repo("parent-shallow", { ".grex/pack.yaml": `schema_version: "1"\nname: parent-shallow\ntype: meta\nchildren:\n  - url: ${kidUrl}\n    path: kid\n` });
+    t.commit(parent, { "more.txt": "more\n" }, "second");
+    t.commit(parent, { "more.txt": "even more\n" }, "third");
+    git(t.root, "clone", "-q", "--bare", parent, join(served, "parent-shallow.git"));
+    const ws = join(t.root, "ws-children");
+    mkdirSync(ws);
+    expect((await grex(ws, "init")).code).toBe(0);
+    const add = await grex(ws, "add", `${server.url}/parent-shallow.git`, "parent", "--depth", "2");
+    expect(add.stderr).toBe("");
+    expect(add.code).toBe(0);
+    const theirs = join(t.root, "git-kid");
+    await gitA(t.root, "clone", "-q", "--depth", "2", kidUrl, theirs);
+    expect(await seen(join(ws, "parent", "kid"))).toEqual(await seen(theirs));
+    expect(await gitA(join(ws, "parent"), "rev-list", "--count", "HEAD")).toBe("2");
+    await fsckClean(join(ws, "parent", "kid"));
+    // Full history for the pack and its child.
+    const up = await grex(ws, "update", "parent", "--depth", "0");
+    expect(up.stderr).toBe("");
+    expect(up.code).toBe(0);
+    await gitA(theirs, "fetch", "-q", "--unshallow");
+    expect(existsSync(join(ws, "parent", "kid", ".git", "shallow"))).toBe(false);
+    expect(await seen(join(ws, "parent", "kid"))).toEqual(await seen(theirs));
+    expect(await gitA(join(ws, "parent"), "rev-list", "--count", "HEAD")).toBe("3");
+  });
+});
+
 describe("bad depths", () => {
   let ws: string;
   let url: string;

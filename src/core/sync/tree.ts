@@ -41,7 +41,7 @@ export interface TreeNode {
   wouldMoveTo?: string;
   /** The ref the manifest or pack.yaml declares, when `pin` replaced `ref` for this run (`--locked`). */
   declaredRef?: string | null;
-  /** A shallow clone of this many commits (the manifest's `depth`); absent: full history. Children are cloned whole. */
+  /** A shallow clone of this many commits (the manifest's `depth`; a child's, its parent's); absent: full history. */
   cloneDepth?: number;
   /** Fetch the history below a shallow clone's boundary (`update --depth 0`). */
   unshallow?: boolean;
@@ -170,8 +170,13 @@ function childNodes(parent: TreeNode): TreeNode[] {
         recordedType: "meta",
         depth: parent.depth + 1,
         parent,
+        // A shallow or partial pack's children are cloned the same way (`update --depth 0` brings their history back too).
+        ...(parent.filter !== undefined ? { filter: parent.filter } : {}),
       }),
     );
+    const child = out[out.length - 1] as TreeNode;
+    if (parent.unshallow) child.unshallow = true;
+    else if (parent.cloneDepth !== undefined) child.cloneDepth = parent.cloneDepth;
   }
   return out;
 }

@@ -16,7 +16,7 @@ import { commitIndex } from "../objects/index-manager.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import { cacheTreeOf, readBlobBytes } from "../objects/tree-read.ts";
 import { Conversion, attributePaths } from "./convert.ts";
-import { Collector, collectAfter } from "../objects/garbage.ts";
+import { Collector, PER_OBJECT_GARBAGE, collectAfter } from "../objects/garbage.ts";
 import { FileWriter, WRITER_THREAD_MIN_FILES } from "./file-writer.ts";
 import { type StatData, kindOf, writeNow } from "./write-now.ts";
 
@@ -110,7 +110,8 @@ async function writeFiles(dir: string, gitdir: string, oid: string, tree: Readon
       const bytes = blob === null || f.mode === "120000" ? blob : conv.smudgeSync(f.rel, blob);
       if (bytes === null) later.push(f);
       else {
-        garbage.add((blob as Uint8Array).length + 4096); // and what reading it left behind (a delta chain's windows and bases)
+        // Its bytes, and what reading it left: a delta's instructions and base (about its size again), the object's fields.
+        garbage.add(2 * (blob as Uint8Array).length + PER_OBJECT_GARBAGE);
         const record = (st: StatData) => entries.push(entryFor(f.rel, Number.parseInt(f.mode, 8), f.oid, st));
         if (writer === null) record(writeNow(join(dir, f.rel), kindOf(f.mode), bytes));
         else await writer.add(f.rel, kindOf(f.mode), bytes, record);
@@ -123,7 +124,7 @@ async function writeFiles(dir: string, gitdir: string, oid: string, tree: Readon
     await writer?.finish();
     const writeOne = async (f: { rel: string; mode: string; oid: string }) => {
       const blob = await blobOf(f.oid, f.rel);
-      garbage.add(blob.length + 4096);
+      garbage.add(2 * blob.length + PER_OBJECT_GARBAGE);
       const bytes = f.mode === "120000" ? blob : await conv.smudge(f.rel, blob);
       entries.push(entryFor(f.rel, Number.parseInt(f.mode, 8), f.oid, writeNow(join(dir, f.rel), kindOf(f.mode), bytes)));
     };
