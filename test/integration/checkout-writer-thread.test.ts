@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { lstatSync, mkdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 import { grexBuildCommand } from "../../scripts/compile.ts";
-import { FileWriter, WRITER_THREAD_MIN_FILES } from "../../src/core/git/worktree/file-writer.ts";
+import { FileWriter, WRITER_THREAD_MIN_FILES, holdWriterThread, writesThroughThread } from "../../src/core/git/worktree/file-writer.ts";
 import { KIND_FILE } from "../../src/core/git/worktree/write-now.ts";
 import { GIT_ENV, TestWorkspace, git, snapshot } from "../helpers/workspace.ts";
 
@@ -101,5 +101,28 @@ describe("a first checkout through the file-writer thread", () => {
     } finally {
       await writer.close();
     }
+  });
+
+  test("held for a run of many checkouts, the thread takes small ones too, and ends with the last release", async () => {
+    expect(writesThroughThread(50)).toBe(false);
+    const release = holdWriterThread();
+    try {
+      expect(writesThroughThread(50)).toBe(true);
+      const ws = join(t.root, "ws-held");
+      mkdirSync(ws);
+      const small = t.repo("small", { "a.txt": "a\n", "dir/b.sh": "#!/bin/sh\n" });
+      expect((await t.grexAt(ws, ["init"])).code).toBe(0);
+      const r = await t.grexAt(ws, ["add", small, "small"]);
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+      const reference = join(t.root, "git-small");
+      git(t.root, "clone", "-q", small, reference);
+      expect(workTree(join(ws, "small"))).toEqual(workTree(reference));
+      expect(git(join(ws, "small"), "diff-files")).toBe("");
+    } finally {
+      release();
+      release(); // a second call does nothing
+    }
+    expect(writesThroughThread(50)).toBe(false);
   });
 });

@@ -17,7 +17,7 @@ import { ObjectStore } from "../objects/object-store.ts";
 import { cacheTreeOf, readBlobBytes } from "../objects/tree-read.ts";
 import { Conversion, attributePaths } from "./convert.ts";
 import { Collector, PER_OBJECT_GARBAGE, collectAfter } from "../objects/garbage.ts";
-import { FileWriter, WRITER_THREAD_MIN_FILES } from "./file-writer.ts";
+import { FileWriter, writesThroughThread } from "./file-writer.ts";
 import { type StatData, kindOf, writeNow } from "./write-now.ts";
 
 const GITLINK = 0o160000;
@@ -102,7 +102,7 @@ async function writeFiles(dir: string, gitdir: string, oid: string, tree: Readon
   // A large tree's files are created by the writer thread while this one reads the next blobs (file-writer.ts).
   const garbage = new Collector();
   const later: typeof files = [];
-  const writer = files.length >= WRITER_THREAD_MIN_FILES ? new FileWriter(dir) : null;
+  const writer = writesThroughThread(files.length) ? new FileWriter(dir) : null;
   try {
     for (let i = 0; i < files.length; i++) {
       const f = files[i] as (typeof files)[number];

@@ -56,6 +56,42 @@ function startThread(): Thread {
   return t;
 }
 
+/** The running thread (started if none), one more user counted. */
+function useThread(): Thread {
+  thread ??= startThread();
+  thread.users++;
+  return thread;
+}
+
+/** One user fewer; the last one ends the thread. */
+function letGo(t: Thread): void {
+  if (--t.users > 0) return;
+  if (thread === t) thread = null;
+  t.broken ??= "it was stopped"; // its close event, once terminated, has no batch left to fail
+  t.worker.terminate();
+}
+
+/**
+ * Keep the writer thread for a run of many checkouts (a task workspace's
+ * packs, each a few dozen files): while held, every first checkout hands its
+ * files to it whatever its size, so one pack's files are created while the
+ * next pack's blobs are read. Returns the release (call it once, at the end).
+ */
+export function holdWriterThread(): () => void {
+  const t = useThread();
+  let held = true;
+  return () => {
+    if (!held) return;
+    held = false;
+    letGo(t);
+  };
+}
+
+/** Whether a first checkout of `files` files creates them through the thread: a large one, or any while the thread is held. */
+export function writesThroughThread(files: number): boolean {
+  return files >= WRITER_THREAD_MIN_FILES || (thread !== null && thread.broken === null);
+}
+
 interface Pending {
   names: string[];
   kinds: number[];
@@ -76,9 +112,7 @@ export class FileWriter {
 
   constructor(dir: string) {
     this.dir = dir.endsWith(sep) ? dir : `${dir}${sep}`;
-    thread ??= startThread();
-    thread.users++;
-    this.thread = thread;
+    this.thread = useThread();
   }
 
   /**
@@ -117,11 +151,7 @@ export class FileWriter {
     if (this.closed) return;
     this.closed = true;
     await Promise.allSettled(this.inFlight.splice(0));
-    if (--this.thread.users === 0) {
-      if (thread === this.thread) thread = null;
-      this.thread.broken ??= "it was stopped"; // its close event, once terminated, has no batch left to fail
-      this.thread.worker.terminate();
-    }
+    letGo(this.thread);
   }
 
   /** Hand the batch to the thread; a promise to wait for when too many are in flight. */
