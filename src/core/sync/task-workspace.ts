@@ -13,6 +13,7 @@ import { MANIFEST_FILE, type Workspace, workspaceAt } from "../base/workspace.ts
 import { dotGitOf, layoutOfGitdir, linkedAdminFiles, worktreesDir } from "../git/layout/layout.ts";
 import { RefFiles } from "../git/refs/refs.ts";
 import { addWorktree } from "../git/worktree/linked-worktrees.ts";
+import { holdWriterThread } from "../git/worktree/file-writer.ts";
 import { listWorktrees } from "../git/worktree/worktree-list.ts";
 import type { LockEntry } from "../workspace/lockfile.ts";
 import type { ManifestEvent, PackEntry } from "../workspace/manifest.ts";
@@ -166,6 +167,8 @@ export async function makeWorktrees(root: string, nodes: readonly PackNode[], to
       out.push({ id: n.id, path: n.path, branch: topic, sha: added.head, created_branch: added.createdBranch });
     }
   };
+  // Many packs: one pack's files are created by the writer thread while the next pack's blobs are read (file-writer.ts).
+  const release = nodes.length >= 8 ? holdWriterThread() : null;
   try {
     // A child's worktree lies inside its parent's: each depth after the one above it.
     const depths = [...new Set(nodes.map((n) => n.depth))].sort((a, b) => a - b);
@@ -178,6 +181,8 @@ export async function makeWorktrees(root: string, nodes: readonly PackNode[], to
     const { removeWorktree } = await import("../git/worktree/linked-worktrees.ts");
     for (const p of made) await removeWorktree(p, { force: true }).catch(() => {});
     throw err;
+  } finally {
+    release?.();
   }
   const order = new Map(nodes.map((n, i) => [n.id, i]));
   return out.sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0));

@@ -105,8 +105,8 @@ export class FileWriter {
   private readonly dir: string;
   private readonly thread: Thread;
   private batch: Pending | null = null;
-  /** Where a batch's bytes are gathered; each batch hands the thread a copy of exactly its own. */
-  private staging = new Uint8Array(BATCH_BYTES);
+  /** Where a batch's bytes are gathered (grown as needed up to BATCH_BYTES: a small checkout's batch is small); each batch hands the thread a copy of exactly its own. */
+  private staging = new Uint8Array(64 * 1024);
   private readonly inFlight: Array<Promise<void>> = [];
   private closed = false;
 
@@ -128,6 +128,11 @@ export class FileWriter {
     let wait: Promise<void> | undefined;
     if (this.batch !== null && this.batch.used + bytes.length > BATCH_BYTES) wait = this.send();
     const b = (this.batch ??= { names: [], kinds: [], ends: [], used: 0, onStat: [] });
+    if (b.used + bytes.length > this.staging.length) {
+      const grown = new Uint8Array(Math.min(BATCH_BYTES, Math.max(2 * this.staging.length, b.used + bytes.length)));
+      grown.set(this.staging.subarray(0, b.used));
+      this.staging = grown;
+    }
     this.staging.set(bytes, b.used);
     b.used += bytes.length;
     b.names.push(rel);
