@@ -11,6 +11,8 @@ import { cacheEntryDir, cacheKey, entryName } from "../../src/core/git/object-ca
 import { bareCopy, commit, git, gitAsync, makeRepo, pushAll, tag, tempDir } from "../helpers/git-fixtures.ts";
 import { type GitHttpServer, startGitHttpServer } from "../helpers/git-http-server.ts";
 import { TestWorkspace } from "../helpers/workspace.ts";
+import { peakGrowth } from "../helpers/backend-memory.ts";
+import { xorshift32 } from "../helpers/prng.ts";
 
 let server: GitHttpServer;
 let tmp: { path: string; cleanup: () => void };
@@ -193,6 +195,30 @@ describe("doctor and update --dissociate", () => {
     } finally {
       renameSync(`${cache}-gone`, cache);
     }
+  }, 120_000);
+});
+
+describe("dissociate's memory", () => {
+  test("the borrowed objects are packed as they are read: the peak stays well below what is copied in (all of it was held, several times over)", () => {
+    // 24 incompressible 4 MiB files (96 MiB) in a repository another borrows from (git clone --shared).
+    const lender = join(tmp.path, "lender");
+    mkdirSync(lender);
+    git(lender, "init", "-q", "-b", "main");
+    const next = xorshift32(7);
+    const words = new Uint32Array(1 << 20);
+    for (let i = 0; i < 24; i++) {
+      for (let k = 0; k < words.length; k++) words[k] = next();
+      writeFileSync(join(lender, `blob${i}.bin`), words);
+    }
+    git(lender, "add", "-A");
+    git(lender, "commit", "-q", "-m", "big");
+    const borrower = join(tmp.path, "borrower");
+    git(tmp.path, "clone", "-q", "--shared", lender, borrower);
+    const growth = peakGrowth(tmp.path, "dissociate-peak", "core/git/dissociate.ts", "dissociate", `dissociate(${JSON.stringify(borrower)}, signal)`);
+    expect(existsSync(join(borrower, ".git", "objects", "info", "alternates"))).toBe(false);
+    expect(git(borrower, "fsck", "--strict")).toBe("");
+    expect(git(borrower, "count-objects", "-v")).toContain("in-pack: 26"); // a commit, a tree, 24 blobs, copied in
+    expect(growth).toBeLessThan(72 << 20);
   }, 120_000);
 });
 

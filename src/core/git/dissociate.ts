@@ -12,10 +12,11 @@ import { packOpError, throwIfAborted } from "../base/errors.ts";
 import { fsyncDir } from "../fs/fsutil.ts";
 import { alternateLines, alternatesFileOf, gitdirOf, gitPath, indexPath, objectsDir, readShallow } from "./layout/layout.ts";
 import { parseIndex } from "./objects/index-file.ts";
-import { type GitObject, ObjectStore } from "./objects/object-store.ts";
+import { ObjectStore } from "./objects/object-store.ts";
+import { Collector, PER_OBJECT_GARBAGE } from "./objects/garbage.ts";
 import { namedBy } from "./objects/object-links.ts";
-import { storePack } from "./objects/pack-index.ts";
-import { buildPack } from "./objects/pack-write.ts";
+import { storePackStream } from "./objects/pack-index.ts";
+import { packStream } from "./objects/pack-write.ts";
 import { listRefsSync, resolveRefSync } from "./refs/refs.ts";
 
 const OID = /^[0-9a-f]{40}$/;
@@ -64,11 +65,16 @@ function reflogTips(gitdir: string): string[] {
   return out;
 }
 
-/** Every object reachable from `tips` (a tip the store lacks is skipped when `optional` says so), contents included. */
-function reachable(store: ObjectStore, tips: string[], optional: Set<string>, shallow: Set<string>, signal: AbortSignal): Array<{ oid: string } & GitObject> {
-  const out: Array<{ oid: string } & GitObject> = [];
+/**
+ * Every object reachable from `tips` (a tip the store lacks is skipped when
+ * `optional` says so): their ids alone, in the order found, so that memory
+ * holds ids, not contents, whatever the history's size.
+ */
+function reachable(store: ObjectStore, tips: string[], optional: Set<string>, shallow: Set<string>, signal: AbortSignal): string[] {
+  const out: string[] = [];
   const seen = new Set<string>();
   const stack: string[] = [];
+  const gc = new Collector();
   const want = (oid: string) => {
     if (seen.has(oid)) return;
     seen.add(oid);
@@ -83,8 +89,9 @@ function reachable(store: ObjectStore, tips: string[], optional: Set<string>, sh
       if (optional.has(oid)) continue;
       throw packOpError(`object ${oid.slice(0, 12)} is missing from the repository and from every store it borrows from, so its objects cannot be copied in; check it with git fsck.`, { oid });
     }
-    out.push({ oid, ...obj });
+    out.push(oid);
     namedBy(store, oid, obj, shallow).forEach(want);
+    gc.add(obj.data.length + PER_OBJECT_GARBAGE); // read to find what it names, then dropped
   }
   return out;
 }
@@ -113,21 +120,23 @@ export async function dissociate(dir: string, signal: AbortSignal): Promise<numb
   } catch {
     // no index (a bare repository), or one grex cannot read: git repack would keep its blobs, which are loose here anyway
   }
+  // The pack is written as it is read: each object is read again from the store (and the stores it borrows from)
+  // when the pack needs its bytes, so memory holds one chunk of the pack, not the repository (pack-write.ts).
   const store = new ObjectStore(gitdir);
-  let objects: Array<{ oid: string } & GitObject>;
+  let objects: string[];
   try {
     objects = reachable(store, [...tips, ...optional], optional, readShallow(gitdir), signal);
+    throwIfAborted(signal);
+    if (objects.length > 0) {
+      let i = 0;
+      const source = packStream(objects.length, () => {
+        const oid = objects[i++];
+        return oid === undefined ? null : store.read(oid);
+      });
+      await storePackStream(gitdir, source, { store, keepPack: true, signal });
+    }
   } finally {
     store.close();
-  }
-  throwIfAborted(signal);
-  if (objects.length > 0) {
-    const own = new ObjectStore(gitdir);
-    try {
-      await storePack(gitdir, buildPack(objects), { store: own, keepPack: true, signal });
-    } finally {
-      own.close();
-    }
   }
   // Only once the pack is in place: a kill before this line leaves the repository borrowing, as it was.
   fs.rmSync(file, { force: true });
