@@ -15,6 +15,7 @@ import * as fs from "node:fs";
 import { basename, dirname, resolve } from "node:path";
 import { packOpError } from "../../base/errors.ts";
 import { dotGitOf, dotGitPathOf, layoutOfGitdir, linkedAdminFiles, type RepoLayout, worktreesDir } from "../layout/layout.ts";
+import { endNoteless, startNoteless } from "../layout/lockfile.ts";
 import { LayeredConfig } from "../refs/config.ts";
 import { deleteRefSync, RefFiles, writeRefSync } from "../refs/refs.ts";
 import { ObjectStore } from "../objects/object-store.ts";
@@ -51,9 +52,10 @@ function makeAdminDir(common: RepoLayout, name: string): string {
 
 /** The identity a reflog line carries (the committer's, as git takes it; grex's own when none is set). */
 function reflogIdent(gitdir: string, env: Record<string, string | undefined>): string {
-  const config = LayeredConfig.load(gitdir, env);
-  const name = env.GIT_COMMITTER_NAME ?? config.get("user", null, "name") ?? "grex";
-  const email = env.GIT_COMMITTER_EMAIL ?? config.get("user", null, "email") ?? "grex@localhost";
+  // The environment's identity wins over the config's, as in git: the config is read only for what it leaves out.
+  const config = env.GIT_COMMITTER_NAME !== undefined && env.GIT_COMMITTER_EMAIL !== undefined ? null : LayeredConfig.load(gitdir, env);
+  const name = env.GIT_COMMITTER_NAME ?? config?.get("user", null, "name") ?? "grex";
+  const email = env.GIT_COMMITTER_EMAIL ?? config?.get("user", null, "email") ?? "grex@localhost";
   const now = Math.floor(Date.now() / 1000);
   return `${name} <${email}> ${now} +0000`;
 }
@@ -112,6 +114,7 @@ async function makeWorktree(o: AddWorktreeOptions, common: RepoLayout, path: str
   // A partial clone: the blobs of the tree its filter left out come over first, in one batch, before anything is written.
   await ensureBlobs(common.gitdir, path, "", tree, new AbortController().signal);
   const admin = makeAdminDir(common, worktreeName(path));
+  startNoteless(admin); // its index.lock: a kill leaves the registration locked, replaced as a whole by the next run
   const files = linkedAdminFiles(admin);
   const madeDir = !fs.existsSync(path);
   let createdBranch = false;
@@ -143,6 +146,8 @@ async function makeWorktree(o: AddWorktreeOptions, common: RepoLayout, path: str
     else fs.rmSync(dotGitPathOf(path), { force: true });
     if (createdBranch) deleteRefSync(common.gitdir, `refs/heads/${o.branch}`);
     throw err;
+  } finally {
+    endNoteless(admin);
   }
 }
 
