@@ -148,6 +148,9 @@ try {
   console.log(row("checked-out files alone", "", "", String(checkedOut)));
   console.log(`\ntask / fresh time: ${ratio.toFixed(3)}x (goal <= 0.1x) ${ratio <= 0.1 ? "MET" : "NOT MET"}; CPU time: ${(taskTime.cpu / freshTime.cpu).toFixed(3)}x`);
   console.log(`task disk over the checked-out files: ${over >= 0 ? "+" : ""}${over.toFixed(1)}% (goal <= +5%) ${over <= 5 ? "MET" : "NOT MET"}; git worktree add's: +${((gitDisk / checkedOut - 1) * 100).toFixed(1)}%`);
+  // What grex keeps beyond git's own layout (each pack's .git file and .git/worktrees/<name>/, the same in both): the workspace's files.
+  const grexOwn = kib([join(task, ".grex")]);
+  console.log(`beyond git worktree add's layout: ${taskDisk - gitDisk} KiB, the workspace's own files (.grex/ ${grexOwn} KiB; grex.jsonl, grex.lock.jsonl, .gitignore, .gitattributes the rest)`);
   console.log(`in bytes (--apparent-size): task ${taskBytes} KiB vs checked-out files ${checkedBytes} KiB (+${((taskBytes / checkedBytes - 1) * 100).toFixed(1)}%)`);
   console.log(`runs (ms): task ${taskTime.runs.map((x) => x.toFixed(0)).join(", ")}; fresh ${freshTime.runs.map((x) => x.toFixed(0)).join(", ")}`);
   const base = process.env.BENCH_GREX_BASE;

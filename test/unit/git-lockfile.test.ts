@@ -4,11 +4,11 @@
 // whole through a rename; and the index is replaced only when it is still the
 // one read.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { GrexError } from "../../src/core/base/errors.ts";
 import { updateThroughLock } from "../../src/core/git/layout/git-lock.ts";
-import { LockFile } from "../../src/core/git/layout/lockfile.ts";
+import { endNoteless, LockFile, startNoteless } from "../../src/core/git/layout/lockfile.ts";
 import { commitIndex, indexChecksum, readIndexBytes, readIndexLocked } from "../../src/core/git/objects/index-manager.ts";
 import { entryFor, readIndex } from "../../src/core/git/objects/index-file.ts";
 import { git, makeRepo, tempDir } from "../helpers/git-fixtures.ts";
@@ -36,6 +36,34 @@ describe("LockFile", () => {
     expect(readFileSync(file, "utf8")).toBe("new\n");
     expect(existsSync(`${file}.lock`)).toBe(false);
     expect(existsSync(`${file}.lock.grex`)).toBe(false);
+  });
+
+  test("in a directory being made (startNoteless), a lock is created exclusively with no note or start name beside it; elsewhere, and after endNoteless, with its note", () => {
+    const dir = fresh();
+    const file = join(dir, "index");
+    startNoteless(dir);
+    try {
+      const a = LockFile.tryAcquire(file) as LockFile;
+      expect(a).not.toBeNull();
+      expect(readdirSync(dir)).toEqual(["index.lock"]); // nothing beside it
+      expect(LockFile.tryAcquire(file)).toBeNull(); // still exclusive
+      a.write(Buffer.from("new\n"), false);
+      a.commit();
+      expect(readdirSync(dir)).toEqual(["index"]);
+      const b = LockFile.tryAcquire(file) as LockFile;
+      b.rollback();
+      expect(readdirSync(dir)).toEqual(["index"]);
+      const other = join(fresh(), "index");
+      const c = LockFile.tryAcquire(other) as LockFile;
+      expect(existsSync(`${other}.lock.grex`)).toBe(true); // outside the directory: noted as ever
+      c.rollback();
+    } finally {
+      endNoteless(dir);
+    }
+    const d = LockFile.tryAcquire(file) as LockFile;
+    expect(existsSync(`${file}.lock.grex`)).toBe(true);
+    d.rollback();
+    expect(readdirSync(dir)).toEqual(["index"]);
   });
 
   test("rollback leaves the file as it was and frees the lock", () => {

@@ -229,6 +229,29 @@ describe("files", () => {
     expect(readFileSync(p, "utf8")).toBe(`user-line\n${block("a", ["/a/"])}${block("c", ["/c/", "/c2/"])}${block("d", ["/d/"])}`);
   });
 
+  test("new blocks appended in one pass equal upserts one at a time, whatever the text's line endings and the updates' mix", () => {
+    const starts = ["", "user-line", "user-line\n", "a\r\nb\r\n", `x\n${block("k", ["/k/"])}y`, `${block("k", ["/old/"], "\r\n")}`.slice(0, -2), `x\n${block("k", ["/k/"])}${block("k", ["/dupe/"])}`];
+    const mixes: Array<Array<[string, string[] | null]>> = [
+      [["a", ["/a/"]], ["b", ["/b/", "/b2/"]], ["c", []]],
+      [["a", ["/a/"]], ["k", ["/k2/"]], ["b", ["/b/"]]],
+      [["k", null], ["a", ["/a/"]]],
+      [["k", ["/k3/"]], ["a", ["/a/"]], ["a", ["/a2/"]]],
+    ];
+    let i = 0;
+    for (const start of starts) {
+      for (const updates of mixes) {
+        const p = join(dir, `g${i}`);
+        const q = join(dir, `q${i++}`);
+        writeFileSync(p, start);
+        writeFileSync(q, start);
+        updateIgnoreBlocks(p, updates);
+        let text = start;
+        for (const [id, lines] of updates) text = lines === null ? removeBlock(text, id) : upsertBlock(text, id, lines);
+        expect(readFileSync(p, "utf8")).toBe(text);
+      }
+    }
+  });
+
   test("creates, updates, no-ops without writing, removes", () => {
     const p = join(dir, ".gitignore");
     expect(updateIgnoreFile(p, "a", ["/a/"])).toBe(true);

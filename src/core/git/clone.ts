@@ -41,10 +41,10 @@ export async function cloneAtomically(dir: string, signal: AbortSignal, fill: (t
 
 /**
  * A clone killed mid-way (SIGKILL, power loss) leaves its hidden temp dir
- * behind; remove those of `name` whose process is gone, so they do not pile up
+ * behind; remove those of `name` (of any pack, without one) whose process is gone, so they do not pile up
  * as untracked clutter next to the pack. A live owner's dir is left alone.
  */
-export function removeDeadClones(parent: string, name: string): void {
+export function removeDeadClones(parent: string, name?: string): void {
   for (const entry of deadClones(parent, name)) fs.rmSync(join(parent, entry), { recursive: true, force: true });
 }
 

@@ -128,14 +128,16 @@ async function clearLeftover(gitdir: string, path: string, id: string, found: re
   const admins = new Set(found ?? listWorktrees(gitdir).filter((w) => w.name !== null && samePath(w.path, path)).map((w) => w.gitdir));
   let text = "";
   try {
-    text = readFileSync(join(path, ".git"), "utf8");
+    if (existsSync(path)) text = readFileSync(join(path, ".git"), "utf8"); // a new place (the usual case) has none
   } catch {
     // no .git file
   }
   const m = /^gitdir: (.+?)\r?\n?$/.exec(text);
-  const registry = worktreesDir(layoutOfGitdir(layoutOfGitdir(gitdir).commonDir));
   // Only this repository's; a .git of another one stays, and addWorktree refuses the directory.
-  if (m !== null && existsSync(registry) && dirname(resolve(m[1] as string)) === realpathSync(registry)) admins.add(resolve(m[1] as string));
+  if (m !== null) {
+    const registry = worktreesDir(layoutOfGitdir(layoutOfGitdir(gitdir).commonDir));
+    if (existsSync(registry) && dirname(resolve(m[1] as string)) === realpathSync(registry)) admins.add(resolve(m[1] as string));
+  }
   for (const admin of admins) await clearOne(admin, path, id);
 }
 

@@ -4,7 +4,7 @@
 // is guarded by its pack lock and each repository operation by its backend lock.
 import { asActivityOf } from "../base/activity.ts";
 import { existsSync, rmSync } from "node:fs";
-import { basename, dirname, join, resolve as resolvePath } from "node:path";
+import { dirname, join, resolve as resolvePath } from "node:path";
 import { GrexError, integrityError, packOpError, throwIfAborted, toGrexError } from "../base/errors.ts";
 import { backendFor, isGitRepo, readHeadSync, type HeadInfo } from "../git/backend.ts";
 import { withBackendLock, withPackLock } from "../locks/locks.ts";
@@ -181,6 +181,22 @@ function childNodes(parent: TreeNode): TreeNode[] {
   return out;
 }
 
+/** The directories each run has cleared of dead clones (see sweepOnce). */
+const swept = new WeakMap<FetchOptions, Set<string>>();
+
+/**
+ * Clear `parent` of every dead clone in it (of any pack) once per run: the
+ * packs side by side in one directory (a workspace's top level) would each
+ * list it again, n listings of n names.
+ */
+function sweepOnce(opts: FetchOptions, parent: string, sweep: (parent: string) => void): void {
+  let done = swept.get(opts);
+  if (done === undefined) swept.set(opts, (done = new Set()));
+  if (done.has(parent)) return;
+  done.add(parent);
+  sweep(parent);
+}
+
 /** Clone or update one pack's repository, then read its pack.yaml. Runs under the pack lock. */
 async function bringUp(node: TreeNode, opts: FetchOptions): Promise<void> {
   throwIfAborted(opts.signal);
@@ -211,7 +227,7 @@ async function bringUp(node: TreeNode, opts: FetchOptions): Promise<void> {
     // submodule inside it: gone now, before the dirty check would count them as the user's files.
     if (!opts.dryRun) {
       const clones = await import("../git/clone.ts");
-      clones.removeDeadClones(dirname(node.dir), basename(node.dir));
+      sweepOnce(opts, dirname(node.dir), (parent) => clones.removeDeadClones(parent));
       for (const left of clones.deadClonesInside(node.dir)) rmSync(left, { recursive: true, force: true });
     }
     node.head = readHeadSync(node.dir);

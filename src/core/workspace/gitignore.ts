@@ -125,11 +125,9 @@ function spanLines(spans: Span[]): Set<number> {
  * break if the text does not end with one.
  */
 export function upsertBlock(text: string, id: string, body: string[], where = ".gitignore"): string {
-  checkId(id);
-  for (const l of body) if (/[\r\n]/.test(l)) throw new Error(`grex block line ${JSON.stringify(l)} contains a line break`);
-  const { lines, spans } = scanForEdit(text, where);
   const eol = eolOf(text);
-  const block: Line[] = [openMarker(id), ...body, closeMarker(id)].map((t) => ({ text: t, eol }));
+  const block = blockLines(id, body, eol);
+  const { lines, spans } = scanForEdit(text, where);
   const mine = spans.filter((s) => s.id === id);
   const first = mine[0];
   if (first) {
@@ -142,6 +140,13 @@ export function upsertBlock(text: string, id: string, body: string[], where = ".
   }
   const prefix = text === "" || text.endsWith("\n") ? text : text + eol;
   return prefix + joinLines(block);
+}
+
+/** Block `id` with `body`, its markers and every line ending in `eol`; throws on an id or a line a block cannot hold. */
+function blockLines(id: string, body: string[], eol: string): Line[] {
+  checkId(id);
+  for (const l of body) if (/[\r\n]/.test(l)) throw new Error(`grex block line ${JSON.stringify(l)} contains a line break`);
+  return [openMarker(id), ...body, closeMarker(id)].map((t) => ({ text: t, eol }));
 }
 
 /** Remove every copy of block `id`; the text is unchanged when there is none. */
@@ -220,6 +225,13 @@ function applyBlocks(text: string, updates: ReadonlyArray<[string, string[] | nu
           const cur = blocks.get(id);
           return lines === null ? cur !== undefined : cur === undefined || !sameLines(cur, lines);
         });
+  // Only new blocks, on well-formed markers (a new workspace's, or packs added): appended in one pass, as upsertBlock
+  // appends each one (it rescans the whole text, so n new blocks would cost n scans); the line ending is the text's throughout.
+  if (problems.length === 0 && pending.length > 1 && new Set(pending.map(([id]) => id)).size === pending.length && pending.every(([id, lines]) => lines !== null && !blocks.has(id))) {
+    const eol = eolOf(text);
+    const tail = pending.map(([id, lines]) => joinLines(blockLines(id, lines as string[], eol))).join("");
+    return (text === "" || text.endsWith("\n") ? text : text + eol) + tail;
+  }
   let next = text;
   for (const [id, lines] of pending) next = lines === null ? removeBlock(next, id, path) : upsertBlock(next, id, lines, path);
   return next;

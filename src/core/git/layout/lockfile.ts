@@ -11,9 +11,12 @@
 // is gone, and that very file, removes it (a lock git holds has no such note
 // and is only ever waited for). Two grex processes never lock the same
 // repository's file at once (the pack lock, core/locks), so the note is not
-// contended.
-import { closeSync, constants, existsSync, fstatSync, fsyncSync, linkSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
-import { dirname, join, relative } from "node:path";
+// contended. Inside a directory being made that a crash discards as a whole
+// (`startNoteless`: a new linked worktree's registration, which stays locked
+// "initializing" until it is complete and which the next run replaces), a
+// lock is only created exclusively, as git does: nothing to note there.
+import { closeSync, constants, existsSync, fstatSync, fsyncSync, linkSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { dirname, join, relative, sep } from "node:path";
 import { GrexError } from "../../base/errors.ts";
 import { fsyncAsync, fsyncDir, fsyncDirAsync } from "../../fs/fsutil.ts";
 import { deferFsync } from "./unpublished.ts";
@@ -147,29 +150,92 @@ export class LockFile {
  * removed by the next grex like every other one.
  */
 export function createLock(lockPath: string): number | null {
+  if (inNoteless(lockPath)) return createNoteless(lockPath);
   removeDeadStarts(lockPath);
   const start = sideName(lockPath, `${START}${process.pid}`);
   const fd = openSync(start, constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC, 0o666);
   const giveUp = () => {
     closeSync(fd);
-    rmSync(start, { force: true });
+    unlinkQuiet(start);
   };
   try {
+    // Before our note replaces its: a lock a dead grex left is removed.
     if (existsSync(lockPath) && !removeIfStale(lockPath)) {
       giveUp();
       return null;
     }
     const st = fstatSync(fd);
-    writeFileSync(sideName(lockPath, NOTE), JSON.stringify({ pid: process.pid, start: selfStartTime(), ino: st.ino, dev: st.dev }));
+    writeNote(sideName(lockPath, NOTE), JSON.stringify({ pid: process.pid, start: selfStartTime(), ino: st.ino, dev: st.dev }));
     linkSync(start, lockPath);
   } catch (err) {
     giveUp();
     if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-    rmSync(sideName(lockPath, NOTE), { force: true }); // ours, naming an inode that never became the lock
+    unlinkQuiet(sideName(lockPath, NOTE)); // ours, naming an inode that never became the lock
     return null;
   }
-  rmSync(start, { force: true });
+  unlinkQuiet(start);
   held.add(lockPath);
+  watchExit();
+  return fd;
+}
+
+/** Write a lock's note: one open (O_TRUNC), one write, one close (writeFileSync adds an ftruncate). */
+function writeNote(path: string, text: string): void {
+  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, 0o666);
+  try {
+    const bytes = Buffer.from(text, "utf8");
+    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Remove `path`; one that is not there is no error (one unlink, where rmSync's force looks first). */
+function unlinkQuiet(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+}
+
+/** Directories (ending in a separator) whose locks need no note: see startNoteless. */
+const noteless = new Set<string>();
+/** The locks taken in them that this process holds (no note to remove). */
+const notelessHeld = new Set<string>();
+
+/**
+ * Locks taken under `dir` from now on are only created exclusively, with no
+ * note and no start name: `dir` is being made, and a crash leaves it to be
+ * discarded as a whole (a new linked worktree's registration, locked
+ * "initializing" until complete, which the next run replaces), so a lock left
+ * in it never stops anyone. `endNoteless` when it is complete or given up.
+ */
+export function startNoteless(dir: string): void {
+  noteless.add(dir.endsWith(sep) ? dir : `${dir}${sep}`);
+}
+
+/** Locks under `dir` carry their note again (startNoteless). */
+export function endNoteless(dir: string): void {
+  noteless.delete(dir.endsWith(sep) ? dir : `${dir}${sep}`);
+}
+
+function inNoteless(lockPath: string): boolean {
+  if (noteless.size === 0) return false;
+  for (const dir of noteless) if (lockPath.startsWith(dir)) return true;
+  return false;
+}
+
+function createNoteless(lockPath: string): number | null {
+  let fd: number;
+  try {
+    fd = openSync(lockPath, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o666);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return null;
+    throw err;
+  }
+  held.add(lockPath);
+  notelessHeld.add(lockPath);
   watchExit();
   return fd;
 }
@@ -211,7 +277,7 @@ function removeDeadStarts(lockPath: string): void {
   }
   for (const n of names) {
     const pid = Number(n.slice(n.lastIndexOf(START) + START.length).replace(/\.lock$/, ""));
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !holderAlive({ pid, startTime: null, purpose: null })) rmSync(join(dir, n), { force: true });
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !holderAlive({ pid, startTime: null, purpose: null })) unlinkQuiet(join(dir, n));
   }
 }
 
@@ -221,8 +287,8 @@ function watchExit(): void {
   exitHook = true;
   process.on("exit", () => {
     for (const p of held) {
-      rmSync(p, { force: true });
-      rmSync(sideName(p, NOTE), { force: true });
+      unlinkQuiet(p);
+      if (!notelessHeld.has(p)) unlinkQuiet(sideName(p, NOTE));
     }
   });
 }
@@ -230,12 +296,13 @@ function watchExit(): void {
 /** The lock was renamed over its file: forget it and its note. */
 export function forgetLock(lockPath: string): void {
   held.delete(lockPath);
-  rmSync(sideName(lockPath, NOTE), { force: true });
+  if (notelessHeld.delete(lockPath)) return;
+  unlinkQuiet(sideName(lockPath, NOTE));
 }
 
 /** Let go of a lock grex created without renaming it: the lock and its note go. */
 export function dropLock(lockPath: string): void {
-  rmSync(lockPath, { force: true });
+  unlinkQuiet(lockPath);
   forgetLock(lockPath);
 }
 
@@ -251,8 +318,8 @@ function removeIfStale(lockPath: string): boolean {
   }
   const pid = typeof note.pid === "number" && Number.isInteger(note.pid) && note.pid > 0 ? note.pid : null;
   if (pid === null || pid === process.pid || holderAlive({ pid, startTime: typeof note.start === "string" ? note.start : null, purpose: null })) return false;
-  rmSync(lockPath, { force: true });
-  rmSync(sideName(lockPath, NOTE), { force: true });
+  unlinkQuiet(lockPath);
+  unlinkQuiet(sideName(lockPath, NOTE));
   return true;
 }
 

@@ -141,6 +141,19 @@ export class MissingObjectError extends Error {
 
 const asBuffer = (d: Uint8Array): Buffer => (Buffer.isBuffer(d) ? d : Buffer.from(d.buffer, d.byteOffset, d.byteLength));
 
+/** scanTree for a walk that awaits between entries. */
+async function scanTreeAsync(d: Buffer, each: (start: number, sp: number, nul: number) => Promise<void>): Promise<boolean> {
+  let i = 0;
+  while (i < d.length) {
+    const sp = d.indexOf(0x20, i);
+    const nul = sp < 0 ? -1 : d.indexOf(0, sp + 1);
+    if (sp < 0 || nul < 0 || nul + 21 > d.length) return false;
+    await each(i, sp, nul);
+    i = nul + 21;
+  }
+  return true;
+}
+
 /** The mode at [start, sp) as six digits ("040000" for git's "40000"); the common ones without building a string. */
 function modeString(d: Buffer, start: number, sp: number): string {
   const n = sp - start;
@@ -184,37 +197,57 @@ export async function verifiedFlatTree(gitdir: string, oid: string, store?: Obje
     const commit = Buffer.from(await raw(oid, "commit"));
     const m = /^tree ([0-9a-f]{40})$/m.exec(commit.toString("latin1", 0, Math.min(commit.length, 100)));
     if (!m) throw new UnsafeTreeError("", "a commit without a tree");
-    const out = new Map<string, string>();
-    const symlinks: string[] = [];
+    let out = new Map<string, string>();
+    let symlinks: string[] = [];
     // Each entry leaves its parsed fields and path parts behind: collected as they pile up, not after the walk's peak.
     const gc = new Collector();
+    /** One entry of the tree `d` (at `prefix`, its names so far in `names`) checked and recorded; the id of a subtree to walk, else null. */
+    const entry = (d: Buffer, start: number, sp: number, nul: number, prefix: string, names: Set<string>): { id: string; name: string } | null => {
+      gc.add(PER_OBJECT_GARBAGE / 4);
+      const name = d.toString("utf8", sp + 1, nul);
+      const path = prefix + name;
+      const mode = modeString(d, start, sp);
+      const why = entryProblem(name, mode, prefix === "");
+      if (why) throw new UnsafeTreeError(path, why);
+      if (names.has(name)) throw new UnsafeTreeError(path, "two entries of the same name");
+      names.add(name);
+      const id = d.toString("hex", nul + 1, nul + 21);
+      if (mode === "040000") return { id, name };
+      out.set(path, `${Number.parseInt(mode, 8)} ${id}`);
+      if (mode === "120000") symlinks.push(path);
+      return null;
+    };
     // Straight from the tree's bytes: no object per entry, and each name checked once (its directories were checked on the way in).
+    // First without a pause: every tree in the open packs (the usual case); false when one is not, and the walk is made again below.
+    const walkNow = (treeOid: string, prefix: string, dirs: string[]): boolean => {
+      const o = own.read(treeOid);
+      if (!o) return false;
+      if (o.type !== "tree") throw new UnsafeTreeError(treeOid, `a ${o.type} where a tree belongs`);
+      const d = asBuffer(o.data);
+      const names = new Set<string>();
+      let whole = true;
+      const ok = scanTree(d, (start, sp, nul) => {
+        const sub = entry(d, start, sp, nul, prefix, names);
+        if (sub !== null && !walkNow(sub.id, `${prefix}${sub.name}/`, [...dirs, sub.name])) whole = false;
+        return whole;
+      });
+      if (!ok && whole) throw new UnsafeTreeError(dirs.join("/"), "a malformed tree");
+      return whole;
+    };
     const walk = async (treeOid: string, prefix: string, dirs: string[]): Promise<void> => {
       const d = asBuffer(await raw(treeOid, "tree", dirs));
       const names = new Set<string>();
-      // Entries in the tree's order, depth first; only a subtree waits (for its own read), a file is done at once.
-      for (let i = 0; i < d.length; ) {
-        const sp = d.indexOf(0x20, i);
-        const nul = sp < 0 ? -1 : d.indexOf(0, sp + 1);
-        if (sp < 0 || nul < 0 || nul + 21 > d.length) throw new UnsafeTreeError(dirs.join("/"), "a malformed tree");
-        gc.add(PER_OBJECT_GARBAGE / 4);
-        const name = d.toString("utf8", sp + 1, nul);
-        const path = prefix + name;
-        const mode = modeString(d, i, sp);
-        const why = entryProblem(name, mode, prefix === "");
-        if (why) throw new UnsafeTreeError(path, why);
-        if (names.has(name)) throw new UnsafeTreeError(path, "two entries of the same name");
-        names.add(name);
-        const id = d.toString("hex", nul + 1, nul + 21);
-        i = nul + 21;
-        if (mode === "040000") await walk(id, `${path}/`, [...dirs, name]);
-        else {
-          out.set(path, `${Number.parseInt(mode, 8)} ${id}`);
-          if (mode === "120000") symlinks.push(path);
-        }
-      }
+      const ok = await scanTreeAsync(d, async (start, sp, nul) => {
+        const sub = entry(d, start, sp, nul, prefix, names);
+        if (sub !== null) await walk(sub.id, `${prefix}${sub.name}/`, [...dirs, sub.name]);
+      });
+      if (!ok) throw new UnsafeTreeError(dirs.join("/"), "a malformed tree");
     };
-    await walk(m[1] as string, "", []);
+    if (!walkNow(m[1] as string, "", [])) {
+      out = new Map();
+      symlinks = [];
+      await walk(m[1] as string, "", []);
+    }
     // Only a tree with links can collide dangerously on a case-insensitive file system (most have none: no folding then).
     if (symlinks.length > 0) {
       const links = new Map(symlinks.map((p) => [foldedName(p), p]));

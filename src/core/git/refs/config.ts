@@ -139,6 +139,12 @@ export function readGitdirConfigValue(gitdir: string, section: string, sub: stri
   return lastValue(repoEntries(gitdir), section, sub, key);
 }
 
+/** `readGitdirConfigValue` for several keys of one repository: its config files read once. */
+export function gitdirConfigReader(gitdir: string): (section: string, sub: string | null, key: string) => string | null {
+  const entries = repoEntries(gitdir);
+  return (section, sub, key) => lastValue(entries, section, sub, key);
+}
+
 /** As `readGitdirConfigValue`, for the repository whose work tree (or bare directory) is `dir`. */
 export function readConfigValueSync(dir: string, section: string, sub: string | null, key: string): string | null {
   const gitdir = gitdirOf(dir);

@@ -15,6 +15,7 @@ import * as fs from "node:fs";
 import { basename, dirname, resolve } from "node:path";
 import { packOpError } from "../../base/errors.ts";
 import { dotGitOf, dotGitPathOf, layoutOfGitdir, linkedAdminFiles, type RepoLayout, worktreesDir } from "../layout/layout.ts";
+import { endNoteless, startNoteless } from "../layout/lockfile.ts";
 import { LayeredConfig } from "../refs/config.ts";
 import { deleteRefSync, RefFiles, writeRefSync } from "../refs/refs.ts";
 import { ObjectStore } from "../objects/object-store.ts";
@@ -49,11 +50,23 @@ function makeAdminDir(common: RepoLayout, name: string): string {
   }
 }
 
+/** Write a small file of the registration: one open (O_TRUNC), one write, one close (writeFileSync adds an ftruncate). */
+function writeSmall(path: string, text: string): void {
+  const fd = fs.openSync(path, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC, 0o666);
+  try {
+    const bytes = Buffer.from(text, "utf8");
+    for (let off = 0; off < bytes.length; ) off += fs.writeSync(fd, bytes, off, bytes.length - off);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /** The identity a reflog line carries (the committer's, as git takes it; grex's own when none is set). */
 function reflogIdent(gitdir: string, env: Record<string, string | undefined>): string {
-  const config = LayeredConfig.load(gitdir, env);
-  const name = env.GIT_COMMITTER_NAME ?? config.get("user", null, "name") ?? "grex";
-  const email = env.GIT_COMMITTER_EMAIL ?? config.get("user", null, "email") ?? "grex@localhost";
+  // The environment's identity wins over the config's, as in git: the config is read only for what it leaves out.
+  const config = env.GIT_COMMITTER_NAME !== undefined && env.GIT_COMMITTER_EMAIL !== undefined ? null : LayeredConfig.load(gitdir, env);
+  const name = env.GIT_COMMITTER_NAME ?? config?.get("user", null, "name") ?? "grex";
+  const email = env.GIT_COMMITTER_EMAIL ?? config?.get("user", null, "email") ?? "grex@localhost";
   const now = Math.floor(Date.now() / 1000);
   return `${name} <${email}> ${now} +0000`;
 }
@@ -112,29 +125,34 @@ async function makeWorktree(o: AddWorktreeOptions, common: RepoLayout, path: str
   // A partial clone: the blobs of the tree its filter left out come over first, in one batch, before anything is written.
   await ensureBlobs(common.gitdir, path, "", tree, new AbortController().signal);
   const admin = makeAdminDir(common, worktreeName(path));
+  startNoteless(admin); // its index.lock: a kill leaves the registration locked, replaced as a whole by the next run
   const files = linkedAdminFiles(admin);
   const madeDir = !fs.existsSync(path);
   let createdBranch = false;
   try {
-    fs.writeFileSync(files.locked, "initializing\n");
+    writeSmall(files.locked, "initializing\n");
     fs.mkdirSync(path, { recursive: true });
     const real = fs.realpathSync(path);
     const realAdmin = resolve(fs.realpathSync(worktreesDir(common)), basename(admin));
     // The back-pointer first, as git's add_worktree writes it: killed at any point after it, the registration
     // names this path, so a re-run finds and replaces what was left (even a `.git` file created but never written).
-    fs.writeFileSync(files.gitdir, `${dotGitPathOf(real)}\n`);
-    fs.writeFileSync(dotGitPathOf(path), `gitdir: ${realAdmin}\n`);
-    fs.writeFileSync(files.commondir, "../..\n");
+    writeSmall(files.gitdir, `${dotGitPathOf(real)}\n`);
+    writeSmall(dotGitPathOf(path), `gitdir: ${realAdmin}\n`);
+    writeSmall(files.commondir, "../..\n");
     if (newBranch) {
       writeRefSync(common.gitdir, `refs/heads/${o.branch}`, head);
       createdBranch = true;
     }
-    fs.writeFileSync(files.head, `ref: refs/heads/${o.branch}\n`);
+    writeSmall(files.head, `ref: refs/heads/${o.branch}\n`);
     inheritWorktreeState(o.repoGitdir, admin); // a sparse source gives a sparse worktree, as git's worktree add copies it
     await checkoutFresh(path, admin, head, tree, path, false, store); // the index as git writes it: no fsync
     fs.mkdirSync(dirname(files.logsHead), { recursive: true });
-    fs.writeFileSync(files.logsHead, `${"0".repeat(40)} ${head} ${reflogIdent(common.gitdir, o.env ?? process.env)}\tcheckout: moving to ${o.branch}\n`);
-    fs.rmSync(files.locked, { force: true });
+    writeSmall(files.logsHead, `${"0".repeat(40)} ${head} ${reflogIdent(common.gitdir, o.env ?? process.env)}\tcheckout: moving to ${o.branch}\n`);
+    try {
+      fs.unlinkSync(files.locked);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err; // unlocked meanwhile (git worktree unlock)
+    }
     return { name: basename(admin), gitdir: admin, head, createdBranch };
   } catch (err) {
     // Nothing half-made stays: the registration, the directory if it was ours, a branch made for it.
@@ -143,6 +161,8 @@ async function makeWorktree(o: AddWorktreeOptions, common: RepoLayout, path: str
     else fs.rmSync(dotGitPathOf(path), { force: true });
     if (createdBranch) deleteRefSync(common.gitdir, `refs/heads/${o.branch}`);
     throw err;
+  } finally {
+    endNoteless(admin);
   }
 }
 

@@ -9,16 +9,17 @@ import * as fs from "node:fs";
 import { dirname } from "node:path";
 import { atomicWriteFile } from "../../fs/fsutil.ts";
 import { gitPath } from "../layout/layout.ts";
-import { configBool, readGitdirConfigValue } from "../refs/config.ts";
+import { configBool, gitdirConfigReader } from "../refs/config.ts";
 import { parseConfigText } from "../refs/config-parse.ts";
 
 /** Copy the worktree state git's `worktree add` copies from the worktree of `fromGitdir` into the new one's admin directory `admin`. */
 export function inheritWorktreeState(fromGitdir: string, admin: string): void {
-  if (configBool(readGitdirConfigValue(fromGitdir, "extensions", null, "worktreeconfig")) === true) {
+  const config = gitdirConfigReader(fromGitdir);
+  if (configBool(config("extensions", null, "worktreeconfig")) === true) {
     const own = worktreeConfigText(gitPath(fromGitdir, "config.worktree"));
     if (own !== null) atomicWriteFile(gitPath(admin, "config.worktree"), own);
   }
-  if (configBool(readGitdirConfigValue(fromGitdir, "core", null, "sparsecheckout")) === true) {
+  if (configBool(config("core", null, "sparsecheckout")) === true) {
     let patterns: Buffer | null = null;
     try {
       patterns = fs.readFileSync(gitPath(fromGitdir, "info/sparse-checkout"));
