@@ -95,15 +95,16 @@ try {
 
   const task = join(root, "task");
   const fresh = join(root, "fresh");
-  // Before each timed run: an empty directory again (the last run's moved aside, see above), and no registration or topic left in the source.
+  // Before each timed run: an empty directory again (the last run's moved aside, see above), no registration or topic left in
+  // the source, and the file system synced (`sync`: the last run's files are written out before the next run, not during it).
   const trash = join(root, "trash");
   mkdirSync(trash);
   const aside = (dir: string) => `if [ -d "${dir}" ]; then mv "${dir}" "${trash}/$(date +%s%N)"; fi; mkdir "${dir}"`;
   writeFileSync(
     join(root, "prep-task.sh"),
-    `${aside(task)} && for p in "${source}"/r*; do if [ -d "$p/.git/worktrees" ]; then mv "$p/.git/worktrees" "${trash}/w$(date +%s%N)"; fi; git -C "$p" branch -q -D topic 2>/dev/null; done; true\n`,
+    `${aside(task)} && for p in "${source}"/r*; do if [ -d "$p/.git/worktrees" ]; then mv "$p/.git/worktrees" "${trash}/w$(date +%s%N)"; fi; git -C "$p" branch -q -D topic 2>/dev/null; done; sync\n`,
   );
-  writeFileSync(join(root, "prep-fresh.sh"), `${aside(fresh)} && cp "${source}/grex.jsonl" "${fresh}/grex.jsonl"\n`);
+  writeFileSync(join(root, "prep-fresh.sh"), `${aside(fresh)} && cp "${source}/grex.jsonl" "${fresh}/grex.jsonl" && sync\n`);
 
   // Wall time (median) and CPU time (user + system, hyperfine's mean): on a loaded machine the wall time stretches with everyone else's work, the CPU time far less.
   const hyperfine = async (cmd: string[], prepare: string): Promise<{ median: number; cpu: number; runs: number[] }> => {
