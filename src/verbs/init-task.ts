@@ -7,8 +7,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { packOpError, usageError } from "../core/base/errors.ts";
 import { phaseEnd, phaseStart, timePhase } from "../core/base/profile.ts";
-import { type Workspace, workspaceAt } from "../core/base/workspace.ts";
-import type { PackNode } from "../core/workspace/packs.ts";
+import { workspaceAt } from "../core/base/workspace.ts";
 import type { Progress, VerbContext } from "./types.ts";
 
 export interface InitTaskParams {
@@ -53,17 +52,17 @@ export async function initTask(ctx: VerbContext, root: string, params: InitTaskP
   const source = tw.sourceWorkspace(ctx.cwd, params.from, root);
   assertFresh(root);
   const { loadWorkspaceView } = await import("../core/workspace/packs.ts");
-  const view = await loadWorkspaceView(source, ctx.warn);
+  const view = await timePhase("task.view", () => loadWorkspaceView(source, ctx.warn));
   const { selectPacks } = await import("./select.ts");
   const { packs: tops } = await selectPacks(ctx, view, view.packs.filter((n) => n.parent === null), params.filter);
   const nodes = tw.subtreesOf(view, new Set(tops.map((n) => n.id)));
-  const leftovers = tw.preflight(nodes, topic, root);
+  const leftovers = await timePhase("task.preflight", async () => tw.preflight(nodes, topic, root));
   const base = { workspace: root, cloned: [] as string[], dry_run: params.dry_run, source: source.root, branch: topic };
   if (params.dry_run) {
     const created = await (await import("./init-files.ts")).createWorkspaceFiles(root, true);
     return { ...base, created, packs: nodes.map((n) => ({ id: n.id, path: n.path, branch: topic, sha: "", created_branch: false })), setup_skipped: [] };
   }
-  const created = await (await import("./init-files.ts")).createWorkspaceFiles(root, false);
+  const created = await timePhase("task.files", async () => (await import("./init-files.ts")).createWorkspaceFiles(root, false));
   const ws = workspaceAt(root);
   const { withWorkspaceLock } = await import("../core/locks/locks.ts");
   // As plain init's clone pass: the workspace may not have existed for invoke to lock, so init takes the lock itself.
@@ -77,14 +76,14 @@ export async function initTask(ctx: VerbContext, root: string, params: InitTaskP
     await copyIgnoreBlocks(source.root, root, tops.map((n) => n.id));
     phaseEnd("task.register", t0);
     // Setup, as sync installs it: what stays inside the task workspace runs; what writes into HOME only with setup_home.
+    // Each pack is on <topic>, a topic branch: the lockfile's line keeps its tracked branch and commit, as a sync's does.
     const { runSync } = await import("../core/sync/engine.ts");
-    const report = await runSync(
+    const report = await timePhase("task.setup", () => runSync(
       ctx,
       { mode: "sync", ids: [], only: [], ref: null, force: false, failFast: false, recursive: true, dryRun: false, cloneOnly: true, homeSetup: params.setup_home === true },
       signal,
       progress,
-    );
-    await timePhase("task.keep-branches", () => keepTrackedBranches(ws, nodes, signal));
+    ));
     const failed = report.packs.find((p) => p.result === "failed");
     if (failed) throw packOpError(`the task workspace ${root} was made, but the setup of pack '${failed.id}' failed (${failed.message}); fix it there and run grex sync.`, { pack: failed.id });
     const skipped: SkippedSetup[] = report.steps
@@ -93,22 +92,6 @@ export async function initTask(ctx: VerbContext, root: string, params: InitTaskP
     return { packs: made, skipped };
   });
   return { ...base, created, packs, setup_skipped: skipped };
-}
-
-/**
- * The lockfile names each pack's tracked branch (the source's), never <topic>:
- * the install pass recorded the branch it found checked out, and a later sync
- * would take a branch recorded there for the one to follow.
- */
-async function keepTrackedBranches(ws: Workspace, nodes: readonly PackNode[], signal: AbortSignal): Promise<void> {
-  const { readLockfile, writeLockfile } = await import("../core/workspace/lockfile.ts");
-  const tracked = new Map(nodes.map((n) => [n.id, n.lock?.branch ?? null]));
-  const entries = [...readLockfile(ws).values()].map((e) => {
-    if (!tracked.has(e.id)) return e;
-    const { checkout: _made, ...rest } = e;
-    return { ...rest, branch: tracked.get(e.id) ?? null };
-  });
-  await writeLockfile(ws, entries, signal);
 }
 
 /** The source's .gitignore block of each pack, copied (the task workspace ignores its pack directories as the source does). */

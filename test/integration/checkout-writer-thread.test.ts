@@ -6,7 +6,7 @@
 // compiled binary (which embeds the thread's module as an entry point of its
 // own). A write the thread cannot make fails the checkout with the fs error.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { lstatSync, mkdirSync, readFileSync, readlinkSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { grexBuildCommand } from "../../scripts/compile.ts";
 import { FileWriter, WRITER_THREAD_MIN_FILES, holdWriterThread, writesThroughThread } from "../../src/core/git/worktree/file-writer.ts";
@@ -98,6 +98,27 @@ describe("a first checkout through the file-writer thread", () => {
       );
       expect(failed?.code).toBe("ENOENT");
       expect(failed?.path).toBe(join(t.root, "no-such-dir", "f0"));
+    } finally {
+      await writer.close();
+    }
+  });
+
+  test("a directory the thread cannot make fails the checkout with the fs error, naming the directory; no file after it is written", async () => {
+    const root = join(t.root, "dirs-fail");
+    mkdirSync(root);
+    writeFileSync(join(root, "taken"), "a file where a directory goes\n");
+    const writer = new FileWriter(root);
+    try {
+      writer.makeDirs(["ok", "taken", "taken/below"]);
+      writer.add("ok/a.txt", KIND_FILE, Buffer.from("a\n"), () => {});
+      const failed = await writer.finish().then(
+        () => null,
+        (err: NodeJS.ErrnoException) => err,
+      );
+      expect(failed?.code).toBe("EEXIST");
+      expect(failed?.path).toBe(join(root, "taken"));
+      expect(existsSync(join(root, "ok"))).toBe(true);
+      expect(existsSync(join(root, "ok", "a.txt"))).toBe(false);
     } finally {
       await writer.close();
     }

@@ -3,12 +3,13 @@
 // --porcelain` in both work trees, `git worktree list --porcelain`, a commit
 // made by git in the linked worktree seen by grex, `git fsck`.
 import { afterAll, describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { commit, git, makeRepo } from "../helpers/git-fixtures.ts";
 import { TmpDirs } from "../helpers/tmp.ts";
 import { addWorktree, checkedOutAt, listWorktrees, pruneWorktrees, removeWorktree } from "../../src/core/git/worktree/linked-worktrees.ts";
 import { dotGitOf } from "../../src/core/git/layout/layout.ts";
+import { holdWriterThread } from "../../src/core/git/worktree/file-writer.ts";
 import { readHeadSync } from "../../src/core/git/refs/refs.ts";
 import { isDirtyFast } from "../../src/core/git/worktree/worktree.ts";
 import { branchNameProblem } from "../../src/core/base/branch-name.ts";
@@ -37,35 +38,46 @@ const porcelainList = (repo: string, root: string, side: string) =>
   git(repo, "worktree", "list", "--porcelain").split("\n\n").map((block) => block.replaceAll(join(root, side), "<root>")).sort();
 
 describe("linked worktrees, grex vs git", () => {
-  test("add on a new branch: the same files in .git/worktrees/<name>/, the same .git file, status and list", async () => {
-    const { root, a, b } = twin();
-    const start = git(a, "rev-parse", "HEAD");
-    git(a, "worktree", "add", "-q", "-b", "topic", join(root, "a", "task"), start);
-    const added = await addWorktree({ repoGitdir: join(b, ".git"), path: join(root, "b", "task"), branch: "topic", start });
-    expect(added).toMatchObject({ name: "task", createdBranch: true, head: start });
-    expect(adminFiles(b, "task")).toEqual(adminFiles(a, "task"));
-    for (const f of ["HEAD", "commondir"]) {
-      expect(readFileSync(join(b, ".git/worktrees/task", f), "utf8")).toBe(readFileSync(join(a, ".git/worktrees/task", f), "utf8"));
-    }
-    expect(readFileSync(join(b, ".git/worktrees/task/gitdir"), "utf8")).toBe(`${join(root, "b", "task", ".git")}\n`);
-    expect(readFileSync(join(root, "b", "task", ".git"), "utf8")).toBe(`gitdir: ${join(b, ".git", "worktrees", "task")}\n`);
-    expect(readFileSync(join(root, "a", "task", ".git"), "utf8")).toBe(`gitdir: ${join(a, ".git", "worktrees", "task")}\n`);
-    expect(git(join(root, "b", "task"), "status", "--porcelain")).toBe("");
-    expect(git(b, "status", "--porcelain")).toBe("");
-    expect(git(join(root, "b", "task"), "ls-files", "-s")).toBe(git(join(root, "a", "task"), "ls-files", "-s"));
-    expect(git(join(root, "b", "task"), "rev-parse", "--abbrev-ref", "HEAD")).toBe("topic");
-    expect(porcelainList(b, root, "b")).toEqual(porcelainList(a, root, "a"));
-    expect(git(join(root, "b", "task"), "reflog", "-1", "--format=%H")).toBe(start);
-    git(b, "fsck", "--strict");
-    // grex's own reads through the linked worktree.
-    expect(readHeadSync(join(root, "b", "task"))).toEqual({ sha: start, branch: "topic" });
-    expect(await isDirtyFast(join(root, "b", "task"), dotGitOf(join(root, "b", "task")) as string)).toBe(false);
-    const listed = listWorktrees(join(b, ".git")).map((w) => [w.path, w.branch, w.name]);
-    expect(listed).toEqual([
-      [b, "main", null],
-      [join(root, "b", "task"), "topic", "task"],
-    ]);
-  });
+  // Alone, and as a task workspace makes many (the writer thread held: the registration's files are created there too).
+  for (const held of [false, true]) {
+    test(`add on a new branch${held ? ", the writer thread held" : ""}: the same files in .git/worktrees/<name>/ (and modes), the same .git file, status and list`, async () => {
+      const { root, a, b } = twin();
+      const start = git(a, "rev-parse", "HEAD");
+      git(a, "worktree", "add", "-q", "-b", "topic", join(root, "a", "task"), start);
+      const release = held ? holdWriterThread() : null;
+      let added: Awaited<ReturnType<typeof addWorktree>>;
+      try {
+        added = await addWorktree({ repoGitdir: join(b, ".git"), path: join(root, "b", "task"), branch: "topic", start });
+      } finally {
+        release?.();
+      }
+      expect(added).toMatchObject({ name: "task", createdBranch: true, head: start });
+      expect(adminFiles(b, "task")).toEqual(adminFiles(a, "task"));
+      const modes = (repo: string, side: string) => [...adminFiles(repo, "task").map((f) => join(repo, ".git/worktrees/task", f)), join(root, side, "task", ".git"), join(repo, ".git/worktrees/task/logs/HEAD")].map((f) => statSync(f).mode.toString(8));
+      expect(modes(b, "b")).toEqual(modes(a, "a"));
+      for (const f of ["HEAD", "commondir"]) {
+        expect(readFileSync(join(b, ".git/worktrees/task", f), "utf8")).toBe(readFileSync(join(a, ".git/worktrees/task", f), "utf8"));
+      }
+      expect(readFileSync(join(b, ".git/worktrees/task/gitdir"), "utf8")).toBe(`${join(root, "b", "task", ".git")}\n`);
+      expect(readFileSync(join(root, "b", "task", ".git"), "utf8")).toBe(`gitdir: ${join(b, ".git", "worktrees", "task")}\n`);
+      expect(readFileSync(join(root, "a", "task", ".git"), "utf8")).toBe(`gitdir: ${join(a, ".git", "worktrees", "task")}\n`);
+      expect(git(join(root, "b", "task"), "status", "--porcelain")).toBe("");
+      expect(git(b, "status", "--porcelain")).toBe("");
+      expect(git(join(root, "b", "task"), "ls-files", "-s")).toBe(git(join(root, "a", "task"), "ls-files", "-s"));
+      expect(git(join(root, "b", "task"), "rev-parse", "--abbrev-ref", "HEAD")).toBe("topic");
+      expect(porcelainList(b, root, "b")).toEqual(porcelainList(a, root, "a"));
+      expect(git(join(root, "b", "task"), "reflog", "-1", "--format=%H")).toBe(start);
+      git(b, "fsck", "--strict");
+      // grex's own reads through the linked worktree.
+      expect(readHeadSync(join(root, "b", "task"))).toEqual({ sha: start, branch: "topic" });
+      expect(await isDirtyFast(join(root, "b", "task"), dotGitOf(join(root, "b", "task")) as string)).toBe(false);
+      const listed = listWorktrees(join(b, ".git")).map((w) => [w.path, w.branch, w.name]);
+      expect(listed).toEqual([
+        [b, "main", null],
+        [join(root, "b", "task"), "topic", "task"],
+      ]);
+    });
+  }
 
   test("the index holds each written file's own stat data: git diff-files, which compares it without refreshing, finds nothing", async () => {
     const { root, b } = twin();

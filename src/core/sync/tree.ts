@@ -233,6 +233,11 @@ async function bringUp(node: TreeNode, opts: FetchOptions): Promise<void> {
     node.head = readHeadSync(node.dir);
     node.shaBefore = node.head?.sha ?? null;
     if (opts.updateExisting) await updateExisting(node, opts, backend);
+    else {
+      // Left as it is (`init`), but on a topic branch it is still the user's work: its lockfile line keeps the tracked branch, as a sync's does.
+      const base = opts.force ? undefined : opts.topicOf?.(node);
+      if (base !== undefined) node.topic = { base, baseSha: null };
+    }
   }
   node.manifest = await opts.loadPack(node.dir);
   if (node.head) await refuseChildOnSubmodule(node.id, node.dir, node.head.sha, node.manifest);

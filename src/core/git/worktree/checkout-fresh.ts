@@ -84,13 +84,11 @@ async function writeFiles(dir: string, gitdir: string, oid: string, tree: Readon
       links.push({ rel, oid: value.slice(sp + 1) });
     } else files.push({ rel, mode: mode.toString(8), oid: value.slice(sp + 1) });
   }
-  for (const d of [...dirs].sort()) fs.mkdirSync(join(dir, d));
-  // A gitlink's entry carries the stat data of its directory, as git's checkout records it (size 4096 on ext4, …).
-  for (const l of links) entries.push(entryFor(l.rel, GITLINK, l.oid, fs.lstatSync(join(dir, l.rel))));
   // gitattributes: line endings and filters, from this tree's .gitattributes (convert.ts).
   const attrFiles = attributePaths(files.map((f) => [f.rel, Number.parseInt(f.mode, 8), f.oid] as [string, number, string]));
   for (const [p, o] of attrFiles) attrFiles.set(p, Buffer.from(await blobOf(o, p)).toString("utf8"));
   const conv = Conversion.forTree(dir, gitdir, attrFiles);
+  const writer = writesThroughThread(files.length) ? new FileWriter(dir) : null;
   // Then the files. Read from the open pack, converted and written with
   // synchronous calls: the writes land in the page cache, and one await per
   // file system call (writes handed to the I/O threads by the hundred, all
@@ -102,8 +100,12 @@ async function writeFiles(dir: string, gitdir: string, oid: string, tree: Readon
   // A large tree's files are created by the writer thread while this one reads the next blobs (file-writer.ts).
   const garbage = new Collector();
   const later: typeof files = [];
-  const writer = writesThroughThread(files.length) ? new FileWriter(dir) : null;
   try {
+    // Made by the writer thread ahead of the files, when it writes them; here when a gitlink's directory needs its stat data now.
+    if (writer !== null && links.length === 0) writer.makeDirs([...dirs].sort());
+    else for (const d of [...dirs].sort()) fs.mkdirSync(join(dir, d));
+    // A gitlink's entry carries the stat data of its directory, as git's checkout records it (size 4096 on ext4, …).
+    for (const l of links) entries.push(entryFor(l.rel, GITLINK, l.oid, fs.lstatSync(join(dir, l.rel))));
     for (let i = 0; i < files.length; i++) {
       const f = files[i] as (typeof files)[number];
       const blob = blobNow(f.oid);
@@ -114,7 +116,10 @@ async function writeFiles(dir: string, gitdir: string, oid: string, tree: Readon
         garbage.add(2 * (blob as Uint8Array).length + PER_OBJECT_GARBAGE);
         const record = (st: StatData) => entries.push(entryFor(f.rel, Number.parseInt(f.mode, 8), f.oid, st));
         if (writer === null) record(writeNow(join(dir, f.rel), kindOf(f.mode), bytes));
-        else await writer.add(f.rel, kindOf(f.mode), bytes, record);
+        else {
+          const full = writer.add(f.rel, kindOf(f.mode), bytes, record);
+          if (full !== undefined) await full; // awaited only when the thread is behind: no pause per file
+        }
       }
       if ((i + 1) % 256 === 0 && i + 1 < files.length) {
         reportActivity({ phase: "checking out", done: i + 1, total: files.length });

@@ -1,12 +1,14 @@
 // A large first checkout's file creation on a second thread: the main thread
 // reads, inflates and converts blobs (JavaScript), the writer thread
-// (file-writer-worker.ts) creates the files (the kernel's work), and the two
-// overlap. Files go in batches (a few hundred, or 1 MiB of bytes, copied
-// into one buffer that is handed over, not copied again), at most a few
-// batches in flight, so memory stays bounded whatever the tree's size. One
-// thread serves every checkout of the process at once; it ends when the last
-// one finishes. Writing files in two threads at once was measured no faster
-// (ext4 serialises most of the work), which is why there is one writer.
+// (file-writer-worker.ts) creates the directories and files (the kernel's
+// work), and the two overlap. While a task workspace holds the thread, a new
+// linked worktree's registration files go through it as well. Files go in
+// batches (a few hundred, or 1 MiB of bytes, gathered in one buffer that is
+// handed over, not copied again), at most a few batches in flight, so memory
+// stays bounded whatever the tree's size. One thread serves every checkout of
+// the process at once; it ends when the last one finishes. Writing files in
+// two threads at once was measured no faster (ext4 serialises most of the
+// work, and the main thread needs the other core), so there is one writer.
 import { sep } from "node:path";
 import type { Batch, BatchAnswer, StatData } from "./write-now.ts";
 import { unpackStat, writeNow } from "./write-now.ts";
@@ -16,6 +18,8 @@ export const WRITER_THREAD_MIN_FILES = 2000;
 const BATCH_FILES = 256;
 const BATCH_BYTES = 1 << 20;
 const IN_FLIGHT = 4;
+/** A checkout's first staging buffer: a task workspace's packs (a few dozen small files each) rarely outgrow it. */
+const STAGING_START = 16 * 1024;
 
 /**
  * The worker's module. From source it is this file's neighbour; the compiled
@@ -105,13 +109,21 @@ export class FileWriter {
   private readonly dir: string;
   private readonly thread: Thread;
   private batch: Pending | null = null;
-  /** Where a batch's bytes are gathered (grown as needed up to BATCH_BYTES: a small checkout's batch is small); each batch hands the thread a copy of exactly its own. */
-  private staging = new Uint8Array(64 * 1024);
+  /**
+   * Where a batch's bytes are gathered, grown as needed up to BATCH_BYTES (a
+   * small checkout's batch stays small). It is handed to the thread as it is,
+   * not copied; the next batch gathers into a new one of the same size.
+   */
+  private staging: Uint8Array | null = null;
+  private stagingSize = STAGING_START;
   private readonly inFlight: Array<Promise<void>> = [];
   private closed = false;
+  /** Directories for the next batch to make before its files (makeDirs). */
+  private dirs: string[] = [];
 
+  /** `dir`: the directory the names are under; "" when they are absolute paths. */
   constructor(dir: string) {
-    this.dir = dir.endsWith(sep) ? dir : `${dir}${sep}`;
+    this.dir = dir === "" || dir.endsWith(sep) ? dir : `${dir}${sep}`;
     this.thread = useThread();
   }
 
@@ -128,12 +140,14 @@ export class FileWriter {
     let wait: Promise<void> | undefined;
     if (this.batch !== null && this.batch.used + bytes.length > BATCH_BYTES) wait = this.send();
     const b = (this.batch ??= { names: [], kinds: [], ends: [], used: 0, onStat: [] });
-    if (b.used + bytes.length > this.staging.length) {
-      const grown = new Uint8Array(Math.min(BATCH_BYTES, Math.max(2 * this.staging.length, b.used + bytes.length)));
-      grown.set(this.staging.subarray(0, b.used));
-      this.staging = grown;
+    let staging = (this.staging ??= Buffer.allocUnsafeSlow(this.stagingSize));
+    if (b.used + bytes.length > staging.length) {
+      this.stagingSize = Math.min(BATCH_BYTES, Math.max(2 * staging.length, b.used + bytes.length));
+      const grown = Buffer.allocUnsafeSlow(this.stagingSize);
+      grown.set(staging.subarray(0, b.used));
+      this.staging = staging = grown;
     }
-    this.staging.set(bytes, b.used);
+    staging.set(bytes, b.used);
     b.used += bytes.length;
     b.names.push(rel);
     b.kinds.push(kind);
@@ -143,9 +157,14 @@ export class FileWriter {
     return b.names.length >= BATCH_FILES ? this.send() : wait;
   }
 
+  /** Have the thread make these directories (under the checkout's, parents first) before any file queued after them. */
+  makeDirs(dirs: readonly string[]): void {
+    this.dirs.push(...dirs);
+  }
+
   /** Every queued file written (their `onStat` called), or the first failure thrown as the fs call's error. */
   async finish(): Promise<void> {
-    if (this.batch !== null) await this.send();
+    if (this.batch !== null || this.dirs.length > 0) await this.send();
     const results = await Promise.allSettled(this.inFlight.splice(0));
     const failed = results.find((r) => r.status === "rejected");
     if (failed) throw failed.reason;
@@ -161,19 +180,26 @@ export class FileWriter {
 
   /** Hand the batch to the thread; a promise to wait for when too many are in flight. */
   private send(): Promise<void> | undefined {
-    const b = this.batch as Pending;
+    const b = this.batch ?? { names: [], kinds: [], ends: [], used: 0, onStat: [] }; // none: directories alone
     this.batch = null;
     const id = nextBatch++;
-    const data = this.staging.slice(0, b.used).buffer;
-    const msg: Batch = { id, dir: this.dir, names: b.names, kinds: Uint8Array.from(b.kinds), ends: Uint32Array.from(b.ends), data };
+    // The staging buffer itself goes (allocUnsafeSlow's own memory: nothing else lives in it); a next batch gets a new one.
+    const staging = this.staging ?? new Uint8Array(0);
+    this.staging = null;
+    const data = staging.byteOffset === 0 && staging.byteLength === staging.buffer.byteLength ? (staging.buffer as ArrayBuffer) : staging.slice(0, b.used).buffer;
+    const kinds = Uint8Array.from(b.kinds);
+    const ends = Uint32Array.from(b.ends);
+    const msg: Batch = { id, dir: this.dir, dirs: this.dirs.join("\0"), names: b.names.join("\0"), kinds, ends, data };
+    this.dirs = [];
     const broken = this.thread.broken;
     const answered =
       broken !== null ? Promise.resolve<BatchAnswer>({ id, failure: { at: -1, message: broken } }) : new Promise<BatchAnswer>((resolve) => this.thread.waiting.set(id, resolve));
-    if (broken === null) this.thread.worker.postMessage(msg, [data]);
+    if (broken === null) this.thread.worker.postMessage(msg, [data, kinds.buffer, ends.buffer]);
     const written = answered.then((a) => {
       if (a.failure) {
         const f = a.failure;
-        throw Object.assign(new Error(f.message), { code: f.code, syscall: f.syscall, path: f.at >= 0 ? this.dir + (b.names[f.at] as string) : undefined });
+        const path = f.dir !== undefined ? this.dir + f.dir : f.at >= 0 ? this.dir + (b.names[f.at] as string) : undefined;
+        throw Object.assign(new Error(f.message), { code: f.code, syscall: f.syscall, path });
       }
       const stats = a.stats as Float64Array;
       for (let i = 0; i < b.onStat.length; i++) (b.onStat[i] as (st: StatData) => void)(unpackStat(stats, i));

@@ -21,6 +21,9 @@ import { deleteRefSync, RefFiles, writeRefSync } from "../refs/refs.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import { verifiedFlatTree } from "../objects/tree-read.ts";
 import { checkoutFresh } from "./checkout-fresh.ts";
+import { FileWriter, writesThroughThread } from "./file-writer.ts";
+import { KIND_DATA } from "./write-now.ts";
+import { phaseEnd, phaseStart, timePhase } from "../../base/profile.ts";
 import { inheritWorktreeState } from "./worktree-inherit.ts";
 import { ensureBlobs } from "../transport/promised-fetch.ts";
 import { isDirtyFast } from "./worktree.ts";
@@ -121,33 +124,50 @@ export async function addWorktree(o: AddWorktreeOptions): Promise<AddedWorktree>
 }
 
 async function makeWorktree(o: AddWorktreeOptions, common: RepoLayout, path: string, head: string, newBranch: boolean, store: ObjectStore): Promise<AddedWorktree> {
-  const tree = await verifiedFlatTree(common.gitdir, head, store);
+  const tree = await timePhase("worktree.tree", () => verifiedFlatTree(common.gitdir, head, store));
   // A partial clone: the blobs of the tree its filter left out come over first, in one batch, before anything is written.
-  await ensureBlobs(common.gitdir, path, "", tree, new AbortController().signal);
+  await timePhase("worktree.promised", () => ensureBlobs(common.gitdir, path, "", tree, new AbortController().signal));
+  const t0 = phaseStart();
   const admin = makeAdminDir(common, worktreeName(path));
   startNoteless(admin); // its index.lock: a kill leaves the registration locked, replaced as a whole by the next run
   const files = linkedAdminFiles(admin);
   const madeDir = !fs.existsSync(path);
   let createdBranch = false;
+  // Many worktrees at once (a task workspace holds the writer thread): the registration's files are created
+  // there too, in the same order, while this thread reads the next pack's objects (file-writer.ts).
+  const writer = writesThroughThread(0) ? new FileWriter("") : null;
+  const small = (file: string, text: string) => {
+    if (writer === null) writeSmall(file, text);
+    else writer.add(file, KIND_DATA, Buffer.from(text, "utf8"), () => {});
+  };
   try {
-    writeSmall(files.locked, "initializing\n");
     fs.mkdirSync(path, { recursive: true });
     const real = fs.realpathSync(path);
     const realAdmin = resolve(fs.realpathSync(worktreesDir(common)), basename(admin));
+    small(files.locked, "initializing\n");
     // The back-pointer first, as git's add_worktree writes it: killed at any point after it, the registration
     // names this path, so a re-run finds and replaces what was left (even a `.git` file created but never written).
-    writeSmall(files.gitdir, `${dotGitPathOf(real)}\n`);
-    writeSmall(dotGitPathOf(path), `gitdir: ${realAdmin}\n`);
-    writeSmall(files.commondir, "../..\n");
+    small(files.gitdir, `${dotGitPathOf(real)}\n`);
+    small(dotGitPathOf(path), `gitdir: ${realAdmin}\n`);
+    small(files.commondir, "../..\n");
+    await writer?.finish(); // on disk before the branch is made and anything reads the registration
     if (newBranch) {
       writeRefSync(common.gitdir, `refs/heads/${o.branch}`, head);
       createdBranch = true;
     }
     writeSmall(files.head, `ref: refs/heads/${o.branch}\n`);
     inheritWorktreeState(o.repoGitdir, admin); // a sparse source gives a sparse worktree, as git's worktree add copies it
-    await checkoutFresh(path, admin, head, tree, path, false, store); // the index as git writes it: no fsync
-    fs.mkdirSync(dirname(files.logsHead), { recursive: true });
-    writeSmall(files.logsHead, `${"0".repeat(40)} ${head} ${reflogIdent(common.gitdir, o.env ?? process.env)}\tcheckout: moving to ${o.branch}\n`);
+    phaseEnd("worktree.register", t0);
+    await timePhase("worktree.checkout", () => checkoutFresh(path, admin, head, tree, path, false, store)); // the index as git writes it: no fsync
+    const reflog = `${"0".repeat(40)} ${head} ${reflogIdent(common.gitdir, o.env ?? process.env)}\tcheckout: moving to ${o.branch}\n`;
+    if (writer === null) {
+      fs.mkdirSync(dirname(files.logsHead), { recursive: true });
+      writeSmall(files.logsHead, reflog);
+    } else {
+      writer.makeDirs([dirname(files.logsHead)]);
+      small(files.logsHead, reflog);
+      await writer.finish(); // before the registration is unlocked
+    }
     try {
       fs.unlinkSync(files.locked);
     } catch (err) {
@@ -155,6 +175,7 @@ async function makeWorktree(o: AddWorktreeOptions, common: RepoLayout, path: str
     }
     return { name: basename(admin), gitdir: admin, head, createdBranch };
   } catch (err) {
+    await writer?.close(); // nothing is still being written into what is removed now
     // Nothing half-made stays: the registration, the directory if it was ours, a branch made for it.
     fs.rmSync(admin, { recursive: true, force: true });
     if (madeDir) fs.rmSync(path, { recursive: true, force: true });
@@ -162,6 +183,7 @@ async function makeWorktree(o: AddWorktreeOptions, common: RepoLayout, path: str
     if (createdBranch) deleteRefSync(common.gitdir, `refs/heads/${o.branch}`);
     throw err;
   } finally {
+    await writer?.close();
     endNoteless(admin);
   }
 }

@@ -20,10 +20,11 @@ export interface StatData {
 /** Numbers per file when stat data travels between threads (STAT_FIELDS of them, in StatData's order). */
 export const STAT_FIELDS = 7;
 
-/** A file's kind as a batch carries it: a regular file, an executable one, a symlink. */
+/** A file's kind as a batch carries it: a regular file, an executable one, a symlink, a repository's own file (git's 0666, less the umask). */
 export const KIND_FILE = 0;
 export const KIND_EXEC = 1;
 export const KIND_LINK = 2;
+export const KIND_DATA = 3;
 
 /** The kind of a tree entry's mode ("100644", "100755", "120000"). */
 export function kindOf(mode: string): number {
@@ -41,7 +42,7 @@ export function writeNow(abs: string, kind: number, bytes: Uint8Array): StatData
     fs.symlinkSync(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"), abs);
     return fs.lstatSync(abs);
   }
-  const fd = fs.openSync(abs, NO_FOLLOW_WRITE, kind === KIND_EXEC ? 0o755 : 0o644);
+  const fd = fs.openSync(abs, NO_FOLLOW_WRITE, kind === KIND_EXEC ? 0o755 : kind === KIND_DATA ? 0o666 : 0o644);
   try {
     for (let at = 0; at < bytes.length; ) at += fs.writeSync(fd, bytes, at, bytes.length - at);
     return fs.fstatSync(fd);
@@ -76,11 +77,18 @@ export function unpackStat(from: Float64Array, i: number): StatData {
   };
 }
 
-/** Files for the writer thread: names under `dir` (which ends in a separator), their kinds, and their bytes back to back (file i ends at ends[i]). */
+/**
+ * Files for the writer thread: names under `dir` (which ends in a separator),
+ * NUL-separated in one string (git allows no NUL in a path; one string is
+ * cloned across threads far faster than an array of them), their kinds, and
+ * their bytes back to back (file i ends at ends[i]). `dirs` (NUL-separated
+ * too, parents first, "" for none) are made before the files.
+ */
 export interface Batch {
   id: number;
   dir: string;
-  names: string[];
+  dirs: string;
+  names: string;
   kinds: Uint8Array;
   ends: Uint32Array;
   data: ArrayBuffer;
@@ -90,5 +98,6 @@ export interface Batch {
 export interface BatchAnswer {
   id: number;
   stats?: Float64Array;
-  failure?: { at: number; code?: string; syscall?: string; message: string };
+  /** `at`: the file's number; -1 for none (the thread failed); `dir` instead names a directory it could not make. */
+  failure?: { at: number; dir?: string; code?: string; syscall?: string; message: string };
 }
