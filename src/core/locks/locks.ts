@@ -278,10 +278,16 @@ export function assertWorkspaceLockHeld(ws: Workspace, purpose: string, mode: Wo
   throw new Error(`${purpose} runs only under the ${mode} workspace lock of ${ws.root}, which its call does not hold; declare it in the verb's effects.`);
 }
 
-/** One operation per pack directory, across tasks and processes. */
+/**
+ * One operation per pack directory, across tasks and processes. Under the
+ * workspace lock held exclusively (a mutation pass: sync, update, add, rm,
+ * init) nobody else can act in the workspace, so the pack's lock file is
+ * neither taken nor made (a sync would take it twice per pack, and make a file per pack once).
+ */
 export function withPackLock<T>(ws: Workspace, packPath: string, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
   // Already held by this call chain (e.g. `rm` holds it around teardown, which saves the pack's state): covered.
   if ((chain.getStore() ?? []).some((h) => h.level === "pack" && h.what === resolve(packPath))) return fn();
+  if (heldWorkspaceMode(ws.root) === "exclusive") return atLevel("pack", fn, resolve(packPath));
   return withLock("pack", resolve(packPath), packLockPath(ws, packPath), signal, fn);
 }
 
