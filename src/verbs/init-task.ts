@@ -7,7 +7,8 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { packOpError, usageError } from "../core/base/errors.ts";
 import { phaseEnd, phaseStart, timePhase } from "../core/base/profile.ts";
-import { workspaceAt } from "../core/base/workspace.ts";
+import { type Workspace, workspaceAt } from "../core/base/workspace.ts";
+import type { PackNode, WorkspaceView } from "../core/workspace/packs.ts";
 import type { Progress, VerbContext } from "./types.ts";
 
 export interface InitTaskParams {
@@ -56,6 +57,25 @@ export async function initTask(ctx: VerbContext, root: string, params: InitTaskP
   const { selectPacks } = await import("./select.ts");
   const { packs: tops } = await selectPacks(ctx, view, view.packs.filter((n) => n.parent === null), params.filter);
   const nodes = tw.subtreesOf(view, new Set(tops.map((n) => n.id)));
+  // The writer thread starts now, while the checks below run: the first worktrees need it at once.
+  const writer = params.dry_run ? null : tw.holdWriterFor(nodes);
+  try {
+    return await makeTaskWorkspace(ctx, root, params, signal, progress, { tw, source, view, tops, nodes, topic });
+  } finally {
+    writer?.();
+  }
+}
+
+/** The task workspace made from the selected packs (`nodes`, the top-level ones in `tops`), the writer thread held by the caller. */
+async function makeTaskWorkspace(
+  ctx: VerbContext,
+  root: string,
+  params: InitTaskParams,
+  signal: AbortSignal,
+  progress: Progress,
+  at: { tw: typeof import("../core/sync/task-workspace.ts"); source: Workspace; view: WorkspaceView; tops: PackNode[]; nodes: PackNode[]; topic: string },
+): Promise<InitTaskResult> {
+  const { tw, source, view, tops, nodes, topic } = at;
   const leftovers = await timePhase("task.preflight", async () => tw.preflight(nodes, topic, root));
   const base = { workspace: root, cloned: [] as string[], dry_run: params.dry_run, source: source.root, branch: topic };
   if (params.dry_run) {

@@ -152,6 +152,15 @@ async function clearOne(admin: string, path: string, id: string): Promise<void> 
   rmSync(admin, { recursive: true, force: true });
 }
 
+/**
+ * Many packs: one pack's files (and its registration's) are created by the
+ * writer thread while the next pack's objects are read (file-writer.ts). The
+ * thread held for them, or null for a few packs; release it once.
+ */
+export function holdWriterFor(nodes: readonly PackNode[]): (() => void) | null {
+  return nodes.length >= 8 ? holdWriterThread() : null;
+}
+
 /** Make the linked worktree of each pack under `root`, a few at a time; on a failure the others already made are removed again. */
 export async function makeWorktrees(root: string, nodes: readonly PackNode[], topic: string, env: Record<string, string | undefined>, leftovers?: Leftovers): Promise<TaskPack[]> {
   const out: TaskPack[] = [];
@@ -169,8 +178,7 @@ export async function makeWorktrees(root: string, nodes: readonly PackNode[], to
       out.push({ id: n.id, path: n.path, branch: topic, sha: added.head, created_branch: added.createdBranch });
     }
   };
-  // Many packs: one pack's files are created by the writer thread while the next pack's blobs are read (file-writer.ts).
-  const release = nodes.length >= 8 ? holdWriterThread() : null;
+  const release = holdWriterFor(nodes);
   try {
     // A child's worktree lies inside its parent's: each depth after the one above it.
     const depths = [...new Set(nodes.map((n) => n.depth))].sort((a, b) => a - b);
