@@ -165,16 +165,22 @@ describe("adopted clones with local changes", () => {
 });
 
 describe("the tracked branch under a topic", () => {
-  test("grex init leaves a pack on a topic branch out of the lockfile's line, as sync does: the tracked branch and its commit stay", async () => {
+  /** A workspace with the pack `lib` (its lockfile as add wrote it), then switched to a new branch `topic` with one commit. */
+  async function libOnTopic(): Promise<{ up: string; dir: string; lockBefore: string }> {
     t = new TestWorkspace();
     const up = t.repo("lib", { "a.txt": "1\n" });
     expect((await t.grex("init")).code).toBe(0);
     expect((await t.grex("add", up)).code).toBe(0);
     const dir = join(t.ws, "lib");
     const lockBefore = readFileSync(join(t.ws, "grex.lock.jsonl"), "utf8");
-    expect(lockBefore).toContain('"branch":"main"');
     git(dir, "switch", "-q", "-c", "topic");
     t.commit(dir, { "mine.txt": "mine\n" }, "mine");
+    return { up, dir, lockBefore };
+  }
+
+  test("grex init leaves a pack on a topic branch out of the lockfile's line, as sync does: the tracked branch and its commit stay", async () => {
+    const { dir, lockBefore } = await libOnTopic();
+    expect(lockBefore).toContain('"branch":"main"');
     for (const argv of [["init"], ["sync"]]) {
       const r = await t.grex(...argv);
       expect({ argv, code: r.code, stderr: r.stderr }).toEqual({ argv, code: 0, stderr: "" });
@@ -184,13 +190,7 @@ describe("the tracked branch under a topic", () => {
   });
 
   test("moves as `git fetch origin main:main` moves it: fast-forward only, HEAD and work tree untouched; status knows the topic's upstream", async () => {
-    t = new TestWorkspace();
-    const up = t.repo("lib", { "a.txt": "1\n" });
-    expect((await t.grex("init")).code).toBe(0);
-    expect((await t.grex("add", up)).code).toBe(0);
-    const dir = join(t.ws, "lib");
-    git(dir, "switch", "-q", "-c", "topic");
-    t.commit(dir, { "mine.txt": "mine\n" }, "mine");
+    const { up, dir } = await libOnTopic();
     t.commit(up, { "a.txt": "2\n" }, "upstream 2");
 
     // git's own answer, on a copy of the pack made before grex runs.
