@@ -64,6 +64,8 @@ describe("linked worktrees, grex vs git", () => {
       expect(git(join(root, "b", "task"), "status", "--porcelain")).toBe("");
       expect(git(b, "status", "--porcelain")).toBe("");
       expect(git(join(root, "b", "task"), "ls-files", "-s")).toBe(git(join(root, "a", "task"), "ls-files", "-s"));
+      // The index's cache-tree (read from the source's own index, hashed again): git's write-tree takes it as it is.
+      expect(git(join(root, "b", "task"), "write-tree")).toBe(git(b, "rev-parse", "HEAD^{tree}"));
       expect(git(join(root, "b", "task"), "rev-parse", "--abbrev-ref", "HEAD")).toBe("topic");
       expect(porcelainList(b, root, "b")).toEqual(porcelainList(a, root, "a"));
       expect(git(join(root, "b", "task"), "reflog", "-1", "--format=%H")).toBe(start);

@@ -248,23 +248,31 @@ export async function verifiedFlatTree(gitdir: string, oid: string, store?: Obje
       symlinks = [];
       await walk(m[1] as string, "", []);
     }
-    // Only a tree with links can collide dangerously on a case-insensitive file system (most have none: no folding then).
-    if (symlinks.length > 0) {
-      const links = new Map(symlinks.map((p) => [foldedName(p), p]));
-      for (const path of out.keys()) {
-        const f = foldedName(path);
-        const same = links.get(f);
-        if (same !== undefined && same !== path) {
-          throw new UnsafeTreeError(path, `the same name as the symbolic link ${JSON.stringify(same)} on a case-insensitive file system`);
-        }
-        for (let i = f.indexOf("/"); i !== -1; i = f.indexOf("/", i + 1)) {
-          const link = links.get(f.slice(0, i));
-          if (link !== undefined) throw new UnsafeTreeError(path, `a path below the symbolic link ${JSON.stringify(link)} on a case-insensitive file system`);
-        }
-      }
-    }
+    refuseLinkCollisions(out.keys(), symlinks);
     return out;
   } finally {
     if (!store) own.close();
+  }
+}
+
+/**
+ * Refuse a symbolic link whose name, as a case-insensitive file system sees
+ * it, is also another path of the tree or a directory above one (a write to
+ * that path would go through the link there). Only a tree with links can
+ * collide dangerously: most have none, and nothing is folded then.
+ */
+export function refuseLinkCollisions(paths: Iterable<string>, symlinks: readonly string[]): void {
+  if (symlinks.length === 0) return;
+  const links = new Map(symlinks.map((p) => [foldedName(p), p]));
+  for (const path of paths) {
+    const f = foldedName(path);
+    const same = links.get(f);
+    if (same !== undefined && same !== path) {
+      throw new UnsafeTreeError(path, `the same name as the symbolic link ${JSON.stringify(same)} on a case-insensitive file system`);
+    }
+    for (let i = f.indexOf("/"); i !== -1; i = f.indexOf("/", i + 1)) {
+      const link = links.get(f.slice(0, i));
+      if (link !== undefined) throw new UnsafeTreeError(path, `a path below the symbolic link ${JSON.stringify(link)} on a case-insensitive file system`);
+    }
   }
 }

@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 import { isNotFound, missingObject } from "../transport/git-errors.ts";
 import { readGitdirConfigValue } from "../refs/config.ts";
-import { entryFor, type IndexEntry, SKIP_WORKTREE } from "../objects/index-file.ts";
+import { type CacheTreeNode, entryFor, type IndexEntry, SKIP_WORKTREE } from "../objects/index-file.ts";
 import { SparseCheckout } from "./sparse-checkout.ts";
 import { commitIndex } from "../objects/index-manager.ts";
 import { ObjectStore } from "../objects/object-store.ts";
@@ -31,13 +31,15 @@ const GITLINK = 0o160000;
  * `opened`: the repository's object store as the caller already has it open
  * (the one `verifiedFlatTree` read the trees through: its packs stay mapped,
  * and the cache-tree's trees come from its cache); the caller closes it.
+ * `cacheTree`: the commit's cache-tree when the caller has it already
+ * (tree-from-index.ts); else it is read from the commit's trees.
  */
-export async function checkoutFresh(dir: string, gitdir: string, oid: string, tree: ReadonlyMap<string, string>, shown = dir, durable = true, opened?: ObjectStore): Promise<void> {
+export async function checkoutFresh(dir: string, gitdir: string, oid: string, tree: ReadonlyMap<string, string>, shown = dir, durable = true, opened?: ObjectStore, cacheTree?: CacheTreeNode): Promise<void> {
   const store = opened ?? new ObjectStore(gitdir);
   try {
     const entries = await writeFiles(dir, gitdir, oid, tree, store);
     collectAfter(entries.length); // what writing every file left (reads, promises, stats) goes before the index is built
-    await commitIndex(gitdir, shown, null, entries, cacheTreeOf(store, oid) ?? undefined, undefined, durable);
+    await commitIndex(gitdir, shown, null, entries, cacheTree ?? cacheTreeOf(store, oid) ?? undefined, undefined, durable);
   } finally {
     if (opened === undefined) store.close();
   }

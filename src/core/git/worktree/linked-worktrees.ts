@@ -14,12 +14,13 @@
 import * as fs from "node:fs";
 import { basename, dirname, resolve } from "node:path";
 import { packOpError } from "../../base/errors.ts";
-import { dotGitOf, dotGitPathOf, layoutOfGitdir, linkedAdminFiles, type RepoLayout, worktreesDir } from "../layout/layout.ts";
+import { dotGitOf, dotGitPathOf, indexPath, layoutOfGitdir, linkedAdminFiles, type RepoLayout, worktreesDir } from "../layout/layout.ts";
 import { endNoteless, startNoteless } from "../layout/lockfile.ts";
 import { LayeredConfig } from "../refs/config.ts";
 import { deleteRefSync, RefFiles, writeRefSync } from "../refs/refs.ts";
 import { ObjectStore } from "../objects/object-store.ts";
 import { verifiedFlatTree } from "../objects/tree-read.ts";
+import { flatTreeFromIndex } from "../objects/tree-from-index.ts";
 import { checkoutFresh } from "./checkout-fresh.ts";
 import { FileWriter, writesThroughThread } from "./file-writer.ts";
 import { KIND_DATA } from "./write-now.ts";
@@ -124,7 +125,10 @@ export async function addWorktree(o: AddWorktreeOptions): Promise<AddedWorktree>
 }
 
 async function makeWorktree(o: AddWorktreeOptions, common: RepoLayout, path: string, head: string, newBranch: boolean, store: ObjectStore): Promise<AddedWorktree> {
-  const tree = await timePhase("worktree.tree", () => verifiedFlatTree(common.gitdir, head, store));
+  // Mostly the commit the source has checked out: its index, once its trees hash to the commit's, spares reading them.
+  const commitTree = store.readCommit(head)?.tree;
+  const fromIndex = commitTree === undefined ? null : flatTreeFromIndex(indexPath(o.repoGitdir), commitTree);
+  const tree = fromIndex?.tree ?? (await timePhase("worktree.tree", () => verifiedFlatTree(common.gitdir, head, store)));
   // A partial clone: the blobs of the tree its filter left out come over first, in one batch, before anything is written.
   await timePhase("worktree.promised", () => ensureBlobs(common.gitdir, path, "", tree, new AbortController().signal));
   const t0 = phaseStart();
@@ -158,7 +162,7 @@ async function makeWorktree(o: AddWorktreeOptions, common: RepoLayout, path: str
     writeSmall(files.head, `ref: refs/heads/${o.branch}\n`);
     inheritWorktreeState(o.repoGitdir, admin); // a sparse source gives a sparse worktree, as git's worktree add copies it
     phaseEnd("worktree.register", t0);
-    await timePhase("worktree.checkout", () => checkoutFresh(path, admin, head, tree, path, false, store)); // the index as git writes it: no fsync
+    await timePhase("worktree.checkout", () => checkoutFresh(path, admin, head, tree, path, false, store, fromIndex?.cacheTree)); // the index as git writes it: no fsync
     const reflog = `${"0".repeat(40)} ${head} ${reflogIdent(common.gitdir, o.env ?? process.env)}\tcheckout: moving to ${o.branch}\n`;
     if (writer === null) {
       fs.mkdirSync(dirname(files.logsHead), { recursive: true });
