@@ -97,9 +97,9 @@ export const rmVerb = defineVerb({
       if (!p.skip_teardown && onDisk) {
         const { teardownPack } = await import("../core/packtypes/index.ts");
         try {
-          const r = await withPackLock(ws, dir, signal, () =>
-            teardownPack({ ws, id: p.id, dir, type: pack.type, env: ctx.env, signal, dryRun: p.dry_run, allowOutsideHome: allowsOutsideHome(ctx, p) }),
-          );
+          const undo = () => teardownPack({ ws, id: p.id, dir, type: pack.type, env: ctx.env, signal, dryRun: p.dry_run, allowOutsideHome: allowsOutsideHome(ctx, p) });
+          // A dry run only reads: no pack lock, so it leaves no lock file behind (as `teardown --dry-run`).
+          const r = p.dry_run ? await undo() : await withPackLock(ws, dir, signal, undo);
           steps = r.steps.map((s) => ({ ...s }));
           teardown = r.failed ? "failed" : "ok";
           if (r.failed) cause = `action ${r.failed.idx} (${r.failed.action}) failed: ${r.failed.reason.replace(/\.$/, "")}`;

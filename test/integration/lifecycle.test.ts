@@ -81,6 +81,9 @@ describe("declarative-basic (all seven actions)", () => {
     expect(snapshot(t.root)).toEqual(before);
     const would = steps(dry.json).filter((s) => s.result === "would_perform_change").map((s) => s.action);
     expect(would).toEqual(expect.arrayContaining(["mkdir", "symlink", "env", "when", "exec"]));
+    // Nor does rm --dry-run (not even a lock file: a dry run takes no pack lock).
+    expect((await t.grex("rm", "--dry-run", "declarative-basic")).code).toBe(0);
+    expect(snapshot(t.root)).toEqual(before);
   });
 
   test("env user scope also manages an existing .zshrc and restores it exactly", async () => {

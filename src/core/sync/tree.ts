@@ -109,9 +109,9 @@ export async function fetchTree(roots: TreeNode[], opts: FetchOptions): Promise<
         node.declaredRef = node.ref;
         node.ref = opts.pin(node);
       }
-      await opts.scheduler.withPermit(opts.signal, () =>
-        withPackLock(opts.ws, node.dir, opts.signal, () => asActivityOf(node.id, () => bringUp(node, opts))),
-      );
+      // A dry run only reads: no pack lock, so it leaves no lock file behind either (as the install phase).
+      const up = () => asActivityOf(node.id, () => bringUp(node, opts));
+      await opts.scheduler.withPermit(opts.signal, () => (opts.dryRun ? up() : withPackLock(opts.ws, node.dir, opts.signal, up)));
     } catch (err) {
       const e = toGrexError(err);
       if (e.kind === "cancelled") throw e;
