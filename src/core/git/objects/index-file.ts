@@ -12,12 +12,10 @@ import type { Stats } from "node:fs";
 import { closeSync, openSync, readFileSync, readSync } from "node:fs";
 import { gitPath, type Repo } from "../layout/layout.ts";
 
-import { ASSUME_VALID, INTENT_TO_ADD, type IndexEntry, SKIP_WORKTREE } from "./index-write.ts";
+import { ASSUME_VALID, INTENT_TO_ADD, type IndexEntry, SKIP_WORKTREE, sha1 } from "./index-write.ts";
 export { ASSUME_VALID, INTENT_TO_ADD, type IndexEntry, SKIP_WORKTREE };
 import { CANONICAL_INDEX_MODES } from "./path-verify.ts";
 
-// Bun's native hasher: node:crypto pulls in Node's stream machinery (~3 ms at startup).
-const sha1 = (data: Uint8Array): Buffer => new Bun.CryptoHasher("sha1").update(data).digest();
 
 export function parseIndex(buf: Buffer, shared?: SharedIndexReader): IndexEntry[] | null {
   const entries = readIndex(buf, shared)?.entries ?? null;

@@ -8,10 +8,7 @@
 // sparse index's directory entries expanded by the caller); the rare forms
 // that need merging (a split index) are merged as entries, then viewed.
 import { cacheTreeRoot, readIndexForStatus, readVarint, type IndexEntry, type IndexRead, type SharedIndexReader } from "./index-file.ts";
-import { ASSUME_VALID, INTENT_TO_ADD, serializeIndex, SKIP_WORKTREE } from "./index-write.ts";
-
-// Bun's native hasher: node:crypto pulls in Node's stream machinery (~3 ms at startup).
-const sha1 = (data: Uint8Array): Buffer => new Bun.CryptoHasher("sha1").update(data).digest();
+import { ASSUME_VALID, INTENT_TO_ADD, serializeIndex, sha1, SKIP_WORKTREE } from "./index-write.ts";
 
 /** One entry of a view, read-only: its fields come from the index's bytes when asked, the path decoded once. */
 class ViewEntry implements IndexEntry {

@@ -34,8 +34,8 @@ export const SKIP_WORKTREE = 2;
 /** `git add -N`: an entry for a file the user means to add (its content is not staged). */
 export const INTENT_TO_ADD = 4;
 
-// Bun's native hasher: node:crypto pulls in Node's stream machinery (~3 ms at startup).
-const sha1 = (data: Uint8Array): Buffer => new Bun.CryptoHasher("sha1").update(data).digest();
+/** SHA-1 of `data` (an index's checksum, a tree object's id): Bun's native hasher, as node:crypto pulls in Node's stream machinery (~3 ms at startup). */
+export const sha1 = (data: Uint8Array): Buffer => new Bun.CryptoHasher("sha1").update(data).digest();
 
 export interface CacheTreeNode {
   name: string;

@@ -9,11 +9,9 @@
 // at the end of long delta chains. Anything else answers null: read the tree.
 import { readFileSync } from "node:fs";
 import { INTENT_TO_ADD, readIndex } from "./index-file.ts";
-import type { CacheTreeNode } from "./index-write.ts";
+import { type CacheTreeNode, sha1 } from "./index-write.ts";
 import { CANONICAL_INDEX_MODES, entryProblem } from "./path-verify.ts";
 import { refuseLinkCollisions, UnsafeTreeError } from "./tree-read.ts";
-
-const sha1 = (data: Uint8Array): Buffer => new Bun.CryptoHasher("sha1").update(data).digest();
 
 interface Dir {
   /** Entries in index order: a file's mode ("100644", …) and id, or a subdirectory. */
